@@ -1,0 +1,223 @@
+// The job model: the one internal representation that every front-end produces and every model
+// (memory, workload, cost, schedule) consumes. Plain value types; no behaviour beyond small
+// helpers.
+//
+// Naming follows Megatron-LM's argument names where one exists, so a reader can map each field to
+// the config key it came from.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "projector/hardware/hardware.h"
+#include "projector/model/dtype.h"
+
+namespace projector {
+
+// ---------------------------------------------------------------------------------------- model
+
+enum class NormKind { kLayerNorm, kRmsNorm };
+enum class ActivationKind { kGelu, kRelu, kSquaredRelu, kSilu };
+enum class PositionEmbeddingKind { kRope, kLearnedAbsolute, kNone };
+enum class AttentionKind { kStandard, kMla };  // kStandard covers MHA, GQA and MQA
+
+struct AttentionSpec {
+  AttentionKind kind = AttentionKind::kStandard;
+  int num_heads = 0;         // num_attention_heads
+  int num_query_groups = 0;  // KV heads; == num_heads for MHA, 1 for MQA
+  int head_dim = 0;          // kv_channels (q/k/v head dim for standard attention)
+  // Multi-head latent attention (DeepSeek V2/V3). Unused for kStandard.
+  int q_lora_rank = 0;  // 0: queries are not compressed (V2-Lite)
+  int kv_lora_rank = 0;
+  int qk_head_dim = 0;          // the "nope" part of the q/k head
+  int qk_pos_emb_head_dim = 0;  // the rope part of the q/k head
+  int v_head_dim = 0;
+  bool qk_layernorm = false;
+  bool add_qkv_bias = false;
+  bool add_bias_linear = false;  // bias on the output projection
+  int sliding_window = 0;        // 0: full (causal) attention
+  bool causal = true;
+};
+
+struct MlpSpec {
+  std::int64_t ffn_hidden_size = 0;
+  ActivationKind activation = ActivationKind::kGelu;
+  bool gated = false;  // SwiGLU / GeGLU: the first GEMM produces 2 x ffn_hidden_size
+  bool add_bias = false;
+};
+
+struct MoeSpec {
+  int num_experts = 0;
+  int topk = 0;                                    // moe_router_topk
+  std::int64_t expert_ffn_hidden_size = 0;         // moe_ffn_hidden_size
+  std::int64_t shared_expert_ffn_hidden_size = 0;  // moe_shared_expert_intermediate_size (total)
+  double capacity_factor = 0.0;                    // 0: dropless
+  bool router_bias = false;                        // expert bias (aux-loss-free balancing)
+  bool grouped_gemm = true;
+};
+
+struct LayerSpec {
+  AttentionSpec attention;
+  MlpSpec mlp;  // dense MLP, or the per-expert MLP shape (activation, gating) for MoE layers
+  bool is_moe = false;
+  MoeSpec moe;  // meaningful only when is_moe
+};
+
+struct ModelSpec {
+  std::string name;
+  std::int64_t hidden_size = 0;
+  std::int64_t vocab_size = 0;  // the tokenizer's vocabulary; padded per padded_vocab_size()
+  int make_vocab_size_divisible_by = 128;
+  NormKind norm = NormKind::kRmsNorm;
+  PositionEmbeddingKind position_embedding = PositionEmbeddingKind::kRope;
+  std::int64_t max_position_embeddings = 0;
+  bool tied_embeddings = false;   // share_embeddings_and_output_weights
+  std::vector<LayerSpec> layers;  // decoder layers, in order; one entry per layer
+  int mtp_num_layers = 0;  // multi-token-prediction depth; each MTP layer is layers.back()-shaped
+  double attention_dropout = 0.0;
+  double hidden_dropout = 0.0;
+
+  int num_layers() const { return static_cast<int>(layers.size()); }
+};
+
+// Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by x TP.
+std::int64_t padded_vocab_size(const ModelSpec& model, int tp);
+
+// ------------------------------------------------------------------------------------- parallel
+
+enum class FsdpKind { kNone, kFsdp2, kZero3 };  // kZero3 == Megatron custom FSDP optim_grads_params
+enum class CpCommType { kP2p, kAllGather, kA2a, kA2aP2p };
+
+// One virtual pipeline stage (model chunk): a contiguous range of decoder layers plus the
+// embedding / output layer / MTP heads that live on it.
+struct VirtualStage {
+  int first_layer = 0;
+  int num_layers = 0;
+  bool has_embedding = false;
+  bool has_output = false;  // final norm, output layer and loss
+  int mtp_layers = 0;
+};
+
+struct ParallelSpec {
+  int tp = 1;
+  int pp = 1;
+  int vpp = 1;  // virtual stages (model chunks) per pipeline rank
+  int cp = 1;
+  int ep = 1;
+  int etp = 1;        // expert tensor parallel; Megatron's default is etp = tp
+  int dp = 1;         // world / (tp x pp x cp)
+  int expert_dp = 1;  // world / (etp x ep x pp)
+  bool sequence_parallel = false;
+  // pp * vpp entries; virtual stage z lives on pipeline rank z % pp as its chunk z / pp.
+  std::vector<VirtualStage> stages;
+  bool distributed_optimizer = false;
+  FsdpKind fsdp = FsdpKind::kNone;
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  bool tp_comm_overlap = false;
+  CpCommType cp_comm_type = CpCommType::kP2p;
+  std::int64_t ddp_bucket_size_bytes = 0;  // 0: Megatron's default max(40M params, 1M x dp)
+  bool allow_tp_beyond_node = false;
+
+  int model_parallel_size() const { return tp * pp * cp; }
+  const VirtualStage& stage(int pp_rank, int chunk) const { return stages[chunk * pp + pp_rank]; }
+};
+
+// -------------------------------------------------------------------------------------- runtime
+
+enum class RecomputeGranularity { kNone, kFull, kSelective };
+enum class RecomputeMethod { kUniform, kBlock };
+
+struct RecomputeSpec {
+  RecomputeGranularity granularity = RecomputeGranularity::kNone;
+  RecomputeMethod method = RecomputeMethod::kUniform;
+  int num_layers = 0;                // full: layers per chunk (uniform) or per stage (block)
+  std::vector<std::string> modules;  // selective: core_attn, mlp, moe, moe_act, layernorm, ...
+  std::vector<int> layer_ids;        // explicit decoder layers to recompute fully (Primus)
+};
+
+enum class Fp8Recipe { kNone, kDelayed, kTensorwise, kBlockwise, kMxfp8 };
+
+struct PrecisionSpec {
+  Dtype params_dtype = Dtype::kBf16;  // bf16 or fp16 model weights and activations
+  Fp8Recipe fp8 = Fp8Recipe::kNone;
+  bool fp8_param = false;    // --fp8-param-gather: weights kept in fp8
+  Dtype gemm_dtype() const;  // params_dtype, kFp8 or kMxfp8
+};
+
+enum class OptimizerKind { kAdam, kSgd, kMuon };
+
+enum class ScheduleKind {
+  kAuto,
+  k1F1B,
+  kInterleaved,
+  kZeroBubble,  // ZB-H1
+  kZbvFormatted,
+  kZbvGreedyMin,
+  kZbvGreedyHalf,
+  kDualPipeV,
+};
+
+struct RuntimeSpec {
+  int micro_batch_size = 1;
+  int global_batch_size = 1;
+  int seq_length = 0;
+  PrecisionSpec precision;
+  RecomputeSpec recompute;
+  bool flash_attention = true;
+  bool cross_entropy_fusion = false;
+  bool deepep = false;
+  int sync_free_moe_stage = 0;  // Primus turbo_sync_free_moe_stage, 0-3
+  ScheduleKind schedule = ScheduleKind::kAuto;
+  OptimizerKind optimizer = OptimizerKind::kAdam;
+  bool precision_aware_optimizer = false;
+  Dtype main_grads_dtype = Dtype::kFp32;
+  Dtype exp_avg_dtype = Dtype::kFp32;
+  Dtype exp_avg_sq_dtype = Dtype::kFp32;
+};
+
+// -------------------------------------------------------------------------------------- cluster
+
+struct ClusterSpec {
+  int nodes = 1;
+  int gpus_per_node = 8;
+  AcceleratorSpec accelerator;
+  NetworkSpec network;
+
+  int world_size() const { return nodes * gpus_per_node; }
+};
+
+// ------------------------------------------------------------------------------------------ job
+
+// A value the tool chose because the input did not say: recorded so it can be printed.
+struct AppliedDefault {
+  std::string key;
+  std::string value;
+  std::string reason;
+};
+
+struct JobSpec {
+  std::string source;  // config path (or "<validation:id>")
+  ModelSpec model;
+  ParallelSpec parallel;
+  RuntimeSpec runtime;
+  ClusterSpec cluster;
+  std::vector<AppliedDefault> defaults;
+  std::vector<std::string> warnings;
+
+  // Microbatches per iteration on each data-parallel replica: gbs / (mbs x dp).
+  int num_microbatches() const {
+    return runtime.global_batch_size / (runtime.micro_batch_size * parallel.dp);
+  }
+  std::int64_t tokens_per_iteration() const {
+    return static_cast<std::int64_t>(runtime.global_batch_size) * runtime.seq_length;
+  }
+};
+
+std::string_view to_string(ScheduleKind s);
+std::string_view to_string(RecomputeGranularity g);
+std::string_view to_string(Fp8Recipe r);
+std::string_view to_string(FsdpKind f);
+
+}  // namespace projector

@@ -1,0 +1,102 @@
+#include "projector/model/accounting.h"
+
+namespace projector {
+namespace {
+
+std::int64_t norm_params(const ModelSpec& model, std::int64_t width) {
+  return model.norm == NormKind::kLayerNorm ? 2 * width : width;  // LayerNorm has a bias
+}
+
+std::int64_t mlp_params(std::int64_t h, const MlpSpec& mlp, std::int64_t ffn) {
+  if (ffn <= 0) return 0;
+  const std::int64_t up = mlp.gated ? 2 * ffn : ffn;
+  std::int64_t p = h * up + ffn * h;
+  if (mlp.add_bias) p += up + h;
+  return p;
+}
+
+}  // namespace
+
+LayerParams layer_params(const ModelSpec& model, const LayerSpec& layer) {
+  const std::int64_t h = model.hidden_size;
+  const AttentionSpec& a = layer.attention;
+  LayerParams p;
+  p.attention_norms = norm_params(model, h);
+  if (a.kind == AttentionKind::kMla) {
+    const std::int64_t heads = a.num_heads;
+    const std::int64_t qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
+    if (a.q_lora_rank > 0) {
+      p.attention += h * a.q_lora_rank + static_cast<std::int64_t>(a.q_lora_rank) * heads * qk;
+      p.attention_norms += norm_params(model, a.q_lora_rank);
+    } else {
+      p.attention += h * heads * qk;
+    }
+    // Down-projection to the latent plus the shared rope key, then up-projection to k_nope and v.
+    p.attention += h * (a.kv_lora_rank + a.qk_pos_emb_head_dim);
+    p.attention_norms += norm_params(model, a.kv_lora_rank);
+    p.attention +=
+        static_cast<std::int64_t>(a.kv_lora_rank) * heads * (a.qk_head_dim + a.v_head_dim);
+    p.attention += heads * a.v_head_dim * h;
+    if (a.add_bias_linear) p.attention += h;
+  } else {
+    const std::int64_t q_width = static_cast<std::int64_t>(a.num_heads) * a.head_dim;
+    const std::int64_t kv_width = static_cast<std::int64_t>(a.num_query_groups) * a.head_dim;
+    p.attention += h * (q_width + 2 * kv_width) + q_width * h;
+    if (a.add_qkv_bias) p.attention += q_width + 2 * kv_width;
+    if (a.add_bias_linear) p.attention += h;
+    if (a.qk_layernorm) p.attention_norms += 2 * norm_params(model, a.head_dim);
+  }
+  p.mlp_norm = norm_params(model, h);
+  if (layer.is_moe) {
+    const MoeSpec& m = layer.moe;
+    p.router = h * m.num_experts;
+    p.expert_each = mlp_params(h, layer.mlp, m.expert_ffn_hidden_size);
+    p.experts = p.expert_each * m.num_experts;
+    p.mlp = mlp_params(h, layer.mlp, m.shared_expert_ffn_hidden_size);
+  } else {
+    p.mlp = mlp_params(h, layer.mlp, layer.mlp.ffn_hidden_size);
+  }
+  return p;
+}
+
+std::int64_t mtp_module_params(const ModelSpec& model) {
+  if (model.layers.empty()) return 0;
+  const std::int64_t h = model.hidden_size;
+  const std::int64_t eh_proj = 2 * h * h;
+  const std::int64_t norms = 3 * norm_params(model, h);  // enorm, hnorm, final norm
+  return eh_proj + norms + layer_params(model, model.layers.back()).total();
+}
+
+ModelParams model_params(const ModelSpec& model, std::int64_t padded_vocab) {
+  ModelParams p;
+  const std::int64_t h = model.hidden_size;
+  p.embedding = padded_vocab * h;
+  if (model.position_embedding == PositionEmbeddingKind::kLearnedAbsolute) {
+    p.embedding += model.max_position_embeddings * h;
+  }
+  p.output_layer = model.tied_embeddings ? 0 : padded_vocab * h;
+  p.final_norm = norm_params(model, h);
+  std::int64_t decoder_active = 0;
+  for (const LayerSpec& layer : model.layers) {
+    const LayerParams lp = layer_params(model, layer);
+    p.decoder += lp.total();
+    decoder_active += lp.active(layer.is_moe ? layer.moe.topk : 0);
+  }
+  p.mtp = model.mtp_num_layers * mtp_module_params(model);
+  p.total = p.embedding + p.output_layer + p.final_norm + p.decoder + p.mtp;
+  p.active = p.embedding + p.output_layer + p.final_norm + decoder_active;
+  if (model.mtp_num_layers > 0 && !model.layers.empty()) {
+    const LayerSpec& last = model.layers.back();
+    const std::int64_t mtp_inactive =
+        last.is_moe ? layer_params(model, last).expert_each * (last.moe.num_experts - last.moe.topk)
+                    : 0;
+    p.active += model.mtp_num_layers * (mtp_module_params(model) - mtp_inactive);
+  }
+  return p;
+}
+
+ModelParams model_params(const ModelSpec& model) {
+  return model_params(model, padded_vocab_size(model, 1));
+}
+
+}  // namespace projector
