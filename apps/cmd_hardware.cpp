@@ -1,16 +1,323 @@
+// `projector hardware list` and `projector hardware show NAME [--json]`.
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
 #include "commands.h"
+#include "projector/hardware/catalog.h"
 #include "projector/util/error.h"
 
 namespace projector::cli {
 
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMiB = 1024.0 * 1024.0;
+
+std::string data_dir_or_default(const std::string& given) {
+  return given.empty() ? default_data_dir() : given;
+}
+
+std::string tflops_cell(double v) {
+  return v > 0.0 ? fmt::format("{:.1f}", v) : "-";
+}
+
+void print_list(const std::string& data_dir) {
+  const std::vector<AcceleratorSpec> accs = load_accelerator_catalog(data_dir);
+  fmt::print("{:<11} {:<7} {:>10} {:>10} {:>8} {:>8}  {}\n", "name", "vendor", "bf16 TF/s",
+             "fp8 TF/s", "HBM GiB", "HBM TB/s", "default network");
+  for (const auto& a : accs) {
+    fmt::print("{:<11} {:<7} {:>10} {:>10} {:>8.1f} {:>8.2f}  {}\n", a.name, a.vendor,
+               tflops_cell(a.peak_tflops[static_cast<int>(Dtype::kBf16)]),
+               tflops_cell(a.peak_tflops[static_cast<int>(Dtype::kFp8)]), a.hbm_bytes / kGiB,
+               a.hbm_bw_bytes_per_s / 1e12, a.default_network);
+  }
+  const std::vector<std::string> nets = list_networks(data_dir);
+  std::string joined;
+  for (const auto& n : nets) joined += (joined.empty() ? "" : ", ") + n;
+  fmt::print("\nnetworks: {}\n", joined);
+}
+
+// One printable row: field, value with unit, source.
+struct Row {
+  std::string field;
+  std::string value;
+  std::string source;
+};
+
+std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {
+  std::vector<Row> rows;
+  auto src = [&](const std::string& f) { return a.source_of(f); };
+  for (Dtype d : kAllDtypes) {
+    const std::string f = fmt::format("peak_tflops.{}", to_string(d));
+    const double v = a.peak_tflops[static_cast<int>(d)];
+    rows.push_back({f, v > 0.0 ? fmt::format("{} TFLOP/s", v) : "unsupported", src(f)});
+  }
+  rows.push_back({"compute_units", fmt::format("{}", a.compute_units), src("compute_units")});
+  rows.push_back({"dies", fmt::format("{}", a.dies), src("dies")});
+  auto mhz = [](double v) { return v > 0.0 ? fmt::format("{} MHz", v) : std::string("unknown"); };
+  rows.push_back({"boost_clock_mhz", mhz(a.boost_clock_mhz), src("boost_clock_mhz")});
+  rows.push_back({"sustained_clock_mhz", mhz(a.sustained_clock_mhz), src("sustained_clock_mhz")});
+  rows.push_back({"hbm_capacity",
+                  fmt::format("{:.2f} GiB ({:.0f} bytes)", a.hbm_bytes / kGiB, a.hbm_bytes),
+                  src("hbm_capacity")});
+  rows.push_back({"hbm_bandwidth", fmt::format("{:.3f} TB/s", a.hbm_bw_bytes_per_s / 1e12),
+                  src("hbm_bandwidth")});
+  auto mib = [](double v) {
+    return v > 0.0 ? fmt::format("{} MiB", v / kMiB) : std::string("none/unknown");
+  };
+  rows.push_back({"l2", mib(a.l2_bytes), src("l2")});
+  rows.push_back({"llc", mib(a.llc_bytes), src("llc")});
+  rows.push_back({"lds_per_cu",
+                  a.lds_bytes_per_cu > 0.0 ? fmt::format("{} KiB", a.lds_bytes_per_cu / 1024.0)
+                                           : std::string("unknown"),
+                  src("lds_per_cu")});
+  rows.push_back({"default_gpus_per_node", fmt::format("{}", a.default_gpus_per_node),
+                  src("default_gpus_per_node")});
+  rows.push_back({"scaleup_bandwidth",
+                  a.scaleup_bw_bytes_per_s > 0.0
+                      ? fmt::format("{} GB/s per direction", a.scaleup_bw_bytes_per_s / 1e9)
+                      : std::string("unknown"),
+                  src("scaleup_bandwidth")});
+  rows.push_back({"scaleup_topology", a.scaleup_topology, src("scaleup_topology")});
+  rows.push_back({"default_network", a.default_network, ""});
+  const auto& c = a.calibration;
+  for (Dtype d : kAllDtypes) {
+    const int i = static_cast<int>(d);
+    if (a.peak_tflops[i] <= 0.0) continue;
+    rows.push_back({fmt::format("calibration.gemm_peak_fraction.{}", to_string(d)),
+                    fmt::format("{}", c.gemm_peak_fraction[i]), c.gemm_peak_fraction_source[i]});
+  }
+  auto plain = [&](const char* name, const Sourced& s) {
+    rows.push_back({fmt::format("calibration.{}", name), fmt::format("{}", s.value), s.source});
+  };
+  auto bytes = [&](const char* name, const Sourced& s) {
+    rows.push_back(
+        {fmt::format("calibration.{}", name), fmt::format("{} MiB", s.value / kMiB), s.source});
+  };
+  plain("attention_fwd_fraction", c.attention_fwd_fraction);
+  plain("attention_bwd_fraction", c.attention_bwd_fraction);
+  plain("hbm_elementwise_fraction", c.hbm_elementwise_fraction);
+  plain("hbm_permute_fraction", c.hbm_permute_fraction);
+  plain("hbm_optimizer_fraction", c.hbm_optimizer_fraction);
+  plain("hbm_loss_fraction", c.hbm_loss_fraction);
+  rows.push_back({"calibration.kernel_launch_s",
+                  fmt::format("{} us", c.kernel_launch_s.value * 1e6), c.kernel_launch_s.source});
+  bytes("runtime_context_bytes", c.runtime_context_bytes);
+  bytes("comm_buffer_bytes_per_group", c.comm_buffer_bytes_per_group);
+  bytes("workspace_bytes", c.workspace_bytes);
+  plain("fragmentation_fraction", c.fragmentation_fraction);
+  plain("fragmentation_upper_fraction", c.fragmentation_upper_fraction);
+  plain("comm_compute_interference", c.comm_compute_interference);
+  if (!c.grouped_gemm_fraction.source.empty()) {
+    plain("grouped_gemm_fraction", c.grouped_gemm_fraction);
+  }
+  if (!c.kernel_fixed_s.source.empty()) {
+    rows.push_back({"calibration.kernel_fixed_s",
+                    fmt::format("{} us", c.kernel_fixed_s.value * 1e6), c.kernel_fixed_s.source});
+  }
+  return rows;
+}
+
+nlohmann::json sourced_json(const Sourced& s) {
+  return {{"value", s.value}, {"source", s.source}};
+}
+
+nlohmann::json accelerator_json(const AcceleratorSpec& a) {
+  nlohmann::json j;
+  j["name"] = a.name;
+  j["display_name"] = a.display_name;
+  j["vendor"] = a.vendor;
+  j["arch"] = a.arch;
+  j["aliases"] = a.aliases;
+  j["file"] = a.file;
+  auto fact = [&](const std::string& f, const nlohmann::json& v) {
+    return nlohmann::json{{"value", v}, {"source", a.source_of(f)}};
+  };
+  nlohmann::json peaks = nlohmann::json::object();
+  for (Dtype d : kAllDtypes) {
+    const std::string k(to_string(d));
+    const double v = a.peak_tflops[static_cast<int>(d)];
+    peaks[k] = fact("peak_tflops." + k, v > 0.0 ? nlohmann::json(v) : nlohmann::json());
+  }
+  j["peak_tflops"] = peaks;
+  j["compute_units"] = fact("compute_units", a.compute_units);
+  j["dies"] = fact("dies", a.dies);
+  j["boost_clock_mhz"] = fact("boost_clock_mhz", a.boost_clock_mhz);
+  j["sustained_clock_mhz"] = fact("sustained_clock_mhz", a.sustained_clock_mhz);
+  j["hbm_bytes"] = fact("hbm_capacity", a.hbm_bytes);
+  j["hbm_bw_bytes_per_s"] = fact("hbm_bandwidth", a.hbm_bw_bytes_per_s);
+  j["l2_bytes"] = fact("l2", a.l2_bytes);
+  j["llc_bytes"] = fact("llc", a.llc_bytes);
+  j["lds_bytes_per_cu"] = fact("lds_per_cu", a.lds_bytes_per_cu);
+  j["default_gpus_per_node"] = fact("default_gpus_per_node", a.default_gpus_per_node);
+  j["scaleup_bw_bytes_per_s"] = fact("scaleup_bandwidth", a.scaleup_bw_bytes_per_s);
+  j["scaleup_topology"] = fact("scaleup_topology", a.scaleup_topology);
+  j["default_network"] = a.default_network;
+  const auto& c = a.calibration;
+  nlohmann::json cal;
+  nlohmann::json gemm = nlohmann::json::object();
+  for (Dtype d : kAllDtypes) {
+    const int i = static_cast<int>(d);
+    gemm[std::string(to_string(d))] = {
+        {"value",
+         a.peak_tflops[i] > 0.0 ? nlohmann::json(c.gemm_peak_fraction[i]) : nlohmann::json()},
+        {"source", c.gemm_peak_fraction_source[i]}};
+  }
+  cal["gemm_peak_fraction"] = gemm;
+  cal["attention_fwd_fraction"] = sourced_json(c.attention_fwd_fraction);
+  cal["attention_bwd_fraction"] = sourced_json(c.attention_bwd_fraction);
+  cal["hbm_elementwise_fraction"] = sourced_json(c.hbm_elementwise_fraction);
+  cal["hbm_permute_fraction"] = sourced_json(c.hbm_permute_fraction);
+  cal["hbm_optimizer_fraction"] = sourced_json(c.hbm_optimizer_fraction);
+  cal["hbm_loss_fraction"] = sourced_json(c.hbm_loss_fraction);
+  cal["kernel_launch_s"] = sourced_json(c.kernel_launch_s);
+  cal["runtime_context_bytes"] = sourced_json(c.runtime_context_bytes);
+  cal["comm_buffer_bytes_per_group"] = sourced_json(c.comm_buffer_bytes_per_group);
+  cal["workspace_bytes"] = sourced_json(c.workspace_bytes);
+  cal["fragmentation_fraction"] = sourced_json(c.fragmentation_fraction);
+  cal["fragmentation_upper_fraction"] = sourced_json(c.fragmentation_upper_fraction);
+  cal["comm_compute_interference"] = sourced_json(c.comm_compute_interference);
+  cal["grouped_gemm_fraction"] = sourced_json(c.grouped_gemm_fraction);
+  cal["kernel_fixed_s"] = sourced_json(c.kernel_fixed_s);
+  j["calibration"] = cal;
+  return j;
+}
+
+// Ordered so the keys print in Primus' documentation order.
+nlohmann::ordered_json network_json(const NetworkSpec& n) {
+  return {{"name", n.name},
+          {"source", n.source},
+          {"file", n.file},
+          {"hardware_config",
+           {{"node_bw", n.node_bw_gb_per_s},
+            {"node_lat", n.node_lat_us},
+            {"pod_bw", n.pod_bw_gb_per_s},
+            {"pod_lat", n.pod_lat_us},
+            {"cluster_bw", n.cluster_bw_gb_per_s},
+            {"cluster_lat", n.cluster_lat_us},
+            {"node_size", n.node_size},
+            {"pod_size", n.pod_size},
+            {"nics_per_node", n.nics_per_node},
+            {"switch_topology", n.switch_topology},
+            {"node_topology", n.node_topology},
+            {"bw_eff", n.bw_eff},
+            {"p2p_bw_eff", n.p2p_bw_eff},
+            {"hbm_latency", n.hbm_latency_us},
+            {"write_latency", n.write_latency_us},
+            {"write_resp", n.write_resp_us},
+            {"kernel_launch_latency", n.kernel_launch_latency_us},
+            {"vector_flops", n.vector_flops},
+            {"rccl_overhead_us", n.rccl_overhead_us},
+            {"ar_overlap_factor", n.ar_overlap_factor},
+            {"ar_warmup_chunk_bytes", n.ar_warmup_chunk_bytes},
+            {"nic_rdma_setup_us", n.nic_rdma_setup_us},
+            {"nic_warmup_bytes", n.nic_warmup_bytes},
+            {"a2a_peer_lat", n.a2a_peer_lat_us},
+            {"a2a_intra_sync_overhead", n.a2a_intra_sync_overhead_us},
+            {"a2a_intra_node_peer_lat", n.a2a_intra_node_peer_lat_us},
+            {"a2a_mesh_contention", n.a2a_mesh_contention},
+            {"a2a_rccl_overhead_us", n.a2a_rccl_overhead_us},
+            {"a2a_remote_contention", n.a2a_remote_contention},
+            {"gpus_per_tray", n.gpus_per_tray},
+            {"coll_base_lat_us", n.coll_base_lat_us},
+            {"ll_step_lat_us", n.ll_step_lat_us},
+            {"ll128_step_lat_us", n.ll128_step_lat_us},
+            {"simple_step_lat_us", n.simple_step_lat_us},
+            {"ll128_enabled", n.ll128_enabled},
+            {"scaleup_bw_eff", n.scaleup_bw_eff},
+            {"scaleout_bw_eff", n.scaleout_bw_eff},
+            {"scaleout_step_lat_us", n.scaleout_step_lat_us},
+            {"scaleout_base_lat_us", n.scaleout_base_lat_us},
+            {"nvls_algbw_eff", n.nvls_algbw_eff},
+            {"hier_overlap", n.hier_overlap}}},
+          {"unknown_keys", n.unknown_keys}};
+}
+
+void warn_unknown(const NetworkSpec& n) {
+  for (const auto& k : n.unknown_keys) {
+    fmt::print(stderr, "projector: warning: {}: unknown hardware parameter '{}' (ignored)\n",
+               n.file, k);
+  }
+}
+
+void print_network(const NetworkSpec& n) {
+  const nlohmann::ordered_json j = network_json(n);
+  fmt::print("{}  ({})\nsource: {}\n\n", n.name, n.file, n.source.empty() ? "-" : n.source);
+  for (const auto& [k, v] : j["hardware_config"].items()) {
+    fmt::print("  {:<24} {}\n", k, v.dump());
+  }
+}
+
+void show(const std::string& name, bool as_json, const std::string& data_dir) {
+  // A network file name wins over free-text accelerator matching ("h100_ib400" is a network).
+  const std::vector<std::string> nets = list_networks(data_dir);
+  if (std::find(nets.begin(), nets.end(), name) != nets.end()) {
+    const NetworkSpec n = load_network(name, data_dir);
+    warn_unknown(n);
+    if (as_json) {
+      fmt::print("{}\n", network_json(n).dump(2));
+    } else {
+      print_network(n);
+    }
+    return;
+  }
+  const AcceleratorSpec a = load_accelerator(name, data_dir);
+  if (as_json) {
+    fmt::print("{}\n", accelerator_json(a).dump(2));
+    return;
+  }
+  std::string aliases;
+  for (const auto& al : a.aliases) aliases += (aliases.empty() ? "" : ", ") + al;
+  fmt::print("{}: {} ({}, {})\nfile: {}\naliases: {}\n\n", a.name, a.display_name, a.vendor, a.arch,
+             a.file, aliases);
+  const std::vector<Row> rows = accelerator_rows(a);
+  std::size_t fw = 0;
+  std::size_t vw = 0;
+  for (const auto& r : rows) {
+    fw = std::max(fw, r.field.size());
+    vw = std::max(vw, r.value.size());
+  }
+  for (const auto& r : rows) {
+    fmt::print("{:<{}}  {:<{}}  {}\n", r.field, fw, r.value, vw, r.source);
+  }
+}
+
+}  // namespace
+
 void add_hardware_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("hardware", "(not implemented yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    fmt::print(stderr, "projector: 'hardware' is not implemented yet\n");
-    exit_code = kExitFailure;
+  auto* cmd = app.add_subcommand("hardware", "List and inspect accelerators and networks");
+  cmd->require_subcommand(1);
+
+  struct Options {
+    std::string data_dir;
+    std::string name;
+    bool json = false;
+  };
+  auto opts = std::make_shared<Options>();
+
+  auto* list =
+      cmd->add_subcommand("list", "Accelerators (peaks, HBM, default network) and networks");
+  list->add_option("--data-dir", opts->data_dir, "Catalogue directory (default: bundled data/)");
+  list->callback([opts, &exit_code] {
+    print_list(data_dir_or_default(opts->data_dir));
+    exit_code = kExitOk;
+  });
+
+  auto* show_cmd = cmd->add_subcommand(
+      "show", "Every field of an accelerator (name, alias or file) or network, with its source");
+  show_cmd->add_option("name", opts->name, "Accelerator name/alias/path or network name")
+      ->required();
+  show_cmd->add_flag("--json", opts->json, "Print JSON");
+  show_cmd->add_option("--data-dir", opts->data_dir,
+                       "Catalogue directory (default: bundled data/)");
+  show_cmd->callback([opts, &exit_code] {
+    show(opts->name, opts->json, data_dir_or_default(opts->data_dir));
+    exit_code = kExitOk;
   });
 }
 

@@ -1,17 +1,114 @@
+// `projector validate RUNS.yaml`: project published runs and compare with their measurements.
 #include <fmt/core.h>
 
+#include <fstream>
+#include <memory>
+
 #include "commands.h"
+#include "projector/hardware/catalog.h"
 #include "projector/util/error.h"
+#include "projector/validate/validate.h"
 
 namespace projector::cli {
+namespace {
+
+struct ValidateOptions {
+  std::string runs_file;
+  std::string json_file;
+  std::string data_dir;
+  double max_mape_pct = -1.0;
+  bool map_only = false;
+};
+
+void print_assumptions(const std::vector<std::string>& assumptions) {
+  for (const std::string& a : assumptions) fmt::print("      assumed: {}\n", a);
+}
+
+void print_stats_row(const std::string& label, const ErrorStats& s) {
+  fmt::print("  {:<22} {:>4} {:>9.1f} {:>9.1f} {:>9.1f} {:>+9.1f}\n", label, s.count, s.mape_pct,
+             s.median_abs_pct, s.p90_abs_pct, s.mean_signed_pct);
+}
+
+int run_map_only(const std::vector<RunEntry>& runs, const std::string& data_dir) {
+  int mapped = 0;
+  for (const RunEntry& e : runs) {
+    const MappedRun m = map_run(e, data_dir);
+    if (m.mapped) ++mapped;
+    fmt::print("{:<58} {}\n", e.id, m.mapped ? "mapped" : "unmapped: " + m.reason);
+    print_assumptions(m.assumptions);
+  }
+  fmt::print("\n{} of {} runs mapped\n", mapped, runs.size());
+  return kExitOk;
+}
+
+int run_validate(const ValidateOptions& o) {
+  const std::string data_dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
+  const std::vector<RunEntry> runs = load_runs(o.runs_file);
+  if (o.map_only) return run_map_only(runs, data_dir);
+
+  const ProjectFn project = make_default_project_fn();
+  const ValidationReport report = validate(runs, project, data_dir);
+
+  fmt::print("{:<58} {:<17} {:<23} {:>12} {:>12} {:>8}\n", "run", "status", "metric", "predicted",
+             "measured", "error%");
+  for (const RunResult& r : report.runs) {
+    if (r.metrics.empty()) {
+      fmt::print("{:<58} {:<17} {}\n", r.id, r.status, r.reason);
+    }
+    for (std::size_t i = 0; i < r.metrics.size(); ++i) {
+      const MetricComparison& c = r.metrics[i];
+      fmt::print("{:<58} {:<17} {:<23} {:>12.4g} {:>12.4g} {:>+8.1f}  [{}]\n", i == 0 ? r.id : "",
+                 i == 0 ? r.status : "", c.metric, c.predicted, c.measured, c.error_pct, c.basis);
+    }
+    print_assumptions(r.assumptions);
+  }
+
+  const ValidationSummary& s = report.summary;
+  fmt::print("\n{} runs: {} compared, {} unmapped, {} invalid, {} projection failed\n", s.runs,
+             s.compared, s.unmapped, s.invalid, s.failed);
+  fmt::print("\n  {:<22} {:>4} {:>9} {:>9} {:>9} {:>9}\n", "throughput error", "n", "MAPE%",
+             "median%", "P90%", "bias%");
+  print_stats_row("all", s.throughput);
+  for (const RegimeStats& g : s.by_regime) print_stats_row(g.group + " " + g.value, g.throughput);
+  if (s.memory.count > 0) {
+    fmt::print("\n");
+    print_stats_row("peak memory", s.memory);
+  }
+
+  if (!o.json_file.empty()) {
+    std::ofstream out(o.json_file);
+    if (!out) throw InputError({o.json_file, 0, 0}, "--json", "cannot write the JSON report");
+    out << report_to_json(report) << '\n';
+  }
+  if (o.max_mape_pct >= 0.0) {
+    if (s.throughput.count == 0) {
+      fmt::print(stderr, "projector: validate: no run was compared; --max-mape gate fails\n");
+      return kExitFailure;
+    }
+    if (s.throughput.mape_pct > o.max_mape_pct) {
+      fmt::print(stderr, "projector: validate: throughput MAPE {:.1f}% exceeds --max-mape {}%\n",
+                 s.throughput.mape_pct, o.max_mape_pct);
+      return kExitFailure;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
 
 void add_validate_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("validate", "(not implemented yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    fmt::print(stderr, "projector: 'validate' is not implemented yet\n");
-    exit_code = kExitFailure;
-  });
+  auto opts = std::make_shared<ValidateOptions>();
+  auto* cmd = app.add_subcommand(
+      "validate", "Project published training runs and compare with their measured results");
+  cmd->add_option("runs", opts->runs_file, "runs file (e.g. data/validation/calibration_runs.yaml)")
+      ->required();
+  cmd->add_option("--json", opts->json_file, "also write the report as JSON to FILE");
+  cmd->add_option("--max-mape", opts->max_mape_pct,
+                  "exit with code 1 when the throughput MAPE exceeds PCT percent");
+  cmd->add_option("--data-dir", opts->data_dir, "hardware catalogue directory");
+  cmd->add_flag("--map-only", opts->map_only,
+                "only map each run to a job and list the assumptions (no projection)");
+  cmd->callback([opts, &exit_code] { exit_code = run_validate(*opts); });
 }
 
 }  // namespace projector::cli

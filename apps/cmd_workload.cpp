@@ -1,17 +1,58 @@
+// `projector workload`: the per-layer op table of every rank class (op, phase, shape, FLOPs, bytes,
+// time, provenance), so a user can see where every microsecond comes from.
 #include <fmt/core.h>
 
+#include <fstream>
+#include <memory>
+
 #include "commands.h"
+#include "job_options.h"
+#include "projector/perf/perf.h"
+#include "projector/report/perf_report.h"
 #include "projector/util/error.h"
 
 namespace projector::cli {
+namespace {
+
+struct WorkloadCliOptions {
+  JobOptions job;
+  std::string json_path;
+  bool all_layers = false;
+};
+
+int run_workload(const WorkloadCliOptions& o) {
+  const JobSpec job = build_job(o.job);
+  for (const std::string& w : job.warnings) fmt::print(stderr, "projector: warning: {}\n", w);
+  PerfOptions po;
+  po.with_memory = false;
+  const PerfReport rep = project_performance(job, po);
+  if (o.json_path.empty() || o.json_path != "-") {
+    fmt::print("Per-microbatch ops of every pipeline rank (times from the cost models; 'exposed' "
+               "is what an op adds to the compute stream)\n");
+    fmt::print("{}", op_table_text(job, rep, o.all_layers));
+  }
+  if (!o.json_path.empty()) {
+    const std::string text = perf_json(job, rep);
+    if (o.json_path == "-") {
+      fmt::print("{}\n", text);
+    } else {
+      std::ofstream f(o.json_path);
+      if (!f) throw InputError({o.json_path, 0, 0}, "--json", "cannot open the file for writing");
+      f << text << '\n';
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
 
 void add_workload_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("workload", "(not implemented yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    fmt::print(stderr, "projector: 'workload' is not implemented yet\n");
-    exit_code = kExitFailure;
-  });
+  auto opts = std::make_shared<WorkloadCliOptions>();
+  auto* cmd = app.add_subcommand("workload", "per-layer op table with shapes, times, provenance");
+  add_job_options(cmd, opts->job);
+  cmd->add_option("--json", opts->json_path, "write the full projection as JSON to FILE ('-')");
+  cmd->add_flag("--all-layers", opts->all_layers, "print every layer, not one of each kind");
+  cmd->callback([opts, &exit_code] { exit_code = run_workload(*opts); });
 }
 
 }  // namespace projector::cli

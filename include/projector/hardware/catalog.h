@@ -1,10 +1,12 @@
 // The hardware catalogue: data/hardware/accelerators/*.yaml and data/hardware/networks/*.yaml.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "projector/hardware/hardware.h"
+#include "projector/util/error.h"
 
 namespace projector {
 
@@ -20,5 +22,41 @@ NetworkSpec default_network_for(const AcceleratorSpec& accelerator, const std::s
 
 std::vector<std::string> list_accelerators(const std::string& data_dir);
 std::vector<std::string> list_networks(const std::string& data_dir);
+
+// Every accelerator in the catalogue, loaded, in list_accelerators() order.
+std::vector<AcceleratorSpec> load_accelerator_catalog(const std::string& data_dir);
+
+// Maps free text ("NVIDIA A100 SXM4 80GB", "AMD Instinct MI300X (192GB HBM3)", "Google TPU v4")
+// to a catalogue name. Words are compared case-insensitively; the entry whose name, display name
+// or alias matches the longest run of consecutive words wins. nullopt when nothing matches or
+// when two entries match equally well (ambiguous text).
+std::optional<std::string> match_accelerator_name(const std::string& text,
+                                                  const std::string& data_dir);
+
+// The names every catalogue entry answers to, read once: use it when mapping many strings (the
+// validation harness), since each free-function look-up above re-reads the catalogue.
+class AcceleratorIndex {
+ public:
+  explicit AcceleratorIndex(const std::string& data_dir);
+  // As match_accelerator_name().
+  std::optional<std::string> match(const std::string& text) const;
+  // As load_accelerator() (name, alias, free text or path).
+  AcceleratorSpec load(const std::string& name_or_path) const;
+  const std::string& data_dir() const { return data_dir_; }
+
+  struct Entry {
+    std::string name;
+    std::vector<std::string> phrases;  // name, display name and aliases
+  };
+
+ private:
+  std::string data_dir_;
+  std::vector<Entry> entries_;
+};
+
+// Loads one network file (Primus `hardware_config:` format or flat) from a path.
+NetworkSpec load_network_file(const std::string& path);
+// Loads one accelerator file from a path.
+AcceleratorSpec load_accelerator_file(const std::string& path);
 
 }  // namespace projector

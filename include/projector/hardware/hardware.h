@@ -39,16 +39,28 @@ struct AcceleratorSpec {
   double lds_bytes_per_cu = 0.0;
   int default_gpus_per_node = 8;
   double scaleup_bw_bytes_per_s = 0.0;  // per GPU, one direction
-  std::string scaleup_topology;         // "switch" (NVSwitch) or "mesh" (xGMI)
+  std::string scaleup_topology;         // "switch" (NVSwitch), "mesh" (xGMI) or "torus" (TPU ICI)
+  std::string default_network;          // network catalogue name used when none is given
+  std::string file;                     // the YAML file it was loaded from (empty if built in code)
+
+  // Where each non-calibration fact came from, keyed by its field path in the YAML file
+  // ("peak_tflops.bf16", "hbm_capacity", ...). Calibration values carry their own sources.
+  struct FieldSource {
+    std::string field;
+    std::string source;
+  };
+  std::vector<FieldSource> sources;
 
   // Calibration: achievable fractions and fixed overheads, each with its source.
   struct Calibration {
     DtypeTable gemm_peak_fraction{};  // best large-GEMM throughput / peak, per dtype
-    Sourced attention_fwd_fraction;   // flash-attention forward, fraction of the dtype peak
+    std::array<std::string, 7> gemm_peak_fraction_source{};  // indexed like gemm_peak_fraction
+    Sourced attention_fwd_fraction;  // flash-attention forward, fraction of the dtype peak
     Sourced attention_bwd_fraction;
     Sourced hbm_elementwise_fraction;  // streaming elementwise ops (norm, act, residual, rope)
     Sourced hbm_permute_fraction;      // gather/scatter-like ops (MoE permute)
     Sourced hbm_optimizer_fraction;    // optimizer step
+    Sourced hbm_loss_fraction;  // cross-entropy loss passes (Primus charges these separately)
     Sourced kernel_launch_s;
     Sourced runtime_context_bytes;        // CUDA/HIP context and allocator pools
     Sourced comm_buffer_bytes_per_group;  // NCCL/RCCL buffers per communicator
@@ -56,9 +68,20 @@ struct AcceleratorSpec {
     Sourced fragmentation_fraction;       // allocator rounding, point estimate (of dynamic memory)
     Sourced fragmentation_upper_fraction;
     Sourced comm_compute_interference;  // slowdown of compute while a collective overlaps it
+    // Added for the cost models (cost/): 0 means "not calibrated" and each model says its fallback.
+    Sourced grouped_gemm_fraction;  // grouped (MoE) GEMM main-loop speed relative to dense (0: 1.0)
+    Sourced kernel_fixed_s;         // per-kernel prologue/epilogue beyond launch (0: none)
   } calibration;
 
   double peak_flops(Dtype d) const { return peak_tflops[static_cast<int>(d)] * 1e12; }
+  // The source recorded for `field`, or an empty string.
+  const std::string& source_of(const std::string& field) const {
+    static const std::string kNone;
+    for (const auto& s : sources) {
+      if (s.field == field) return s.source;
+    }
+    return kNone;
+  }
 };
 
 // The collective model's inputs. Field names are Primus' `hardware_config:` keys with units added;
@@ -95,7 +118,23 @@ struct NetworkSpec {
   double a2a_mesh_contention = 0.12;
   double a2a_rccl_overhead_us = 150.0;
   double a2a_remote_contention = 0.04;
-  int gpus_per_tray = 0;                  // accepted for Primus compatibility; informational
+  int gpus_per_tray = 0;  // accepted for Primus compatibility; informational
+
+  // --- projector's own collective model (cost/collective.h). Primus' keys above keep their
+  // meaning for the Primus-parity model (cost/primus_collectives.h). Defaults are generic; the
+  // per-network values are fitted to measured nccl/rccl-tests curves (see data/hardware/networks).
+  double coll_base_lat_us = 5.0;      // fixed cost of any collective: launch + sync
+  double ll_step_lat_us = 0.6;        // per scale-up ring step, LL protocol (8 B per 4 B payload)
+  double ll128_step_lat_us = 1.2;     // per step, LL128 (128 B per 120 B payload)
+  double simple_step_lat_us = 3.0;    // per step, Simple protocol (full bandwidth)
+  bool ll128_enabled = true;          // library uses LL128 on this fabric
+  double scaleup_bw_eff = 0.0;        // bulk fraction of node_bw reached by rings; 0: bw_eff
+  double scaleout_bw_eff = 0.0;       // fraction of pod/cluster bw per NIC reached; 0: bw_eff
+  double scaleout_step_lat_us = 0.0;  // per inter-node step; 0: pod_lat (cluster_lat across pods)
+  double scaleout_base_lat_us = 0.0;  // fixed extra cost of a multi-node collective (proxy, RDMA)
+  double nvls_algbw_eff = 0.0;        // > 0: in-switch all-reduce (NVLS), algbw = node_bw x this
+  double hier_overlap = 0.9;          // pipelining of intra/inter legs in hierarchical algorithms
+  std::string file;                   // the YAML file it was loaded from (empty if built in code)
   std::vector<std::string> unknown_keys;  // keys the loader did not recognise (warned)
 };
 

@@ -49,3 +49,114 @@ ModelParams model_params(const ModelSpec& model);
 std::int64_t mtp_module_params(const ModelSpec& model);
 
 }  // namespace projector
+
+// ------------------------------------------------------------------------------------------ FLOPs
+// Megatron convention: only matrix multiplies are counted (2*m*n*k per GEMM); norms, activations,
+// softmax, biases and the embedding lookup are not. A backward pass costs two forwards (dgrad +
+// wgrad), so model FLOPs = 3 x forward. Hardware FLOPs add the forward work repeated by activation
+// recomputation. All values are doubles: an iteration of a 1T model exceeds int64.
+
+namespace projector {
+
+struct FlopOptions {
+  // Causal attention: true counts only the unmasked half of QK^T and A*V (Megatron-LM's newer
+  // num_floating_point_operations, MaxText since July 2025, DeepSeek's per-token figures).
+  // false counts the full s x s product (SC'21 paper, NeMo 24.07 / Megatron-Bridge model TFLOP/s
+  // tables, older Megatron-LM, MaxText before July 2025). Default false: most published
+  // throughput tables in data/validation use it.
+  bool causal_attention_half = false;
+};
+
+// Forward FLOPs of one decoder layer, per token of a sequence of seq_len tokens.
+struct LayerFlops {
+  double qkv_flops = 0.0;          // Q/K/V projections (MLA: down- and up-projections)
+  double attn_core_flops = 0.0;    // Q K^T and A V
+  double attn_out_flops = 0.0;     // output projection
+  double mlp_flops = 0.0;          // dense MLP, or the shared experts of an MoE layer
+  double router_flops = 0.0;       // MoE router
+  double experts_flops = 0.0;      // the topk routed experts
+  double mla_up_proj_flops = 0.0;  // part of qkv_flops: MLA up-projections (selective recompute)
+
+  double attention() const { return qkv_flops + attn_core_flops + attn_out_flops; }
+  double total() const { return attention() + mlp_flops + router_flops + experts_flops; }
+};
+
+LayerFlops layer_forward_flops_per_token(const ModelSpec& model, const LayerSpec& layer,
+                                         std::int64_t seq_len, const FlopOptions& options = {});
+
+// Forward FLOPs per token of the whole model: decoder layers, MTP modules, output layer.
+struct ForwardFlops {
+  double decoder_flops = 0.0;
+  double mtp_flops = 0.0;     // per MTP module: eh projection + one layer + its logits
+  double logits_flops = 0.0;  // main output layer
+  double total() const { return decoder_flops + mtp_flops + logits_flops; }
+};
+
+ForwardFlops forward_flops_per_token(const ModelSpec& model, std::int64_t seq_len,
+                                     std::int64_t padded_vocab, const FlopOptions& options = {});
+
+// Per iteration (global batch) and per token.
+struct ModelFlops {
+  double tokens = 0.0;
+  ForwardFlops forward_per_token;
+  double model_flops = 0.0;      // 3 x forward (fwd + dgrad + wgrad)
+  double recompute_flops = 0.0;  // forward work repeated by activation recomputation
+  double hardware_flops = 0.0;   // model_flops + recompute_flops
+  double model_flops_per_token() const { return tokens > 0 ? model_flops / tokens : 0.0; }
+  double hardware_flops_per_token() const { return tokens > 0 ? hardware_flops / tokens : 0.0; }
+};
+
+// Forward FLOPs per token that recomputation repeats: full recompute repeats the whole forward of
+// each recomputed layer (RecomputeSpec: uniform -> every layer; block -> the first num_layers of
+// each virtual stage in `stages`, or of pp*vpp balanced stages when `stages` is empty; layer_ids ->
+// those layers); selective repeats the listed modules (core_attn, mlp, moe, shared_experts,
+// mla_up_proj; moe_act / layernorm / others hold no GEMMs). Selective with no modules means
+// Megatron's default, core_attn.
+double recompute_forward_flops_per_token(const ModelSpec& model, std::int64_t seq_len,
+                                         const RecomputeSpec& recompute,
+                                         const std::vector<VirtualStage>& stages, int num_stages,
+                                         const FlopOptions& options = {});
+
+// tokens = global_batch_size x seq_length; vocabulary padded by make_vocab_size_divisible_by x tp.
+ModelFlops model_flops(const JobSpec& job, const FlopOptions& options = {});
+
+// SC'21 (Narayanan et al., arXiv:2104.04473, Eq. 3): hardware FLOPs of one iteration of a GPT
+// model with full recomputation, F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
+double sc21_megatron_flops(double batch, double seq_len, double layers, double hidden,
+                           double vocab);
+
+}  // namespace projector
+
+// ------------------------------------------------------------------------------- stage params
+// Weights one pipeline stage holds on one rank after tensor/expert parallel sharding (Megatron-Core
+// rules), before data-parallel / FSDP sharding (implemented in accounting_stage.cpp).
+
+namespace projector {
+
+// Parts of LayerParams::attention / ::mlp that tensor parallelism replicates instead of sharding:
+// MLA down-projections (q_down, kv_down: Megatron builds them "duplicated") and the row-parallel
+// output biases (attention output projection, fc2).
+struct LayerTpReplicated {
+  std::int64_t attention = 0;
+  std::int64_t mlp = 0;
+};
+LayerTpReplicated layer_tp_replicated(const ModelSpec& model, const LayerSpec& layer);
+
+// True when two layers have the same shape (every field that parameter, FLOP or memory accounting
+// reads), so per-layer results can be reused across a run of identical layers.
+bool same_layer_shape(const LayerSpec& a, const LayerSpec& b);
+
+struct StageParams {
+  double dense_params = 0.0;       // non-expert weights on one rank
+  double dense_gemm_params = 0.0;  // the part run by the decoder/MTP GEMMs (fp8-eligible)
+  double expert_params = 0.0;      // routed experts: ceil(E / ep) experts, each / etp
+  double largest_unit_params = 0.0;  // largest of: one decoder layer, embedding, output layer
+  int decoder_layers = 0;
+};
+
+// `rank_has_embedding`: the rank already holds the word embedding (from another chunk), so a tied
+// output layer or an MTP head on this stage reuses it instead of holding a copy.
+StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel,
+                         const VirtualStage& stage, bool rank_has_embedding);
+
+}  // namespace projector

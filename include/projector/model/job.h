@@ -167,6 +167,10 @@ struct RuntimeSpec {
   RecomputeSpec recompute;
   bool flash_attention = true;
   bool cross_entropy_fusion = false;
+  // Megatron's vocab-parallel cross entropy writes its gradient into the saved fp32 softmax;
+  // torch.nn.functional.cross_entropy (torchtitan, HF) keeps an fp32 log-softmax and allocates
+  // a new fp32 gradient for it (memory: 4 more bytes per logit during the loss backward).
+  bool loss_grad_in_place = true;
   bool deepep = false;
   int sync_free_moe_stage = 0;  // Primus turbo_sync_free_moe_stage, 0-3
   ScheduleKind schedule = ScheduleKind::kAuto;

@@ -1,0 +1,87 @@
+#include "job_options.h"
+
+#include <CLI/CLI.hpp>
+
+namespace projector::cli {
+
+void add_job_options(CLI::App* cmd, JobOptions& o) {
+  cmd->add_option("-c,--config,--exp", o.config, "Primus experiment YAML")->required();
+  cmd->add_option("--data-dir", o.data_dir,
+                  "catalogue directory (default: PROJECTOR_DATA_DIR or the bundled data/)");
+  cmd->add_option("--primus-path", o.primus_path,
+                  "Primus checkout for model/module presets (default: PRIMUS_PATH)");
+  cmd->add_option("--set", o.set, "override a Megatron argument: key=value (repeatable)")
+      ->take_all();
+  cmd->add_option("--tp", o.tp, "tensor_model_parallel_size")->check(CLI::PositiveNumber);
+  cmd->add_option("--pp", o.pp, "pipeline_model_parallel_size")->check(CLI::PositiveNumber);
+  cmd->add_option("--vpp,--num-virtual-stages-per-pipeline-rank", o.vpp,
+                  "virtual pipeline stages per pipeline rank")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--cp", o.cp, "context_parallel_size")->check(CLI::PositiveNumber);
+  cmd->add_option("--ep,--target-ep-size", o.ep, "expert_model_parallel_size")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--etp", o.etp, "expert_tensor_parallel_size")->check(CLI::PositiveNumber);
+  cmd->add_option("--nodes,--target-nodes,--target-num-nodes", o.nodes,
+                  "nodes (default: NNODES, else the minimum the parallelism needs)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--gpus-per-node", o.gpus_per_node,
+                  "GPUs per node (default: GPUS_PER_NODE, else the accelerator's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--mbs,--micro-batch-size", o.mbs, "micro_batch_size")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--gbs,--global-batch-size", o.gbs, "global_batch_size")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seq,--seq-length", o.seq, "seq_length")->check(CLI::PositiveNumber);
+  cmd->add_flag("--enable-zero-bubble", o.enable_zero_bubble, "zero-bubble pipeline schedule");
+  cmd->add_flag("--enable-deepep", o.enable_deepep, "DeepEP dispatch/combine (use_turbo_deepep)");
+  cmd->add_option("--sync-free-stage", o.sync_free_stage,
+                  "turbo_sync_free_moe_stage 0-3 (> 0 also enables DeepEP)")
+      ->check(CLI::Range(0, 3));
+  cmd->add_option("--pipeline-schedule-algorithm,--schedule", o.pipeline_schedule,
+                  "auto, 1f1b, interleaved, zerobubble, zbv-formatted, zbv-greedy-min, "
+                  "zbv-greedy-half, dualpipev");
+  cmd->add_option("--hardware,--gpu-arch", o.hardware,
+                  "accelerator name, alias (gfx942, h100) or YAML file (default: "
+                  "PRIMUS_GPU_ARCH, else mi300x)");
+  cmd->add_option("--hardware-config", o.hardware_config,
+                  "network YAML (Primus hardware_config format)");
+  cmd->add_flag("--allow-tp-beyond-node", o.allow_tp_beyond_node, "allow TP larger than one node");
+}
+
+LoadRequest to_load_request(const JobOptions& o) {
+  LoadRequest r;
+  r.config_path = o.config;
+  r.env = process_environment();
+  r.data_dir = o.data_dir;
+  if (r.data_dir.empty()) {
+    if (auto d = r.env("PROJECTOR_DATA_DIR"); d && !d->empty()) r.data_dir = *d;
+  }
+  r.primus_path = o.primus_path;
+  r.set_overrides = o.set;
+  auto opt = [](int v) { return v > 0 ? std::optional<int>(v) : std::nullopt; };
+  r.cli.tp = opt(o.tp);
+  r.cli.pp = opt(o.pp);
+  r.cli.vpp = opt(o.vpp);
+  r.cli.cp = opt(o.cp);
+  r.cli.ep = opt(o.ep);
+  r.cli.etp = opt(o.etp);
+  r.cli.nodes = opt(o.nodes);
+  r.cli.gpus_per_node = opt(o.gpus_per_node);
+  r.cli.micro_batch_size = opt(o.mbs);
+  r.cli.global_batch_size = opt(o.gbs);
+  r.cli.seq_length = opt(o.seq);
+  if (o.sync_free_stage >= 0) r.cli.sync_free_stage = o.sync_free_stage;
+  if (o.enable_zero_bubble) r.cli.enable_zero_bubble = true;
+  if (o.enable_deepep) r.cli.enable_deepep = true;
+  if (!o.pipeline_schedule.empty()) r.cli.pipeline_schedule = o.pipeline_schedule;
+  r.hardware = o.hardware;
+  r.hardware_config = o.hardware_config;
+  r.allow_tp_beyond_node = o.allow_tp_beyond_node;
+  return r;
+}
+
+JobSpec build_job(const JobOptions& o) {
+  return load_job(to_load_request(o));
+}
+
+}  // namespace projector::cli

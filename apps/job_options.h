@@ -1,0 +1,44 @@
+// The option set shared by every command that takes a job (config, memory, performance, both,
+// workload, sweep): one place defines the flags, their aliases and how they become a JobSpec.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "projector/frontend/loader.h"
+#include "projector/model/job.h"
+
+namespace CLI {
+class App;
+}
+
+namespace projector::cli {
+
+struct JobOptions {
+  std::string config;            // --config / --exp / -c
+  std::string data_dir;          // --data-dir (else PROJECTOR_DATA_DIR, else the bundled data)
+  std::string primus_path;       // --primus-path (else PRIMUS_PATH)
+  std::vector<std::string> set;  // --set key=value (repeatable)
+  // First-class overrides; 0 (or -1 for sync_free_stage) means "not given".
+  int tp = 0, pp = 0, vpp = 0, cp = 0, ep = 0, etp = 0;
+  int nodes = 0, gpus_per_node = 0;
+  int mbs = 0, gbs = 0, seq = 0;
+  int sync_free_stage = -1;
+  bool enable_zero_bubble = false;
+  bool enable_deepep = false;
+  bool allow_tp_beyond_node = false;
+  std::string pipeline_schedule;  // --pipeline-schedule-algorithm
+  std::string hardware;           // --hardware / --gpu-arch
+  std::string hardware_config;    // --hardware-config (Primus hardware_config YAML)
+};
+
+// Registers the shared flags on `cmd`; `o` must outlive the parse.
+void add_job_options(CLI::App* cmd, JobOptions& o);
+
+// The load request the options describe, reading the real process environment.
+LoadRequest to_load_request(const JobOptions& o);
+
+// Resolves, builds and validates the job (throws InputError on bad input).
+JobSpec build_job(const JobOptions& o);
+
+}  // namespace projector::cli

@@ -1,0 +1,81 @@
+// projector's collective model: alpha-beta per tier (scale-up fabric, scale-out NICs, pods) with
+// the protocol and algorithm a collective library would pick, priced from where the group's
+// members actually sit. The Primus-parity formulas are separate (cost/primus_collectives.h).
+#pragma once
+
+#include <string_view>
+
+#include "projector/cost/op_cost.h"
+#include "projector/hardware/hardware.h"
+
+namespace projector {
+
+enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv, kBroadcast };
+std::string_view to_string(CollectiveKind k);
+
+// Where a communicator's members sit. Built by make_group from the parallel layout, or by hand.
+struct CommGroup {
+  int size = 1;            // members
+  int ranks_per_node = 1;  // members that share a node (the group's scale-up part)
+  int nodes = 1;           // nodes spanned
+  int pods = 1;            // pods spanned (> 1: the cluster tier is crossed)
+  int gpus_per_node = 8;   // node size (mesh link counts, NICs per GPU)
+  friend bool operator==(const CommGroup&, const CommGroup&) = default;
+};
+
+// The sizes make_group needs (a subset of ParallelSpec, so cost/ does not depend on the frontend).
+// Megatron rank order: tp innermost, then cp, then dp; pp outermost. Expert layers re-fold the
+// tp x cp x dp ranks as etp x ep x edp (etp innermost).
+struct ParallelSizes {
+  int tp = 1;
+  int cp = 1;
+  int dp = 1;
+  int pp = 1;
+  int ep = 1;
+  int etp = 0;  // 0: tp (Megatron's default)
+};
+
+enum class GroupKind {
+  kTp,    // size tp, stride 1
+  kCp,    // size cp, stride tp
+  kDp,    // size dp, stride tp*cp
+  kDpCp,  // gradient group with context parallelism: size dp*cp, stride tp
+  kPp,      // size pp, stride tp*cp*dp
+  kPpPeer,  // the two ranks of one pipeline send/recv: size 2, stride tp*cp*dp
+  kEtp,   // size etp, stride 1
+  kEp,    // size ep, stride etp
+  kEdp,   // expert data parallel: size tp*cp*dp/(etp*ep), stride etp*ep
+};
+std::string_view to_string(GroupKind k);
+
+// A group of `size` ranks at rank distance `stride`, nodes of `gpus_per_node` GPUs, pods of
+// `pod_size_gpus` GPUs (0: one pod). Assumes the group starts at a node boundary (rank 0's group).
+CommGroup make_group(int size, int stride, int gpus_per_node, int pod_size_gpus = 0);
+CommGroup make_group(GroupKind kind, const ParallelSizes& p, int gpus_per_node,
+                     int pod_size_gpus = 0);
+
+// Message-size convention (that of nccl-tests "size"): all-reduce and broadcast: the buffer;
+// all-gather: the gathered output per rank; reduce-scatter: the input per rank (before scatter);
+// all-to-all: everything one rank sends, its own slice included; send/recv: the bytes sent.
+// The send/recv group has size 2 (ranks_per_node 2 = same node).
+struct CollectiveEstimate {
+  OpCost cost;                  // time_s, bytes = bus bytes per rank, efficiency = busbw / link
+  std::string_view algorithm;   // "ring", "nvls", "hierarchical", "tree", "direct", "p2p", ...
+  std::string_view protocol;    // "LL", "LL128", "Simple"
+  double bus_bw_bytes_per_s = 0.0;  // nccl-tests busbw of this call
+};
+
+// The library's choice: the minimum over protocols (LL, LL128 where enabled, Simple) and the
+// algorithms valid for the placement (single node: ring, NVLS; multi-node: hierarchical with a ring
+// or tree inter-node leg, flat ring), like NCCL's tuner and Primus' selectors. Pure function.
+CollectiveEstimate collective_estimate(const NetworkSpec& net, CollectiveKind kind, double bytes,
+                                       const CommGroup& group);
+inline OpCost collective_time(const NetworkSpec& net, CollectiveKind kind, double bytes,
+                              const CommGroup& group) {
+  return collective_estimate(net, kind, bytes, group).cost;
+}
+
+// nccl-tests bus-bandwidth factor: busbw = algbw x factor (all-reduce 2(n-1)/n, AG/RS/A2A (n-1)/n).
+double bus_bandwidth_factor(CollectiveKind kind, int n);
+
+}  // namespace projector

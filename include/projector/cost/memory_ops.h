@@ -1,0 +1,28 @@
+// Memory-bound kernels: time = bytes / (peak HBM x calibrated fraction for the op class) + launch.
+#pragma once
+
+#include <string_view>
+
+#include "projector/cost/op_cost.h"
+#include "projector/hardware/hardware.h"
+
+namespace projector {
+
+enum class MemOpClass {
+  kElementwise,  // norms, activations, residual adds, RoPE, casts: streaming reads/writes
+  kPermute,      // gather/scatter (MoE token permute/unpermute)
+  kOptimizer,    // optimizer step (many tensors, fp32 states)
+  kLoss,         // cross-entropy passes over the logits
+};
+
+std::string_view to_string(MemOpClass c);
+
+// The calibrated fraction of peak HBM bandwidth for the class, falling back to the elementwise
+// fraction when the class has none and to 0.7 (roofline, typical STREAM copy) when nothing is set.
+double hbm_fraction(const AcceleratorSpec& acc, MemOpClass cls);
+
+// `bytes` read plus written by the op; `kernels` launches are charged kernel_launch_s each.
+OpCost memory_bound_time(const AcceleratorSpec& acc, double bytes, MemOpClass cls,
+                         int kernels = 1);
+
+}  // namespace projector

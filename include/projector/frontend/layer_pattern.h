@@ -1,0 +1,44 @@
+// Small parsers for per-layer patterns written as strings in Megatron configs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace projector {
+
+// A tiny, safe evaluator for Python-like list expressions as they appear in `moe_layer_freq`:
+// integers, list literals `[0, 1, 1]`, repetition `[x]*n` / `n*[x]`, concatenation `+` and
+// parentheses, e.g. "([0]*3+[1]*58)" or "[0]*1+[1]*26". A bare integer evaluates to itself.
+// Returns nullopt and sets `error` on anything else (no general eval).
+struct PyValue {
+  bool is_list = false;
+  long long integer = 0;
+  std::vector<long long> list;
+};
+std::optional<PyValue> eval_list_expression(const std::string& text, std::string& error);
+
+// The MoE pattern (1 = MoE layer) for `num_layers` layers from a moe_layer_freq value that has
+// been evaluated: an int f -> layer i is MoE iff i % f == 0 (1: all MoE); a list is used as is
+// (longer lists are truncated, shorter ones are an error reported through `error`).
+std::optional<std::vector<int>> moe_pattern_from_int(long long freq, int num_layers,
+                                                     std::string& error);
+std::optional<std::vector<int>> moe_pattern_from_list(const std::vector<long long>& list,
+                                                      int num_layers, std::string& error);
+
+// One pipeline stage of a Megatron `pipeline_model_parallel_layout`.
+struct LayoutStage {
+  int decoder_layers = 0;
+  bool embedding = false;  // E
+  bool loss = false;       // L (final norm, output layer, loss)
+  int mtp_layers = 0;      // m
+};
+
+// Parses a layout such as "Et*3|(tt|)*29m|L": stages are separated by '|'; inside a stage 'E' is
+// the embedding, 't' a decoder layer, 'm' an MTP layer, 'L' the loss; "x*N" repeats the preceding
+// symbol and "(...)*N" repeats a group (groups may contain '|'). Commas and spaces are ignored;
+// one level of surrounding quotes is stripped. Returns nullopt and sets `error` on bad syntax.
+std::optional<std::vector<LayoutStage>> parse_pipeline_layout(const std::string& text,
+                                                              std::string& error);
+
+}  // namespace projector

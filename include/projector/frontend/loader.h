@@ -1,0 +1,92 @@
+// The front-end: Primus experiment YAML (+ environment, --set, CLI flags) -> JobSpec.
+//
+// Merge order (later wins): module preset (`config:`, from a Primus checkout) with the model preset
+// (`model:`) filling only keys the module preset does not define; other keys of the module entry;
+// `overrides:`; environment overrides (PRIMUS_TP, ...); `--set key=value`; first-class CLI flags.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "projector/frontend/config_value.h"
+#include "projector/model/job.h"
+
+namespace projector {
+
+// First-class CLI flags (--tp, --mbs, ...). Unset members leave the config value alone.
+struct CliOverrides {
+  std::optional<int> tp, pp, vpp, cp, ep, etp;
+  std::optional<int> nodes, gpus_per_node;
+  std::optional<int> micro_batch_size, global_batch_size, seq_length;
+  std::optional<bool> enable_zero_bubble;
+  std::optional<bool> enable_deepep;
+  std::optional<int> sync_free_stage;
+  std::optional<std::string> pipeline_schedule;  // auto, 1f1b, interleaved, zerobubble, zbv-*, ...
+};
+
+struct LoadRequest {
+  std::string config_path;  // experiment YAML
+  std::string data_dir;     // bundled catalogues; empty: default_data_dir()
+  std::string primus_path;  // Primus checkout; empty: PRIMUS_PATH from `env`, else none
+  EnvLookup env;            // environment; empty: none (tests) — the CLI passes the real one
+  std::vector<std::string> set_overrides;  // "key=value" (dotted keys reach into nested maps)
+  CliOverrides cli;
+  std::string hardware;         // --hardware NAME|FILE or --gpu-arch; empty: PRIMUS_GPU_ARCH
+  std::string hardware_config;  // Primus hardware_config YAML (network); empty: accelerator's
+  bool allow_tp_beyond_node = false;
+};
+
+// The merged Megatron argument namespace, before interpretation.
+struct ResolvedConfig {
+  std::string source;             // the experiment file
+  std::string model_preset_path;  // empty when the config names no model preset
+  std::string module_preset_path;
+  ConfigValue args;  // a map: Megatron argument name -> value (with file:line)
+  // Keys the user wrote (experiment file, --set, flags): only these are checked for typos, since
+  // presets carry many keys that are irrelevant to a projection.
+  std::vector<std::string> user_keys;
+  std::vector<AppliedDefault> defaults;
+  std::vector<std::string> warnings;
+};
+
+// Reads and merges the experiment; no interpretation of values yet.
+ResolvedConfig resolve_config(const LoadRequest& request);
+
+// Megatron arguments -> ModelSpec (every default applied is appended to `defaults`).
+ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defaults,
+                      std::vector<std::string>& warnings);
+
+// Megatron arguments -> the whole job (model, parallel, runtime, cluster), validated. Throws
+// InputError naming file, line and key for inconsistent input. Loads hardware from the catalogue.
+JobSpec build_job_spec(const ResolvedConfig& config, const LoadRequest& request);
+
+// resolve_config + build_job_spec.
+JobSpec load_job(const LoadRequest& request);
+
+// Model catalogue (data/models/*.yaml).
+std::vector<std::string> list_model_presets(const std::string& data_dir);
+// Path of a model preset: the bundled catalogue first, then <primus>/primus/configs/models/
+// megatron/. `name` may omit ".yaml". Throws InputError (suggesting the nearest name) if unknown.
+std::string find_model_preset(const std::string& name, const std::string& data_dir,
+                              const std::string& primus_path, const SourceLocation& where = {});
+// A preset on its own (for `projector models show`).
+ModelSpec load_model_preset(const std::string& name, const std::string& data_dir,
+                            const std::string& primus_path = "",
+                            std::vector<AppliedDefault>* defaults = nullptr);
+// The `source:` citation of a bundled preset (empty if none).
+std::string model_preset_source(const std::string& name, const std::string& data_dir);
+
+// Megatron / Primus keys the front-end understands or deliberately ignores.
+bool is_known_key(const std::string& key);
+// The known key nearest to `key` by edit distance (empty if nothing is close).
+std::string nearest_known_key(const std::string& key);
+// Levenshtein distance (exposed for tests and for nearest-name suggestions elsewhere).
+int edit_distance(const std::string& a, const std::string& b);
+
+// Megatron's vocabulary for a tokenizer (tokenizer_model, else tokenizer_type); nullopt if
+// unknown.
+std::optional<std::int64_t> tokenizer_vocab_size(const std::string& tokenizer_type,
+                                                 const std::string& tokenizer_model);
+
+}  // namespace projector

@@ -1,0 +1,91 @@
+// Performance projection: prices the workload with the cost providers, runs the pipeline schedule
+// through the event simulator (one compute stream and one stream per communicator on each
+// rank), and derives iteration time, throughput, FLOP rates and MFU.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "projector/cost/cost_cache.h"
+#include "projector/memory/memory.h"
+#include "projector/model/accounting.h"
+#include "projector/model/job.h"
+#include "projector/schedule/simulator.h"
+#include "projector/workload/workload.h"
+
+namespace projector {
+
+struct PerfOptions {
+  bool record_timeline = false;  // keep the simulated timeline (for --trace)
+  bool keep_op_table = true;     // keep the per-op price table (the `workload` view)
+  bool with_memory = true;       // also run the memory projection
+};
+
+// One priced op.
+struct PricedOp {
+  std::string block;  // "layer 3 (dense_layer)", "embedding", ...
+  Op op;
+  double time_s = 0.0;     // its own duration (collectives: on their stream)
+  double exposed_s = 0.0;  // what it adds to the compute stream
+  Provenance provenance = Provenance::kRoofline;
+  std::string detail;  // algorithm / kernel notes
+};
+
+struct ChunkTiming {
+  int pp_rank = 0;
+  int chunk = 0;
+  int stage = 0;  // virtual stage index (pp * chunk + rank in the interleaved layout)
+  double f_s = 0.0, b_s = 0.0, w_s = 0.0;  // compute + exposed in-layer communication
+  double f_comm_s = 0.0, b_comm_s = 0.0;   // exposed EP all-to-all a partner can hide (DualPipe)
+  std::vector<PricedOp> ops;
+};
+
+// Exposed (not hidden by compute) communication time per iteration on the critical rank.
+struct ExposedComm {
+  double tp_s = 0.0, cp_s = 0.0, ep_s = 0.0, pp_s = 0.0, dp_s = 0.0;
+};
+
+struct PerfReport {
+  static constexpr int kSchemaVersion = 1;
+  // Inputs, resolved.
+  int world_size = 0;
+  int num_microbatches = 0;
+  schedule::ScheduleAlgorithm schedule = schedule::ScheduleAlgorithm::k1F1B;
+  std::string schedule_reason;
+  // Results.
+  double iteration_s = 0.0;
+  double pipeline_s = 0.0;  // simulated pipeline makespan incl. overlapped gradient sync
+  double optimizer_s = 0.0;
+  double param_gather_exposed_s = 0.0;
+  double tokens_per_s = 0.0;
+  double tokens_per_s_per_gpu = 0.0;
+  ModelFlops flops;  // per iteration (model and hardware)
+  double model_tflops_per_gpu = 0.0;
+  double hardware_tflops_per_gpu = 0.0;
+  double mfu = 0.0;  // model FLOP/s per GPU over the dense peak of mfu_dtype
+  Dtype mfu_dtype = Dtype::kBf16;
+  double bubble_fraction = 0.0;    // idle / makespan on the busiest rank
+  double bubble_over_ideal = 0.0;  // (makespan - ideal) / ideal
+  ExposedComm exposed;
+  double p2p_s = 0.0;  // one activation transfer between neighbouring stages
+  double interference = 0.0;
+  std::vector<ChunkTiming> chunks;  // one per (pp rank, chunk), rank-major
+  std::vector<double> optimizer_s_per_rank;
+  schedule::SimulationResult simulation;
+  schedule::ScheduleTable table;
+  Workload workload;
+  MemoryReport memory;
+  bool has_memory = false;
+  std::vector<std::string> notes;
+};
+
+// `cache` must have been built for job.cluster's accelerator and network; reuse it across calls
+// (sweeps) to skip re-pricing shapes seen before.
+PerfReport project_performance(const JobSpec& job, CostCache& cache,
+                               const PerfOptions& options = {});
+// Convenience: builds a private cache.
+PerfReport project_performance(const JobSpec& job, const PerfOptions& options = {});
+
+schedule::ScheduleAlgorithm to_algorithm(ScheduleKind kind);
+
+}  // namespace projector

@@ -1,0 +1,16 @@
+// Rendering of memory projections: the per-rank breakdown table and the versioned JSON document.
+#pragma once
+
+#include <string>
+
+#include "projector/memory/memory.h"
+#include "projector/model/job.h"
+
+namespace projector {
+
+inline constexpr int kMemoryJsonSchemaVersion = 1;
+
+std::string memory_summary_text(const JobSpec& job, const MemoryReport& rep);
+std::string memory_json(const JobSpec& job, const MemoryReport& rep, int indent = 2);
+
+}  // namespace projector

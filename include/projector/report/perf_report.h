@@ -1,0 +1,25 @@
+// Rendering of performance projections: the human summary, the versioned JSON document
+// (docs/json-schema.md) and the Chrome/Perfetto trace of the simulated timeline.
+#pragma once
+
+#include <string>
+
+#include "projector/model/job.h"
+#include "projector/perf/perf.h"
+
+namespace projector {
+
+inline constexpr int kPerfJsonSchemaVersion = 1;
+
+// Console summary in ms, GiB, tokens/s, TFLOP/s.
+std::string perf_summary_text(const JobSpec& job, const PerfReport& rep);
+// Per-op table of every chunk (op, phase, shape, FLOPs, bytes, time, exposed, provenance).
+std::string op_table_text(const JobSpec& job, const PerfReport& rep, bool all_layers);
+// The whole projection as JSON (indent < 0: compact).
+std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent = 2);
+// {"traceEvents": [...]} with one process per pipeline rank and one thread per stream.
+std::string chrome_trace_json(const PerfReport& rep);
+// Short description of an op's shape ("4096x14336x4096 bf16", "b2 h32/8 s8192 d128 causal").
+std::string describe_op_shape(const Op& op);
+
+}  // namespace projector

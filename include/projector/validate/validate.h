@@ -1,0 +1,249 @@
+// Validation against published, measured training runs (data/validation/calibration_runs.yaml):
+// load the runs, map each one to a JobSpec (applying and recording framework defaults for what the
+// source does not state), run a projection on it, and compare predicted with measured numbers.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "projector/model/accounting.h"
+#include "projector/model/job.h"
+
+namespace projector {
+
+// ----------------------------------------------------------------------------------------- input
+
+// One list entry of the runs file, as written (null / absent -> nullopt). Free-text fields are
+// kept verbatim; map_run reads them by keywords.
+struct RunEntry {
+  std::string id;
+  int line = 0;  // 1-based line of the entry in the file
+  std::string confidence;
+  std::string framework;
+  std::string source_title;
+
+  struct Hardware {
+    std::string accelerator;
+    std::optional<int> count;
+    std::optional<int> per_node;
+    std::string interconnect;
+  } hardware;
+
+  struct Moe {
+    std::optional<int> num_experts;
+    std::optional<int> topk;
+    std::optional<std::int64_t> moe_ffn_hidden_size;
+    std::optional<int> shared_experts;
+    std::optional<std::int64_t> shared_expert_ffn_hidden_size;
+    std::optional<int> dense_layers;
+    std::optional<std::int64_t> dense_ffn_hidden_size;
+    std::string moe_layer_freq;  // "all layers", an integer or a Megatron list expression
+    std::string router;
+  };
+  struct Mla {
+    std::optional<int> q_lora_rank;
+    std::optional<int> kv_lora_rank;
+    std::optional<int> qk_nope_head_dim;
+    std::optional<int> qk_rope_head_dim;
+    std::optional<int> v_head_dim;
+  };
+  struct Model {
+    std::string name;
+    std::string family;
+    std::string type;  // dense / moe
+    std::optional<int> num_layers;
+    std::optional<std::int64_t> hidden_size;
+    std::optional<std::int64_t> ffn_hidden_size;
+    std::optional<int> num_attention_heads;
+    std::optional<int> num_kv_heads;
+    std::optional<int> head_dim;
+    std::optional<std::int64_t> vocab_size;
+    std::optional<int> seq_len;
+    std::string activation;
+    std::string norm;
+    std::string position_embedding;
+    std::optional<bool> tied_embeddings;
+    std::optional<bool> qk_layernorm;
+    std::optional<int> mtp_layers;
+    std::string attention;  // free text (e.g. sliding-window notes)
+    std::string block;      // free text for non-standard blocks
+    std::optional<Moe> moe;
+    std::optional<Mla> mla;
+  } model;
+
+  struct Training {
+    std::optional<int> global_batch_size;
+    std::optional<int> micro_batch_size;
+    std::optional<int> seq_len;
+    std::optional<int> tp, pp, vpp, cp, ep, etp, dp;
+    std::optional<bool> sequence_parallel;
+    std::optional<bool> distributed_optimizer;
+    std::string zero_stage;  // an integer or free text
+    std::string fsdp;        // free text: yes / no / ...
+    std::string recompute;
+    std::string precision;
+    std::optional<bool> flash_attention;
+    std::string pipeline_schedule;
+    std::string pipeline_layout;
+    std::string overlap;                       // free text with Megatron overlap flags
+    std::optional<int> local_batch_size;       // torchtitan per-rank batch
+    std::optional<int> per_device_batch_size;  // MaxText per-chip batch
+    std::optional<int> fsdp_shard_degree;
+  } training;
+
+  struct Measured {
+    std::optional<double> tokens_per_sec_per_gpu;
+    std::optional<double> tokens_per_sec_total;
+    std::optional<double> tflops_per_gpu;  // also read from tflops_per_chip
+    std::string flop_counting;
+    std::optional<double> mfu_pct;
+    std::optional<double> step_time_s;
+    std::optional<double> peak_memory_gib;
+    std::optional<double> peak_memory_gb;
+    std::string memory_metric;
+  } measured;
+
+  struct Derived {  // computed by the file's authors from published numbers; not measurements
+    std::optional<double> tokens_per_sec_per_gpu;
+    std::optional<double> step_time_s;
+  } derived;
+
+  // Per-entry problems, one line each: "<id>: <field>: <message> (line N)". An entry with errors
+  // is reported as status "invalid"; the other entries are unaffected.
+  std::vector<std::string> errors;
+  bool ok() const { return errors.empty(); }
+};
+
+// Reads a runs file. A missing file, a YAML syntax error or a top level that is not a list throws
+// InputError; anything wrong inside one entry becomes that entry's `errors`. Unknown keys are
+// ignored.
+std::vector<RunEntry> load_runs(const std::string& path);
+// Same, from YAML text (`file` names it in messages).
+std::vector<RunEntry> parse_runs(const std::string& yaml_text, const std::string& file);
+
+// --------------------------------------------------------------------------------------- mapping
+
+// How the source counted the FLOPs in its TFLOP/s and MFU figures.
+struct FlopConvention {
+  bool hardware = false;  // includes the recompute forward (SC'21, BLOOM, MT-NLG)
+  FlopOptions options;    // causal halving of attention
+  std::string description;
+};
+
+struct MappedRun {
+  std::string id;
+  bool mapped = false;
+  std::string reason;            // why not mapped (empty when mapped)
+  JobSpec job;                   // filled as far as possible even when not mapped
+  std::string accelerator_name;  // catalogue key ("" when not found)
+  std::string framework;         // megatron-lm, megatron-core, nemo, megatron-deepspeed, primus,
+                                 // torchtitan, maxtext, unknown
+  FlopConvention flop_convention;
+  // Regime labels used to group errors.
+  bool moe = false;
+  std::string accelerator_family;  // AMD, NVIDIA, TPU, other
+  int num_gpus = 0;
+  bool fp8 = false;
+  // Every value chosen because the entry did not state it, and every free-text reading.
+  std::vector<std::string> assumptions;
+};
+
+MappedRun map_run(const RunEntry& entry, const std::string& data_dir);
+
+// ------------------------------------------------------------------------------------ validation
+
+// What a projection predicts for one job (per GPU; 0 = not predicted).
+struct Prediction {
+  double tokens_per_sec_per_gpu = 0.0;
+  double step_time_s = 0.0;
+  double model_tflops_per_gpu = 0.0;
+  double hardware_tflops_per_gpu = 0.0;
+  double mfu_pct = 0.0;
+  std::optional<double> peak_memory_gib;
+};
+
+using ProjectFn = std::function<Prediction(const JobSpec&)>;
+
+// The performance projection the CLI validates. Declared here, implemented by the perf module.
+ProjectFn make_default_project_fn();
+
+// One compared metric.
+struct MetricComparison {
+  std::string metric;  // tokens_per_sec_per_gpu, tflops_per_gpu, mfu_pct, step_time_s,
+                       // peak_memory_gib
+  double predicted = 0.0;
+  double measured = 0.0;
+  double error_pct = 0.0;  // 100 * (predicted - measured) / measured
+  std::string basis;       // where the measured value came from (measured / derived / converted)
+};
+
+struct RunResult {
+  std::string id;
+  // ok, invalid (entry errors), unmapped, projection_failed, no_measurement
+  std::string status;
+  std::string reason;
+  Prediction predicted;
+  std::vector<MetricComparison> metrics;
+  // Throughput error used for the summary: 100 * (predicted / measured throughput - 1), from the
+  // best available of tokens/s, step time, TFLOP/s (source convention) or MFU.
+  std::optional<double> throughput_error_pct;
+  std::string throughput_basis;
+  std::optional<double> memory_error_pct;
+  std::vector<std::string> assumptions;
+  // Regime labels
+  bool moe = false;
+  std::string accelerator_family;
+  int num_gpus = 0;
+  bool pp = false, cp = false, ep = false, fp8 = false;
+};
+
+struct ErrorStats {
+  int count = 0;
+  double mape_pct = 0.0;         // mean of |error|
+  double median_abs_pct = 0.0;   // median of |error|
+  double p90_abs_pct = 0.0;      // 90th percentile of |error| (linear interpolation)
+  double mean_signed_pct = 0.0;  // bias: > 0 means predictions are too optimistic / too large
+};
+
+// Statistics of a list of signed percentage errors.
+ErrorStats error_stats(const std::vector<double>& errors_pct);
+
+struct RegimeStats {
+  std::string group;  // model, accelerator, scale, pp, cp, ep, fp8
+  std::string value;  // dense / moe, AMD / NVIDIA / TPU, <=64 / <=1024 / >1024, with / without
+  ErrorStats throughput;
+};
+
+struct ValidationSummary {
+  int runs = 0;
+  int compared = 0;
+  int unmapped = 0;
+  int invalid = 0;
+  int failed = 0;
+  ErrorStats throughput;
+  ErrorStats memory;
+  std::vector<RegimeStats> by_regime;
+};
+
+struct ValidationReport {
+  std::vector<RunResult> runs;
+  ValidationSummary summary;
+};
+
+// Summary of already computed results (overall and by regime).
+ValidationSummary summarize(const std::vector<RunResult>& runs);
+
+// Maps every entry, projects the mapped ones and compares. The projection throwing InputError
+// marks that run projection_failed; other runs go on.
+ValidationReport validate(const std::vector<RunEntry>& runs, const ProjectFn& project,
+                          const std::string& data_dir);
+// Uses the bundled data directory.
+ValidationReport validate(const std::vector<RunEntry>& runs, const ProjectFn& project);
+
+// JSON text of a report: {"schema_version", "runs": [...], "summary": {...}}.
+inline constexpr int kValidationSchemaVersion = 1;
+std::string report_to_json(const ValidationReport& report);
+
+}  // namespace projector

@@ -1,0 +1,100 @@
+// The workload: for one rank class, the ordered ops of one microbatch through each of its model
+// chunks, split into forward (F), input-gradient backward (B) and weight-gradient backward (W),
+// each with its shape, FLOPs, bytes moved and dtype, and the collectives in their true places.
+// Pure shapes and counts: pricing is done by the cost providers (price.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "projector/cost/attention.h"
+#include "projector/cost/collective.h"
+#include "projector/cost/gemm.h"
+#include "projector/cost/memory_ops.h"
+#include "projector/model/job.h"
+
+namespace projector {
+
+enum class WorkPhase { kF, kB, kW };
+
+enum class OpKind {
+  kGemm,         // dense GEMM: m x n x k
+  kGroupedGemm,  // MoE experts: `groups` GEMMs of (m / groups) x n x k each
+  kAttention,    // flash-attention core (forward, or backward in phase B)
+  kMemoryBound,  // elementwise / norm / permute / loss: priced by bytes
+  kCollective,   // TP / CP / EP / DP collective inside the microbatch
+};
+
+// How a collective relates to compute when it runs.
+enum class Overlap {
+  kExposed,           // on the critical path of the compute stream
+  kWithCompute,       // overlappable with independent compute (TP comm overlap, CP ring)
+  kWithExpertCompute  // EP all-to-all that DeepEP / sync-free stages hide behind expert compute
+};
+
+struct Op {
+  std::string name;
+  WorkPhase phase = WorkPhase::kF;
+  OpKind kind = OpKind::kGemm;
+  GemmShape gemm;            // kGemm; kGroupedGemm: batch = groups, m = rows per group
+  AttentionShape attention;  // kAttention (phase F: forward kernel, B: backward kernel)
+  MemOpClass mem_class = MemOpClass::kElementwise;  // kMemoryBound
+  // kCollective
+  GroupKind group = GroupKind::kTp;
+  CollectiveKind collective = CollectiveKind::kAllReduce;
+  Overlap overlap = Overlap::kExposed;
+  int group_size = 1;
+  int steps = 1;  // CP ring: number of P2P rounds, each of `bytes`
+  // Counts.
+  double flops = 0.0;
+  double bytes = 0.0;      // HBM bytes for memory-bound ops; per-rank buffer bytes for collectives
+  bool recompute = false;  // part of a recompute forward replayed before the backward
+};
+
+struct LayerWork {
+  int layer = -1;  // decoder layer index; -1 for embedding / output / MTP blocks
+  std::string label;
+  std::vector<Op> ops;
+};
+
+// One model chunk (virtual stage) of one pipeline rank, for one microbatch.
+struct ChunkWork {
+  int pp_rank = 0;
+  int chunk = 0;
+  std::vector<LayerWork> blocks;  // in forward order
+};
+
+// Per-iteration, non-microbatch work of a rank: gradient sync, parameter gather, optimizer.
+struct IterationWork {
+  std::vector<Op> grad_sync;  // per chunk, in the order chunks finish their backward
+  std::vector<int> grad_sync_chunk;
+  std::vector<Op> param_gather;  // distributed-optimizer all-gather or FSDP gathers
+  std::vector<int> param_gather_chunk;
+  Op optimizer;                   // memory-bound optimizer step
+  std::int64_t local_params = 0;  // parameters held by this rank (unsharded)
+};
+
+struct RankWork {
+  int pp_rank = 0;
+  std::vector<ChunkWork> chunks;  // vpp entries
+  IterationWork iteration;
+  double p2p_bytes = 0.0;  // activation bytes sent to the next stage per microbatch
+};
+
+// The ops of every pipeline rank. Ranks in one pipeline stage that differ only in their TP/CP/DP/EP
+// coordinate do the same work (balanced routing), so one entry per pipeline rank.
+struct Workload {
+  std::vector<RankWork> ranks;
+};
+
+Workload build_workload(const JobSpec& job);
+
+// The ops of one decoder layer for one microbatch on one rank (F, B and W phases, with recompute
+// ops when the layer is recomputed). Exposed for tests and the `workload` command.
+LayerWork build_layer_work(const JobSpec& job, int layer_index);
+
+std::string_view to_string(WorkPhase p);
+std::string_view to_string(OpKind k);
+
+}  // namespace projector

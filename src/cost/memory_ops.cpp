@@ -1,0 +1,61 @@
+#include "projector/cost/memory_ops.h"
+
+namespace projector {
+
+namespace {
+// Typical STREAM copy / peak on HBM parts (H100 2.90/3.35, H200 4.01/4.8, A100 1.61/2.0 in
+// hardware_specs.yaml measured.memory_bandwidth): used only when a spec has no calibration.
+constexpr double kUncalibratedHbmFraction = 0.85;
+}  // namespace
+
+std::string_view to_string(MemOpClass c) {
+  switch (c) {
+    case MemOpClass::kElementwise:
+      return "elementwise";
+    case MemOpClass::kPermute:
+      return "permute";
+    case MemOpClass::kOptimizer:
+      return "optimizer";
+    case MemOpClass::kLoss:
+      return "loss";
+  }
+  return "?";
+}
+
+double hbm_fraction(const AcceleratorSpec& acc, MemOpClass cls) {
+  const auto& cal = acc.calibration;
+  double f = 0.0;
+  switch (cls) {
+    case MemOpClass::kElementwise:
+      f = cal.hbm_elementwise_fraction.value;
+      break;
+    case MemOpClass::kPermute:
+      f = cal.hbm_permute_fraction.value;
+      break;
+    case MemOpClass::kOptimizer:
+      f = cal.hbm_optimizer_fraction.value;
+      break;
+    case MemOpClass::kLoss:
+      f = cal.hbm_loss_fraction.value;
+      break;
+  }
+  if (f <= 0.0) f = cal.hbm_elementwise_fraction.value;
+  if (f <= 0.0) f = kUncalibratedHbmFraction;
+  return f;
+}
+
+OpCost memory_bound_time(const AcceleratorSpec& acc, double bytes, MemOpClass cls, int kernels) {
+  OpCost c;
+  c.provenance = Provenance::kRoofline;
+  c.bytes = bytes;
+  if (bytes <= 0.0 || kernels <= 0) return c;
+  const double bw = acc.hbm_bw_bytes_per_s * hbm_fraction(acc, cls);
+  const double transfer_s = bw > 0.0 ? bytes / bw : 0.0;
+  c.time_s = transfer_s + kernels * acc.calibration.kernel_launch_s.value;
+  if (acc.hbm_bw_bytes_per_s > 0.0 && c.time_s > 0.0) {
+    c.efficiency = bytes / c.time_s / acc.hbm_bw_bytes_per_s;
+  }
+  return c;
+}
+
+}  // namespace projector

@@ -1,0 +1,281 @@
+// Megatron arguments -> ModelSpec (one LayerSpec per decoder layer).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "frontend/arg_reader.h"
+#include "projector/frontend/layer_pattern.h"
+#include "projector/frontend/loader.h"
+
+namespace projector {
+namespace {
+
+using frontend_detail::ArgReader;
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+int checked_int(ArgReader& r, const std::string& key, std::int64_t v, std::int64_t min_value) {
+  if (v < min_value || v > (1LL << 31) - 1) {
+    r.fail(key, fmt::format("must be at least {}, got {}", min_value, v));
+  }
+  return static_cast<int>(v);
+}
+
+// MoE pattern (1 = MoE layer) from moe_layer_freq: int, list, or a Python-like list expression.
+std::vector<int> moe_pattern(ArgReader& r, int num_layers) {
+  const std::string key = "moe_layer_freq";
+  const ConfigValue* v = r.get(key);
+  std::string error;
+  std::optional<std::vector<int>> pattern;
+  if (v == nullptr) {
+    r.note(key, "1", "Megatron default: every layer is an MoE layer");
+    pattern = moe_pattern_from_int(1, num_layers, error);
+  } else if (v->kind == ConfigValue::Kind::kInt) {
+    pattern = moe_pattern_from_int(v->i, num_layers, error);
+  } else if (v->is_list()) {
+    std::vector<long long> list;
+    for (const ConfigValue& item : v->items) list.push_back(r.as_int(key, item));
+    pattern = moe_pattern_from_list(list, num_layers, error);
+  } else if (v->kind == ConfigValue::Kind::kString) {
+    const std::optional<PyValue> value = eval_list_expression(v->s, error);
+    if (value) {
+      pattern = value->is_list ? moe_pattern_from_list(value->list, num_layers, error)
+                               : moe_pattern_from_int(value->integer, num_layers, error);
+    }
+  } else {
+    error = fmt::format("expected an integer, a list or a list expression, got '{}'", v->to_text());
+  }
+  if (!pattern) r.fail(key, error);
+  return *pattern;
+}
+
+}  // namespace
+
+ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defaults,
+                      std::vector<std::string>& warnings) {
+  ArgReader r(args, defaults);
+  ModelSpec m;
+  const int num_layers = checked_int(r, "num_layers", r.require_int("num_layers"), 1);
+  m.hidden_size = checked_int(r, "hidden_size", r.require_int("hidden_size"), 1);
+  const int heads = checked_int(r, "num_attention_heads", r.require_int("num_attention_heads"), 1);
+
+  // Normalisation, position embedding, embeddings.
+  const std::string norm = r.string_or("normalization", "LayerNorm", "Megatron default");
+  if (lower(norm) == "rmsnorm") {
+    m.norm = NormKind::kRmsNorm;
+  } else if (lower(norm) == "layernorm") {
+    m.norm = NormKind::kLayerNorm;
+  } else {
+    r.fail("normalization", fmt::format("unknown normalization '{}' (LayerNorm or RMSNorm)", norm));
+  }
+  const std::string pos =
+      lower(r.string_or("position_embedding_type", "learned_absolute", "Megatron default"));
+  if (pos == "rope" || pos == "mrope" || pos == "yarn" || pos == "relative") {
+    m.position_embedding = PositionEmbeddingKind::kRope;
+  } else if (pos == "learned_absolute") {
+    m.position_embedding = PositionEmbeddingKind::kLearnedAbsolute;
+  } else if (pos == "none") {
+    m.position_embedding = PositionEmbeddingKind::kNone;
+  } else {
+    r.fail("position_embedding_type",
+           fmt::format("unknown position embedding '{}' (rope, learned_absolute, none)", pos));
+  }
+  const std::int64_t seq = r.int_quiet("seq_length", 0);
+  if (r.has("max_position_embeddings")) {
+    m.max_position_embeddings = r.int_quiet("max_position_embeddings", 0);
+  } else {
+    m.max_position_embeddings = seq;
+    if (m.position_embedding == PositionEmbeddingKind::kLearnedAbsolute) {
+      r.note("max_position_embeddings", fmt::format("{}", seq), "Megatron default: seq_length");
+    }
+  }
+  if (r.has("share_embeddings_and_output_weights")) {
+    m.tied_embeddings = r.bool_quiet("share_embeddings_and_output_weights", true);
+  } else {
+    m.tied_embeddings = !r.bool_or("untie_embeddings_and_output_weights", false,
+                                   "Megatron default: input embedding and output layer tied");
+  }
+  m.attention_dropout =
+      r.float_or("attention_dropout", 0.1, r.has("attention_dropout") ? "" : "Megatron default");
+  m.hidden_dropout =
+      r.float_or("hidden_dropout", 0.1, r.has("hidden_dropout") ? "" : "Megatron default");
+
+  // Vocabulary: padded_vocab_size > vocab_size > the tokenizer's published size.
+  if (r.has("padded_vocab_size")) {
+    m.vocab_size = r.require_int("padded_vocab_size");
+    m.make_vocab_size_divisible_by = 1;
+  } else {
+    m.make_vocab_size_divisible_by =
+        checked_int(r, "make_vocab_size_divisible_by",
+                    r.int_or("make_vocab_size_divisible_by", 128, "Megatron default"), 1);
+    if (r.has("vocab_size")) {
+      m.vocab_size = r.require_int("vocab_size");
+    } else {
+      const std::string type = r.string_or("tokenizer_type", "", "");
+      const std::string model = r.string_or("tokenizer_model", "", "");
+      const std::optional<std::int64_t> vocab = tokenizer_vocab_size(type, model);
+      if (!vocab) {
+        r.fail(r.has("tokenizer_model") ? "tokenizer_model" : "vocab_size",
+               fmt::format("vocabulary size unknown for tokenizer '{}' / '{}': set vocab_size",
+                           type.empty() ? "-" : type, model.empty() ? "-" : model));
+      }
+      m.vocab_size = *vocab;
+      r.note("vocab_size", fmt::format("{}", *vocab),
+             fmt::format("published vocabulary of tokenizer {}", model.empty() ? type : model));
+    }
+  }
+  if (m.vocab_size <= 0) r.fail("vocab_size", "must be positive");
+
+  // Attention.
+  AttentionSpec attn;
+  attn.num_heads = heads;
+  attn.qk_layernorm = r.bool_quiet("qk_layernorm", false);
+  const bool bias_linear = r.bool_or("add_bias_linear", true, "Megatron default");
+  attn.add_bias_linear = bias_linear;
+  attn.add_qkv_bias = bias_linear || r.bool_quiet("add_qkv_bias", false);
+  if (r.bool_quiet("multi_latent_attention", false)) {
+    attn.kind = AttentionKind::kMla;
+    attn.num_query_groups = heads;
+    attn.q_lora_rank = static_cast<int>(r.int_quiet("q_lora_rank", 0));
+    attn.kv_lora_rank =
+        checked_int(r, "kv_lora_rank", r.int_or("kv_lora_rank", 32, "Megatron default"), 1);
+    attn.qk_head_dim =
+        checked_int(r, "qk_head_dim", r.int_or("qk_head_dim", 128, "Megatron default"), 1);
+    attn.qk_pos_emb_head_dim = checked_int(
+        r, "qk_pos_emb_head_dim", r.int_or("qk_pos_emb_head_dim", 64, "Megatron default"), 0);
+    attn.v_head_dim =
+        checked_int(r, "v_head_dim", r.int_or("v_head_dim", 128, "Megatron default"), 1);
+    attn.head_dim = attn.qk_head_dim + attn.qk_pos_emb_head_dim;
+    attn.add_qkv_bias = false;  // MLA projections carry no QKV bias in Megatron
+  } else {
+    if (r.has("kv_channels")) {
+      attn.head_dim = checked_int(r, "kv_channels", r.require_int("kv_channels"), 1);
+    } else {
+      if (m.hidden_size % heads != 0) {
+        r.fail("num_attention_heads", fmt::format("hidden_size {} is not divisible by {} heads "
+                                                  "and kv_channels is not set",
+                                                  m.hidden_size, heads));
+      }
+      attn.head_dim = static_cast<int>(m.hidden_size / heads);
+      r.note("kv_channels", fmt::format("{}", attn.head_dim), "hidden_size / num_attention_heads");
+    }
+    if (r.bool_quiet("group_query_attention", false)) {
+      attn.num_query_groups =
+          checked_int(r, "num_query_groups", r.require_int("num_query_groups"), 1);
+      if (heads % attn.num_query_groups != 0) {
+        r.fail("num_query_groups", fmt::format("{} attention heads are not divisible into {} "
+                                               "query groups",
+                                               heads, attn.num_query_groups));
+      }
+    } else {
+      attn.num_query_groups = heads;
+      if (r.has("num_query_groups") && r.int_quiet("num_query_groups", heads) != heads) {
+        warnings.push_back(fmt::format(
+            "num_query_groups {} ignored because group_query_attention is false (Megatron uses "
+            "one group per head)",
+            r.int_quiet("num_query_groups", heads)));
+      }
+    }
+  }
+
+  // Dense MLP.
+  MlpSpec mlp;
+  const bool swiglu = r.bool_or("swiglu", false, "Megatron default");
+  if (swiglu) {
+    mlp.gated = true;
+    mlp.activation = ActivationKind::kSilu;
+  } else if (r.bool_quiet("squared_relu", false)) {
+    mlp.activation = ActivationKind::kSquaredRelu;
+  } else {
+    mlp.activation = ActivationKind::kGelu;
+    mlp.gated = r.bool_quiet("gated_linear_unit", false);
+  }
+  mlp.add_bias = bias_linear;
+  if (r.has("ffn_hidden_size")) {
+    mlp.ffn_hidden_size = r.require_int("ffn_hidden_size");
+  } else {
+    // Megatron: 4h, or the SwiGLU-equivalent 2/3 of it rounded down to a multiple of 64.
+    mlp.ffn_hidden_size = swiglu ? (4 * m.hidden_size * 2 / 3) / 64 * 64 : 4 * m.hidden_size;
+    r.note("ffn_hidden_size", fmt::format("{}", mlp.ffn_hidden_size),
+           swiglu ? "Megatron default for SwiGLU: int(4h*2/3/64)*64" : "Megatron default: 4h");
+  }
+  if (mlp.ffn_hidden_size <= 0) r.fail("ffn_hidden_size", "must be positive");
+
+  // Sliding-window attention: window_size [left, right] (or an int), with every
+  // window_attn_skip_freq-th layer (1-based) using full attention (gpt-oss alternates).
+  int window = 0;
+  if (const ConfigValue* w = r.get("window_size")) {
+    if (w->is_list() && !w->items.empty()) {
+      window = static_cast<int>(r.as_int("window_size", w->items[0]));
+    } else if (w->kind == ConfigValue::Kind::kString) {
+      std::string error;
+      const auto value = eval_list_expression(w->s, error);
+      if (!value) r.fail("window_size", error);
+      window = static_cast<int>(value->is_list ? (value->list.empty() ? 0 : value->list[0])
+                                               : value->integer);
+    } else {
+      window = static_cast<int>(r.as_int("window_size", *w));
+    }
+    if (window < 0) window = 0;  // Megatron uses -1 for "unbounded"
+  }
+  std::vector<int> full_attention_layer(static_cast<std::size_t>(num_layers), window > 0 ? 0 : 1);
+  if (window > 0) {
+    if (const ConfigValue* skip = r.get("window_attn_skip_freq")) {
+      if (skip->is_list()) {
+        for (int i = 0; i < num_layers && i < static_cast<int>(skip->items.size()); ++i) {
+          full_attention_layer[i] = r.as_int("window_attn_skip_freq", skip->items[i]) != 0;
+        }
+      } else {
+        const std::int64_t f = r.as_int("window_attn_skip_freq", *skip);
+        for (int i = 0; i < num_layers; ++i) full_attention_layer[i] = f > 0 && (i + 1) % f == 0;
+      }
+    }
+  }
+
+  // MoE.
+  const int num_experts = static_cast<int>(r.int_quiet("num_experts", 0));
+  std::vector<int> pattern(static_cast<std::size_t>(num_layers), 0);
+  MoeSpec moe;
+  if (num_experts > 0) {
+    pattern = moe_pattern(r, num_layers);
+    moe.num_experts = num_experts;
+    moe.topk =
+        checked_int(r, "moe_router_topk", r.int_or("moe_router_topk", 2, "Megatron default"), 1);
+    if (moe.topk > num_experts) {
+      r.fail("moe_router_topk",
+             fmt::format("top-{} routing over only {} experts", moe.topk, num_experts));
+    }
+    if (r.has("moe_ffn_hidden_size")) {
+      moe.expert_ffn_hidden_size = r.require_int("moe_ffn_hidden_size");
+    } else {
+      moe.expert_ffn_hidden_size = mlp.ffn_hidden_size;
+      r.note("moe_ffn_hidden_size", fmt::format("{}", mlp.ffn_hidden_size),
+             "Megatron default: ffn_hidden_size");
+    }
+    moe.shared_expert_ffn_hidden_size = r.int_quiet("moe_shared_expert_intermediate_size", 0);
+    moe.capacity_factor = r.float_or("moe_expert_capacity_factor", 0.0, "");
+    moe.router_bias = r.bool_quiet("moe_router_enable_expert_bias", false);
+    moe.grouped_gemm = r.bool_quiet("moe_grouped_gemm", true);
+  } else if (r.has("num_experts") && r.int_quiet("num_experts", 0) < 0) {
+    r.fail("num_experts", "must not be negative");
+  }
+
+  m.layers.resize(static_cast<std::size_t>(num_layers));
+  for (int i = 0; i < num_layers; ++i) {
+    LayerSpec& layer = m.layers[i];
+    layer.attention = attn;
+    if (!full_attention_layer[i]) layer.attention.sliding_window = window;
+    layer.mlp = mlp;
+    layer.is_moe = pattern[i] == 1;
+    if (layer.is_moe) layer.moe = moe;
+  }
+  m.mtp_num_layers = static_cast<int>(r.int_quiet("mtp_num_layers", 0));
+  if (m.mtp_num_layers < 0) r.fail("mtp_num_layers", "must not be negative");
+  return m;
+}
+
+}  // namespace projector

@@ -1,0 +1,70 @@
+#include "projector/frontend/describe.h"
+
+#include <fmt/format.h>
+
+namespace projector {
+
+std::string describe_layer(const LayerSpec& layer) {
+  const AttentionSpec& a = layer.attention;
+  std::string out;
+  if (a.kind == AttentionKind::kMla) {
+    out = fmt::format("MLA {} heads, q_lora {}, kv_lora {}, qk {}+{}, v {}", a.num_heads,
+                      a.q_lora_rank, a.kv_lora_rank, a.qk_head_dim, a.qk_pos_emb_head_dim,
+                      a.v_head_dim);
+  } else {
+    const char* kind = a.num_query_groups == a.num_heads ? "MHA"
+                       : a.num_query_groups == 1         ? "MQA"
+                                                         : "GQA";
+    out = fmt::format("{} {} heads", kind, a.num_heads);
+    if (a.num_query_groups != a.num_heads) out += fmt::format(" / {} KV", a.num_query_groups);
+    out += fmt::format(", head_dim {}", a.head_dim);
+  }
+  if (a.qk_layernorm) out += ", qk-norm";
+  if (a.add_qkv_bias) out += ", qkv bias";
+  if (a.sliding_window > 0) out += fmt::format(", sliding window {}", a.sliding_window);
+  const MlpSpec& m = layer.mlp;
+  const char* act = m.activation == ActivationKind::kSilu          ? "SiLU"
+                    : m.activation == ActivationKind::kRelu        ? "ReLU"
+                    : m.activation == ActivationKind::kSquaredRelu ? "squared-ReLU"
+                                                                   : "GeLU";
+  const std::string mlp_kind = fmt::format("{}{}", act, m.gated ? "-GLU" : "");
+  if (layer.is_moe) {
+    const MoeSpec& e = layer.moe;
+    out += fmt::format("; MoE {} experts top-{}, expert ffn {} ({})", e.num_experts, e.topk,
+                       e.expert_ffn_hidden_size, mlp_kind);
+    if (e.shared_expert_ffn_hidden_size > 0) {
+      out += fmt::format(", shared ffn {}", e.shared_expert_ffn_hidden_size);
+    }
+    if (e.capacity_factor > 0) out += fmt::format(", capacity {}", e.capacity_factor);
+  } else {
+    out += fmt::format("; MLP ffn {} ({})", m.ffn_hidden_size, mlp_kind);
+  }
+  if (m.add_bias) out += ", bias";
+  return out;
+}
+
+std::vector<LayerRun> layer_runs(const ModelSpec& model) {
+  std::vector<LayerRun> runs;
+  for (int i = 0; i < model.num_layers(); ++i) {
+    std::string d = describe_layer(model.layers[i]);
+    if (!runs.empty() && runs.back().description == d) {
+      ++runs.back().count;
+    } else {
+      runs.push_back({i, 1, std::move(d)});
+    }
+  }
+  return runs;
+}
+
+std::string describe_stage(const VirtualStage& s) {
+  std::string out = s.num_layers == 0   ? std::string("no decoder layers")
+                    : s.num_layers == 1 ? fmt::format("layer {}", s.first_layer)
+                                        : fmt::format("layers {}-{}", s.first_layer,
+                                                      s.first_layer + s.num_layers - 1);
+  if (s.has_embedding) out += " + embedding";
+  if (s.mtp_layers > 0) out += fmt::format(" + {} MTP", s.mtp_layers);
+  if (s.has_output) out += " + output/loss";
+  return out;
+}
+
+}  // namespace projector

@@ -1,0 +1,865 @@
+// Memory projection. Notation: T = tokens of one microbatch on one CP rank (mbs x seq / cp),
+// h = hidden, t = TP, sp = t with sequence parallelism else 1, e = activation bytes (params
+// dtype), g = bytes of a saved GEMM input (e, or 1 when an fp8 recipe saves the quantised input).
+//
+// Saved tensors of a standard decoder layer per microbatch (Korthikanti et al. 2022, Table 2,
+// generalised); with MHA, GELU, F = 4h, dropout, no flash attention, t = sp = 1 and e = g = 2
+// this is exactly sbh(34 + 5as/h):
+//   input norm input            T h e / sp            (2sbh)
+//   QKV GEMM input (norm out)   T h g / sp            (2sbh)
+//   Q, K, V                     T (q + 2kv) e / t     (Q, K 4sbh; V 2sbh)
+//   softmax out, dropout mask and dropout out   b a s^2 (e + 1 + e) / t   (5as^2b), only without
+//     flash attention and the last two only with attention dropout; flash attention instead
+//     keeps the fp32 logsumexp, b a s 4 / t
+//   output-proj input (context) T q g / t             (2sbh)
+//   two residual dropout masks  2 T h 1 / sp          (2sbh), only with hidden dropout
+//   pre-MLP norm input          T h e / sp            (2sbh)
+//   fc1 input (norm out)        T h g / sp            (2sbh)
+//   activation input (fc1 out)  T up e / t, up = 2F gated else F      (8sbh)
+//   fc2 input (activation out)  T F g / t             (8sbh)
+// MLA replaces the QKV part with its latents (down-projection input, latent-norm inputs, the
+// gathered up-projection inputs, which the duplicated down-projections leave unsharded by TP) and
+// the up-projected Q (a(qk+rope)), K (a(qk+rope)), V (a v). MoE replaces the MLP with the router
+// input and fp32 probabilities + routing map (T E 5 / sp), the expert GEMM inputs/outputs for the
+// T_e tokens this rank receives (T_e = T topk etp / sp, x capacity factor or x imbalance), the
+// combine input kept for the probability gradient (T topk h e / sp) and the shared experts.
+#include "projector/memory/memory.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "projector/model/accounting.h"
+
+namespace projector {
+namespace {
+
+constexpr int kMaxChunks = 64;
+
+bool has_module(const RecomputeSpec& r, std::string_view name) {
+  if (r.granularity != RecomputeGranularity::kSelective) return false;
+  if (r.modules.empty()) return name == "core_attn";  // Megatron's default
+  for (const std::string& m : r.modules) {
+    if (m == name) return true;
+  }
+  return false;
+}
+
+// Selective-recompute modules, resolved once per projection.
+struct SelectiveSet {
+  bool core_attn = false, mlp = false, moe = false, moe_act = false, layernorm = false,
+       mla_up_proj = false, shared_experts = false;
+};
+
+SelectiveSet selective_set(const RecomputeSpec& r) {
+  SelectiveSet s;
+  s.core_attn = has_module(r, "core_attn");
+  s.mlp = has_module(r, "mlp");
+  s.moe = has_module(r, "moe");
+  s.moe_act = has_module(r, "moe_act");
+  s.layernorm = has_module(r, "layernorm");
+  s.mla_up_proj = has_module(r, "mla_up_proj");
+  s.shared_experts = has_module(r, "shared_experts");
+  return s;
+}
+
+bool is_v_schedule(ScheduleKind s) {
+  return s == ScheduleKind::kZbvFormatted || s == ScheduleKind::kZbvGreedyMin ||
+         s == ScheduleKind::kZbvGreedyHalf || s == ScheduleKind::kDualPipeV;
+}
+
+double gemm_input_bytes(const PrecisionSpec& p) {
+  switch (p.fp8) {
+    case Fp8Recipe::kNone:
+      return bytes_per_element(p.params_dtype);
+    case Fp8Recipe::kMxfp8:
+      return 1.0 + 1.0 / 32.0;  // e8m0 scale per 32 elements
+    case Fp8Recipe::kBlockwise:
+      return 1.0 + 4.0 / 128.0;  // fp32 scale per 1x128 block
+    default:
+      return 1.0;
+  }
+}
+
+// fp8 weight copies kept for the step per GEMM weight: the quantised weight and its transpose
+// (columnwise copy) for the backward GEMMs.
+double fp8_weight_copy_bytes(const PrecisionSpec& p) {
+  if (p.fp8 == Fp8Recipe::kNone) return 0.0;
+  const double one = gemm_input_bytes(p);
+  return p.fp8_param ? one : 2.0 * one;  // fp8_param: the weight itself is the rowwise copy
+}
+
+struct Geometry {
+  double tokens = 0.0;  // T
+  double h = 0.0;
+  double t = 1.0;
+  double sp = 1.0;
+  double e = 2.0;
+  double g = 2.0;
+  double seq_local = 0.0;  // s / cp
+  double mbs = 1.0;
+};
+
+Geometry geometry(const JobSpec& job) {
+  Geometry g;
+  const int cp = std::max(1, job.parallel.cp);
+  g.mbs = job.runtime.micro_batch_size;
+  g.seq_local = static_cast<double>(job.runtime.seq_length) / cp;
+  g.tokens = g.mbs * g.seq_local;
+  g.h = static_cast<double>(job.model.hidden_size);
+  g.t = std::max(1, job.parallel.tp);
+  g.sp = job.parallel.sequence_parallel ? g.t : 1.0;
+  g.e = bytes_per_element(job.runtime.precision.params_dtype);
+  g.g = gemm_input_bytes(job.runtime.precision);
+  return g;
+}
+
+// Tokens the reported EP rank feeds through its experts for one microbatch.
+double expert_tokens(const JobSpec& job, const LayerSpec& layer, const Geometry& geo, bool upper,
+                     const MemoryOptions& options) {
+  const MoeSpec& m = layer.moe;
+  const double local = geo.tokens / geo.sp;
+  const double etp = std::max(1, job.parallel.etp);
+  const double balanced = local * m.topk * etp;
+  if (m.capacity_factor > 0.0) return balanced * m.capacity_factor;  // padded to capacity
+  if (!upper) return balanced;
+  const int ep = std::max(1, job.parallel.ep);
+  const int local_experts = std::max(1, (m.num_experts + ep - 1) / ep);
+  const double hard = local * ep * etp * std::min(m.topk, local_experts);
+  return std::min(hard, balanced * std::max(1.0, options.moe_dropless_imbalance_upper));
+}
+
+}  // namespace
+
+std::string_view to_string(MemoryComponent c) {
+  switch (c) {
+    case MemoryComponent::kWeights:
+      return "weights";
+    case MemoryComponent::kFp8WeightCopies:
+      return "fp8_weight_copies";
+    case MemoryComponent::kGradients:
+      return "gradients";
+    case MemoryComponent::kMasterWeights:
+      return "master_weights";
+    case MemoryComponent::kOptimizerStates:
+      return "optimizer_states";
+    case MemoryComponent::kFsdpUnsharded:
+      return "fsdp_unsharded";
+    case MemoryComponent::kActivations:
+      return "activations";
+    case MemoryComponent::kTransient:
+      return "transient";
+    case MemoryComponent::kWorkspace:
+      return "workspace";
+    case MemoryComponent::kFragmentation:
+      return "fragmentation";
+    case MemoryComponent::kRuntimeContext:
+      return "runtime_context";
+    case MemoryComponent::kCommBuffers:
+      return "comm_buffers";
+    case MemoryComponent::kCount:
+      break;
+  }
+  return "?";
+}
+
+bool in_caching_allocator(MemoryComponent c) {
+  return c != MemoryComponent::kRuntimeContext && c != MemoryComponent::kCommBuffers;
+}
+
+std::string_view to_string(MemoryVerdict v) {
+  switch (v) {
+    case MemoryVerdict::kFits:
+      return "FITS";
+    case MemoryVerdict::kAtRisk:
+      return "AT RISK";
+    case MemoryVerdict::kOom:
+      return "OOM";
+    case MemoryVerdict::kUnknown:
+      return "UNKNOWN";
+  }
+  return "?";
+}
+
+double InFlight::total_chunk_microbatches() const {
+  double s = w_only;
+  for (double c : per_chunk) s += c;
+  return s;
+}
+
+ScheduleKind resolve_schedule(ScheduleKind requested, int pp, int vpp) {
+  if (requested != ScheduleKind::kAuto) return requested;
+  return (pp > 1 && vpp > 1) ? ScheduleKind::kInterleaved : ScheduleKind::k1F1B;
+}
+
+int interleaved_forward_chunk(int k, int pp, int vpp) {
+  return (k / std::max(1, pp)) % std::max(1, vpp);
+}
+
+int virtual_stage_index(ScheduleKind schedule, int pp, int pp_rank, int chunk) {
+  if (is_v_schedule(schedule)) return chunk == 0 ? pp_rank : 2 * pp - 1 - pp_rank;
+  return chunk * pp + pp_rank;
+}
+
+InFlight in_flight_microbatches(ScheduleKind schedule, int pp, int vpp, int pp_rank,
+                                int num_microbatches) {
+  InFlight f;
+  const int v = std::max(1, vpp);
+  const double m = std::max(1, num_microbatches);
+  f.per_chunk.assign(static_cast<std::size_t>(v), 0.0);
+  if (pp <= 1) {  // gradient accumulation: one microbatch at a time, every chunk
+    for (double& c : f.per_chunk) c = 1.0;
+    return f;
+  }
+  const ScheduleKind s = resolve_schedule(schedule, pp, v);
+  const double r = pp_rank;
+  if (is_v_schedule(s) && v == 2) {
+    double c0 = 2.0 * pp - r;
+    double c1 = r + 1.0;
+    if (s == ScheduleKind::kZbvGreedyHalf) {
+      c0 = std::ceil(c0 / 2.0);
+      c1 = std::ceil(c1 / 2.0);
+    } else if (s == ScheduleKind::kZbvGreedyMin) {
+      c0 = std::ceil(c0 / 3.0);
+      c1 = std::ceil(c1 / 3.0);
+    } else if (s == ScheduleKind::kDualPipeV) {
+      c0 = pp + 1.0;
+      c1 = pp + 1.0;
+    }
+    f.per_chunk[0] = std::min(c0, m);
+    f.per_chunk[1] = std::min(c1, m);
+    return f;
+  }
+  if (v > 1) {  // interleaved (also the fallback for V schedules given vpp != 2)
+    const int total = static_cast<int>(m) * v;
+    int warmup = (pp - pp_rank - 1) * 2 + (v - 1) * pp;
+    if (static_cast<int>(m) == pp) warmup = total;  // Megatron: all forwards first
+    const int held = std::min(warmup + 1, total);
+    for (int k = 0; k < held; ++k) f.per_chunk[interleaved_forward_chunk(k, pp, v)] += 1.0;
+    return f;
+  }
+  f.per_chunk[0] = std::min(static_cast<double>(pp - pp_rank), m);
+  if (s == ScheduleKind::kZeroBubble) f.w_only = std::min(r, m);
+  return f;
+}
+
+namespace {
+
+LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const SelectiveSet& rc,
+                          const LayerSpec& layer, bool upper, const MemoryOptions& options) {
+  const AttentionSpec& a = layer.attention;
+  const double T = geo.tokens, h = geo.h, t = geo.t, sp = geo.sp, e = geo.e, g = geo.g;
+  const bool fp8 = job.runtime.precision.fp8 != Fp8Recipe::kNone;
+  const bool flash = job.runtime.flash_attention;
+  const double heads = a.num_heads;
+  LayerActivation out;
+  double w_io = 0.0;  // inputs + output grads of the weight GEMMs (zero-bubble W set)
+  double largest_tmp = 0.0;
+
+  const double seq_in = T * h / sp;  // one residual-stream tensor, elements
+  out.input_bytes = seq_in * e;
+
+  // ---------------------------------------------------------------- attention block
+  double norms = seq_in * e;  // input norm input
+  double attn = 0.0;          // projections: inputs and Q/K/V
+  double core = 0.0;          // s^2 terms or logsumexp
+  double qkv = 0.0;           // Q, K, V (dropped by mla_up_proj)
+  double proj_in = 0.0;
+  double ln_out_attn = 0.0;  // GEMM input produced by the input norm (dropped by "layernorm")
+  if (a.kind == AttentionKind::kMla) {
+    const double qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
+    // Down-projection input (shared by q_down and kv_down; fp8 quantises it once per GEMM).
+    ln_out_attn = seq_in * g * (fp8 && a.q_lora_rank > 0 ? 2.0 : 1.0);
+    double latents = 0.0;
+    if (a.q_lora_rank > 0) {
+      norms += T * a.q_lora_rank * e / sp;  // q latent norm input
+      latents += T * a.q_lora_rank * g;     // q_up input (gathered, duplicated down-proj)
+    }
+    norms += T * a.kv_lora_rank * e / sp;  // kv latent norm input
+    latents += T * a.kv_lora_rank * g;     // kv_up input
+    attn += latents;
+    qkv = T * heads * (2.0 * qk + a.v_head_dim) * e / t;
+    proj_in = T * heads * a.v_head_dim * g / t;
+    w_io += ln_out_attn + latents + T * (a.q_lora_rank + a.kv_lora_rank) * e + qkv + proj_in +
+            seq_in * e;
+  } else {
+    const double q_w = heads * a.head_dim;
+    const double kv_w = static_cast<double>(a.num_query_groups) * a.head_dim;
+    ln_out_attn = seq_in * g;
+    qkv = T * (q_w + 2.0 * kv_w) * e / t;
+    if (a.qk_layernorm) norms += T * (q_w + kv_w) * e / t;
+    proj_in = T * q_w * g / t;
+    w_io += ln_out_attn + qkv + proj_in + seq_in * e;
+  }
+  if (flash) {
+    core = geo.mbs * heads * geo.seq_local * 4.0 / t;  // fp32 logsumexp per head and query
+  } else {
+    const double s2 = geo.mbs * heads * geo.seq_local * geo.seq_local / t;
+    core = s2 * e;                                                  // softmax output
+    if (job.model.attention_dropout > 0.0) core += s2 * (1.0 + e);  // mask + dropout output
+    largest_tmp = std::max(largest_tmp, s2 * 4.0);                  // fp32 softmax grad
+  }
+  if (rc.core_attn) core = 0.0;  // Q, K, V stay as the checkpoint's inputs
+  if (rc.mla_up_proj && a.kind == AttentionKind::kMla) qkv = 0.0;
+  if (rc.layernorm) ln_out_attn = 0.0;
+  attn += qkv + proj_in + ln_out_attn;
+
+  double masks = 0.0;
+  if (job.model.hidden_dropout > 0.0) masks += 2.0 * seq_in;  // two bias-dropout-add masks
+
+  // ---------------------------------------------------------------- MLP / MoE block
+  norms += seq_in * e;  // pre-MLP norm input
+  double mlp = 0.0, moe = 0.0, shared = 0.0;
+  const bool drop_ln_mlp = rc.layernorm;
+  auto dense_mlp = [&](double ffn, bool recompute_all) {
+    const double up = layer.mlp.gated ? 2.0 * ffn : ffn;
+    const double act_in = T * up * e / t;
+    const double fc2_in = T * ffn * g / t;
+    w_io += act_in + fc2_in + seq_in * e;  // fc1 output grad ~ act_in, fc2 input + output grad
+    largest_tmp = std::max(largest_tmp, act_in);
+    return recompute_all ? 0.0 : act_in + fc2_in;
+  };
+  if (!layer.is_moe) {
+    const double fc1_in = drop_ln_mlp ? 0.0 : seq_in * g;
+    w_io += seq_in * g;
+    if (rc.mlp) {
+      mlp = seq_in * e + dense_mlp(static_cast<double>(layer.mlp.ffn_hidden_size), true);
+    } else {
+      mlp = fc1_in + dense_mlp(static_cast<double>(layer.mlp.ffn_hidden_size), false);
+    }
+  } else {
+    const MoeSpec& m = layer.moe;
+    const double router_in = drop_ln_mlp ? 0.0 : seq_in * e;    // LN output: router + dispatch
+    const double probs = T * m.num_experts * (4.0 + 1.0) / sp;  // fp32 probs + routing map
+    const double te = expert_tokens(job, layer, geo, upper, options);
+    const double etp = std::max(1, job.parallel.etp);
+    const double fe = static_cast<double>(m.expert_ffn_hidden_size);
+    const double up_e = layer.mlp.gated ? 2.0 * fe : fe;
+    const double fc1_in = te * h * g;
+    const double fc1_out = te * up_e / etp * e;
+    const double fc2_in = rc.moe_act ? 0.0 : te * fe / etp * g;
+    const double combine = T * m.topk * h * e / sp;  // kept for the probability gradient
+    moe = router_in + probs + fc1_in + fc1_out + fc2_in + combine;
+    w_io += fc1_in + fc1_out + te * fe / etp * g + te * h * e;
+    // Dispatch: permuted send buffer + received tokens; backward: fc1-output grad.
+    largest_tmp = std::max(largest_tmp, std::max(T * m.topk * h * e / sp + te * h * e, fc1_out));
+    if (m.shared_expert_ffn_hidden_size > 0) {
+      const bool rc_shared = rc.shared_experts;
+      shared = dense_mlp(static_cast<double>(m.shared_expert_ffn_hidden_size), rc_shared);
+      if (fp8 && !rc_shared) shared += seq_in * g;  // its own quantised copy of the input
+    }
+    if (rc.moe) {  // the whole MoE block keeps only its input
+      moe = seq_in * e;
+      shared = 0.0;
+    }
+  }
+
+  out.norms_bytes = norms;
+  out.attention_bytes = attn;
+  out.core_attn_bytes = core;
+  out.mlp_bytes = mlp;
+  out.moe_bytes = moe;
+  out.shared_expert_bytes = shared;
+  out.dropout_mask_bytes = masks;
+  out.total_bytes = norms + attn + core + mlp + moe + shared + masks;
+  out.w_retained_bytes = w_io;
+  out.largest_temporary_bytes = largest_tmp;
+  return out;
+}
+
+LayerActivation layer_act_full(const JobSpec& job, const Geometry& geo, const SelectiveSet& rc,
+                               const LayerSpec& layer, bool upper, const MemoryOptions& options) {
+  LayerActivation out = layer_act(job, geo, rc, layer, upper, options);
+  // The saved set with no recompute at all: the working set a recompute re-materialises.
+  const bool any = rc.core_attn || rc.mlp || rc.moe || rc.moe_act || rc.layernorm ||
+                   rc.mla_up_proj || rc.shared_experts;
+  out.full_bytes = any ? layer_act(job, geo, SelectiveSet{}, layer, upper, options).total_bytes
+                       : out.total_bytes;
+  return out;
+}
+
+}  // namespace
+
+LayerActivation layer_activation(const JobSpec& job, const LayerSpec& layer, bool upper,
+                                 const MemoryOptions& options) {
+  return layer_act_full(job, geometry(job), selective_set(job.runtime.recompute), layer, upper,
+                        options);
+}
+
+std::vector<VirtualStage> balanced_stages(int num_layers, int pp, int vpp, int mtp_layers) {
+  const int z_count = std::max(1, pp) * std::max(1, vpp);
+  std::vector<VirtualStage> stages(static_cast<std::size_t>(z_count));
+  const int base = num_layers / z_count;
+  const int extra = num_layers % z_count;
+  int first = 0;
+  for (int z = 0; z < z_count; ++z) {
+    VirtualStage& st = stages[static_cast<std::size_t>(z)];
+    st.first_layer = first;
+    st.num_layers = base + (z < extra ? 1 : 0);
+    first += st.num_layers;
+  }
+  stages.front().has_embedding = true;
+  stages.back().has_output = true;
+  stages.back().mtp_layers = mtp_layers;
+  return stages;
+}
+
+namespace {
+
+struct ChunkActivation {
+  double per_microbatch = 0.0;  // saved bytes of one microbatch of this chunk
+  double w_retained = 0.0;
+  double transient = 0.0;
+  const char* transient_source = "";
+};
+
+void consider_transient(ChunkActivation& c, double bytes, const char* source) {
+  if (bytes > c.transient) {
+    c.transient = bytes;
+    c.transient_source = source;
+  }
+}
+
+bool in_layer_ids(const RecomputeSpec& rc, int layer) {
+  for (int id : rc.layer_ids) {
+    if (id == layer) return true;
+  }
+  return false;
+}
+
+// Saved bytes of the last stage's head for one microbatch: final norm input, output-layer input,
+// the logits kept by the loss (fp32 softmax without fusion, params dtype with fusion).
+double output_head_bytes(const JobSpec& job, const Geometry& geo, double vocab_local) {
+  const double seq_in = geo.tokens * geo.h / geo.sp;
+  const double logits = geo.tokens * vocab_local * (job.runtime.cross_entropy_fusion ? geo.e : 4.0);
+  return 2.0 * seq_in * geo.e + logits;
+}
+
+// Per-layer activations, computed once per run of identically shaped layers.
+struct LayerActCache {
+  const JobSpec* job = nullptr;
+  const Geometry* geo = nullptr;
+  const SelectiveSet* sel = nullptr;
+  const MemoryOptions* options = nullptr;
+  bool upper = false;
+  const LayerSpec* layer = nullptr;
+  LayerActivation act;
+
+  const LayerActivation& get(const LayerSpec& l) {
+    if (layer == nullptr || !same_layer_shape(*layer, l)) {
+      act = layer_act_full(*job, *geo, *sel, l, upper, *options);
+      layer = &l;
+    }
+    return act;
+  }
+};
+
+ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const VirtualStage& st,
+                                 LayerActCache& acts, const LayerActivation& mtp_act,
+                                 double vocab_local) {
+  const RecomputeSpec& rc = job.runtime.recompute;
+  const bool full = rc.granularity == RecomputeGranularity::kFull;
+  const bool block = rc.method == RecomputeMethod::kBlock;
+  const int group = std::max(1, rc.num_layers);
+  ChunkActivation c;
+  const int first = std::max(0, st.first_layer);
+  const int last = std::min(job.model.num_layers(), st.first_layer + st.num_layers);
+  double group_work = 0.0;
+  for (int i = first; i < last; ++i) {
+    const LayerActivation& la = acts.get(job.model.layers[static_cast<std::size_t>(i)]);
+    const int j = i - first;
+    consider_transient(c, la.largest_temporary_bytes, "largest layer temporary");
+    if (in_layer_ids(rc, i) || (full && block && j < rc.num_layers)) {
+      c.per_microbatch += la.input_bytes;  // checkpointed: only the layer input
+      consider_transient(c, la.full_bytes + la.largest_temporary_bytes,
+                         "recompute working set (1 layer)");
+    } else if (full && !block) {
+      // Uniform: groups of `group` layers keep the group input; backward re-materialises a group.
+      if (j % group == 0) {
+        c.per_microbatch += la.input_bytes;
+        group_work = 0.0;
+      }
+      group_work += la.full_bytes;
+      consider_transient(c, group_work + la.largest_temporary_bytes,
+                         "recompute working set (group)");
+    } else {
+      c.per_microbatch += la.total_bytes;
+      c.w_retained += la.w_retained_bytes;
+      if (la.full_bytes > la.total_bytes) {
+        consider_transient(c, la.full_bytes - la.total_bytes + la.largest_temporary_bytes,
+                           "selective recompute working set");
+      }
+    }
+  }
+  const double seq_in = geo.tokens * geo.h / geo.sp;
+  if (st.has_embedding && job.model.hidden_dropout > 0.0) c.per_microbatch += seq_in;  // mask
+  // Loss temporaries: the params-dtype logits (forward) / their grad (backward), plus a new fp32
+  // grad when the loss does not reuse its saved softmax.
+  const double logits_tmp =
+      geo.tokens * vocab_local *
+      (geo.e + (job.runtime.loss_grad_in_place || job.runtime.cross_entropy_fusion ? 0.0 : 4.0));
+  if (st.has_output) {
+    c.per_microbatch += output_head_bytes(job, geo, vocab_local);
+    consider_transient(c, logits_tmp, "logits and loss backward");
+  }
+  for (int k = 0; k < st.mtp_layers; ++k) {
+    // MTP module: enorm/hnorm inputs, eh_proj input (2h), one layer, its own head and loss.
+    c.per_microbatch += mtp_act.total_bytes + 2.0 * seq_in * geo.e + 2.0 * seq_in * geo.g +
+                        output_head_bytes(job, geo, vocab_local);
+    c.w_retained += mtp_act.w_retained_bytes;
+    consider_transient(c, logits_tmp, "logits and loss backward");
+  }
+  return c;
+}
+
+int communicator_count(const JobSpec& job, bool holds_embedding_or_output, bool has_moe) {
+  const ParallelSpec& p = job.parallel;
+  int n = 0;
+  if (p.tp > 1) ++n;
+  if (p.cp > 1) ++n;
+  if (p.dp > 1) ++n;
+  if (p.cp > 1 && p.dp * p.cp > 1) ++n;  // DP x CP group (distributed optimizer, grads)
+  if (p.pp > 1) ++n;
+  if (p.pp > 1 && holds_embedding_or_output) ++n;  // embedding group (first + last stage)
+  if (p.tp * p.pp * p.cp > 1) ++n;                 // model-parallel group (grad norm, loss)
+  if (has_moe) {
+    if (p.ep > 1) ++n;
+    if (p.etp > 1) ++n;
+    if (p.expert_dp > 1) ++n;
+  }
+  return n;
+}
+
+double optimizer_state_bytes(const RuntimeSpec& rt) {
+  switch (rt.optimizer) {
+    case OptimizerKind::kAdam:
+      return bytes_per_element(rt.exp_avg_dtype) + bytes_per_element(rt.exp_avg_sq_dtype);
+    case OptimizerKind::kSgd:
+    case OptimizerKind::kMuon:
+      return 4.0;  // one fp32 momentum buffer
+  }
+  return 8.0;
+}
+
+double sum(const ComponentBytes& c) {
+  double s = 0.0;
+  for (double v : c) s += v;
+  return s;
+}
+
+MemoryVerdict verdict_of(double point, double upper, double capacity) {
+  if (capacity <= 0.0) return MemoryVerdict::kUnknown;
+  if (point > capacity) return MemoryVerdict::kOom;
+  if (upper > capacity) return MemoryVerdict::kAtRisk;
+  return MemoryVerdict::kFits;
+}
+
+constexpr std::size_t idx(MemoryComponent c) {
+  return static_cast<std::size_t>(c);
+}
+
+void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport& report) {
+  MemoryOptions inner = options;
+  inner.suggest_remedies = false;
+  auto attempt = [&](std::string change, const JobSpec& changed) {
+    const MemoryReport r = project_memory(changed, inner);
+    report.remedies.push_back(
+        {std::move(change), r.peak_point_bytes, r.peak_upper_bytes, r.verdict});
+  };
+  const ParallelSpec& p = job.parallel;
+  const RecomputeSpec& rc = job.runtime.recompute;
+  if (rc.granularity == RecomputeGranularity::kNone) {
+    JobSpec j = job;
+    j.runtime.recompute.granularity = RecomputeGranularity::kSelective;
+    j.runtime.recompute.modules = {"core_attn"};
+    attempt("selective recompute (core_attn)", j);
+  }
+  if (!(rc.granularity == RecomputeGranularity::kFull && rc.method == RecomputeMethod::kUniform &&
+        rc.num_layers <= 1)) {
+    JobSpec j = job;
+    j.runtime.recompute = RecomputeSpec{};
+    j.runtime.recompute.granularity = RecomputeGranularity::kFull;
+    j.runtime.recompute.method = RecomputeMethod::kUniform;
+    j.runtime.recompute.num_layers = 1;
+    attempt("full recompute (uniform, 1 layer)", j);
+  }
+  if (!p.distributed_optimizer && p.fsdp == FsdpKind::kNone && p.dp * p.cp > 1) {
+    JobSpec j = job;
+    j.parallel.distributed_optimizer = true;
+    attempt("distributed optimizer", j);
+  }
+  if (p.fsdp == FsdpKind::kNone && p.dp * p.cp > 1) {
+    JobSpec j = job;
+    j.parallel.fsdp = FsdpKind::kZero3;
+    attempt("FSDP (params, grads and optimizer sharded)", j);
+  }
+  if (p.tp > 1 && !p.sequence_parallel) {
+    JobSpec j = job;
+    j.parallel.sequence_parallel = true;
+    attempt("sequence parallel", j);
+  }
+  if (job.runtime.micro_batch_size > 1) {
+    JobSpec j = job;
+    j.runtime.micro_batch_size = job.runtime.micro_batch_size / 2;
+    attempt("micro batch size " + std::to_string(j.runtime.micro_batch_size), j);
+  }
+  if (p.dp % 2 == 0 && job.model.num_layers() >= 2 * p.pp * std::max(1, p.vpp)) {
+    JobSpec j = job;
+    j.parallel.pp = 2 * p.pp;
+    j.parallel.dp = p.dp / 2;
+    const int world =
+        job.cluster.world_size() > 0 ? job.cluster.world_size() : p.tp * p.pp * p.cp * p.dp;
+    j.parallel.expert_dp = std::max(1, world / std::max(1, p.etp * p.ep * j.parallel.pp));
+    j.parallel.stages =
+        balanced_stages(job.model.num_layers(), j.parallel.pp, p.vpp, job.model.mtp_num_layers);
+    attempt("pipeline parallel " + std::to_string(j.parallel.pp) + " (balanced layers, DP " +
+                std::to_string(j.parallel.dp) + ")",
+            j);
+  }
+}
+
+}  // namespace
+
+MemoryReport project_memory(const JobSpec& job) {
+  return project_memory(job, MemoryOptions{});
+}
+
+MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
+  MemoryReport report;
+  const ModelSpec& model = job.model;
+  const ParallelSpec& par = job.parallel;
+  const RuntimeSpec& rt = job.runtime;
+  const int pp = std::max(1, par.pp);
+  int vpp = std::max(1, par.vpp);
+  if (vpp > kMaxChunks) vpp = kMaxChunks;
+
+  ScheduleKind schedule = resolve_schedule(rt.schedule, pp, vpp);
+  if (rt.schedule == ScheduleKind::kAuto) {
+    report.notes.push_back(std::string("schedule auto -> ") + std::string(to_string(schedule)));
+  }
+  if (is_v_schedule(schedule) && vpp != 2) {
+    report.notes.push_back("V schedule needs 2 chunks per rank; vpp != 2, modelled as interleaved");
+    schedule = ScheduleKind::kInterleaved;
+  }
+  if (pp > 1 && vpp > 1 && schedule == ScheduleKind::k1F1B) schedule = ScheduleKind::kInterleaved;
+  report.schedule = schedule;
+
+  const std::vector<VirtualStage>* stages = &par.stages;
+  std::vector<VirtualStage> fallback;
+  if (par.stages.size() != static_cast<std::size_t>(pp * vpp)) {
+    fallback = balanced_stages(model.num_layers(), pp, vpp, model.mtp_num_layers);
+    stages = &fallback;
+    report.notes.push_back("parallel.stages missing or not pp x vpp entries: balanced layout");
+  }
+
+  int m = job.num_microbatches();
+  if (m < 1) {
+    m = 1;
+    report.notes.push_back("global batch smaller than mbs x dp: 1 microbatch assumed");
+  }
+  report.num_microbatches = m;
+
+  const RecomputeSpec& rc = rt.recompute;
+  if (rc.granularity == RecomputeGranularity::kFull && rc.method == RecomputeMethod::kUniform &&
+      rc.num_layers < 1) {
+    report.notes.push_back("full uniform recompute without recompute_num_layers: 1 layer groups");
+  }
+  if (rc.granularity == RecomputeGranularity::kSelective && rc.modules.empty()) {
+    report.notes.push_back("selective recompute without modules: core_attn (Megatron default)");
+  }
+
+  const Geometry geo = geometry(job);
+  report.tokens_per_microbatch = geo.tokens;
+  const SelectiveSet sel = selective_set(rc);
+  LayerActivation mtp_point, mtp_upper;
+  if (!model.layers.empty() && model.mtp_num_layers > 0) {
+    mtp_point = layer_act_full(job, geo, sel, model.layers.back(), false, options);
+    mtp_upper = layer_act_full(job, geo, sel, model.layers.back(), true, options);
+  }
+  bool dropless_moe = false;
+  for (const LayerSpec& l : model.layers) {
+    dropless_moe = dropless_moe || (l.is_moe && l.moe.capacity_factor <= 0.0);
+  }
+  if (dropless_moe) {
+    report.notes.push_back(
+        "dropless MoE: point assumes balanced routing; upper assumes the most loaded EP rank "
+        "gets " +
+        std::to_string(options.moe_dropless_imbalance_upper).substr(0, 4) + "x the mean tokens");
+  }
+  LayerActCache cache_point{&job, &geo, &sel, &options, false, nullptr, {}};
+  LayerActCache cache_upper{&job, &geo, &sel, &options, true, nullptr, {}};
+
+  const double vocab_local =
+      static_cast<double>(padded_vocab_size(model, par.tp)) / std::max(1, par.tp);
+
+  // Static bytes per parameter.
+  const PrecisionSpec& prec = rt.precision;
+  const double pb = bytes_per_element(prec.params_dtype);
+  const double gb = bytes_per_element(rt.main_grads_dtype);
+  const double master_b = prec.params_dtype == Dtype::kFp32 ? 0.0 : 4.0;
+  const double state_b = optimizer_state_bytes(rt);
+  const double copy_b = fp8_weight_copy_bytes(prec);
+  const bool fsdp = par.fsdp != FsdpKind::kNone;
+  const bool sharded_opt = par.distributed_optimizer || fsdp;
+  const double dense_shard = std::max(1, par.dp) * std::max(1, par.cp);
+  const int world =
+      job.cluster.world_size() > 0 ? job.cluster.world_size() : par.tp * pp * par.cp * par.dp;
+  const double expert_shard =
+      par.expert_dp > 0 ? par.expert_dp : std::max(1, world / std::max(1, par.etp * par.ep * pp));
+  const AcceleratorSpec::Calibration& cal = job.cluster.accelerator.calibration;
+
+  report.sources[idx(MemoryComponent::kRuntimeContext)] = cal.runtime_context_bytes.source;
+  report.sources[idx(MemoryComponent::kCommBuffers)] =
+      cal.comm_buffer_bytes_per_group.source + " (per communicator)";
+  report.sources[idx(MemoryComponent::kWorkspace)] = cal.workspace_bytes.source;
+  report.sources[idx(MemoryComponent::kFragmentation)] =
+      cal.fragmentation_fraction.source + " / upper: " + cal.fragmentation_upper_fraction.source;
+  report.sources[idx(MemoryComponent::kWeights)] = "accounting.h stage_params x params dtype";
+  report.sources[idx(MemoryComponent::kGradients)] = "params x main_grads_dtype";
+  report.sources[idx(MemoryComponent::kMasterWeights)] = "fp32 copy, sharded by the optimizer";
+  report.sources[idx(MemoryComponent::kOptimizerStates)] = "optimizer moments and their dtypes";
+  report.sources[idx(MemoryComponent::kActivations)] =
+      "saved-tensor model x schedule in-flight microbatches";
+  report.sources[idx(MemoryComponent::kTransient)] = "largest temporary (per rank)";
+
+  if (par.fsdp != FsdpKind::kNone) {
+    report.notes.push_back(
+        "FSDP window: 2 gathered units (current + prefetched) + 1 unit of unsharded grads");
+  }
+  if (model.tied_embeddings && pp > 1) {
+    report.notes.push_back("tied embeddings: the last stage holds a copy of the word embedding");
+  }
+
+  report.ranks.resize(static_cast<std::size_t>(pp));
+  for (int r = 0; r < pp; ++r) {
+    RankMemory& rm = report.ranks[static_cast<std::size_t>(r)];
+    rm.pp_rank = r;
+    rm.virtual_stages.resize(static_cast<std::size_t>(vpp));
+    bool has_emb = false;
+    for (int c = 0; c < vpp; ++c) {
+      const int z = virtual_stage_index(schedule, pp, r, c);
+      rm.virtual_stages[static_cast<std::size_t>(c)] = z;
+      has_emb = has_emb || (*stages)[static_cast<std::size_t>(z)].has_embedding;
+    }
+    rm.in_flight = in_flight_microbatches(schedule, pp, vpp, r, m);
+
+    double act_p = 0.0, act_u = 0.0, w_p = 0.0, w_u = 0.0, tr_p = 0.0, tr_u = 0.0;
+    bool has_moe_layer = false;
+    for (int c = 0; c < vpp; ++c) {
+      const VirtualStage& st = (*stages)[static_cast<std::size_t>(rm.virtual_stages[c])];
+      const StageParams sp = stage_params(model, par, st, has_emb);
+      rm.params.dense_params += sp.dense_params;
+      rm.params.dense_gemm_params += sp.dense_gemm_params;
+      rm.params.expert_params += sp.expert_params;
+      rm.params.largest_unit_params =
+          std::max(rm.params.largest_unit_params, sp.largest_unit_params);
+      rm.num_layers += sp.decoder_layers;
+      rm.has_embedding = rm.has_embedding || st.has_embedding;
+      rm.has_output = rm.has_output || st.has_output;
+      rm.mtp_layers += st.mtp_layers;
+      has_moe_layer = has_moe_layer || sp.expert_params > 0.0;
+
+      const ChunkActivation cp_ =
+          chunk_activation(job, geo, st, cache_point, mtp_point, vocab_local);
+      const ChunkActivation cu_ =
+          dropless_moe ? chunk_activation(job, geo, st, cache_upper, mtp_upper, vocab_local) : cp_;
+      const double n = rm.in_flight.per_chunk[static_cast<std::size_t>(c)];
+      act_p += n * cp_.per_microbatch;
+      act_u += n * cu_.per_microbatch;
+      w_p += cp_.w_retained;
+      w_u += cu_.w_retained;
+      rm.activation_per_microbatch_bytes += cp_.per_microbatch;
+      if (cp_.transient > tr_p) {
+        tr_p = cp_.transient;
+        rm.transient_source = cp_.transient_source;
+      }
+      tr_u = std::max(tr_u, cu_.transient);
+    }
+    act_p += rm.in_flight.w_only * w_p;
+    act_u += rm.in_flight.w_only * w_u;
+
+    // Static memory.
+    const RankParams& P = rm.params;
+    const double dense_non_gemm = P.dense_params - P.dense_gemm_params;
+    const double w_dense =
+        prec.fp8_param ? dense_non_gemm * pb + P.dense_gemm_params * 1.0 : P.dense_params * pb;
+    const double w_exp = P.expert_params * (prec.fp8_param ? 1.0 : pb);
+    ComponentBytes s{};
+    s[idx(MemoryComponent::kWeights)] =
+        fsdp ? w_dense / dense_shard + w_exp / expert_shard : w_dense + w_exp;
+    s[idx(MemoryComponent::kGradients)] =
+        fsdp ? P.dense_params * gb / dense_shard + P.expert_params * gb / expert_shard
+             : (P.dense_params + P.expert_params) * gb;
+    const double opt_params = sharded_opt
+                                  ? P.dense_params / dense_shard + P.expert_params / expert_shard
+                                  : P.dense_params + P.expert_params;
+    s[idx(MemoryComponent::kMasterWeights)] = opt_params * master_b;
+    s[idx(MemoryComponent::kOptimizerStates)] = opt_params * state_b;
+    if (fsdp) {
+      s[idx(MemoryComponent::kFsdpUnsharded)] =
+          2.0 * P.largest_unit_params * pb + P.largest_unit_params * gb;
+      s[idx(MemoryComponent::kFp8WeightCopies)] = 2.0 * P.largest_unit_params * copy_b;
+    } else {
+      s[idx(MemoryComponent::kFp8WeightCopies)] = (P.dense_gemm_params + P.expert_params) * copy_b;
+    }
+    rm.communicators = communicator_count(job, rm.has_embedding || rm.has_output, has_moe_layer);
+    double comm = cal.comm_buffer_bytes_per_group.value * rm.communicators;
+    if (rt.deepep && has_moe_layer) {
+      int topk = 0;
+      for (const LayerSpec& l : model.layers) topk = std::max(topk, l.is_moe ? l.moe.topk : 0);
+      // Dispatch + combine buffers sized for every routed copy with 2x over-provisioning.
+      comm += 2.0 * (geo.tokens / geo.sp * topk * 2.0) * geo.h * geo.e;
+    }
+    s[idx(MemoryComponent::kCommBuffers)] = comm;
+    s[idx(MemoryComponent::kRuntimeContext)] = cal.runtime_context_bytes.value;
+    s[idx(MemoryComponent::kWorkspace)] = cal.workspace_bytes.value;
+
+    rm.point = s;
+    rm.upper = s;
+    rm.point[idx(MemoryComponent::kActivations)] = act_p;
+    rm.upper[idx(MemoryComponent::kActivations)] = act_u;
+    rm.point[idx(MemoryComponent::kTransient)] = tr_p;
+    rm.upper[idx(MemoryComponent::kTransient)] = tr_u;
+    const double window = s[idx(MemoryComponent::kFsdpUnsharded)];
+    rm.point[idx(MemoryComponent::kFragmentation)] =
+        cal.fragmentation_fraction.value * (act_p + tr_p + window);
+    rm.upper[idx(MemoryComponent::kFragmentation)] =
+        cal.fragmentation_upper_fraction.value * (act_u + tr_u + window);
+    rm.total_point_bytes = sum(rm.point);
+    rm.total_upper_bytes = sum(rm.upper);
+    const double outside = cal.runtime_context_bytes.value + comm;
+    rm.allocator_point_bytes = rm.total_point_bytes - outside;
+    rm.allocator_upper_bytes = rm.total_upper_bytes - outside;
+
+    if (rm.total_point_bytes > report.peak_point_bytes) {
+      report.peak_point_bytes = rm.total_point_bytes;
+      report.peak_rank = r;
+    }
+    if (rm.total_upper_bytes > report.peak_upper_bytes) {
+      report.peak_upper_bytes = rm.total_upper_bytes;
+      report.peak_upper_rank = r;
+    }
+  }
+
+  report.capacity_bytes = job.cluster.accelerator.hbm_bytes;
+  report.verdict =
+      verdict_of(report.peak_point_bytes, report.peak_upper_bytes, report.capacity_bytes);
+  if (!report.ranks.empty()) {
+    const ComponentBytes& pk = report.ranks[static_cast<std::size_t>(report.peak_rank)].point;
+    std::array<int, kNumMemoryComponents> order{};
+    for (int i = 0; i < kNumMemoryComponents; ++i) order[static_cast<std::size_t>(i)] = i;
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return pk[static_cast<std::size_t>(a)] > pk[static_cast<std::size_t>(b)];
+    });
+    for (int i = 0; i < 3; ++i) {
+      report.largest_components.push_back(static_cast<MemoryComponent>(order[i]));
+    }
+  }
+  if (options.suggest_remedies &&
+      (report.verdict == MemoryVerdict::kOom || report.verdict == MemoryVerdict::kAtRisk)) {
+    add_remedies(job, options, report);
+  }
+  return report;
+}
+
+}  // namespace projector

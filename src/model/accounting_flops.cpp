@@ -1,0 +1,180 @@
+// FLOP accounting (Megatron convention: GEMMs only, 2*m*n*k each; backward = 2 x forward).
+#include <algorithm>
+#include <string>
+
+#include "projector/model/accounting.h"
+
+namespace projector {
+namespace {
+
+// Keys one query attends to, averaged over the sequence.
+double keys_per_query(const AttentionSpec& a, std::int64_t seq_len, const FlopOptions& options) {
+  const double s = static_cast<double>(seq_len);
+  const bool halve = options.causal_attention_half && a.causal;
+  if (a.sliding_window > 0 && a.sliding_window < seq_len) {
+    const double w = a.sliding_window;
+    // Causal window: query i sees min(i + 1, w) keys, about w - w^2 / (2 s) on average.
+    return halve ? w - w * w / (2.0 * s) : w;
+  }
+  return halve ? s / 2.0 : s;
+}
+
+double mlp_forward_flops(std::int64_t h, const MlpSpec& mlp, std::int64_t ffn) {
+  if (ffn <= 0) return 0.0;
+  const double up = mlp.gated ? 2.0 * ffn : static_cast<double>(ffn);  // SwiGLU: gate + up GEMMs
+  return 2.0 * h * up + 2.0 * ffn * h;
+}
+
+bool has_module(const std::vector<std::string>& modules, const char* name) {
+  return std::find(modules.begin(), modules.end(), name) != modules.end();
+}
+
+}  // namespace
+
+LayerFlops layer_forward_flops_per_token(const ModelSpec& model, const LayerSpec& layer,
+                                         std::int64_t seq_len, const FlopOptions& options) {
+  const double h = static_cast<double>(model.hidden_size);
+  const AttentionSpec& a = layer.attention;
+  const double heads = a.num_heads;
+  const double keys = keys_per_query(a, seq_len, options);
+  LayerFlops f;
+  if (a.kind == AttentionKind::kMla) {
+    const double qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
+    const double v = a.v_head_dim;
+    double q_up = 0.0;
+    double q_down = 0.0;
+    if (a.q_lora_rank > 0) {
+      q_down = 2.0 * h * a.q_lora_rank;
+      q_up = 2.0 * a.q_lora_rank * heads * qk;
+    } else {
+      q_down = 2.0 * h * heads * qk;  // uncompressed queries: one projection, not an up-proj
+    }
+    const double kv_down = 2.0 * h * (a.kv_lora_rank + a.qk_pos_emb_head_dim);
+    const double kv_up = 2.0 * a.kv_lora_rank * heads * (a.qk_head_dim + v);
+    f.qkv_flops = q_down + q_up + kv_down + kv_up;
+    f.mla_up_proj_flops = q_up + kv_up;
+    f.attn_core_flops = 2.0 * keys * heads * qk + 2.0 * keys * heads * v;
+    f.attn_out_flops = 2.0 * heads * v * h;
+  } else {
+    const double q_width = heads * a.head_dim;
+    const double kv_width = static_cast<double>(a.num_query_groups) * a.head_dim;
+    f.qkv_flops = 2.0 * h * (q_width + 2.0 * kv_width);
+    // GQA shares K/V across query heads but every query head still does its own QK^T and AV.
+    f.attn_core_flops = 4.0 * keys * q_width;
+    f.attn_out_flops = 2.0 * q_width * h;
+  }
+  if (layer.is_moe) {
+    const MoeSpec& m = layer.moe;
+    f.router_flops = 2.0 * h * m.num_experts;
+    f.experts_flops =
+        m.topk * mlp_forward_flops(model.hidden_size, layer.mlp, m.expert_ffn_hidden_size);
+    f.mlp_flops = mlp_forward_flops(model.hidden_size, layer.mlp, m.shared_expert_ffn_hidden_size);
+  } else {
+    f.mlp_flops = mlp_forward_flops(model.hidden_size, layer.mlp, layer.mlp.ffn_hidden_size);
+  }
+  return f;
+}
+
+ForwardFlops forward_flops_per_token(const ModelSpec& model, std::int64_t seq_len,
+                                     std::int64_t padded_vocab, const FlopOptions& options) {
+  ForwardFlops f;
+  const double h = static_cast<double>(model.hidden_size);
+  for (const LayerSpec& layer : model.layers) {
+    f.decoder_flops += layer_forward_flops_per_token(model, layer, seq_len, options).total();
+  }
+  f.logits_flops = 2.0 * h * static_cast<double>(padded_vocab);
+  if (model.mtp_num_layers > 0 && !model.layers.empty()) {
+    // Each MTP module: project [h_prev; emb] (2h -> h), one decoder layer, shared output head.
+    const double per_module =
+        2.0 * (2.0 * h) * h +
+        layer_forward_flops_per_token(model, model.layers.back(), seq_len, options).total() +
+        f.logits_flops;
+    f.mtp_flops = model.mtp_num_layers * per_module;
+  }
+  return f;
+}
+
+double recompute_forward_flops_per_token(const ModelSpec& model, std::int64_t seq_len,
+                                         const RecomputeSpec& recompute,
+                                         const std::vector<VirtualStage>& stages, int num_stages,
+                                         const FlopOptions& options) {
+  const int num_layers = model.num_layers();
+  std::vector<bool> full(static_cast<std::size_t>(num_layers), false);
+  if (recompute.granularity == RecomputeGranularity::kFull) {
+    if (recompute.method == RecomputeMethod::kUniform) {
+      std::fill(full.begin(), full.end(), true);
+    } else {
+      const int n = recompute.num_layers;
+      if (!stages.empty()) {
+        for (const VirtualStage& st : stages) {
+          for (int i = 0; i < std::min(n, st.num_layers); ++i) {
+            const int id = st.first_layer + i;
+            if (id >= 0 && id < num_layers) full[static_cast<std::size_t>(id)] = true;
+          }
+        }
+      } else {
+        const int k = std::max(num_stages, 1);
+        int first = 0;
+        for (int z = 0; z < k; ++z) {  // balanced: the first (L mod k) stages take one more
+          const int len = num_layers / k + (z < num_layers % k ? 1 : 0);
+          for (int i = 0; i < std::min(n, len); ++i)
+            full[static_cast<std::size_t>(first + i)] = true;
+          first += len;
+        }
+      }
+    }
+  }
+  for (int id : recompute.layer_ids) {
+    if (id >= 0 && id < num_layers) full[static_cast<std::size_t>(id)] = true;
+  }
+  std::vector<std::string> modules = recompute.modules;
+  if (recompute.granularity == RecomputeGranularity::kSelective && modules.empty()) {
+    modules.push_back("core_attn");  // Megatron's --recompute-modules default
+  }
+  const bool selective = recompute.granularity == RecomputeGranularity::kSelective;
+  double total = 0.0;
+  for (int i = 0; i < num_layers; ++i) {
+    const LayerSpec& layer = model.layers[static_cast<std::size_t>(i)];
+    const LayerFlops f = layer_forward_flops_per_token(model, layer, seq_len, options);
+    if (full[static_cast<std::size_t>(i)]) {
+      total += f.total();
+      continue;
+    }
+    if (!selective) continue;
+    if (has_module(modules, "core_attn")) total += f.attn_core_flops;
+    if (has_module(modules, "mla_up_proj")) total += f.mla_up_proj_flops;
+    if (layer.is_moe) {
+      if (has_module(modules, "moe") || has_module(modules, "mlp")) {
+        total += f.router_flops + f.experts_flops + f.mlp_flops;
+      } else if (has_module(modules, "shared_experts")) {
+        total += f.mlp_flops;
+      }
+    } else if (has_module(modules, "mlp")) {
+      total += f.mlp_flops;
+    }
+  }
+  return total;
+}
+
+ModelFlops model_flops(const JobSpec& job, const FlopOptions& options) {
+  const std::int64_t seq = job.runtime.seq_length;
+  ModelFlops r;
+  r.tokens = static_cast<double>(job.tokens_per_iteration());
+  r.forward_per_token = forward_flops_per_token(
+      job.model, seq, padded_vocab_size(job.model, job.parallel.tp), options);
+  r.model_flops = 3.0 * r.forward_per_token.total() * r.tokens;
+  r.recompute_flops =
+      recompute_forward_flops_per_token(job.model, seq, job.runtime.recompute, job.parallel.stages,
+                                        job.parallel.pp * job.parallel.vpp, options) *
+      r.tokens;
+  r.hardware_flops = r.model_flops + r.recompute_flops;
+  return r;
+}
+
+double sc21_megatron_flops(double batch, double seq_len, double layers, double hidden,
+                           double vocab) {
+  return 96.0 * batch * seq_len * layers * hidden * hidden *
+         (1.0 + seq_len / (6.0 * hidden) + vocab / (16.0 * layers * hidden));
+}
+
+}  // namespace projector

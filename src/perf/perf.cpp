@@ -1,0 +1,407 @@
+#include "projector/perf/perf.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "projector/util/error.h"
+
+namespace projector {
+namespace {
+
+using schedule::Phase;
+using schedule::ScheduleAlgorithm;
+
+ParallelSizes sizes_of(const ParallelSpec& p) {
+  ParallelSizes s;
+  s.tp = p.tp;
+  s.cp = p.cp;
+  s.dp = p.dp;
+  s.pp = p.pp;
+  s.ep = p.ep;
+  s.etp = p.etp;
+  return s;
+}
+
+int pod_size_gpus(const JobSpec& job) {
+  return job.cluster.network.pod_size;
+}
+
+CommGroup group_for(const JobSpec& job, const Op& op) {
+  const int gpn = job.cluster.gpus_per_node;
+  const ParallelSpec& p = job.parallel;
+  if (op.collective == CollectiveKind::kSendRecv) {
+    // A CP ring neighbour is tp ranks away; a pipeline neighbour tp*cp*dp ranks away.
+    const int stride = op.group == GroupKind::kCp ? p.tp : p.tp * p.cp * p.dp;
+    return make_group(2, stride, gpn, pod_size_gpus(job));
+  }
+  return make_group(op.group, sizes_of(p), gpn, pod_size_gpus(job));
+}
+
+OpCost price_compute(CostCache& cache, const Op& op) {
+  switch (op.kind) {
+    case OpKind::kGemm:
+      return cache.gemm(op.gemm);
+    case OpKind::kGroupedGemm:
+      return cache.grouped_gemm(op.gemm.batch, op.gemm.m, op.gemm.n, op.gemm.k, op.gemm.dtype,
+                                op.gemm.out);
+    case OpKind::kAttention:
+      return op.phase == WorkPhase::kF || op.recompute ? cache.attention_fwd(op.attention)
+                                                       : cache.attention_bwd(op.attention);
+    case OpKind::kMemoryBound:
+      return cache.memory_bound(op.bytes, op.mem_class);
+    case OpKind::kCollective:
+      break;
+  }
+  return OpCost{};
+}
+
+OpCost price_collective(const JobSpec& job, CostCache& cache, const Op& op) {
+  if (op.group_size <= 1 || op.bytes <= 0.0) return OpCost{};
+  OpCost c = cache.collective(op.collective, op.bytes, group_for(job, op));
+  c.time_s *= op.steps;
+  return c;
+}
+
+// Accumulates one phase of a chunk: compute on the stream, collectives exposed or hidden behind
+// the compute they can overlap with (the overlap emerges from the two durations, never a ratio).
+struct PhaseAccumulator {
+  double compute_s = 0.0;
+  double exposed_s = 0.0;
+  double ep_hideable_s = 0.0;
+  ExposedComm by_group;
+};
+
+void add_exposed(ExposedComm& e, GroupKind g, double t) {
+  switch (g) {
+    case GroupKind::kTp:
+    case GroupKind::kEtp:
+      e.tp_s += t;
+      break;
+    case GroupKind::kCp:
+      e.cp_s += t;
+      break;
+    case GroupKind::kEp:
+      e.ep_s += t;
+      break;
+    case GroupKind::kPp:
+      e.pp_s += t;
+      break;
+    default:
+      e.dp_s += t;
+      break;
+  }
+}
+
+// Prices one block's ops of one phase. Overlappable collectives hide behind the compute of the
+// op they pipeline with: TP comm overlap behind the adjacent GEMM, the CP ring behind the
+// attention core, EP all-to-all (DeepEP / sync-free) behind the expert GEMMs of the block.
+void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
+                 const std::string& label, std::vector<PricedOp>* table,
+                 PhaseAccumulator (&acc)[3]) {
+  // Expert compute of this block per phase, the budget EP overlap can hide behind.
+  double expert_compute[3] = {0, 0, 0};
+  std::vector<OpCost> costs(lw.ops.size());
+  for (std::size_t i = 0; i < lw.ops.size(); ++i) {
+    const Op& op = lw.ops[i];
+    costs[i] = op.kind == OpKind::kCollective ? price_collective(job, cache, op)
+                                              : price_compute(cache, op);
+    if (op.kind == OpKind::kGroupedGemm) {
+      expert_compute[static_cast<int>(op.phase)] += costs[i].time_s;
+    }
+  }
+  double ep_budget[3] = {expert_compute[0], expert_compute[1], expert_compute[2]};
+  for (std::size_t i = 0; i < lw.ops.size(); ++i) {
+    const Op& op = lw.ops[i];
+    const int ph = static_cast<int>(op.phase);
+    const double t = costs[i].time_s;
+    double exposed = t;
+    if (op.kind == OpKind::kCollective) {
+      if (op.overlap == Overlap::kWithCompute) {
+        // Neighbouring compute op in the same phase that this collective pipelines with.
+        double partner = 0.0;
+        for (std::size_t j : {i + 1, i - 1}) {
+          if (j < lw.ops.size() && lw.ops[j].phase == op.phase &&
+              lw.ops[j].kind != OpKind::kCollective && lw.ops[j].kind != OpKind::kMemoryBound) {
+            partner = std::max(partner, costs[j].time_s);
+          }
+        }
+        exposed = std::max(0.0, t - partner);
+      } else if (op.overlap == Overlap::kWithExpertCompute) {
+        const double hidden = std::min(t, ep_budget[ph]);
+        ep_budget[ph] -= hidden;
+        exposed = t - hidden;
+      }
+      acc[ph].exposed_s += exposed;
+      add_exposed(acc[ph].by_group, op.group, exposed);
+      if (op.group == GroupKind::kEp) acc[ph].ep_hideable_s += exposed;
+    } else {
+      acc[ph].compute_s += t;
+    }
+    if (table) {
+      PricedOp po;
+      po.block = label;
+      po.op = op;
+      po.time_s = t;
+      po.exposed_s = op.kind == OpKind::kCollective ? exposed : t;
+      po.provenance = costs[i].provenance;
+      table->push_back(std::move(po));
+    }
+  }
+}
+
+// Megatron's DDP bucket: ddp_bucket_size, or max(40M parameters, 1M x DP) by default.
+int grad_buckets(const JobSpec& job, const Op& op) {
+  const double grad_b = bytes_per_element(job.runtime.main_grads_dtype);
+  const double bucket_bytes = job.parallel.ddp_bucket_size_bytes > 0
+                                  ? static_cast<double>(job.parallel.ddp_bucket_size_bytes)
+                                  : std::max(40e6, 1e6 * op.group_size) * grad_b;
+  return std::max(1, static_cast<int>(std::ceil(op.bytes / bucket_bytes)));
+}
+
+Op split_bucket(const Op& op, int n) {
+  Op b = op;
+  b.bytes = op.bytes / n;
+  return b;
+}
+
+std::string block_label(const LayerWork& lw) {
+  return lw.layer >= 0 ? fmt::format("layer {} ({})", lw.layer, lw.label) : lw.label;
+}
+
+}  // namespace
+
+ScheduleAlgorithm to_algorithm(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::kAuto:
+      return ScheduleAlgorithm::kAuto;
+    case ScheduleKind::k1F1B:
+      return ScheduleAlgorithm::k1F1B;
+    case ScheduleKind::kInterleaved:
+      return ScheduleAlgorithm::kInterleaved;
+    case ScheduleKind::kZeroBubble:
+      return ScheduleAlgorithm::kZeroBubble;
+    case ScheduleKind::kZbvFormatted:
+      return ScheduleAlgorithm::kZbvFormatted;
+    case ScheduleKind::kZbvGreedyMin:
+      return ScheduleAlgorithm::kZbvGreedyMin;
+    case ScheduleKind::kZbvGreedyHalf:
+      return ScheduleAlgorithm::kZbvGreedyHalf;
+    case ScheduleKind::kDualPipeV:
+      return ScheduleAlgorithm::kDualPipeV;
+  }
+  return ScheduleAlgorithm::kAuto;
+}
+
+PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfOptions& options) {
+  const ParallelSpec& p = job.parallel;
+  PerfReport rep;
+  rep.world_size = job.cluster.world_size();
+  rep.num_microbatches = job.num_microbatches();
+  if (rep.num_microbatches < 1) {
+    throw InputError(
+        {job.source, 0, 0}, "global_batch_size",
+        fmt::format("global batch {} is smaller than micro batch {} x DP {}",
+                    job.runtime.global_batch_size, job.runtime.micro_batch_size, p.dp));
+  }
+  rep.workload = build_workload(job);
+
+  // 1. Price every chunk of every pipeline rank.
+  const int num_stages = p.pp * p.vpp;
+  rep.chunks.resize(static_cast<std::size_t>(num_stages));
+  ExposedComm per_stage_exposed_total;
+  std::vector<ExposedComm> stage_exposed(static_cast<std::size_t>(num_stages));
+  for (int r = 0; r < p.pp; ++r) {
+    const RankWork& rw = rep.workload.ranks[static_cast<std::size_t>(r)];
+    for (int c = 0; c < p.vpp; ++c) {
+      const int z = c * p.pp + r;
+      ChunkTiming& ct = rep.chunks[static_cast<std::size_t>(z)];
+      ct.pp_rank = r;
+      ct.chunk = c;
+      ct.stage = z;
+      PhaseAccumulator acc[3];
+      for (const LayerWork& lw : rw.chunks[static_cast<std::size_t>(c)].blocks) {
+        price_block(job, cache, lw, block_label(lw), options.keep_op_table ? &ct.ops : nullptr,
+                    acc);
+      }
+      ct.f_s = acc[0].compute_s + acc[0].exposed_s;
+      ct.b_s = acc[1].compute_s + acc[1].exposed_s;
+      ct.w_s = acc[2].compute_s + acc[2].exposed_s;
+      ct.f_comm_s = acc[0].ep_hideable_s;
+      ct.b_comm_s = acc[1].ep_hideable_s;
+      ExposedComm& e = stage_exposed[static_cast<std::size_t>(z)];
+      for (const PhaseAccumulator& a : acc) {
+        e.tp_s += a.by_group.tp_s;
+        e.cp_s += a.by_group.cp_s;
+        e.ep_s += a.by_group.ep_s;
+      }
+    }
+  }
+
+  // 2. Schedule.
+  schedule::ScheduleRequest req;
+  req.algorithm = to_algorithm(job.runtime.schedule);
+  req.pp = p.pp;
+  req.vpp = p.vpp;
+  req.microbatches = rep.num_microbatches;
+  const schedule::ScheduleSelection sel =
+      schedule::select_schedule(req.algorithm, p.pp, p.vpp, false);
+  req.algorithm = sel.algorithm;
+  rep.schedule = sel.algorithm;
+  rep.schedule_reason = sel.reason;
+  rep.table = schedule::build_schedule(req);
+
+  // 3. Simulation input: chunk costs by the table's own stage mapping.
+  schedule::SimulationInput in;
+  in.costs.resize(static_cast<std::size_t>(num_stages));
+  for (int r = 0; r < p.pp; ++r) {
+    for (int c = 0; c < p.vpp; ++c) {
+      const int z = rep.table.stage_of(r, c);
+      const ChunkTiming& ct = rep.chunks[static_cast<std::size_t>(z)];
+      schedule::ChunkCost& cc = in.costs[static_cast<std::size_t>(r * p.vpp + c)];
+      cc.f_s = ct.f_s;
+      cc.b_s = ct.b_s;
+      cc.w_s = ct.w_s;
+      cc.f_comm_s = ct.f_comm_s;
+      cc.b_comm_s = ct.b_comm_s;
+    }
+  }
+  if (p.pp > 1) {
+    Op send;
+    send.kind = OpKind::kCollective;
+    send.collective = CollectiveKind::kSendRecv;
+    send.group = GroupKind::kPp;
+    send.group_size = 2;
+    send.bytes = rep.workload.ranks[0].p2p_bytes;
+    rep.p2p_s = price_collective(job, cache, send).time_s;
+    in.p2p_s = rep.p2p_s;
+  }
+  rep.interference = job.cluster.accelerator.calibration.comm_compute_interference.value;
+  in.interference = rep.interference;
+  in.record_timeline = options.record_timeline;
+
+  // Gradient sync after each chunk's last backward; parameter gathers before its first forward.
+  double gather_exposed = 0.0;
+  for (int r = 0; r < p.pp; ++r) {
+    for (int c = 0; c < p.vpp; ++c) {
+      const int z = rep.table.stage_of(r, c);
+      const RankWork& owner = rep.workload.ranks[static_cast<std::size_t>(z % p.pp)];
+      const int owner_chunk = z / p.pp;
+      const IterationWork& it = owner.iteration;
+      const int last_bwd = schedule::last_action(rep.table, r, c, {Phase::kW, Phase::kBW});
+      const int last_any = static_cast<int>(rep.table.rank_actions(r).size()) - 1;
+      for (std::size_t i = 0; i < it.grad_sync.size(); ++i) {
+        if (it.grad_sync_chunk[i] != owner_chunk) continue;
+        const Op& op = it.grad_sync[i];
+        schedule::CommTask task;
+        task.rank = r;
+        task.stream = "dp";
+        task.label = fmt::format("{} chunk {}", op.name, c);
+        if (op.overlap == Overlap::kWithCompute && last_bwd >= 0) {
+          // Megatron's overlap_grad_reduce: the chunk's gradients are reduced in buckets, each
+          // launched as soon as the last microbatch's backward has produced it. With n equal
+          // buckets ready evenly over that backward (duration t) and a FIFO stream, the last
+          // bucket ends at start + max(t/n + comm, t + comm/n): one task from the action start.
+          const int n = grad_buckets(job, op);
+          const double bucket_comm = price_collective(job, cache, split_bucket(op, n)).time_s;
+          const double comm = bucket_comm * n;
+          const ChunkTiming& ct = rep.chunks[static_cast<std::size_t>(z)];
+          const schedule::Action& a = rep.table.rank_actions(r)[static_cast<std::size_t>(last_bwd)];
+          const double t = a.phase == Phase::kW ? ct.w_s : ct.b_s + ct.w_s;
+          task.duration_s = std::max(t / n + comm, t + bucket_comm);
+          task.trigger = schedule::CommTrigger::kActionStart;
+          task.trigger_action = last_bwd;
+        } else {
+          task.duration_s = price_collective(job, cache, op).time_s;
+          task.trigger = schedule::CommTrigger::kActionEnd;
+          task.trigger_action = last_any;
+        }
+        in.comm.push_back(std::move(task));
+      }
+      const int first_fwd = schedule::first_action(rep.table, r, c, {Phase::kF});
+      double rank_gather = 0.0;
+      for (std::size_t i = 0; i < it.param_gather.size(); ++i) {
+        if (it.param_gather_chunk[i] != owner_chunk) continue;
+        const Op& op = it.param_gather[i];
+        const double t = price_collective(job, cache, op).time_s;
+        if (op.overlap == Overlap::kWithCompute) {
+          schedule::CommTask task;
+          task.rank = r;
+          task.stream = "dp";
+          task.duration_s = t;
+          task.trigger = schedule::CommTrigger::kIterationStart;
+          task.blocks_action = first_fwd;
+          task.label = fmt::format("{} chunk {}", op.name, c);
+          in.comm.push_back(std::move(task));
+        } else {
+          rank_gather += t;
+        }
+      }
+      gather_exposed = std::max(gather_exposed, rank_gather);
+    }
+  }
+
+  rep.simulation = schedule::simulate(rep.table, in);
+
+  // 4. Optimizer step (the slowest rank), then any parameter gather that could not overlap.
+  rep.optimizer_s_per_rank.resize(static_cast<std::size_t>(p.pp));
+  for (int r = 0; r < p.pp; ++r) {
+    rep.optimizer_s_per_rank[static_cast<std::size_t>(r)] =
+        price_compute(cache, rep.workload.ranks[static_cast<std::size_t>(r)].iteration.optimizer)
+            .time_s;
+  }
+  rep.optimizer_s =
+      *std::max_element(rep.optimizer_s_per_rank.begin(), rep.optimizer_s_per_rank.end());
+  rep.param_gather_exposed_s = gather_exposed;
+  rep.pipeline_s = rep.simulation.makespan_s;
+  rep.iteration_s = rep.pipeline_s + rep.optimizer_s + rep.param_gather_exposed_s;
+
+  // 5. Metrics.
+  rep.tokens_per_s = static_cast<double>(job.tokens_per_iteration()) / rep.iteration_s;
+  rep.tokens_per_s_per_gpu = rep.tokens_per_s / rep.world_size;
+  rep.flops = model_flops(job);
+  rep.model_tflops_per_gpu = rep.flops.model_flops / rep.iteration_s / rep.world_size / 1e12;
+  rep.hardware_tflops_per_gpu = rep.flops.hardware_flops / rep.iteration_s / rep.world_size / 1e12;
+  rep.mfu_dtype = job.runtime.precision.params_dtype;
+  const double peak = job.cluster.accelerator.peak_flops(rep.mfu_dtype);
+  rep.mfu = peak > 0 ? rep.model_tflops_per_gpu * 1e12 / peak : 0.0;
+  rep.bubble_fraction = rep.simulation.max_bubble_fraction;
+  rep.bubble_over_ideal = rep.simulation.bubble_over_ideal;
+
+  // Exposed communication on the critical (busiest) rank: in-layer groups summed over the rank's
+  // chunks and microbatches, DP from the simulated stream, PP as the bubble's transfer share.
+  int crit = 0;
+  double crit_busy = -1.0;
+  for (int r = 0; r < p.pp; ++r) {
+    const double busy = rep.simulation.ranks[static_cast<std::size_t>(r)].ideal_compute_s;
+    if (busy > crit_busy) {
+      crit_busy = busy;
+      crit = r;
+    }
+  }
+  for (int c = 0; c < p.vpp; ++c) {
+    const ExposedComm& e = stage_exposed[static_cast<std::size_t>(rep.table.stage_of(crit, c))];
+    rep.exposed.tp_s += e.tp_s * rep.num_microbatches;
+    rep.exposed.cp_s += e.cp_s * rep.num_microbatches;
+    rep.exposed.ep_s += e.ep_s * rep.num_microbatches;
+  }
+  for (const schedule::StreamStats& s : rep.simulation.streams) {
+    if (s.name == "dp") rep.exposed.dp_s = s.exposed_s[static_cast<std::size_t>(crit)];
+  }
+  rep.exposed.dp_s += rep.param_gather_exposed_s;
+  rep.exposed.pp_s = p.pp > 1 ? 2.0 * (p.pp - 1) * rep.p2p_s : 0.0;
+
+  if (options.with_memory) {
+    rep.memory = project_memory(job);
+    rep.has_memory = true;
+  }
+  return rep;
+}
+
+PerfReport project_performance(const JobSpec& job, const PerfOptions& options) {
+  CostCache cache(job.cluster.accelerator, job.cluster.network);
+  return project_performance(job, cache, options);
+}
+
+}  // namespace projector

@@ -1,0 +1,340 @@
+#include "projector/report/perf_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace projector {
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+double ms(double s) {
+  return s * 1e3;
+}
+double us(double s) {
+  return s * 1e6;
+}
+
+std::string human_count(double v) {
+  const double a = std::fabs(v);
+  if (a >= 1e15) return fmt::format("{:.2f}P", v / 1e15);
+  if (a >= 1e12) return fmt::format("{:.2f}T", v / 1e12);
+  if (a >= 1e9) return fmt::format("{:.2f}G", v / 1e9);
+  if (a >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
+  if (a >= 1e3) return fmt::format("{:.2f}K", v / 1e3);
+  return fmt::format("{:.0f}", v);
+}
+
+std::string precision_text(const RuntimeSpec& r) {
+  std::string s{to_string(r.precision.params_dtype)};
+  if (r.precision.fp8 != Fp8Recipe::kNone)
+    s += fmt::format(" + fp8 ({})", to_string(r.precision.fp8));
+  return s;
+}
+
+std::string recompute_text(const RecomputeSpec& r) {
+  std::string s{to_string(r.granularity)};
+  if (r.granularity == RecomputeGranularity::kFull) {
+    s += r.method == RecomputeMethod::kUniform ? " uniform" : " block";
+    if (r.num_layers > 0) s += fmt::format(" {}", r.num_layers);
+  }
+  if (r.granularity == RecomputeGranularity::kSelective && !r.modules.empty()) {
+    s += " (";
+    for (std::size_t i = 0; i < r.modules.size(); ++i) s += (i ? "," : "") + r.modules[i];
+    s += ")";
+  }
+  if (!r.layer_ids.empty()) s += fmt::format(" + {} listed layers", r.layer_ids.size());
+  return s;
+}
+
+}  // namespace
+
+std::string describe_op_shape(const Op& op) {
+  switch (op.kind) {
+    case OpKind::kGemm:
+      return fmt::format("{}x{}x{} {}", op.gemm.m, op.gemm.n, op.gemm.k, to_string(op.gemm.dtype));
+    case OpKind::kGroupedGemm:
+      return fmt::format("{}x({}x{}x{}) {}", op.gemm.batch, op.gemm.m, op.gemm.n, op.gemm.k,
+                         to_string(op.gemm.dtype));
+    case OpKind::kAttention: {
+      const AttentionShape& a = op.attention;
+      return fmt::format("b{} h{}/{} s{}x{} d{}/{}{}", a.batch, a.q_heads, a.kv_heads, a.seq_q,
+                         a.seq_kv, a.head_dim_qk, a.head_dim_v, a.causal ? " causal" : "");
+    }
+    case OpKind::kMemoryBound:
+      return fmt::format("{} {}B", to_string(op.mem_class), human_count(op.bytes));
+    case OpKind::kCollective:
+      return fmt::format("{} {} n={} {}B{}", to_string(op.collective), to_string(op.group),
+                         op.group_size, human_count(op.bytes),
+                         op.steps > 1 ? fmt::format(" x{}", op.steps) : "");
+  }
+  return "";
+}
+
+std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
+  const ParallelSpec& p = job.parallel;
+  std::string out;
+  out += "==================== Performance projection ====================\n";
+  out += fmt::format("Model        {} ({} layers, hidden {})\n",
+                     job.model.name.empty() ? "(inline)" : job.model.name, job.model.num_layers(),
+                     job.model.hidden_size);
+  out += fmt::format("Cluster      {} node(s) x {} {} = {} GPUs\n", job.cluster.nodes,
+                     job.cluster.gpus_per_node, job.cluster.accelerator.name, rep.world_size);
+  out += fmt::format("Parallelism  TP {} PP {} VPP {} CP {} EP {} ETP {} DP {}{}{}{}\n", p.tp, p.pp,
+                     p.vpp, p.cp, p.ep, p.etp, p.dp, p.sequence_parallel ? ", SP" : "",
+                     p.distributed_optimizer ? ", distributed optimizer" : "",
+                     p.fsdp != FsdpKind::kNone ? fmt::format(", {}", to_string(p.fsdp)) : "");
+  out += fmt::format("Batch        MBS {} GBS {} seq {} -> {} microbatches per DP rank\n",
+                     job.runtime.micro_batch_size, job.runtime.global_batch_size,
+                     job.runtime.seq_length, rep.num_microbatches);
+  out += fmt::format("Precision    {}; recompute {}\n", precision_text(job.runtime),
+                     recompute_text(job.runtime.recompute));
+  out +=
+      fmt::format("Schedule     {} ({})\n", schedule::to_string(rep.schedule), rep.schedule_reason);
+  out += "\n-- Per-microbatch chunk times (ms) --\n";
+  out += fmt::format("  {:>4} {:>5} {:>5} {:>10} {:>10} {:>10}\n", "rank", "chunk", "stage", "F",
+                     "B", "W");
+  for (const ChunkTiming& c : rep.chunks) {
+    out += fmt::format("  {:>4} {:>5} {:>5} {:>10.3f} {:>10.3f} {:>10.3f}\n", c.pp_rank, c.chunk,
+                       c.stage, ms(c.f_s), ms(c.b_s), ms(c.w_s));
+  }
+  out += "\n-- Iteration --\n";
+  out += fmt::format("  Iteration time          {:>12.1f} ms\n", ms(rep.iteration_s));
+  out += fmt::format("    pipeline (simulated)  {:>12.1f} ms\n", ms(rep.pipeline_s));
+  out += fmt::format("    optimizer step        {:>12.1f} ms\n", ms(rep.optimizer_s));
+  if (rep.param_gather_exposed_s > 0) {
+    out += fmt::format("    param all-gather      {:>12.1f} ms (not overlapped)\n",
+                       ms(rep.param_gather_exposed_s));
+  }
+  out += fmt::format("  Pipeline bubble         {:>12.1f} % of iteration ({:.1f} % over ideal)\n",
+                     100.0 * rep.bubble_fraction, 100.0 * rep.bubble_over_ideal);
+  out += fmt::format(
+      "  Exposed comm (ms)       TP {:.1f}  CP {:.1f}  EP {:.1f}  PP {:.1f}  DP {:.1f}\n",
+      ms(rep.exposed.tp_s), ms(rep.exposed.cp_s), ms(rep.exposed.ep_s), ms(rep.exposed.pp_s),
+      ms(rep.exposed.dp_s));
+  out += fmt::format("  Tokens/s                {:>12.0f}\n", rep.tokens_per_s);
+  out += fmt::format("  Tokens/s/GPU            {:>12.1f}\n", rep.tokens_per_s_per_gpu);
+  out += fmt::format("  Model TFLOP/s/GPU       {:>12.1f}\n", rep.model_tflops_per_gpu);
+  out += fmt::format("  Hardware TFLOP/s/GPU    {:>12.1f} (incl. recompute)\n",
+                     rep.hardware_tflops_per_gpu);
+  out += fmt::format("  MFU                     {:>12.1f} % of {} dense peak ({:.0f} TFLOP/s)\n",
+                     100.0 * rep.mfu, to_string(rep.mfu_dtype),
+                     job.cluster.accelerator.peak_tflops[static_cast<int>(rep.mfu_dtype)]);
+  if (rep.has_memory) {
+    out += fmt::format("  Peak memory             {:>12.2f} GiB (upper {:.2f}) of {:.0f} GiB: {}\n",
+                       rep.memory.peak_point_bytes / kGiB, rep.memory.peak_upper_bytes / kGiB,
+                       rep.memory.capacity_bytes / kGiB, to_string(rep.memory.verdict));
+  }
+  return out;
+}
+
+std::string op_table_text(const JobSpec& job, const PerfReport& rep, bool all_layers) {
+  (void)job;
+  std::string out;
+  for (const ChunkTiming& c : rep.chunks) {
+    out += fmt::format(
+        "\n== pipeline rank {} chunk {} (stage {}): F {:.3f} ms  B {:.3f} ms  W {:.3f} ms ==\n",
+        c.pp_rank, c.chunk, c.stage, ms(c.f_s), ms(c.b_s), ms(c.w_s));
+    out += fmt::format("  {:<24} {:<28} {:<2} {:<40} {:>10} {:>10} {:>10} {:>10}  {}\n", "block",
+                       "op", "ph", "shape", "FLOPs", "bytes", "time us", "exposed", "provenance");
+    std::string last_layer_kind;
+    int shown_layers = 0;
+    std::string current_block;
+    bool skip = false;
+    for (const PricedOp& po : c.ops) {
+      if (po.block != current_block) {
+        current_block = po.block;
+        // Without --all-layers show the first layer of each kind and the non-layer blocks.
+        const bool is_layer = po.block.rfind("layer ", 0) == 0;
+        const std::string kind = is_layer ? po.block.substr(po.block.find('(')) : po.block;
+        skip = !all_layers && is_layer && kind == last_layer_kind;
+        if (is_layer) {
+          if (skip) {
+            ++shown_layers;
+          }
+          last_layer_kind = kind;
+        }
+        if (skip) continue;
+      }
+      if (skip) continue;
+      out += fmt::format("  {:<24} {:<28} {:<2} {:<40} {:>10} {:>10} {:>10.1f} {:>10.1f}  {}\n",
+                         po.block.substr(0, 24), po.op.name.substr(0, 28), to_string(po.op.phase),
+                         describe_op_shape(po.op).substr(0, 40), human_count(po.op.flops),
+                         human_count(po.op.bytes), us(po.time_s), us(po.exposed_s),
+                         to_string(po.provenance));
+    }
+    if (shown_layers > 0) {
+      out +=
+          fmt::format("  ... {} more layers identical in shape to the ones above (--all-layers)\n",
+                      shown_layers);
+    }
+  }
+  return out;
+}
+
+std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
+  const ParallelSpec& p = job.parallel;
+  ordered_json j;
+  j["schema_version"] = kPerfJsonSchemaVersion;
+  j["kind"] = "performance";
+  ordered_json jj;
+  jj["source"] = job.source;
+  jj["model"] = job.model.name;
+  jj["num_layers"] = job.model.num_layers();
+  jj["accelerator"] = job.cluster.accelerator.name;
+  jj["network"] = job.cluster.network.name;
+  jj["nodes"] = job.cluster.nodes;
+  jj["gpus_per_node"] = job.cluster.gpus_per_node;
+  jj["world_size"] = rep.world_size;
+  jj["parallel"] = {{"tp", p.tp},
+                    {"pp", p.pp},
+                    {"vpp", p.vpp},
+                    {"cp", p.cp},
+                    {"ep", p.ep},
+                    {"etp", p.etp},
+                    {"dp", p.dp},
+                    {"expert_dp", p.expert_dp},
+                    {"sequence_parallel", p.sequence_parallel},
+                    {"distributed_optimizer", p.distributed_optimizer},
+                    {"fsdp", std::string(to_string(p.fsdp))},
+                    {"overlap_grad_reduce", p.overlap_grad_reduce},
+                    {"overlap_param_gather", p.overlap_param_gather},
+                    {"tp_comm_overlap", p.tp_comm_overlap}};
+  jj["runtime"] = {{"micro_batch_size", job.runtime.micro_batch_size},
+                   {"global_batch_size", job.runtime.global_batch_size},
+                   {"seq_length", job.runtime.seq_length},
+                   {"precision", precision_text(job.runtime)},
+                   {"recompute", recompute_text(job.runtime.recompute)},
+                   {"num_microbatches", rep.num_microbatches}};
+  jj["schedule"] = {{"algorithm", std::string(schedule::to_string(rep.schedule))},
+                    {"reason", rep.schedule_reason}};
+  j["job"] = jj;
+  ordered_json defaults = ordered_json::array();
+  for (const AppliedDefault& d : job.defaults) {
+    defaults.push_back({{"key", d.key}, {"value", d.value}, {"reason", d.reason}});
+  }
+  j["defaults"] = defaults;
+  j["warnings"] = job.warnings;
+  j["results"] = {{"iteration_time_ms", ms(rep.iteration_s)},
+                  {"pipeline_time_ms", ms(rep.pipeline_s)},
+                  {"optimizer_time_ms", ms(rep.optimizer_s)},
+                  {"param_gather_exposed_ms", ms(rep.param_gather_exposed_s)},
+                  {"tokens_per_s", rep.tokens_per_s},
+                  {"tokens_per_s_per_gpu", rep.tokens_per_s_per_gpu},
+                  {"model_flops_per_iteration", rep.flops.model_flops},
+                  {"hardware_flops_per_iteration", rep.flops.hardware_flops},
+                  {"model_tflops_per_gpu", rep.model_tflops_per_gpu},
+                  {"hardware_tflops_per_gpu", rep.hardware_tflops_per_gpu},
+                  {"mfu_pct", 100.0 * rep.mfu},
+                  {"mfu_dtype", std::string(to_string(rep.mfu_dtype))},
+                  {"bubble_fraction", rep.bubble_fraction},
+                  {"bubble_over_ideal", rep.bubble_over_ideal},
+                  {"p2p_ms", ms(rep.p2p_s)},
+                  {"comm_compute_interference", rep.interference}};
+  j["exposed_comm_ms"] = {{"tp", ms(rep.exposed.tp_s)},
+                          {"cp", ms(rep.exposed.cp_s)},
+                          {"ep", ms(rep.exposed.ep_s)},
+                          {"pp", ms(rep.exposed.pp_s)},
+                          {"dp", ms(rep.exposed.dp_s)}};
+  ordered_json chunks = ordered_json::array();
+  for (const ChunkTiming& c : rep.chunks) {
+    ordered_json jc;
+    jc["pp_rank"] = c.pp_rank;
+    jc["chunk"] = c.chunk;
+    jc["stage"] = c.stage;
+    jc["f_ms"] = ms(c.f_s);
+    jc["b_ms"] = ms(c.b_s);
+    jc["w_ms"] = ms(c.w_s);
+    ordered_json ops = ordered_json::array();
+    for (const PricedOp& po : c.ops) {
+      ops.push_back({{"block", po.block},
+                     {"op", po.op.name},
+                     {"phase", std::string(to_string(po.op.phase))},
+                     {"kind", std::string(to_string(po.op.kind))},
+                     {"shape", describe_op_shape(po.op)},
+                     {"flops", po.op.flops},
+                     {"bytes", po.op.bytes},
+                     {"time_us", us(po.time_s)},
+                     {"exposed_us", us(po.exposed_s)},
+                     {"recompute", po.op.recompute},
+                     {"provenance", std::string(to_string(po.provenance))}});
+    }
+    jc["ops"] = ops;
+    chunks.push_back(jc);
+  }
+  j["chunks"] = chunks;
+  ordered_json ranks = ordered_json::array();
+  for (std::size_t r = 0; r < rep.simulation.ranks.size(); ++r) {
+    const schedule::RankStats& s = rep.simulation.ranks[r];
+    ranks.push_back({{"pp_rank", r},
+                     {"busy_ms", ms(s.busy_s)},
+                     {"ideal_compute_ms", ms(s.ideal_compute_s)},
+                     {"idle_ms", ms(s.idle_s)},
+                     {"bubble_fraction", s.bubble_fraction},
+                     {"peak_inflight_microbatches", s.peak_inflight},
+                     {"optimizer_ms", ms(rep.optimizer_s_per_rank[r])}});
+  }
+  j["ranks"] = ranks;
+  ordered_json crit = ordered_json::array();
+  for (const schedule::CriticalStep& s : rep.simulation.critical_path) {
+    std::string label;
+    if (s.kind == schedule::CriticalStep::Kind::kCompute) {
+      label =
+          schedule::action_label(rep.table.rank_actions(s.rank)[static_cast<std::size_t>(s.index)]);
+    } else {
+      label = "comm";
+    }
+    crit.push_back({{"rank", s.rank},
+                    {"kind", s.kind == schedule::CriticalStep::Kind::kCompute ? "compute" : "comm"},
+                    {"label", label},
+                    {"start_ms", ms(s.start_s)},
+                    {"end_ms", ms(s.end_s)}});
+  }
+  j["critical_path"] = crit;
+  if (rep.has_memory) {
+    j["memory"] = {{"peak_point_gib", rep.memory.peak_point_bytes / kGiB},
+                   {"peak_upper_gib", rep.memory.peak_upper_bytes / kGiB},
+                   {"capacity_gib", rep.memory.capacity_bytes / kGiB},
+                   {"peak_rank", rep.memory.peak_rank},
+                   {"verdict", std::string(to_string(rep.memory.verdict))}};
+  }
+  j["notes"] = rep.notes;
+  return j.dump(indent);
+}
+
+std::string chrome_trace_json(const PerfReport& rep) {
+  ordered_json events = ordered_json::array();
+  const auto& names = rep.simulation.stream_names;
+  for (std::size_t r = 0; r < rep.simulation.ranks.size(); ++r) {
+    events.push_back({{"ph", "M"},
+                      {"name", "process_name"},
+                      {"pid", r},
+                      {"args", {{"name", fmt::format("pipeline rank {}", r)}}}});
+    for (std::size_t s = 0; s < names.size(); ++s) {
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", r},
+                        {"tid", s},
+                        {"args", {{"name", names[s]}}}});
+    }
+  }
+  for (const schedule::TimelineEvent& e : rep.simulation.timeline) {
+    events.push_back({{"ph", "X"},
+                      {"name", e.label},
+                      {"pid", e.rank},
+                      {"tid", e.stream},
+                      {"ts", us(e.start_s)},
+                      {"dur", us(e.end_s - e.start_s)}});
+  }
+  ordered_json j;
+  j["traceEvents"] = events;
+  j["displayTimeUnit"] = "ms";
+  return j.dump();
+}
+
+}  // namespace projector

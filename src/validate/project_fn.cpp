@@ -1,0 +1,32 @@
+// The projection `projector validate` compares with published runs: the full performance
+// projection plus the memory projection of the same job.
+#include <algorithm>
+
+#include "projector/perf/perf.h"
+#include "projector/validate/validate.h"
+
+namespace projector {
+
+ProjectFn make_default_project_fn() {
+  return [](const JobSpec& job) {
+    PerfOptions po;
+    po.keep_op_table = false;
+    const PerfReport rep = project_performance(job, po);
+    Prediction p;
+    p.tokens_per_sec_per_gpu = rep.tokens_per_s_per_gpu;
+    p.step_time_s = rep.iteration_s;
+    p.model_tflops_per_gpu = rep.model_tflops_per_gpu;
+    p.hardware_tflops_per_gpu = rep.hardware_tflops_per_gpu;
+    p.mfu_pct = 100.0 * rep.mfu;
+    if (rep.has_memory) {
+      // Published peaks are the framework allocator's (max reserved / allocated) on the worst
+      // rank: compare with the caching-allocator part of the projection.
+      double peak = 0.0;
+      for (const RankMemory& r : rep.memory.ranks) peak = std::max(peak, r.allocator_point_bytes);
+      p.peak_memory_gib = peak / (1024.0 * 1024.0 * 1024.0);
+    }
+    return p;
+  };
+}
+
+}  // namespace projector

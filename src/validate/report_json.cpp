@@ -1,0 +1,93 @@
+// JSON form of a validation report (nlohmann stays inside this file).
+#include <nlohmann/json.hpp>
+
+#include "projector/validate/validate.h"
+
+namespace projector {
+namespace {
+
+nlohmann::json stats_json(const ErrorStats& s) {
+  return {{"count", s.count},
+          {"mape_pct", s.mape_pct},
+          {"median_abs_pct", s.median_abs_pct},
+          {"p90_abs_pct", s.p90_abs_pct},
+          {"mean_signed_pct", s.mean_signed_pct}};
+}
+
+nlohmann::json prediction_json(const Prediction& p) {
+  nlohmann::json j = {{"tokens_per_sec_per_gpu", p.tokens_per_sec_per_gpu},
+                      {"step_time_s", p.step_time_s},
+                      {"model_tflops_per_gpu", p.model_tflops_per_gpu},
+                      {"hardware_tflops_per_gpu", p.hardware_tflops_per_gpu},
+                      {"mfu_pct", p.mfu_pct}};
+  j["peak_memory_gib"] = p.peak_memory_gib ? nlohmann::json(*p.peak_memory_gib) : nullptr;
+  return j;
+}
+
+}  // namespace
+
+std::string report_to_json(const ValidationReport& report) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const RunResult& r : report.runs) {
+    nlohmann::json j;
+    j["id"] = r.id;
+    j["status"] = r.status;
+    if (!r.reason.empty()) j["reason"] = r.reason;
+    j["predicted"] = r.status == "ok" || r.status == "no_measurement" ? prediction_json(r.predicted)
+                                                                      : nlohmann::json::object();
+    nlohmann::json measured = nlohmann::json::object();
+    nlohmann::json error = nlohmann::json::object();
+    nlohmann::json basis = nlohmann::json::object();
+    for (const MetricComparison& c : r.metrics) {
+      measured[c.metric] = c.measured;
+      error[c.metric] = c.error_pct;
+      basis[c.metric] = c.basis;
+      // The predicted value in the compared convention (tflops_per_gpu, mfu_pct are re-expressed
+      // in the source's FLOP convention).
+      nlohmann::json& pred = j["predicted"];
+      if (!pred.contains(c.metric)) {
+        pred[c.metric] = c.predicted;
+      } else if (pred[c.metric].is_number() && pred[c.metric].get<double>() != c.predicted) {
+        pred["compared_" + c.metric] = c.predicted;
+      }
+    }
+    j["measured"] = measured;
+    j["error_pct"] = error;
+    j["measured_basis"] = basis;
+    j["throughput_error_pct"] =
+        r.throughput_error_pct ? nlohmann::json(*r.throughput_error_pct) : nullptr;
+    if (!r.throughput_basis.empty()) j["throughput_basis"] = r.throughput_basis;
+    j["memory_error_pct"] = r.memory_error_pct ? nlohmann::json(*r.memory_error_pct) : nullptr;
+    j["assumptions"] = r.assumptions;
+    j["regime"] = {{"moe", r.moe},
+                   {"accelerator_family", r.accelerator_family},
+                   {"num_gpus", r.num_gpus},
+                   {"pp", r.pp},
+                   {"cp", r.cp},
+                   {"ep", r.ep},
+                   {"fp8", r.fp8}};
+    runs.push_back(std::move(j));
+  }
+  const ValidationSummary& s = report.summary;
+  nlohmann::json by_regime = nlohmann::json::array();
+  for (const RegimeStats& g : s.by_regime) {
+    nlohmann::json j = stats_json(g.throughput);
+    j["group"] = g.group;
+    j["value"] = g.value;
+    by_regime.push_back(std::move(j));
+  }
+  nlohmann::json out;
+  out["schema_version"] = kValidationSchemaVersion;
+  out["runs"] = std::move(runs);
+  out["summary"] = {{"runs", s.runs},
+                    {"compared", s.compared},
+                    {"unmapped", s.unmapped},
+                    {"invalid", s.invalid},
+                    {"projection_failed", s.failed},
+                    {"throughput", stats_json(s.throughput)},
+                    {"memory", stats_json(s.memory)},
+                    {"by_regime", std::move(by_regime)}};
+  return out.dump(2);
+}
+
+}  // namespace projector

@@ -1,0 +1,277 @@
+// Reading the validation runs file. Each entry is read on its own: a bad value is recorded as one
+// error line on that entry and the remaining entries still load.
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "projector/util/error.h"
+#include "projector/validate/validate.h"
+
+namespace projector {
+namespace {
+
+int line_of(const YAML::Node& n) {
+  return n.Mark().line >= 0 ? n.Mark().line + 1 : 0;
+}
+
+bool is_null(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return true;
+  if (!n.IsScalar()) return false;
+  const std::string s = n.Scalar();
+  return n.Tag() != "!" && (s == "~" || s == "null" || s == "Null" || s == "NULL");
+}
+
+// Reads typed fields of one entry and records what is wrong with them.
+class EntryReader {
+ public:
+  explicit EntryReader(RunEntry& entry) : e_(entry) {}
+
+  void error(const std::string& field, const std::string& message, int line) {
+    std::string s = e_.id + ": " + field + ": " + message;
+    if (line > 0) s += " (line " + std::to_string(line) + ")";
+    e_.errors.push_back(std::move(s));
+  }
+
+  // A mapping section, or an undefined node when absent or null. Anything else is an error.
+  YAML::Node section(const YAML::Node& parent, const char* key, const std::string& path) {
+    const YAML::Node n = parent[key];
+    if (is_null(n)) return YAML::Node(YAML::NodeType::Undefined);
+    if (!n.IsMap()) {
+      error(path, "expected a mapping", line_of(n));
+      return YAML::Node(YAML::NodeType::Undefined);
+    }
+    return n;
+  }
+
+  std::string text(const YAML::Node& parent, const char* key, const std::string& path) {
+    if (!parent.IsDefined()) return {};
+    const YAML::Node n = parent[key];
+    if (is_null(n)) return {};
+    if (!n.IsScalar()) {
+      error(path + "." + key, "expected text", line_of(n));
+      return {};
+    }
+    return n.Scalar();
+  }
+
+  template <typename Int>
+  std::optional<Int> integer(const YAML::Node& parent, const char* key, const std::string& path) {
+    if (!parent.IsDefined()) return std::nullopt;
+    const YAML::Node n = parent[key];
+    if (is_null(n)) return std::nullopt;
+    const std::string field = path + "." + key;
+    if (!n.IsScalar()) {
+      error(field, "expected an integer", line_of(n));
+      return std::nullopt;
+    }
+    const std::string& s = n.Scalar();
+    long long v = 0;
+    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || ptr != s.data() + s.size()) {
+      error(field, "expected an integer, got '" + s + "'", line_of(n));
+      return std::nullopt;
+    }
+    if (v < 0) {
+      error(field, "must not be negative, got " + s, line_of(n));
+      return std::nullopt;
+    }
+    return static_cast<Int>(v);
+  }
+
+  std::optional<double> number(const YAML::Node& parent, const char* key, const std::string& path) {
+    if (!parent.IsDefined()) return std::nullopt;
+    const YAML::Node n = parent[key];
+    if (is_null(n)) return std::nullopt;
+    const std::string field = path + "." + key;
+    if (!n.IsScalar()) {
+      error(field, "expected a number", line_of(n));
+      return std::nullopt;
+    }
+    const std::string& s = n.Scalar();
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || end != s.c_str() + s.size()) {
+      error(field, "expected a number, got '" + s + "'", line_of(n));
+      return std::nullopt;
+    }
+    if (v < 0) {
+      error(field, "must not be negative, got " + s, line_of(n));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  std::optional<bool> boolean(const YAML::Node& parent, const char* key, const std::string& path) {
+    if (!parent.IsDefined()) return std::nullopt;
+    const YAML::Node n = parent[key];
+    if (is_null(n)) return std::nullopt;
+    bool v = false;
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) {
+      error(path + "." + key,
+            "expected true or false, got '" + (n.IsScalar() ? n.Scalar() : "") + "'", line_of(n));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+ private:
+  RunEntry& e_;
+};
+
+RunEntry read_entry(const YAML::Node& node, std::size_t index) {
+  RunEntry e;
+  e.line = line_of(node);
+  e.id = "#" + std::to_string(index + 1);
+  EntryReader r(e);
+  if (!node.IsMap()) {
+    r.error("entry", "expected a mapping", e.line);
+    return e;
+  }
+  const YAML::Node id = node["id"];
+  if (is_null(id) || !id.IsScalar() || id.Scalar().empty()) {
+    r.error("id", "missing", e.line);
+  } else {
+    e.id = id.Scalar();
+  }
+  e.confidence = r.text(node, "confidence", "");
+  e.framework = r.text(node, "framework", "");
+  if (const YAML::Node src = r.section(node, "source", "source"); src.IsDefined()) {
+    e.source_title = r.text(src, "title", "source");
+  }
+
+  const YAML::Node hw = r.section(node, "hardware", "hardware");
+  e.hardware.accelerator = r.text(hw, "accelerator", "hardware");
+  e.hardware.count = r.integer<int>(hw, "count", "hardware");
+  e.hardware.per_node = r.integer<int>(hw, "per_node", "hardware");
+  e.hardware.interconnect = r.text(hw, "interconnect", "hardware");
+
+  const YAML::Node m = r.section(node, "model", "model");
+  auto& mo = e.model;
+  mo.name = r.text(m, "name", "model");
+  mo.family = r.text(m, "family", "model");
+  mo.type = r.text(m, "type", "model");
+  mo.num_layers = r.integer<int>(m, "num_layers", "model");
+  mo.hidden_size = r.integer<std::int64_t>(m, "hidden_size", "model");
+  mo.ffn_hidden_size = r.integer<std::int64_t>(m, "ffn_hidden_size", "model");
+  mo.num_attention_heads = r.integer<int>(m, "num_attention_heads", "model");
+  mo.num_kv_heads = r.integer<int>(m, "num_kv_heads", "model");
+  mo.head_dim = r.integer<int>(m, "head_dim", "model");
+  mo.vocab_size = r.integer<std::int64_t>(m, "vocab_size", "model");
+  mo.seq_len = r.integer<int>(m, "seq_len", "model");
+  mo.activation = r.text(m, "activation", "model");
+  mo.norm = r.text(m, "norm", "model");
+  mo.position_embedding = r.text(m, "position_embedding", "model");
+  mo.tied_embeddings = r.boolean(m, "tied_embeddings", "model");
+  mo.qk_layernorm = r.boolean(m, "qk_layernorm", "model");
+  mo.mtp_layers = r.integer<int>(m, "mtp_layers", "model");
+  mo.attention = r.text(m, "attention", "model");
+  mo.block = r.text(m, "block", "model");
+  if (m.IsDefined()) {
+    if (const YAML::Node moe = r.section(m, "moe", "model.moe"); moe.IsDefined()) {
+      RunEntry::Moe x;
+      x.num_experts = r.integer<int>(moe, "num_experts", "model.moe");
+      x.topk = r.integer<int>(moe, "topk", "model.moe");
+      x.moe_ffn_hidden_size = r.integer<std::int64_t>(moe, "moe_ffn_hidden_size", "model.moe");
+      x.shared_experts = r.integer<int>(moe, "shared_experts", "model.moe");
+      x.shared_expert_ffn_hidden_size =
+          r.integer<std::int64_t>(moe, "shared_expert_ffn_hidden_size", "model.moe");
+      x.dense_layers = r.integer<int>(moe, "dense_layers", "model.moe");
+      x.dense_ffn_hidden_size = r.integer<std::int64_t>(moe, "dense_ffn_hidden_size", "model.moe");
+      x.moe_layer_freq = r.text(moe, "moe_layer_freq", "model.moe");
+      x.router = r.text(moe, "router", "model.moe");
+      mo.moe = x;
+    }
+    if (const YAML::Node mla = r.section(m, "mla", "model.mla"); mla.IsDefined()) {
+      RunEntry::Mla x;
+      x.q_lora_rank = r.integer<int>(mla, "q_lora_rank", "model.mla");
+      x.kv_lora_rank = r.integer<int>(mla, "kv_lora_rank", "model.mla");
+      x.qk_nope_head_dim = r.integer<int>(mla, "qk_nope_head_dim", "model.mla");
+      x.qk_rope_head_dim = r.integer<int>(mla, "qk_rope_head_dim", "model.mla");
+      x.v_head_dim = r.integer<int>(mla, "v_head_dim", "model.mla");
+      mo.mla = x;
+    }
+  }
+
+  const YAML::Node t = r.section(node, "training", "training");
+  auto& tr = e.training;
+  tr.global_batch_size = r.integer<int>(t, "global_batch_size", "training");
+  tr.micro_batch_size = r.integer<int>(t, "micro_batch_size", "training");
+  tr.seq_len = r.integer<int>(t, "seq_len", "training");
+  tr.tp = r.integer<int>(t, "tp", "training");
+  tr.pp = r.integer<int>(t, "pp", "training");
+  tr.vpp = r.integer<int>(t, "vpp", "training");
+  tr.cp = r.integer<int>(t, "cp", "training");
+  tr.ep = r.integer<int>(t, "ep", "training");
+  tr.etp = r.integer<int>(t, "etp", "training");
+  tr.dp = r.integer<int>(t, "dp", "training");
+  tr.sequence_parallel = r.boolean(t, "sequence_parallel", "training");
+  tr.distributed_optimizer = r.boolean(t, "distributed_optimizer", "training");
+  tr.zero_stage = r.text(t, "zero_stage", "training");
+  tr.fsdp = r.text(t, "fsdp", "training");
+  tr.recompute = r.text(t, "recompute", "training");
+  tr.precision = r.text(t, "precision", "training");
+  tr.flash_attention = r.boolean(t, "flash_attention", "training");
+  tr.pipeline_schedule = r.text(t, "pipeline_schedule", "training");
+  tr.pipeline_layout = r.text(t, "pipeline_layout", "training");
+  tr.overlap = r.text(t, "overlap", "training");
+  tr.local_batch_size = r.integer<int>(t, "local_batch_size", "training");
+  tr.per_device_batch_size = r.integer<int>(t, "per_device_batch_size", "training");
+  tr.fsdp_shard_degree = r.integer<int>(t, "fsdp_shard_degree", "training");
+
+  const YAML::Node me = r.section(node, "measured", "measured");
+  auto& ms = e.measured;
+  ms.tokens_per_sec_per_gpu = r.number(me, "tokens_per_sec_per_gpu", "measured");
+  ms.tokens_per_sec_total = r.number(me, "tokens_per_sec_total", "measured");
+  ms.tflops_per_gpu = r.number(me, "tflops_per_gpu", "measured");
+  if (!ms.tflops_per_gpu) ms.tflops_per_gpu = r.number(me, "tflops_per_chip", "measured");
+  ms.flop_counting = r.text(me, "flop_counting", "measured");
+  ms.mfu_pct = r.number(me, "mfu_pct", "measured");
+  ms.step_time_s = r.number(me, "step_time_s", "measured");
+  ms.peak_memory_gib = r.number(me, "peak_memory_gib", "measured");
+  ms.peak_memory_gb = r.number(me, "peak_memory_gb", "measured");
+  ms.memory_metric = r.text(me, "memory_metric", "measured");
+
+  const YAML::Node de = r.section(node, "derived", "derived");
+  e.derived.tokens_per_sec_per_gpu = r.number(de, "tokens_per_sec_per_gpu", "derived");
+  e.derived.step_time_s = r.number(de, "step_time_s", "derived");
+  return e;
+}
+
+}  // namespace
+
+std::vector<RunEntry> parse_runs(const std::string& yaml_text, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& ex) {
+    throw InputError({file, ex.mark.line + 1, ex.mark.column + 1}, "", ex.msg);
+  }
+  if (!root.IsSequence()) {
+    throw InputError({file, line_of(root), 0}, "", "a runs file is a list of run entries");
+  }
+  std::vector<RunEntry> runs;
+  runs.reserve(root.size());
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < root.size(); ++i) {
+    RunEntry e = read_entry(root[i], i);
+    if (!seen.insert(e.id).second) {
+      e.errors.push_back(e.id + ": id: duplicate id (line " + std::to_string(e.line) + ")");
+    }
+    runs.push_back(std::move(e));
+  }
+  return runs;
+}
+
+std::vector<RunEntry> load_runs(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError({path, 0, 0}, "", "cannot open the runs file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_runs(text.str(), path);
+}
+
+}  // namespace projector

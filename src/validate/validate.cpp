@@ -1,0 +1,261 @@
+// Comparing projections with published measurements, and the error statistics.
+#include "projector/validate/validate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "projector/hardware/catalog.h"
+#include "projector/util/error.h"
+
+namespace projector {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+double pct(double predicted, double measured) {
+  return 100.0 * (predicted - measured) / measured;
+}
+
+// Quantile of sorted values with linear interpolation between closest ranks (numpy's default).
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0.0;
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+void compare(const RunEntry& e, const MappedRun& m, RunResult& r) {
+  const Prediction& p = r.predicted;
+  const JobSpec& job = m.job;
+  const double gpus = static_cast<double>(m.num_gpus);
+  const ModelFlops flops = model_flops(job, m.flop_convention.options);
+  const double flops_per_token =
+      m.flop_convention.hardware ? flops.hardware_flops_per_token() : flops.model_flops_per_token();
+  const double peak = job.cluster.accelerator.peak_flops(job.runtime.precision.params_dtype);
+  const double tokens_per_step = static_cast<double>(job.tokens_per_iteration());
+  auto add = [&r](const char* metric, double predicted, double measured, std::string basis) {
+    if (predicted <= 0.0 || measured <= 0.0) return;
+    r.metrics.push_back({metric, predicted, measured, pct(predicted, measured), std::move(basis)});
+  };
+
+  // Throughput, best evidence first.
+  const RunEntry::Measured& ms = e.measured;
+  std::optional<double> tokens;
+  std::string tokens_basis;
+  if (ms.tokens_per_sec_per_gpu) {
+    tokens = ms.tokens_per_sec_per_gpu;
+    tokens_basis = "measured";
+  } else if (ms.tokens_per_sec_total && gpus > 0) {
+    tokens = *ms.tokens_per_sec_total / gpus;
+    tokens_basis = "measured total / GPUs";
+  } else if (e.derived.tokens_per_sec_per_gpu) {
+    tokens = e.derived.tokens_per_sec_per_gpu;
+    tokens_basis = "derived by the data file";
+  }
+  if (tokens) add("tokens_per_sec_per_gpu", p.tokens_per_sec_per_gpu, *tokens, tokens_basis);
+  std::optional<double> step = ms.step_time_s;
+  std::string step_basis = "measured";
+  if (!step && e.derived.step_time_s) {
+    step = e.derived.step_time_s;
+    step_basis = "derived by the data file";
+  }
+  if (step) add("step_time_s", p.step_time_s, *step, step_basis);
+  const double predicted_tflops = p.tokens_per_sec_per_gpu * flops_per_token / 1e12;
+  if (ms.tflops_per_gpu) {
+    add("tflops_per_gpu", predicted_tflops, *ms.tflops_per_gpu,
+        "source convention: " + m.flop_convention.description);
+  }
+  const double predicted_mfu =
+      peak > 0 ? 100.0 * p.tokens_per_sec_per_gpu * flops.model_flops_per_token() / peak : 0.0;
+  if (ms.mfu_pct) add("mfu_pct", predicted_mfu, *ms.mfu_pct, "model FLOPs / dense 16-bit peak");
+
+  // The summary's throughput error, as predicted / measured throughput - 1.
+  auto set_tp = [&r](double ratio, std::string basis) {
+    if (!(ratio > 0.0) || !std::isfinite(ratio)) return;
+    r.throughput_error_pct = 100.0 * (ratio - 1.0);
+    r.throughput_basis = std::move(basis);
+  };
+  const double pred_step = p.step_time_s > 0 ? p.step_time_s
+                           : p.tokens_per_sec_per_gpu > 0
+                               ? tokens_per_step / (p.tokens_per_sec_per_gpu * gpus)
+                               : 0.0;
+  if (p.tokens_per_sec_per_gpu > 0 || pred_step > 0) {
+    if (ms.tokens_per_sec_per_gpu || ms.tokens_per_sec_total) {
+      set_tp(p.tokens_per_sec_per_gpu / *tokens, "tokens_per_sec_per_gpu (" + tokens_basis + ")");
+    } else if (ms.step_time_s && pred_step > 0) {
+      set_tp(*ms.step_time_s / pred_step, "step_time_s (measured)");
+    } else if (ms.tflops_per_gpu) {
+      set_tp(predicted_tflops / *ms.tflops_per_gpu, "tflops_per_gpu (source convention)");
+    } else if (ms.mfu_pct && predicted_mfu > 0) {
+      set_tp(predicted_mfu / *ms.mfu_pct, "mfu_pct");
+    } else if (tokens) {
+      set_tp(p.tokens_per_sec_per_gpu / *tokens, "tokens_per_sec_per_gpu (" + tokens_basis + ")");
+    } else if (step && pred_step > 0) {
+      set_tp(*step / pred_step, "step_time_s (" + step_basis + ")");
+    }
+  }
+
+  // Memory.
+  std::optional<double> mem;
+  std::string mem_basis;
+  if (ms.peak_memory_gib) {
+    mem = ms.peak_memory_gib;
+    mem_basis = "measured GiB";
+  } else if (ms.peak_memory_gb) {
+    mem = *ms.peak_memory_gb * 1e9 / kGiB;
+    mem_basis = "measured GB converted to GiB";
+  }
+  if (mem && !ms.memory_metric.empty()) mem_basis += "; " + ms.memory_metric;
+  if (mem && p.peak_memory_gib && *p.peak_memory_gib > 0) {
+    add("peak_memory_gib", *p.peak_memory_gib, *mem, mem_basis);
+    r.memory_error_pct = pct(*p.peak_memory_gib, *mem);
+  }
+}
+
+void add_group(std::vector<RegimeStats>& out, const std::vector<RunResult>& runs,
+               const std::string& group, const std::string& value,
+               bool (*pred)(const RunResult&, const std::string&)) {
+  std::vector<double> errs;
+  for (const RunResult& r : runs) {
+    if (r.throughput_error_pct && pred(r, value)) errs.push_back(*r.throughput_error_pct);
+  }
+  if (errs.empty()) return;
+  out.push_back({group, value, error_stats(errs)});
+}
+
+std::string scale_band(int gpus) {
+  if (gpus <= 64) return "<=64";
+  if (gpus <= 1024) return "<=1024";
+  return ">1024";
+}
+
+}  // namespace
+
+ErrorStats error_stats(const std::vector<double>& errors_pct) {
+  ErrorStats s;
+  s.count = static_cast<int>(errors_pct.size());
+  if (errors_pct.empty()) return s;
+  std::vector<double> abs_err;
+  abs_err.reserve(errors_pct.size());
+  double sum_abs = 0.0;
+  double sum = 0.0;
+  for (double e : errors_pct) {
+    abs_err.push_back(std::fabs(e));
+    sum_abs += std::fabs(e);
+    sum += e;
+  }
+  std::sort(abs_err.begin(), abs_err.end());
+  s.mape_pct = sum_abs / s.count;
+  s.mean_signed_pct = sum / s.count;
+  s.median_abs_pct = quantile(abs_err, 0.5);
+  s.p90_abs_pct = quantile(abs_err, 0.9);
+  return s;
+}
+
+ValidationSummary summarize(const std::vector<RunResult>& runs) {
+  ValidationSummary s;
+  s.runs = static_cast<int>(runs.size());
+  std::vector<double> tp;
+  std::vector<double> mem;
+  for (const RunResult& r : runs) {
+    if (r.status == "unmapped") ++s.unmapped;
+    if (r.status == "invalid") ++s.invalid;
+    if (r.status == "projection_failed") ++s.failed;
+    if (r.throughput_error_pct) tp.push_back(*r.throughput_error_pct);
+    if (r.memory_error_pct) mem.push_back(*r.memory_error_pct);
+    if (r.status == "ok") ++s.compared;
+  }
+  s.throughput = error_stats(tp);
+  s.memory = error_stats(mem);
+  auto& g = s.by_regime;
+  for (const char* v : {"dense", "moe"}) {
+    add_group(g, runs, "model", v, [](const RunResult& r, const std::string& x) {
+      return (r.moe ? "moe" : "dense") == x;
+    });
+  }
+  for (const char* v : {"AMD", "NVIDIA", "TPU", "other"}) {
+    add_group(g, runs, "accelerator", v,
+              [](const RunResult& r, const std::string& x) { return r.accelerator_family == x; });
+  }
+  for (const char* v : {"<=64", "<=1024", ">1024"}) {
+    add_group(g, runs, "scale", v,
+              [](const RunResult& r, const std::string& x) { return scale_band(r.num_gpus) == x; });
+  }
+  for (const char* v : {"with", "without"}) {
+    add_group(g, runs, "pp", v,
+              [](const RunResult& r, const std::string& x) { return r.pp == (x == "with"); });
+    add_group(g, runs, "cp", v,
+              [](const RunResult& r, const std::string& x) { return r.cp == (x == "with"); });
+    add_group(g, runs, "ep", v,
+              [](const RunResult& r, const std::string& x) { return r.ep == (x == "with"); });
+    add_group(g, runs, "fp8", v,
+              [](const RunResult& r, const std::string& x) { return r.fp8 == (x == "with"); });
+  }
+  // Keep a stable, readable order: by group in first-seen order, then value order as added.
+  std::stable_sort(g.begin(), g.end(), [](const RegimeStats& a, const RegimeStats& b) {
+    auto rank = [](const std::string& grp) {
+      static const char* order[] = {"model", "accelerator", "scale", "pp", "cp", "ep", "fp8"};
+      for (int i = 0; i < 7; ++i) {
+        if (grp == order[i]) return i;
+      }
+      return 7;
+    };
+    return rank(a.group) < rank(b.group);
+  });
+  return s;
+}
+
+ValidationReport validate(const std::vector<RunEntry>& runs, const ProjectFn& project,
+                          const std::string& data_dir) {
+  ValidationReport report;
+  report.runs.reserve(runs.size());
+  for (const RunEntry& e : runs) {
+    RunResult r;
+    r.id = e.id;
+    if (!e.ok()) {
+      r.status = "invalid";
+      r.reason = e.errors.front();
+      for (std::size_t i = 1; i < e.errors.size(); ++i) r.reason += "; " + e.errors[i];
+      report.runs.push_back(std::move(r));
+      continue;
+    }
+    const MappedRun m = map_run(e, data_dir);
+    r.assumptions = m.assumptions;
+    r.moe = m.moe;
+    r.accelerator_family = m.accelerator_family;
+    r.num_gpus = m.num_gpus;
+    r.pp = m.job.parallel.pp > 1;
+    r.cp = m.job.parallel.cp > 1;
+    r.ep = m.job.parallel.ep > 1;
+    r.fp8 = m.fp8;
+    if (!m.mapped) {
+      r.status = "unmapped";
+      r.reason = m.reason;
+      report.runs.push_back(std::move(r));
+      continue;
+    }
+    try {
+      r.predicted = project(m.job);
+    } catch (const InputError& ex) {
+      r.status = "projection_failed";
+      r.reason = ex.what();
+      report.runs.push_back(std::move(r));
+      continue;
+    }
+    compare(e, m, r);
+    r.status = r.metrics.empty() ? "no_measurement" : "ok";
+    if (r.metrics.empty()) r.reason = "no measured metric that the projection predicts";
+    report.runs.push_back(std::move(r));
+  }
+  report.summary = summarize(report.runs);
+  return report;
+}
+
+ValidationReport validate(const std::vector<RunEntry>& runs, const ProjectFn& project) {
+  return validate(runs, project, default_data_dir());
+}
+
+}  // namespace projector

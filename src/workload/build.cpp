@@ -1,0 +1,558 @@
+// Builds the per-microbatch op lists. Conventions (Megatron-Core):
+// - Column-parallel GEMMs (QKV, FC1) shard their output features over TP, row-parallel GEMMs
+//   (output projection, FC2) their input features. Every TP rank processes all b*s/cp tokens.
+// - With sequence parallelism norms, dropout and residuals see b*s/(cp*tp) tokens, and the TP
+//   collectives are all-gather (before column-parallel) and reduce-scatter (after row-parallel);
+//   without it they are one all-reduce after each row-parallel GEMM (forward) and after each
+//   column-parallel GEMM's input gradient (backward).
+// - MoE (alltoall dispatcher): routed tokens are dispatched over EP, gathered over ETP, run through
+//   the local experts as one grouped GEMM and combined back. Routing is assumed balanced.
+// - Backward of a GEMM: the input gradient (B) has the same FLOPs as the forward, the weight
+//   gradient (W) too. Attention backward is its own kernel. The backward of a memory-bound op
+//   reads the saved input and the upstream gradient and writes one gradient: 1.5x the forward
+//   bytes.
+#include <algorithm>
+#include <cmath>
+
+#include "projector/model/accounting.h"
+#include "projector/workload/workload.h"
+
+namespace projector {
+namespace {
+
+struct Ctx {
+  const JobSpec& job;
+  Dtype act;               // activation dtype
+  Dtype gemm;              // GEMM input dtype
+  double act_b;            // bytes per activation element
+  std::int64_t tokens;     // b*s/cp: rows of every GEMM on a TP rank
+  std::int64_t tokens_sp;  // tokens seen by norms / residuals (divided by tp with SP)
+  int tp;
+  bool sp;
+};
+
+Ctx make_ctx(const JobSpec& job) {
+  const ParallelSpec& p = job.parallel;
+  const RuntimeSpec& r = job.runtime;
+  const std::int64_t tokens = static_cast<std::int64_t>(r.micro_batch_size) * r.seq_length / p.cp;
+  const bool sp = p.sequence_parallel && p.tp > 1;
+  return Ctx{job,
+             r.precision.params_dtype,
+             r.precision.gemm_dtype(),
+             bytes_per_element(r.precision.params_dtype),
+             tokens,
+             sp ? tokens / p.tp : tokens,
+             p.tp,
+             sp};
+}
+
+Op gemm_op(const Ctx& c, std::string name, std::int64_t m, std::int64_t n, std::int64_t k,
+           int groups = 1) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = groups > 1 ? OpKind::kGroupedGemm : OpKind::kGemm;
+  op.gemm = GemmShape{m, n, k, groups, c.gemm, c.act};
+  op.flops = op.gemm.flops();
+  const double in_b = bytes_per_element(c.gemm);
+  op.bytes = (static_cast<double>(m) * k + static_cast<double>(k) * n) * groups * in_b +
+             static_cast<double>(m) * n * groups * c.act_b;
+  return op;
+}
+
+Op mem_op(std::string name, double bytes, MemOpClass cls = MemOpClass::kElementwise) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = OpKind::kMemoryBound;
+  op.mem_class = cls;
+  op.bytes = bytes;
+  return op;
+}
+
+Op comm_op(std::string name, GroupKind g, CollectiveKind coll, int size, double bytes,
+           Overlap overlap = Overlap::kExposed) {
+  Op op;
+  op.name = std::move(name);
+  op.kind = OpKind::kCollective;
+  op.group = g;
+  op.collective = coll;
+  op.group_size = size;
+  op.bytes = bytes;
+  op.overlap = overlap;
+  return op;
+}
+
+// Forward-side TP collectives around a column-parallel (before) / row-parallel (after) pair.
+void tp_enter(const Ctx& c, std::vector<Op>& f, const std::string& what) {
+  if (c.tp > 1 && c.sp) {
+    f.push_back(
+        comm_op(what + ".sp_all_gather", GroupKind::kTp, CollectiveKind::kAllGather, c.tp,
+                static_cast<double>(c.tokens) * c.job.model.hidden_size * c.act_b,
+                c.job.parallel.tp_comm_overlap ? Overlap::kWithCompute : Overlap::kExposed));
+  }
+}
+void tp_exit(const Ctx& c, std::vector<Op>& f, const std::string& what) {
+  if (c.tp <= 1) return;
+  const double bytes = static_cast<double>(c.tokens) * c.job.model.hidden_size * c.act_b;
+  f.push_back(comm_op(what + (c.sp ? ".sp_reduce_scatter" : ".tp_all_reduce"), GroupKind::kTp,
+                      c.sp ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce, c.tp,
+                      bytes,
+                      c.job.parallel.tp_comm_overlap ? Overlap::kWithCompute : Overlap::kExposed));
+}
+
+double norm_bytes(const Ctx& c, std::int64_t rows, std::int64_t width) {
+  return 2.0 * static_cast<double>(rows) * width * c.act_b;  // read x, write y
+}
+
+void add_mlp(const Ctx& c, std::vector<Op>& f, const std::string& prefix, const MlpSpec& mlp,
+             std::int64_t rows, std::int64_t ffn_per_rank, int groups) {
+  const std::int64_t h = c.job.model.hidden_size;
+  const std::int64_t up = mlp.gated ? 2 * ffn_per_rank : ffn_per_rank;
+  f.push_back(gemm_op(c, prefix + ".fc1", rows, up, h, groups));
+  // Activation (and gating product): read the fc1 output, write the activated half.
+  f.push_back(
+      mem_op(prefix + ".act", static_cast<double>(rows) * groups * (up + ffn_per_rank) * c.act_b));
+  f.push_back(gemm_op(c, prefix + ".fc2", rows, h, ffn_per_rank, groups));
+}
+
+void add_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
+  const JobSpec& job = c.job;
+  const ParallelSpec& p = job.parallel;
+  const AttentionSpec& a = layer.attention;
+  const std::int64_t h = job.model.hidden_size;
+  const int heads = std::max(1, a.num_heads / c.tp);
+  int kv_heads = std::max(1, a.num_query_groups / c.tp);
+  int d_qk = a.head_dim;
+  int d_v = a.head_dim;
+
+  f.push_back(mem_op("attn.input_norm", norm_bytes(c, c.tokens_sp, h)));
+  tp_enter(c, f, "attn");
+  if (a.kind == AttentionKind::kMla) {
+    d_qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
+    d_v = a.v_head_dim;
+    kv_heads = heads;
+    // Down-projections are replicated over TP; up-projections are column-parallel.
+    if (a.q_lora_rank > 0) {
+      f.push_back(gemm_op(c, "attn.q_down", c.tokens, a.q_lora_rank, h));
+      f.push_back(mem_op("attn.q_norm", norm_bytes(c, c.tokens, a.q_lora_rank)));
+      f.push_back(gemm_op(c, "attn.q_up", c.tokens, static_cast<std::int64_t>(heads) * d_qk,
+                          a.q_lora_rank));
+    } else {
+      f.push_back(gemm_op(c, "attn.q_proj", c.tokens, static_cast<std::int64_t>(heads) * d_qk, h));
+    }
+    f.push_back(gemm_op(c, "attn.kv_down", c.tokens, a.kv_lora_rank + a.qk_pos_emb_head_dim, h));
+    f.push_back(mem_op("attn.kv_norm", norm_bytes(c, c.tokens, a.kv_lora_rank)));
+    f.push_back(gemm_op(c, "attn.kv_up", c.tokens,
+                        static_cast<std::int64_t>(heads) * (a.qk_head_dim + a.v_head_dim),
+                        a.kv_lora_rank));
+  } else {
+    f.push_back(gemm_op(c, "attn.qkv", c.tokens,
+                        static_cast<std::int64_t>(heads + 2 * kv_heads) * d_qk, h));
+  }
+  if (job.model.position_embedding == PositionEmbeddingKind::kRope) {
+    f.push_back(mem_op("attn.rope",
+                       2.0 * static_cast<double>(c.tokens) * (heads + kv_heads) * d_qk * c.act_b));
+  }
+  // Attention core. With CP each rank holds s/cp queries (load-balanced causal chunks) and, over
+  // the ring, sees every key: its share of the causal score matrix is 1/cp.
+  Op core;
+  core.name = "attn.core";
+  core.kind = OpKind::kAttention;
+  const std::int64_t s = job.runtime.seq_length;
+  core.attention.batch = job.runtime.micro_batch_size;
+  core.attention.q_heads = heads;
+  core.attention.kv_heads = kv_heads;
+  core.attention.head_dim_qk = d_qk;
+  core.attention.head_dim_v = d_v;
+  core.attention.window = a.sliding_window;
+  core.attention.dtype = c.act;
+  if (p.cp > 1) {
+    // Equivalent work: s/cp query rows against s/2 keys, unmasked (the causal half of the ring).
+    core.attention.seq_q = s / p.cp;
+    core.attention.seq_kv =
+        a.sliding_window > 0 ? std::min<std::int64_t>(a.sliding_window, s / 2) : s / 2;
+    core.attention.causal = false;
+  } else {
+    core.attention.seq_q = s;
+    core.attention.seq_kv = s;
+    core.attention.causal = a.causal;
+  }
+  core.flops = attention_fwd_flops(core.attention);
+  f.push_back(core);
+  if (p.cp > 1) {
+    const double kv_bytes = static_cast<double>(job.runtime.micro_batch_size) * (s / p.cp) *
+                            kv_heads * (d_qk + d_v) * c.act_b;
+    if (p.cp_comm_type == CpCommType::kP2p) {
+      Op ring = comm_op("attn.cp_ring_kv", GroupKind::kCp, CollectiveKind::kSendRecv, p.cp,
+                        kv_bytes, Overlap::kWithCompute);
+      ring.steps = p.cp - 1;
+      f.push_back(ring);
+    } else if (p.cp_comm_type == CpCommType::kAllGather) {
+      f.push_back(comm_op("attn.cp_all_gather_kv", GroupKind::kCp, CollectiveKind::kAllGather, p.cp,
+                          kv_bytes * p.cp));
+    } else {
+      // Ulysses-style: all-to-all of q, k, v before and of the output after the core.
+      const double qkvo = static_cast<double>(job.runtime.micro_batch_size) * (s / p.cp) *
+                          (2.0 * heads * d_qk + kv_heads * (d_qk + d_v)) * c.act_b;
+      f.push_back(
+          comm_op("attn.cp_all_to_all", GroupKind::kCp, CollectiveKind::kAllToAll, p.cp, qkvo));
+    }
+  }
+  f.push_back(gemm_op(c, "attn.out_proj", c.tokens, h, static_cast<std::int64_t>(heads) * d_v));
+  tp_exit(c, f, "attn");
+  f.push_back(mem_op("attn.residual", 3.0 * static_cast<double>(c.tokens_sp) * h * c.act_b));
+}
+
+void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
+  const JobSpec& job = c.job;
+  const ParallelSpec& p = job.parallel;
+  const std::int64_t h = job.model.hidden_size;
+  f.push_back(mem_op("mlp.norm", norm_bytes(c, c.tokens_sp, h)));
+  if (!layer.is_moe) {
+    tp_enter(c, f, "mlp");
+    add_mlp(c, f, "mlp", layer.mlp, c.tokens, layer.mlp.ffn_hidden_size / c.tp, 1);
+    tp_exit(c, f, "mlp");
+  } else {
+    const MoeSpec& m = layer.moe;
+    // Tokens enter the MoE block sequence-parallel (Megatron requires SP with MoE and TP > 1).
+    const std::int64_t local = c.tokens / c.tp;
+    f.push_back(gemm_op(c, "moe.router", local, m.num_experts, h));
+    f.push_back(mem_op("moe.topk", 3.0 * static_cast<double>(local) * m.num_experts * 4.0));
+    const double routed =
+        static_cast<double>(local) * m.topk * (m.capacity_factor > 0.0 ? m.capacity_factor : 1.0);
+    const double routed_bytes = routed * h * c.act_b;
+    f.push_back(mem_op("moe.permute", 2.0 * routed_bytes, MemOpClass::kPermute));
+    const Overlap ep_overlap = (job.runtime.deepep || job.runtime.sync_free_moe_stage > 0)
+                                   ? Overlap::kWithExpertCompute
+                                   : Overlap::kExposed;
+    if (p.ep > 1) {
+      f.push_back(comm_op("moe.dispatch_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, p.ep,
+                          routed_bytes, ep_overlap));
+    }
+    if (p.etp > 1) {
+      f.push_back(comm_op("moe.etp_all_gather", GroupKind::kEtp, CollectiveKind::kAllGather, p.etp,
+                          routed_bytes * p.etp));
+    }
+    const int local_experts = std::max(1, m.num_experts / p.ep);
+    const auto rows_total = static_cast<std::int64_t>(std::llround(routed * p.etp));
+    const std::int64_t rows_per_expert = std::max<std::int64_t>(1, rows_total / local_experts);
+    add_mlp(c, f, "moe.experts", layer.mlp, rows_per_expert, m.expert_ffn_hidden_size / p.etp,
+            local_experts);
+    if (p.etp > 1) {
+      f.push_back(comm_op("moe.etp_reduce_scatter", GroupKind::kEtp, CollectiveKind::kReduceScatter,
+                          p.etp, routed_bytes * p.etp));
+    }
+    if (p.ep > 1) {
+      f.push_back(comm_op("moe.combine_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, p.ep,
+                          routed_bytes, ep_overlap));
+    }
+    f.push_back(mem_op("moe.unpermute", 2.0 * routed_bytes, MemOpClass::kPermute));
+    if (m.shared_expert_ffn_hidden_size > 0) {
+      tp_enter(c, f, "moe.shared");
+      add_mlp(c, f, "moe.shared", layer.mlp, c.tokens, m.shared_expert_ffn_hidden_size / c.tp, 1);
+      tp_exit(c, f, "moe.shared");
+    }
+  }
+  f.push_back(mem_op("mlp.residual", 3.0 * static_cast<double>(c.tokens_sp) * h * c.act_b));
+}
+
+// The backward of a forward op list: B ops (input gradients, attention backward, collectives
+// mirrored) in reverse order, then W ops (weight gradients).
+void add_backward(const std::vector<Op>& fwd, std::vector<Op>& out, bool sp) {
+  std::vector<Op> w_ops;
+  for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
+    const Op& f = *it;
+    Op b = f;
+    b.phase = WorkPhase::kB;
+    b.recompute = false;
+    switch (f.kind) {
+      case OpKind::kGemm:
+      case OpKind::kGroupedGemm: {
+        b.name = f.name + ".dgrad";
+        b.gemm = GemmShape{f.gemm.m, f.gemm.k, f.gemm.n, f.gemm.batch, f.gemm.dtype, f.gemm.out};
+        b.flops = b.gemm.flops();
+        out.push_back(b);
+        Op w = f;
+        w.phase = WorkPhase::kW;
+        w.recompute = false;
+        w.name = f.name + ".wgrad";
+        w.gemm = GemmShape{f.gemm.n, f.gemm.k, f.gemm.m, f.gemm.batch, f.gemm.dtype, Dtype::kFp32};
+        w.flops = w.gemm.flops();
+        w_ops.push_back(w);
+        break;
+      }
+      case OpKind::kAttention:
+        b.name = f.name + ".bwd";
+        b.flops = attention_bwd_flops(f.attention);
+        out.push_back(b);
+        break;
+      case OpKind::kMemoryBound:
+        b.name = f.name + ".bwd";
+        b.bytes = 1.5 * f.bytes;
+        out.push_back(b);
+        break;
+      case OpKind::kCollective:
+        b.name = f.name + ".bwd";
+        if (f.collective == CollectiveKind::kAllGather && f.group == GroupKind::kTp && sp) {
+          b.collective = CollectiveKind::kReduceScatter;
+        } else if (f.collective == CollectiveKind::kReduceScatter) {
+          b.collective = CollectiveKind::kAllGather;
+        } else if (f.collective == CollectiveKind::kAllGather) {
+          b.collective = CollectiveKind::kReduceScatter;
+        }
+        out.push_back(b);
+        break;
+    }
+  }
+  // Without SP the conjugate of the forward all-reduce after a row-parallel GEMM is an all-reduce
+  // of the input gradient of the column-parallel GEMM: same count and size, already mirrored.
+  for (Op& w : w_ops) out.push_back(std::move(w));
+}
+
+bool layer_fully_recomputed(const JobSpec& job, int layer_index) {
+  const RecomputeSpec& r = job.runtime.recompute;
+  if (std::find(r.layer_ids.begin(), r.layer_ids.end(), layer_index) != r.layer_ids.end()) {
+    return true;
+  }
+  if (r.granularity != RecomputeGranularity::kFull) return false;
+  if (r.method == RecomputeMethod::kUniform || r.num_layers <= 0) return true;
+  // Block: the first num_layers layers of each model chunk are recomputed.
+  for (const VirtualStage& st : job.parallel.stages) {
+    if (layer_index >= st.first_layer && layer_index < st.first_layer + st.num_layers) {
+      return layer_index - st.first_layer < r.num_layers;
+    }
+  }
+  return false;
+}
+
+bool module_selected(const JobSpec& job, const std::string& module) {
+  const RecomputeSpec& r = job.runtime.recompute;
+  if (r.granularity != RecomputeGranularity::kSelective) return false;
+  if (r.modules.empty()) return module == "core_attn";  // Megatron's default selective set
+  return std::find(r.modules.begin(), r.modules.end(), module) != r.modules.end();
+}
+
+// Which forward ops a selective recompute replays.
+bool selectively_recomputed(const JobSpec& job, const Op& op) {
+  const std::string& n = op.name;
+  if (op.kind == OpKind::kCollective) return false;
+  if (module_selected(job, "core_attn") && n == "attn.core") return true;
+  if (module_selected(job, "layernorm") && (n == "attn.input_norm" || n == "mlp.norm")) return true;
+  if (module_selected(job, "mla_up_proj") && (n == "attn.q_up" || n == "attn.kv_up")) return true;
+  if (module_selected(job, "moe_act") && n == "moe.experts.act") return true;
+  if (module_selected(job, "mlp") && n.rfind("mlp.", 0) == 0 && n != "mlp.residual") return true;
+  if (module_selected(job, "moe") && n.rfind("moe.", 0) == 0) return true;
+  if (module_selected(job, "shared_experts") && n.rfind("moe.shared", 0) == 0) return true;
+  return false;
+}
+
+void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute, LayerWork& lw,
+                  bool sp) {
+  std::vector<Op> ops = fwd;
+  // Recompute forward, replayed at the start of the backward.
+  for (const Op& f : fwd) {
+    if (full_recompute || selectively_recomputed(job, f)) {
+      Op r = f;
+      r.phase = WorkPhase::kB;
+      r.recompute = true;
+      r.name = f.name + ".recompute";
+      ops.push_back(r);
+    }
+  }
+  add_backward(fwd, ops, sp);
+  lw.ops = std::move(ops);
+}
+
+}  // namespace
+
+LayerWork build_layer_work(const JobSpec& job, int layer_index) {
+  const Ctx c = make_ctx(job);
+  const LayerSpec& layer = job.model.layers[static_cast<std::size_t>(layer_index)];
+  std::vector<Op> fwd;
+  add_attention(c, fwd, layer);
+  add_ffn(c, fwd, layer);
+  LayerWork lw;
+  lw.layer = layer_index;
+  lw.label = layer.is_moe ? "moe_layer" : "dense_layer";
+  finish_block(job, fwd, layer_fully_recomputed(job, layer_index), lw, c.sp);
+  return lw;
+}
+
+namespace {
+
+LayerWork embedding_work(const Ctx& c) {
+  const std::int64_t h = c.job.model.hidden_size;
+  std::vector<Op> fwd;
+  fwd.push_back(mem_op("embedding.lookup", 2.0 * static_cast<double>(c.tokens_sp) * h * c.act_b,
+                       MemOpClass::kPermute));
+  LayerWork lw;
+  lw.label = "embedding";
+  lw.ops = fwd;
+  // The weight gradient is a scatter-add of the output gradient into the (fp32) grad buffer.
+  Op w = mem_op("embedding.wgrad", static_cast<double>(c.tokens_sp) * h * (c.act_b + 8.0),
+                MemOpClass::kPermute);
+  w.phase = WorkPhase::kW;
+  lw.ops.push_back(w);
+  return lw;
+}
+
+void add_output_head(const Ctx& c, std::vector<Op>& fwd, const std::string& prefix) {
+  const JobSpec& job = c.job;
+  const std::int64_t h = job.model.hidden_size;
+  const std::int64_t v_local = padded_vocab_size(job.model, c.tp) / c.tp;
+  fwd.push_back(mem_op(prefix + ".final_norm", norm_bytes(c, c.tokens_sp, h)));
+  tp_enter(c, fwd, prefix);
+  fwd.push_back(gemm_op(c, prefix + ".logits", c.tokens, v_local, h));
+  // Cross entropy over the vocabulary shard: fused it reads the logits once and writes the
+  // gradient once; unfused it also writes and re-reads an fp32 copy (softmax, log, gather).
+  const double logits = static_cast<double>(c.tokens) * v_local;
+  const double loss_bytes = job.runtime.cross_entropy_fusion
+                                ? logits * (c.act_b + c.act_b)
+                                : logits * (c.act_b + 4.0 + 4.0 + 4.0 + 4.0);
+  fwd.push_back(mem_op(prefix + ".cross_entropy", loss_bytes, MemOpClass::kLoss));
+  if (c.tp > 1) {
+    fwd.push_back(comm_op(prefix + ".loss_all_reduce", GroupKind::kTp, CollectiveKind::kAllReduce,
+                          c.tp, 3.0 * c.tokens * 4.0));
+  }
+}
+
+LayerWork output_work(const Ctx& c) {
+  std::vector<Op> fwd;
+  add_output_head(c, fwd, "output");
+  LayerWork lw;
+  lw.label = "output";
+  finish_block(c.job, fwd, false, lw, c.sp);
+  return lw;
+}
+
+LayerWork mtp_work(const Ctx& c, int depth) {
+  const JobSpec& job = c.job;
+  const std::int64_t h = job.model.hidden_size;
+  std::vector<Op> fwd;
+  fwd.push_back(mem_op("mtp.norms", 2.0 * norm_bytes(c, c.tokens_sp, h)));
+  tp_enter(c, fwd, "mtp");
+  fwd.push_back(gemm_op(c, "mtp.eh_proj", c.tokens, h / c.tp, 2 * h));
+  tp_exit(c, fwd, "mtp");
+  add_attention(c, fwd, job.model.layers.back());
+  add_ffn(c, fwd, job.model.layers.back());
+  add_output_head(c, fwd, "mtp.output");
+  LayerWork lw;
+  lw.label = "mtp_" + std::to_string(depth);
+  finish_block(job, fwd, false, lw, c.sp);
+  return lw;
+}
+
+}  // namespace
+
+Workload build_workload(const JobSpec& job) {
+  const Ctx c = make_ctx(job);
+  const ParallelSpec& p = job.parallel;
+  Workload wl;
+  wl.ranks.resize(static_cast<std::size_t>(p.pp));
+  const double grad_b = bytes_per_element(job.runtime.main_grads_dtype);
+  const int dense_dp = p.dp * p.cp;
+  for (int r = 0; r < p.pp; ++r) {
+    RankWork& rw = wl.ranks[static_cast<std::size_t>(r)];
+    rw.pp_rank = r;
+    rw.p2p_bytes = static_cast<double>(c.tokens_sp) * job.model.hidden_size * c.act_b;
+    double dense_total = 0.0;
+    double expert_total = 0.0;
+    bool holds_embedding = false;
+    for (int ch = 0; ch < p.vpp; ++ch) {
+      const VirtualStage& st = p.stage(r, ch);
+      ChunkWork cw;
+      cw.pp_rank = r;
+      cw.chunk = ch;
+      if (st.has_embedding) cw.blocks.push_back(embedding_work(c));
+      for (int i = st.first_layer; i < st.first_layer + st.num_layers; ++i) {
+        cw.blocks.push_back(build_layer_work(job, i));
+      }
+      for (int d = 0; d < st.mtp_layers; ++d) cw.blocks.push_back(mtp_work(c, d));
+      if (st.has_output) cw.blocks.push_back(output_work(c));
+      rw.chunks.push_back(std::move(cw));
+
+      const StageParams sp = stage_params(job.model, p, st, holds_embedding);
+      holds_embedding = holds_embedding || st.has_embedding;
+      dense_total += sp.dense_params;
+      expert_total += sp.expert_params;
+      // Gradient synchronisation of this chunk once its backward is done.
+      const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
+      const CollectiveKind op =
+          sharded ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+      if (dense_dp > 1) {
+        rw.iteration.grad_sync.push_back(
+            comm_op("dp.grad_sync", GroupKind::kDpCp, op, dense_dp, sp.dense_params * grad_b,
+                    p.overlap_grad_reduce ? Overlap::kWithCompute : Overlap::kExposed));
+        rw.iteration.grad_sync_chunk.push_back(ch);
+      }
+      if (p.expert_dp > 1 && sp.expert_params > 0) {
+        rw.iteration.grad_sync.push_back(
+            comm_op("edp.grad_sync", GroupKind::kEdp, op, p.expert_dp, sp.expert_params * grad_b,
+                    p.overlap_grad_reduce ? Overlap::kWithCompute : Overlap::kExposed));
+        rw.iteration.grad_sync_chunk.push_back(ch);
+      }
+      // Parameter all-gather after the optimizer (distributed optimizer) or before each use (FSDP:
+      // forward and backward gathers, counted here once per pass).
+      if (sharded) {
+        const int passes = p.fsdp != FsdpKind::kNone ? 2 : 1;
+        const Overlap ov = (p.overlap_param_gather || p.fsdp != FsdpKind::kNone)
+                               ? Overlap::kWithCompute
+                               : Overlap::kExposed;
+        for (int pass = 0; pass < passes; ++pass) {
+          if (dense_dp > 1) {
+            rw.iteration.param_gather.push_back(comm_op("dp.param_gather", GroupKind::kDpCp,
+                                                        CollectiveKind::kAllGather, dense_dp,
+                                                        sp.dense_params * c.act_b, ov));
+            rw.iteration.param_gather_chunk.push_back(ch);
+          }
+          if (p.expert_dp > 1 && sp.expert_params > 0) {
+            rw.iteration.param_gather.push_back(comm_op("edp.param_gather", GroupKind::kEdp,
+                                                        CollectiveKind::kAllGather, p.expert_dp,
+                                                        sp.expert_params * c.act_b, ov));
+            rw.iteration.param_gather_chunk.push_back(ch);
+          }
+        }
+      }
+    }
+    rw.iteration.local_params = static_cast<std::int64_t>(dense_total + expert_total);
+    // Optimizer step over this rank's shard. Adam reads grad, fp32 master and two moments and
+    // writes master, moments and the working copy: 4*4 + 3*4 + 2 = 30 bytes per parameter.
+    const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
+    const double shard_params =
+        sharded ? dense_total / dense_dp + expert_total / std::max(1, p.expert_dp)
+                : dense_total + expert_total;
+    const double bytes_per_param = job.runtime.optimizer == OptimizerKind::kSgd ? 14.0 : 30.0;
+    rw.iteration.optimizer =
+        mem_op("optimizer.step", shard_params * bytes_per_param, MemOpClass::kOptimizer);
+  }
+  return wl;
+}
+
+std::string_view to_string(WorkPhase p) {
+  switch (p) {
+    case WorkPhase::kF:
+      return "F";
+    case WorkPhase::kB:
+      return "B";
+    case WorkPhase::kW:
+      return "W";
+  }
+  return "?";
+}
+
+std::string_view to_string(OpKind k) {
+  switch (k) {
+    case OpKind::kGemm:
+      return "gemm";
+    case OpKind::kGroupedGemm:
+      return "grouped_gemm";
+    case OpKind::kAttention:
+      return "attention";
+    case OpKind::kMemoryBound:
+      return "memory";
+    case OpKind::kCollective:
+      return "collective";
+  }
+  return "?";
+}
+
+}  // namespace projector

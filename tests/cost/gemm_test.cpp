@@ -1,0 +1,139 @@
+#include "projector/cost/gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "support/hardware_builders.h"
+
+namespace projector {
+namespace {
+
+using testing::a100_80gb;
+using testing::gb200;
+using testing::h100_sxm;
+using testing::h200_sxm;
+using testing::mi300x;
+
+double tflops(const AcceleratorSpec& a, std::int64_t m, std::int64_t n, std::int64_t k, Dtype d) {
+  return gemm_time(a, {m, n, k, 1, d}).achieved_flops_per_s() / 1e12;
+}
+
+struct CurvePoint {
+  std::int64_t size;
+  double measured_tflops;
+};
+
+// Measured cuBLASLt n^3 curves (hardware_specs.yaml measured.gemm, Azure benchmarking guide). The
+// calibration uses only the largest size (16k or 32k); 4096 and 8192 test the tile/wave model.
+void expect_curve(const AcceleratorSpec& a, Dtype d, std::initializer_list<CurvePoint> pts) {
+  for (const CurvePoint& p : pts) {
+    const double model = tflops(a, p.size, p.size, p.size, d);
+    EXPECT_NEAR(model, p.measured_tflops, 0.15 * p.measured_tflops)
+        << a.name << " " << to_string(d) << " " << p.size << "^3";
+  }
+}
+
+TEST(Gemm, H100Fp8MatchesCublasLtCurveAtLargeSizes) {
+  expect_curve(h100_sxm(), Dtype::kFp8, {{4096, 1216.9}, {8192, 1290.1}, {16384, 1377.3}});
+}
+
+TEST(Gemm, H200Fp8MatchesCublasLtCurve) {
+  expect_curve(h200_sxm(), Dtype::kFp8, {{4096, 1249.1}, {8192, 1300.6}, {32768, 1349.5}});
+}
+
+TEST(Gemm, Gb200Fp8AndFp4MatchCublasLtCurves) {
+  expect_curve(gb200(), Dtype::kFp8, {{4096, 2834.6}, {8192, 2876.6}});
+  expect_curve(gb200(), Dtype::kFp4, {{8192, 7535.6}});
+}
+
+TEST(Gemm, A100Fp16MatchesCublasLtCurve) {
+  expect_curve(a100_80gb(), Dtype::kFp16, {{4096, 228.0}, {8192, 253.7}});
+}
+
+TEST(Gemm, SmallGemmsAreMuchLessEfficient) {
+  // Measured: H100 FP8 1024^3 274 vs 8192^3 1290 (21%); A100 FP16 1024^3 119 vs 253.7 (47%).
+  // The model must reproduce the shape: 1024^3 well below half of 8192^3 on H100 and clearly
+  // below 8192^3 on A100, and the curve must rise monotonically.
+  const auto h = h100_sxm();
+  EXPECT_LT(tflops(h, 1024, 1024, 1024, Dtype::kFp8), 0.5 * tflops(h, 8192, 8192, 8192, Dtype::kFp8));
+  double prev = 0.0;
+  for (std::int64_t s : {1024, 2048, 4096, 8192, 16384}) {
+    const double t = tflops(h, s, s, s, Dtype::kFp8);
+    EXPECT_GT(t, prev) << s;
+    prev = t;
+  }
+  const auto a = a100_80gb();
+  EXPECT_LT(tflops(a, 1024, 1024, 1024, Dtype::kFp16),
+            0.75 * tflops(a, 8192, 8192, 8192, Dtype::kFp16));
+}
+
+TEST(Gemm, Mi300xLlmShapesAndMaf) {
+  const auto a = mi300x();
+  // AMD MAF hipBLASLt 4096x4864x32896: 708 TFLOP/s (at 1207 MHz median).
+  EXPECT_NEAR(tflops(a, 4096, 4864, 32896, Dtype::kBf16), 708.0, 0.15 * 708.0);
+  // hipBLASLt on LLM training shapes: average 607, range 448-636 (Primus-Turbo report). Llama-70B
+  // style shapes (tokens 16384, hidden 8192, ffn 28672) must land within 15% of the average.
+  for (auto [m, n, k] : {std::array<std::int64_t, 3>{16384, 8192, 8192}, {16384, 28672, 8192},
+                         {16384, 8192, 28672}, {16384, 10240, 8192}, {32768, 10240, 8192}}) {
+    EXPECT_NEAR(tflops(a, m, n, k, Dtype::kBf16), 607.4, 0.15 * 607.4) << m << "x" << n << "x" << k;
+  }
+  // FP8 MAF 4096x3648x32896: 1273.
+  EXPECT_NEAR(tflops(a, 4096, 3648, 32896, Dtype::kFp8), 1273.0, 0.15 * 1273.0);
+}
+
+TEST(Gemm, Fp8IsFasterWhereSupportedAndFallsBackOtherwise) {
+  const auto h = h100_sxm();
+  const OpCost bf = gemm_time(h, {8192, 8192, 8192, 1, Dtype::kBf16});
+  const OpCost f8 = gemm_time(h, {8192, 8192, 8192, 1, Dtype::kFp8});
+  // Peaks 1979 vs 989 and fractions 0.698 vs 0.803: speed-up ~1.74x at large sizes.
+  EXPECT_NEAR(bf.time_s / f8.time_s, (1382.2 / 1979.0 * 1979.0) / (794.5), 0.1);
+  EXPECT_EQ(f8.dtype, Dtype::kFp8);
+  // A100 has no FP8: priced as BF16 (same time, dtype reported as bf16).
+  const auto a = a100_80gb();
+  const OpCost a8 = gemm_time(a, {4096, 4096, 4096, 1, Dtype::kFp8});
+  const OpCost a16 = gemm_time(a, {4096, 4096, 4096, 1, Dtype::kBf16});
+  EXPECT_EQ(a8.dtype, Dtype::kBf16);
+  EXPECT_NEAR(a8.time_s, a16.time_s, 0.02 * a16.time_s);  // only the input bytes differ
+  EXPECT_EQ(gemm_compute_dtype(a, Dtype::kMxfp8), Dtype::kBf16);
+  EXPECT_EQ(gemm_compute_dtype(h, Dtype::kMxfp8), Dtype::kFp8);
+  EXPECT_EQ(gemm_compute_dtype(gb200(), Dtype::kMxfp8), Dtype::kMxfp8);
+}
+
+TEST(Gemm, SkinnyGemmIsMemoryBound) {
+  // M = 16 tokens against a 8192 x 8192 bf16 weight: 134 MB of weights at 3.35 TB/s = 40 us at
+  // least, far above the 2.1 GFLOP / 794 TFLOP/s = 2.7 us of compute.
+  const OpCost c = gemm_time(h100_sxm(), {16, 8192, 8192, 1, Dtype::kBf16});
+  EXPECT_GT(c.time_s, 8192.0 * 8192 * 2 / 3.35e12);
+  EXPECT_LT(c.time_s, 1.5 * 8192.0 * 8192 * 2 / 3.35e12 + 10e-6);
+}
+
+TEST(Gemm, ProvenanceAndFlops) {
+  const OpCost c = gemm_time(h100_sxm(), {4096, 2048, 1024, 3, Dtype::kBf16});
+  EXPECT_EQ(c.provenance, Provenance::kKernelModel);
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 4096 * 2048 * 1024 * 3);
+  AcceleratorSpec bare = h100_sxm();
+  bare.calibration.gemm_peak_fraction = {};
+  EXPECT_EQ(gemm_time(bare, {4096, 4096, 4096}).provenance, Provenance::kRoofline);
+  EXPECT_EQ(gemm_time(h100_sxm(), {0, 4096, 4096}).time_s, 0.0);
+}
+
+TEST(Gemm, GroupedGemmLosesEfficiencyAtSmallTokensPerExpert) {
+  const auto a = mi300x();
+  auto eff = [&](std::int64_t m) {
+    return grouped_gemm_time(a, 8, m, 14336, 4096, Dtype::kBf16).achieved_flops_per_s() / 1e12;
+  };
+  // Measured MoE grouped GEMM on MI300X: CK average 475, Triton 160-601 from small to large M.
+  EXPECT_NEAR(eff(4096), 475.4, 0.15 * 475.4);
+  EXPECT_LT(eff(32), 0.5 * eff(4096));
+  EXPECT_GT(eff(32), 0.0);
+  EXPECT_LT(eff(128), eff(1024));
+  // Uneven routing costs at least the balanced case.
+  const std::int64_t even[] = {512, 512, 512, 512};
+  const std::int64_t skew[] = {1400, 200, 200, 248};
+  EXPECT_GE(grouped_gemm_time(a, skew, 14336, 4096, Dtype::kBf16).time_s,
+            grouped_gemm_time(a, even, 14336, 4096, Dtype::kBf16).time_s);
+}
+
+}  // namespace
+}  // namespace projector

@@ -1,0 +1,103 @@
+// The CLI binary end to end: `config`, `models`, and exit code 2 on bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+const std::string kBinary = PROJECTOR_BINARY;
+const std::string kTestData = PROJECTOR_TEST_DATA_DIR;
+const std::string kRepo = std::string(PROJECTOR_DEFAULT_DATA_DIR) + "/..";
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+};
+
+// Runs the binary with a clean Primus environment; stdout captured, stderr appended.
+Result run(const std::string& args) {
+  const std::string cmd =
+      "env -u PRIMUS_TP -u PRIMUS_PP -u PRIMUS_EP -u NNODES -u GPUS_PER_NODE "
+      "-u PRIMUS_GPU_ARCH -u PRIMUS_PATH " +
+      kBinary + " " + args + " 2>&1";
+  Result r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), pipe) != nullptr) r.out += buf.data();
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(Cli, ConfigJsonForTheDefaultExample) {
+  const Result r =
+      run("config --config " + kRepo + "/examples/llama3.1_8B-BF16-pretrain.yaml --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["model"]["name"], "llama3.1_8B");
+  EXPECT_EQ(j["model"]["num_layers"], 32);
+  // Llama 3.1 8B model card: 8.03B parameters.
+  EXPECT_NEAR(j["model"]["params_total"].get<double>() / 1e9, 8.03, 0.005);
+  EXPECT_EQ(j["parallel"]["dp"], 8);
+  EXPECT_EQ(j["runtime"]["num_microbatches"], 8);  // 128 / (2 x 8)
+  EXPECT_EQ(j["cluster"]["accelerator"], "mi300x");
+  EXPECT_FALSE(j["defaults"].empty());
+}
+
+TEST(Cli, ConfigTextShowsRunsDefaultsAndFlags) {
+  const Result r = run("config -c " + kRepo +
+                       "/examples/deepseek_v3-BF16-pretrain.yaml --gpu-arch gfx950 --nodes 32");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("layers 3-60 (58x)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("VPP 2"), std::string::npos);
+  EXPECT_NE(r.out.find("32 node(s)"), std::string::npos);
+  EXPECT_NE(r.out.find("defaults applied"), std::string::npos);
+}
+
+TEST(Cli, EveryExampleResolves) {
+  for (const char* ex : {"llama3.1_8B-BF16-pretrain.yaml", "llama3.1_70B-FP8-pretrain-mi355x.yaml",
+                         "deepseek_v3-BF16-pretrain.yaml", "mixtral_8x7B-BF16-pretrain.yaml",
+                         "inline-gpt-1.3B.yaml"}) {
+    const Result r = run(std::string("config --exp ") + kRepo + "/examples/" + ex);
+    EXPECT_EQ(r.exit_code, 0) << ex << "\n" << r.out;
+    EXPECT_EQ(r.out.find("unknown key"), std::string::npos) << ex << "\n" << r.out;
+  }
+}
+
+TEST(Cli, BadInputExitsWithCode2) {
+  const std::string d = kTestData + "/";
+  for (const std::string& args :
+       {"config --config " + d + "malformed.yaml", "config --config " + d + "duplicate_key.yaml",
+        "config --config " + d + "heads_not_divisible_by_tp.yaml",
+        "config --config " + d + "unknown_model.yaml", "config --config " + d + "nothere.yaml",
+        "config --config " + d + "primus_llama3_8B-BF16-pretrain.yaml --pp 3",
+        "config --config " + d + "primus_llama3_8B-BF16-pretrain.yaml --gbs 24",
+        "config --config " + d + "primus_llama3_8B-BF16-pretrain.yaml --tp 0",
+        std::string("models show no_such_model")}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+  }
+  const Result r = run("config --config " + d + "heads_not_divisible_by_tp.yaml");
+  // One line naming file, line and key.
+  EXPECT_NE(r.out.find("heads_not_divisible_by_tp.yaml:9:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tensor_model_parallel_size"), std::string::npos) << r.out;
+}
+
+TEST(Cli, ModelsListAndShow) {
+  Result r = run("models list");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("llama3.1_405B"), std::string::npos);
+  EXPECT_NE(r.out.find("qwen3_235B_A22B"), std::string::npos);
+  r = run("models show mixtral_8x7B_v0.1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("46.70"), std::string::npos) << r.out;  // Mistral AI: 46.7B total
+  EXPECT_NE(r.out.find("source:"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,484 @@
+// Experiment resolution and the Args -> JobSpec builder, on Primus-format configs.
+#include "projector/frontend/loader.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "frontend/temp_files.h"
+#include "projector/model/accounting.h"
+
+namespace projector {
+namespace {
+
+const std::string kData = PROJECTOR_TEST_DATA_DIR;
+const std::string kRepoData = PROJECTOR_DEFAULT_DATA_DIR;
+
+LoadRequest request(const std::string& path,
+                    std::vector<std::pair<std::string, std::string>> env = {}) {
+  LoadRequest r;
+  r.config_path = path;
+  r.data_dir = kRepoData;
+  r.env = fixed_environment(std::move(env));
+  return r;
+}
+
+bool has_default(const JobSpec& job, const std::string& key) {
+  return std::any_of(job.defaults.begin(), job.defaults.end(),
+                     [&](const AppliedDefault& d) { return d.key == key; });
+}
+
+bool has_warning(const JobSpec& job, const std::string& needle) {
+  return std::any_of(job.warnings.begin(), job.warnings.end(),
+                     [&](const std::string& w) { return w.find(needle) != std::string::npos; });
+}
+
+// Expects an InputError whose key is `key` (and, when given, whose line is `line`).
+template <typename F>
+void expect_input_error(F&& f, const std::string& key, int line = -1,
+                        const std::string& needle = "") {
+  try {
+    f();
+    FAIL() << "expected InputError for " << key;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), key) << e.what();
+    if (line >= 0) EXPECT_EQ(e.where().line, line) << e.what();
+    if (!needle.empty())
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+// ------------------------------------------------------------- Primus example experiments
+
+// spec 3.4: llama3_8B-BF16 example, MBS 2, GBS 16, seq 8192, TP/PP/EP 1 on one 8-GPU node.
+TEST(PrimusExamples, Llama3_8B) {
+  const JobSpec job = load_job(request(kData + "/primus_llama3_8B-BF16-pretrain.yaml"));
+  EXPECT_EQ(job.model.name, "llama3_8B");
+  EXPECT_EQ(job.model.num_layers(), 32);
+  EXPECT_EQ(job.model.hidden_size, 4096);
+  EXPECT_EQ(job.model.vocab_size, 128256);  // not Primus' 100352 (spec 12.2 #4)
+  EXPECT_EQ(job.model.layers[0].attention.num_query_groups, 8);
+  EXPECT_EQ(job.model.layers[0].attention.head_dim, 128);
+  EXPECT_EQ(job.model.norm, NormKind::kRmsNorm);
+  EXPECT_FALSE(job.model.tied_embeddings);
+  EXPECT_EQ(job.runtime.micro_batch_size, 2);
+  EXPECT_EQ(job.runtime.global_batch_size, 16);
+  EXPECT_EQ(job.runtime.seq_length, 8192);
+  EXPECT_EQ(job.cluster.world_size(), 8);
+  EXPECT_EQ(job.parallel.dp, 8);
+  EXPECT_EQ(job.num_microbatches(), 1);  // 16 / (2 x 8)
+  // pre_trainer.yaml is not available: its projection-relevant values are applied and recorded.
+  EXPECT_TRUE(job.parallel.distributed_optimizer);
+  EXPECT_TRUE(job.runtime.flash_attention);
+  EXPECT_TRUE(has_default(job, "use_distributed_optimizer"));
+  EXPECT_TRUE(has_default(job, "modules.pre_trainer.config"));
+  EXPECT_TRUE(has_default(job, "hardware"));
+  EXPECT_TRUE(has_default(job, "nodes"));
+  EXPECT_TRUE(job.parallel.overlap_grad_reduce);
+  EXPECT_TRUE(job.runtime.cross_entropy_fusion);
+  EXPECT_FALSE(has_warning(job, "unknown key"));
+  EXPECT_EQ(job.cluster.accelerator.name, "mi300x");
+  ASSERT_EQ(job.parallel.stages.size(), 1u);
+  EXPECT_TRUE(job.parallel.stages[0].has_embedding);
+  EXPECT_TRUE(job.parallel.stages[0].has_output);
+}
+
+// spec 3.4: Mixtral 8x22B, PP 4, EP 8 -> at least 4 nodes (ETP x EP x PP = 32 GPUs).
+TEST(PrimusExamples, Mixtral8x22B) {
+  const JobSpec job = load_job(request(kData + "/primus_mixtral_8x22B-BF16-pretrain.yaml"));
+  EXPECT_EQ(job.model.num_layers(), 56);
+  EXPECT_EQ(job.model.vocab_size, 32768);
+  EXPECT_TRUE(std::all_of(job.model.layers.begin(), job.model.layers.end(),
+                          [](const LayerSpec& l) { return l.is_moe && l.moe.num_experts == 8; }));
+  EXPECT_EQ(job.cluster.nodes, 4);
+  EXPECT_EQ(job.parallel.dp, 8);         // 32 / (TP 1 x PP 4)
+  EXPECT_EQ(job.parallel.expert_dp, 1);  // 32 / (ETP 1 x EP 8 x PP 4)
+  EXPECT_EQ(job.parallel.etp, 1);        // = TP by default
+  ASSERT_EQ(job.parallel.stages.size(), 4u);
+  for (const VirtualStage& s : job.parallel.stages) EXPECT_EQ(s.num_layers, 14);
+  EXPECT_EQ(job.runtime.recompute.granularity, RecomputeGranularity::kFull);
+  EXPECT_EQ(job.runtime.recompute.method, RecomputeMethod::kBlock);
+  EXPECT_EQ(job.runtime.recompute.num_layers, 0);
+}
+
+// spec 3.4: DeepSeek-V2-Lite with ${PRIMUS_*} defaults; the example turns MLA off.
+TEST(PrimusExamples, DeepSeekV2LiteEnvDefaults) {
+  const JobSpec job = load_job(request(kData + "/primus_deepseek_v2_lite-BF16-pretrain.yaml"));
+  EXPECT_EQ(job.model.name, "deepseek_v2_lite");
+  EXPECT_EQ(job.parallel.ep, 8);
+  EXPECT_EQ(job.runtime.seq_length, 4096);
+  EXPECT_EQ(job.model.layers[0].attention.kind, AttentionKind::kStandard);
+  EXPECT_EQ(job.model.layers[0].attention.num_query_groups, 16);  // G = A without GQA
+  EXPECT_EQ(job.model.layers[0].attention.head_dim, 128);         // kv_channels
+  EXPECT_FALSE(job.model.layers[0].is_moe);                       // "([0]*1+[1]*26)"
+  EXPECT_TRUE(job.model.layers[1].is_moe);
+  EXPECT_EQ(job.model.layers[1].moe.shared_expert_ffn_hidden_size, 2816);
+  EXPECT_TRUE(job.runtime.deepep);
+  EXPECT_EQ(job.runtime.sync_free_moe_stage, 1);
+  EXPECT_EQ(job.num_microbatches(), 8);  // 768 / (12 x 8)
+}
+
+TEST(PrimusExamples, DeepSeekV2LiteEnvSet) {
+  const JobSpec job =
+      load_job(request(kData + "/primus_deepseek_v2_lite-BF16-pretrain.yaml",
+                       {{"PRIMUS_SEQ_LENGTH", "2048"}, {"PRIMUS_EP", "4"}, {"NNODES", "2"}}));
+  EXPECT_EQ(job.runtime.seq_length, 2048);
+  EXPECT_EQ(job.parallel.ep, 4);
+  EXPECT_EQ(job.cluster.nodes, 2);
+  EXPECT_EQ(job.parallel.dp, 16);
+}
+
+// spec 3.4: DeepSeek-V3, PP 16 with a 32-stage layout -> VPP 2 derived (Primus crashes here,
+// spec 12.2 #31); 61 layers; 16 nodes for ETP 1 x EP 8 x PP 16.
+TEST(PrimusExamples, DeepSeekV3Layout) {
+  const JobSpec job = load_job(request(kData + "/primus_deepseek_v3-BF16-pretrain.yaml"));
+  const ParallelSpec& p = job.parallel;
+  EXPECT_EQ(p.pp, 16);
+  EXPECT_EQ(p.vpp, 2);
+  EXPECT_TRUE(has_default(job, "num_virtual_stages_per_pipeline_rank"));
+  ASSERT_EQ(p.stages.size(), 32u);
+  EXPECT_TRUE(p.stages[0].has_embedding);
+  EXPECT_EQ(p.stages[0].num_layers, 1);
+  EXPECT_EQ(p.stages[2].first_layer, 2);
+  EXPECT_EQ(p.stages[2].num_layers, 2);
+  EXPECT_EQ(p.stages[31].num_layers, 1);
+  EXPECT_TRUE(p.stages[31].has_output);
+  EXPECT_EQ(p.stages[31].mtp_layers, 1);      // MTP goes with the loss when the layout omits 'm'
+  EXPECT_EQ(p.stage(15, 1).first_layer, 60);  // virtual stage 31 = rank 15, chunk 1
+  EXPECT_EQ(job.cluster.nodes, 16);
+  EXPECT_EQ(p.dp, 8);
+  EXPECT_EQ(job.runtime.recompute.layer_ids.size(), 26u);
+  EXPECT_TRUE(job.runtime.precision_aware_optimizer);
+  EXPECT_EQ(job.runtime.exp_avg_dtype, Dtype::kBf16);
+  EXPECT_EQ(job.model.layers[0].attention.kind, AttentionKind::kMla);
+  EXPECT_EQ(job.model.layers[0].attention.q_lora_rank, 1536);
+  EXPECT_FALSE(job.model.layers[2].is_moe);
+  EXPECT_TRUE(job.model.layers[3].is_moe);
+  EXPECT_EQ(job.model.mtp_num_layers, 1);
+}
+
+// ------------------------------------------------------------- Primus checkout resolution
+
+// Qwen2.5-14B is not bundled: it resolves through a Primus checkout, whose preset chain
+// (qwen2.5_14B -> qwen2.5_base (bases:) -> llama_base -> language_model) and module preset
+// (pre_trainer -> trainer_base) both apply. Model card: 14.7B parameters.
+TEST(PrimusCheckout, PresetChainsResolve) {
+  LoadRequest r = request(kData + "/qwen2.5_14B-checkout.yaml");
+  r.primus_path = kData + "/primus_checkout";
+  const JobSpec job = load_job(r);
+  EXPECT_EQ(job.model.name, "qwen2.5_14B");
+  EXPECT_EQ(job.model.num_layers(), 48);
+  EXPECT_EQ(job.model.norm, NormKind::kRmsNorm);  // llama_base overrides language_model
+  EXPECT_TRUE(job.model.layers[0].attention.add_qkv_bias);
+  EXPECT_FALSE(job.model.layers[0].attention.add_bias_linear);
+  EXPECT_EQ(job.model.vocab_size, 152064);  // from the tokenizer table, recorded
+  EXPECT_TRUE(has_default(job, "vocab_size"));
+  EXPECT_NEAR(model_params(job.model).total / 1e9, 14.77, 0.02);
+  EXPECT_EQ(job.runtime.global_batch_size, 16);  // pre_trainer.yaml over trainer_base.yaml
+  EXPECT_EQ(job.runtime.seq_length, 1024);
+  EXPECT_EQ(job.runtime.micro_batch_size, 2);  // trainer_base.yaml
+  EXPECT_TRUE(job.parallel.distributed_optimizer);
+  EXPECT_EQ(job.parallel.tp, 2);
+  EXPECT_FALSE(has_default(job, "modules.pre_trainer.config"));
+}
+
+TEST(PrimusCheckout, PrimusPathFromEnvironment) {
+  const JobSpec job = load_job(
+      request(kData + "/qwen2.5_14B-checkout.yaml", {{"PRIMUS_PATH", kData + "/primus_checkout"}}));
+  EXPECT_EQ(job.model.hidden_size, 5120);
+}
+
+TEST(PrimusCheckout, ModulePresetWinsOverModelPresetForItsKeys) {
+  testing::TempDir dir;
+  dir.write("primus/primus/configs/modules/megatron/mod.yaml", "hidden_dropout: 0.2\n");
+  dir.write("primus/primus/configs/models/megatron/tiny.yaml",
+            "num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\nvocab_size: 1000\n"
+            "hidden_dropout: 0.0\nattention_dropout: 0.0\n");
+  const std::string cfg =
+      dir.write("exp.yaml",
+                "modules:\n  pre_trainer:\n    framework: megatron\n    config: mod.yaml\n"
+                "    model: tiny.yaml\n    overrides:\n      attention_dropout: 0.3\n");
+  LoadRequest r = request(cfg);
+  r.primus_path = dir.path() + "/primus";
+  const JobSpec job = load_job(r);
+  EXPECT_DOUBLE_EQ(job.model.hidden_dropout, 0.2);     // module preset over model preset
+  EXPECT_DOUBLE_EQ(job.model.attention_dropout, 0.3);  // overrides over both
+}
+
+// ------------------------------------------------------------- merge order
+
+TEST(MergeOrder, FileThenEnvThenSetThenFlags) {
+  testing::TempDir dir;
+  const std::string cfg =
+      dir.write("exp.yaml",
+                "modules:\n  pre_trainer:\n    model: llama3.1_8B.yaml\n    overrides:\n"
+                "      tensor_model_parallel_size: 1\n      micro_batch_size: 1\n"
+                "      global_batch_size: 64\n      seq_length: 4096\n");
+  LoadRequest r = request(cfg);
+  EXPECT_EQ(load_job(r).parallel.tp, 1);
+  r.env = fixed_environment({{"PRIMUS_TP", "2"}});
+  JobSpec job = load_job(r);
+  EXPECT_EQ(job.parallel.tp, 2);
+  EXPECT_TRUE(has_warning(job, "PRIMUS_TP=2 overrides tensor_model_parallel_size"));
+  r.set_overrides = {"tensor_model_parallel_size=4"};
+  EXPECT_EQ(load_job(r).parallel.tp, 4);
+  r.cli.tp = 8;
+  job = load_job(r);
+  EXPECT_EQ(job.parallel.tp, 8);
+  EXPECT_EQ(job.parallel.dp, 1);
+}
+
+TEST(MergeOrder, SetParsesTypedValuesAndDashedKeys) {
+  testing::TempDir dir;
+  const std::string cfg =
+      dir.write("exp.yaml",
+                "modules:\n  pre_trainer:\n    model: mixtral_8x7B_v0.1.yaml\n    overrides:\n"
+                "      micro_batch_size: 1\n      global_batch_size: 64\n      seq_length: 4096\n");
+  LoadRequest r = request(cfg);
+  r.set_overrides = {"moe-layer-freq=[1, 0]*16", "--sequence_parallel=yes", "seq_length=2048",
+                     "recompute_granularity=selective"};
+  const JobSpec job = load_job(r);
+  EXPECT_TRUE(job.model.layers[0].is_moe);
+  EXPECT_FALSE(job.model.layers[1].is_moe);
+  EXPECT_EQ(job.runtime.seq_length, 2048);
+  EXPECT_EQ(job.runtime.recompute.granularity, RecomputeGranularity::kSelective);
+  EXPECT_EQ(job.runtime.recompute.modules, (std::vector<std::string>{"core_attn"}));
+}
+
+TEST(MergeOrder, PrimusFlags) {
+  LoadRequest r = request(kData + "/primus_mixtral_8x22B-BF16-pretrain.yaml");
+  r.cli.vpp = 2;
+  r.cli.micro_batch_size = 1;
+  r.cli.global_batch_size = 256;
+  r.cli.sync_free_stage = 2;
+  r.cli.enable_zero_bubble = true;
+  r.cli.nodes = 8;
+  r.cli.pipeline_schedule = "zbv-greedy-half";
+  const JobSpec job = load_job(r);
+  EXPECT_EQ(job.parallel.vpp, 2);
+  EXPECT_EQ(job.parallel.stages.size(), 8u);  // 56 / 8 = 7 layers per virtual stage
+  EXPECT_EQ(job.parallel.stages[7].num_layers, 7);
+  EXPECT_EQ(job.runtime.micro_batch_size, 1);
+  EXPECT_TRUE(job.runtime.deepep);  // sync-free > 0 forces DeepEP
+  EXPECT_EQ(job.runtime.schedule, ScheduleKind::kZbvGreedyHalf);
+  EXPECT_EQ(job.cluster.nodes, 8);
+  EXPECT_EQ(job.parallel.dp, 16);
+  EXPECT_EQ(job.num_microbatches(), 16);  // 256 / (1 x 16)
+}
+
+// ------------------------------------------------------------- cluster and hardware
+
+TEST(Cluster, HardwareAndNodeSources) {
+  LoadRequest r = request(kRepoData + "/../examples/llama3.1_8B-BF16-pretrain.yaml",
+                          {{"PRIMUS_GPU_ARCH", "gfx950"}, {"NNODES", "2"}, {"GPUS_PER_NODE", "4"}});
+  JobSpec job = load_job(r);
+  EXPECT_EQ(job.cluster.accelerator.name, "mi355x");
+  EXPECT_EQ(job.cluster.nodes, 2);
+  EXPECT_EQ(job.cluster.gpus_per_node, 4);
+  EXPECT_EQ(job.parallel.dp, 8);
+  r.hardware = "mi300x";  // --hardware / --gpu-arch beats PRIMUS_GPU_ARCH
+  r.cli.nodes = 4;
+  r.cli.gpus_per_node = 8;
+  job = load_job(r);
+  EXPECT_EQ(job.cluster.accelerator.name, "mi300x");
+  EXPECT_EQ(job.cluster.world_size(), 32);
+}
+
+TEST(Cluster, NnodesBelowMinimumIsRaisedWithAWarning) {
+  const JobSpec job =
+      load_job(request(kData + "/primus_mixtral_8x22B-BF16-pretrain.yaml", {{"NNODES", "1"}}));
+  EXPECT_EQ(job.cluster.nodes, 4);
+  EXPECT_TRUE(has_warning(job, "NNODES=1"));
+}
+
+// ------------------------------------------------------------- inline model, defaults
+
+// examples/inline-gpt-1.3B.yaml by hand: per layer 4h^2 + 4h (attention + biases) + 8h^2 + 5h
+// (MLP + biases) + 4h (two LayerNorms) with h = 2048 -> 50,358,272; x 24 = 1,208,598,528;
+// embeddings 50304 (50257 padded to 128) x 2048 + 2048 x 2048 positions = 107,216,896; final
+// LayerNorm 4096; tied output layer. Total 1,315,819,520.
+TEST(InlineModel, GptNoPreset) {
+  const JobSpec job = load_job(request(kRepoData + "/../examples/inline-gpt-1.3B.yaml"));
+  EXPECT_EQ(job.model.name, "(inline)");
+  EXPECT_EQ(model_params(job.model).total, 1315819520LL);
+  EXPECT_EQ(padded_vocab_size(job.model, job.parallel.tp), 50432);  // multiple of 128 x TP 2
+  EXPECT_EQ(job.parallel.tp, 2);
+  EXPECT_TRUE(job.parallel.sequence_parallel);
+  EXPECT_EQ(job.parallel.dp, 4);
+}
+
+TEST(InlineModel, MegatronDefaultsAreRecorded) {
+  testing::TempDir dir;
+  const std::string cfg = dir.write(
+      "exp.yaml",
+      "modules:\n  pre_trainer:\n    overrides:\n      num_layers: 4\n      hidden_size: 768\n"
+      "      num_attention_heads: 12\n      tokenizer_type: GPT2BPETokenizer\n"
+      "      seq_length: 1024\n");
+  const JobSpec job = load_job(request(cfg));
+  EXPECT_EQ(job.model.vocab_size, 50257);
+  EXPECT_EQ(job.model.layers[0].mlp.ffn_hidden_size, 4 * 768);
+  EXPECT_EQ(job.model.layers[0].attention.head_dim, 64);
+  EXPECT_EQ(job.model.norm, NormKind::kLayerNorm);
+  EXPECT_TRUE(job.model.tied_embeddings);
+  EXPECT_EQ(job.runtime.global_batch_size, 8);  // micro_batch_size 1 x DP 8
+  for (const char* key : {"ffn_hidden_size", "kv_channels", "normalization", "vocab_size",
+                          "micro_batch_size", "global_batch_size", "add_bias_linear",
+                          "position_embedding_type", "use_distributed_optimizer"}) {
+    EXPECT_TRUE(has_default(job, key)) << key;
+  }
+}
+
+TEST(InlineModel, SwigluFfnDefaultAndUnknownTokenizer) {
+  testing::TempDir dir;
+  const std::string ok = dir.write(
+      "a.yaml",
+      "modules:\n  pre_trainer:\n    overrides:\n      num_layers: 2\n      hidden_size: 4096\n"
+      "      num_attention_heads: 32\n      swiglu: true\n      vocab_size: 32000\n");
+  // Megatron: int(4 * 4096 * 2 / 3 / 64) * 64 = 10880.
+  EXPECT_EQ(load_job(request(ok)).model.layers[0].mlp.ffn_hidden_size, 10880);
+  const std::string bad = dir.write(
+      "b.yaml",
+      "modules:\n  pre_trainer:\n    overrides:\n      num_layers: 2\n      hidden_size: 64\n"
+      "      num_attention_heads: 4\n      tokenizer_type: MyTokenizer\n");
+  expect_input_error([&] { load_job(request(bad)); }, "vocab_size", -1, "MyTokenizer");
+}
+
+TEST(InlineModel, SlidingWindowAlternation) {
+  testing::TempDir dir;
+  const std::string cfg = dir.write("a.yaml",
+                                    "modules:\n  pre_trainer:\n    model: gpt_oss_20B.yaml\n"
+                                    "    overrides: {micro_batch_size: 1, seq_length: 4096}\n");
+  const JobSpec job = load_job(request(cfg));
+  EXPECT_EQ(job.model.layers[0].attention.sliding_window, 128);
+  EXPECT_EQ(job.model.layers[1].attention.sliding_window, 0);
+  EXPECT_EQ(job.model.layers[22].attention.sliding_window, 128);
+  EXPECT_EQ(job.model.layers[23].attention.sliding_window, 0);
+}
+
+TEST(Pipeline, FirstLastAndLayersPerVirtualStage) {
+  testing::TempDir dir;
+  const std::string a = dir.write(
+      "a.yaml",
+      "modules:\n  pre_trainer:\n    model: deepseek_v3.yaml\n    overrides:\n"
+      "      micro_batch_size: 1\n      global_batch_size: 64\n"
+      "      pipeline_model_parallel_size: 4\n      expert_model_parallel_size: 8\n"
+      "      decoder_first_pipeline_num_layers: 13\n      decoder_last_pipeline_num_layers: 14\n");
+  JobSpec job = load_job(request(a));
+  ASSERT_EQ(job.parallel.stages.size(), 4u);
+  // 61 - 13 - 14 = 34 over the two middle stages: 17 and 17.
+  EXPECT_EQ(job.parallel.stages[0].num_layers, 13);
+  EXPECT_EQ(job.parallel.stages[1].num_layers, 17);
+  EXPECT_EQ(job.parallel.stages[2].first_layer, 30);
+  EXPECT_EQ(job.parallel.stages[3].num_layers, 14);
+  const std::string b = dir.write(
+      "b.yaml",
+      "modules:\n  pre_trainer:\n    model: llama3.1_8B.yaml\n    overrides:\n"
+      "      micro_batch_size: 1\n      global_batch_size: 64\n"
+      "      pipeline_model_parallel_size: 4\n      num_layers_per_virtual_pipeline_stage: 2\n");
+  job = load_job(request(b));
+  EXPECT_EQ(job.parallel.vpp, 4);  // 32 / (2 x 4)
+  EXPECT_EQ(job.parallel.stages.size(), 16u);
+}
+
+// ------------------------------------------------------------- validation errors
+
+TEST(Validation, HeadsAndKvHeadsNotDivisibleByTp) {
+  LoadRequest r = request(kData + "/heads_not_divisible_by_tp.yaml");
+  // TP 16 on 8-GPU nodes needs the opt-in first.
+  expect_input_error([&] { load_job(r); }, "tensor_model_parallel_size", 9, "allow-tp-beyond");
+  r.allow_tp_beyond_node = true;  // 32 heads / 16 fine, 8 KV heads / 16 not
+  expect_input_error([&] { load_job(r); }, "tensor_model_parallel_size", 9, "KV heads");
+  r.cli.tp = 3;
+  expect_input_error([&] { load_job(r); }, "tensor_model_parallel_size", 0, "32 attention heads");
+}
+
+TEST(Validation, LayersNotDivisibleByPipeline) {
+  LoadRequest r = request(kData + "/primus_llama3_8B-BF16-pretrain.yaml");
+  r.cli.pp = 3;
+  expect_input_error([&] { load_job(r); }, "num_layers", -1, "PP x VPP");
+}
+
+TEST(Validation, LayoutStageCountAndLayerTotal) {
+  LoadRequest r = request(kData + "/primus_deepseek_v3-BF16-pretrain.yaml");
+  r.cli.vpp = 1;
+  expect_input_error([&] { load_job(r); }, "pipeline_model_parallel_layout", 13,
+                     "32 stages but PP x VPP = 16 x 1");
+  r.cli.vpp.reset();
+  r.set_overrides = {"pipeline_model_parallel_layout=Et*3|(tt|)*28m|L|"};
+  expect_input_error([&] { load_job(r); }, "pipeline_model_parallel_layout", -1,
+                     "59 decoder layers");
+}
+
+TEST(Validation, ExpertsNotDivisibleByEp) {
+  LoadRequest r = request(kData + "/primus_mixtral_8x22B-BF16-pretrain.yaml");
+  r.cli.ep = 3;
+  expect_input_error([&] { load_job(r); }, "expert_model_parallel_size", 0, "8 experts");
+}
+
+TEST(Validation, WorldSizeDivisibility) {
+  LoadRequest r = request(kData + "/primus_llama3_8B-BF16-pretrain.yaml");
+  r.cli.cp = 3;
+  r.cli.nodes = 1;  // (the default would be the 3 nodes that make the world divisible)
+  expect_input_error([&] { load_job(r); }, "tensor_model_parallel_size", -1, "TP x PP x CP");
+  LoadRequest m = request(kData + "/primus_mixtral_8x22B-BF16-pretrain.yaml");
+  m.cli.pp = 2;
+  m.cli.nodes = 1;  // dense group 2 divides 8, but ETP x EP x PP = 16 does not
+  expect_input_error([&] { load_job(m); }, "expert_model_parallel_size", -1, "ETP x EP x PP");
+}
+
+TEST(Validation, GlobalBatchNotDivisible) {
+  LoadRequest r = request(kData + "/primus_llama3_8B-BF16-pretrain.yaml");
+  r.cli.global_batch_size = 24;  // MBS 2 x DP 8 = 16
+  expect_input_error([&] { load_job(r); }, "global_batch_size", 0, "micro_batch_size x DP");
+}
+
+TEST(Validation, FilesAndPresets) {
+  expect_input_error([&] { load_job(request(kData + "/no_such_file.yaml")); }, "");
+  expect_input_error([&] { load_job(request(kData + "/unknown_model.yaml")); }, "model", 4,
+                     "did you mean 'llama3.1_8B'");
+  expect_input_error([&] { load_job(request(kData + "/malformed.yaml")); }, "", -1,
+                     "malformed YAML");
+  expect_input_error([&] { load_job(request(kData + "/duplicate_key.yaml")); },
+                     "modules.pre_trainer.overrides.micro_batch_size", 8, "duplicate");
+}
+
+TEST(Validation, TypeErrorsNameTheLine) {
+  testing::TempDir dir;
+  const std::string cfg =
+      dir.write("a.yaml",
+                "modules:\n  pre_trainer:\n    model: llama3_8B.yaml\n    overrides:\n"
+                "      micro_batch_size: 1\n      pipeline_model_parallel_size: two\n");
+  expect_input_error([&] { load_job(request(cfg)); }, "pipeline_model_parallel_size", 6,
+                     "expected an integer");
+  const std::string fw = dir.write(
+      "b.yaml", "modules:\n  pre_trainer:\n    framework: torchtitan\n    model: llama3_8B.yaml\n");
+  expect_input_error([&] { load_job(request(fw)); }, "modules.pre_trainer.framework", 3);
+}
+
+TEST(Warnings, UnknownKeySuggestsNearest) {
+  testing::TempDir dir;
+  const std::string cfg =
+      dir.write("a.yaml",
+                "modules:\n  pre_trainer:\n    model: llama3_8B.yaml\n    overrides:\n"
+                "      micro_batch_size: 1\n      global_batch_sise: 64\n      log_interval: 1\n"
+                "      totally_unrelated_thing: 3\n");
+  const JobSpec job = load_job(request(cfg));
+  EXPECT_TRUE(has_warning(job,
+                          "unknown key 'global_batch_sise' (ignored); did you mean "
+                          "'global_batch_size'?"));
+  EXPECT_TRUE(has_warning(job, "a.yaml:6:"));
+  EXPECT_TRUE(has_warning(job, "unknown key 'totally_unrelated_thing' (ignored)"));
+  EXPECT_FALSE(has_warning(job, "log_interval"));  // known but irrelevant: silent
+}
+
+TEST(Keys, EditDistanceAndTokenizers) {
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3);
+  EXPECT_EQ(nearest_known_key("num_layer"), "num_layers");
+  EXPECT_EQ(tokenizer_vocab_size("HuggingFaceTokenizer", "meta-llama/Llama-3.1-8B"), 128256);
+  EXPECT_EQ(tokenizer_vocab_size("DeepSeekV3Tokenizer", ""), 129280);
+  EXPECT_EQ(tokenizer_vocab_size("HuggingFaceTokenizer", "Qwen/Qwen2.5-3B"), 151936);
+  EXPECT_FALSE(tokenizer_vocab_size("Nope", "nope"));
+}
+
+}  // namespace
+}  // namespace projector

@@ -1,0 +1,118 @@
+// Accelerator-file validation: a broken copy of a bundled file fails with file, line and key.
+#include <gtest/gtest.h>
+
+#include "hardware/hw_test_util.h"
+#include "projector/hardware/catalog.h"
+
+namespace projector {
+namespace {
+
+using testing::data_dir;
+using testing::line_of;
+using testing::read_text;
+using testing::replaced;
+using testing::ScratchDir;
+
+const std::string& mi300x_text() {
+  static const std::string text = read_text(data_dir() + "/hardware/accelerators/mi300x.yaml");
+  return text;
+}
+
+struct BadCase {
+  std::string from;     // text in mi300x.yaml
+  std::string to;       // its replacement
+  std::string key;      // the key the error must name
+  std::string at_line;  // text on the line the error must point at (in the broken file)
+};
+
+void expect_error(const BadCase& c) {
+  ScratchDir dir;
+  const std::string body = replaced(mi300x_text(), c.from, c.to);
+  const std::string path = dir.write("mi300x.yaml", body);
+  try {
+    load_accelerator_file(path);
+    ADD_FAILURE() << "expected InputError for " << c.key;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, path);
+    EXPECT_EQ(e.key(), c.key) << e.what();
+    EXPECT_EQ(e.where().line, line_of(body, c.at_line)) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+}
+
+TEST(AcceleratorFile, UnchangedCopyLoads) {
+  ScratchDir dir;
+  const std::string path = dir.write("mi300x.yaml", mi300x_text());
+  const AcceleratorSpec a = load_accelerator_file(path);
+  EXPECT_EQ(a.name, "mi300x");
+  EXPECT_DOUBLE_EQ(a.peak_tflops[static_cast<int>(Dtype::kBf16)], 1307.4);
+}
+
+TEST(AcceleratorFile, MalformedNumberNamesKeyAndLine) {
+  expect_error({"  bf16: 1307.4", "  bf16: lots", "peak_tflops.bf16", "  bf16: lots"});
+  expect_error({"compute_units: {value: 304", "compute_units: {value: 30x4", "compute_units",
+                "compute_units:"});
+}
+
+TEST(AcceleratorFile, MissingRequiredFieldIsAnError) {
+  // Drop the hbm_bandwidth line: the error names the key and points at the mapping holding it.
+  const std::string line = mi300x_text().substr(mi300x_text().find("hbm_bandwidth:"));
+  const std::string whole_line = line.substr(0, line.find('\n') + 1);
+  ScratchDir dir;
+  const std::string path = dir.write("mi300x.yaml", replaced(mi300x_text(), whole_line, ""));
+  try {
+    load_accelerator_file(path);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "hbm_bandwidth");
+    EXPECT_EQ(e.where().file, path);
+    EXPECT_GT(e.where().line, 0);
+  }
+}
+
+TEST(AcceleratorFile, MissingSourceIsAnError) {
+  expect_error(
+      {"dies: {value: 8, source: \"R1/O5: 8 XCDs\"}", "dies: {value: 8}", "dies.source", "dies:"});
+}
+
+TEST(AcceleratorFile, UnknownKeysAndUnitsAreErrors) {
+  expect_error({"default_network: mi300x_ib400", "default_network: mi300x_ib400\nhbm_size: 3",
+                "hbm_size", "hbm_size:"});
+  expect_error({"unit: TB/s", "unit: TiB/s", "hbm_bandwidth.unit", "hbm_bandwidth:"});
+}
+
+TEST(AcceleratorFile, OutOfRangeFractionsAreErrors) {
+  expect_error({"  hbm_permute_fraction: {value: 0.057", "  hbm_permute_fraction: {value: 5.7",
+                "calibration.hbm_permute_fraction", "hbm_permute_fraction:"});
+  expect_error({"    bf16: {value: 0.542", "    bf16: {value: 0",
+                "calibration.gemm_peak_fraction.bf16", "    bf16: {value: 0,"});
+}
+
+TEST(AcceleratorFile, FractionForAnUnsupportedDtypeIsAnError) {
+  expect_error({"    mxfp8: null", "    mxfp8: {value: 0.5, source: \"x\"}",
+                "calibration.gemm_peak_fraction.mxfp8", "    mxfp8: {value: 0.5"});
+}
+
+TEST(AcceleratorFile, SustainedClockAboveBoostIsAnError) {
+  expect_error({"sustained_clock_mhz: {value: 1207", "sustained_clock_mhz: {value: 2500",
+                "sustained_clock_mhz", "sustained_clock_mhz:"});
+}
+
+TEST(AcceleratorFile, DefaultNetworkMustExist) {
+  ScratchDir dir;
+  const std::string path = dir.write(
+      "mi300x.yaml",
+      replaced(mi300x_text(), "default_network: mi300x_ib400", "default_network: no_such_net"));
+  const AcceleratorSpec a = load_accelerator_file(path);
+  try {
+    default_network_for(a, data_dir());
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "default_network");
+    EXPECT_EQ(e.where().file, path);
+    EXPECT_NE(e.message().find("no_such_net"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace projector

@@ -1,0 +1,154 @@
+// Name, alias and free-text look-ups, including every accelerator string of the 64 published
+// validation runs (data/validation/calibration_runs.yaml).
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <map>
+
+#include "hardware/hw_test_util.h"
+#include "projector/hardware/catalog.h"
+
+namespace projector {
+namespace {
+
+using testing::data_dir;
+
+// One index for the whole file: building it reads every catalogue file.
+const AcceleratorIndex& index() {
+  static const AcceleratorIndex idx(data_dir());
+  return idx;
+}
+
+std::string match(const std::string& text) {
+  return index().match(text).value_or("<none>");
+}
+
+TEST(Match, AliasesAreCaseAndSeparatorInsensitive) {
+  EXPECT_EQ(match("gfx942"), "mi300x");
+  EXPECT_EQ(match("GFX950"), "mi355x");
+  EXPECT_EQ(match("Mi300X"), "mi300x");
+  EXPECT_EQ(match("mi325x"), "mi325x");
+  EXPECT_EQ(match("h100"), "h100_sxm");
+  EXPECT_EQ(match("H100-SXM"), "h100_sxm");
+  EXPECT_EQ(match("sm90"), "h100_sxm");
+  EXPECT_EQ(match("H100 80GB"), "h100_sxm");
+  EXPECT_EQ(match("a100"), "a100_80gb");  // a bare A100 is the 80 GB SXM part
+  EXPECT_EQ(match("A100 40GB"), "a100_40gb");
+  EXPECT_EQ(match("A100-SXM4-40GB"), "a100_40gb");
+  EXPECT_EQ(match("B200"), "b200");  // not gb200: words must match whole
+  EXPECT_EQ(match("GB200 NVL72"), "gb200");
+  EXPECT_EQ(match("Trillium"), "tpu_v6e");
+  EXPECT_EQ(match("v5litepod"), "tpu_v5e");
+  EXPECT_EQ(match("tpu_v5p"), "tpu_v5p");
+}
+
+TEST(Match, FreeTextPicksTheLongestMatchingName) {
+  EXPECT_EQ(match("NVIDIA A100 SXM4 80GB"), "a100_80gb");
+  EXPECT_EQ(match("AMD Instinct MI300X"), "mi300x");
+  EXPECT_EQ(match("8x NVIDIA H200 SXM (Azure ND H200 v5)"), "h200");
+  EXPECT_EQ(match("NVIDIA A100-SXM4-40GB on DGX"), "a100_40gb");
+}
+
+TEST(Match, FreeFunctionAgreesWithIndex) {
+  EXPECT_EQ(match_accelerator_name("AMD Instinct MI355X (288GB HBM3E)", data_dir()), "mi355x");
+  EXPECT_EQ(index().load("Google TPU v4").name, "tpu_v4");
+}
+
+TEST(Match, AmbiguousOrUnknownTextMatchesNothing) {
+  EXPECT_FALSE(match_accelerator_name("MI300X or H100", data_dir()).has_value());
+  EXPECT_FALSE(match_accelerator_name("quantum annealer", data_dir()).has_value());
+  EXPECT_FALSE(match_accelerator_name("", data_dir()).has_value());
+}
+
+// The 12 distinct `hardware.accelerator` strings of the 64 validation runs and their counts
+// (3+3+4+3+1+10+16+3+1+11+4+5 = 64), each with the entry it must map to.
+TEST(Match, AllValidationAcceleratorStringsMap) {
+  struct Case {
+    const char* text;
+    const char* expected;
+    int runs;
+  };
+  const Case cases[] = {
+      {"AMD Instinct MI300X (192GB HBM3)", "mi300x", 3},
+      {"AMD Instinct MI325X (256GB HBM3E)", "mi325x", 3},
+      {"AMD Instinct MI355X (288GB HBM3E)", "mi355x", 4},
+      {"Google TPU v4", "tpu_v4", 3},
+      {"NVIDIA A100 (80GB assumed, Selene)", "a100_80gb", 1},
+      {"NVIDIA A100 (memory size not stated)", "a100_80gb", 10},
+      {"NVIDIA A100 SXM4 80GB", "a100_80gb", 16},
+      {"NVIDIA H100 80GB (inferred from script name train_llama3_8b_h100_fp8.sh)", "h100_sxm", 3},
+      {"NVIDIA H100 80GB HBM3", "h100_sxm", 1},
+      {"NVIDIA H100 SXM 80GB", "h100_sxm", 11},
+      {"NVIDIA H100 SXM 80GB (DGX-H100)", "h100_sxm", 4},
+      {"NVIDIA H100 SXM 96GB HBM2e, 500W power limit (Grand Teton)", "h100_sxm", 5},
+  };
+  int total = 0;
+  for (const auto& c : cases) {
+    EXPECT_EQ(match(c.text), c.expected) << c.text;
+    total += c.runs;
+  }
+  EXPECT_EQ(total, 64);
+}
+
+// The same check over the project's copy of the validation file, entry by entry.
+TEST(Match, EveryRunInTheValidationFileMaps) {
+  const std::string path = data_dir() + "/validation/calibration_runs.yaml";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
+  const YAML::Node runs = YAML::LoadFile(path);
+  const YAML::Node list = runs.IsSequence() ? runs : runs["runs"];
+  ASSERT_TRUE(list.IsSequence());
+  const std::map<std::string, std::string> by_vendor_word = {
+      {"MI300X", "mi300x"}, {"MI325X", "mi325x"},  {"MI355X", "mi355x"},
+      {"TPU v4", "tpu_v4"}, {"A100", "a100_80gb"}, {"H100", "h100_sxm"}};
+  int mapped = 0;
+  for (const auto& run : list) {
+    const std::string text = run["hardware"]["accelerator"].as<std::string>();
+    std::string expected;
+    for (const auto& [word, name] : by_vendor_word) {
+      if (text.find(word) != std::string::npos) expected = name;
+    }
+    ASSERT_FALSE(expected.empty()) << "new accelerator string, extend this test: " << text;
+    EXPECT_EQ(match(text), expected) << text;
+    ++mapped;
+  }
+  EXPECT_EQ(mapped, 64);
+}
+
+TEST(Match, EveryAliasMapsBackToItsOwnEntry) {
+  for (const auto& a : load_accelerator_catalog(data_dir())) {
+    EXPECT_EQ(match(a.name), a.name);
+    EXPECT_EQ(match(a.display_name), a.name) << a.display_name;
+    for (const auto& alias : a.aliases) EXPECT_EQ(match(alias), a.name) << alias;
+  }
+}
+
+TEST(Match, LoadAcceleratorAcceptsAliasFreeTextAndPath) {
+  EXPECT_EQ(load_accelerator("GFX942", data_dir()).name, "mi300x");
+  EXPECT_EQ(load_accelerator("NVIDIA H100 SXM 80GB (DGX-H100)", data_dir()).name, "h100_sxm");
+  const std::string path = data_dir() + "/hardware/accelerators/h200.yaml";
+  const AcceleratorSpec h200 = load_accelerator(path, data_dir());
+  EXPECT_EQ(h200.name, "h200");
+  EXPECT_EQ(h200.file, path);
+}
+
+TEST(Match, UnknownNameListsNearestEntries) {
+  try {
+    load_accelerator("h100x", data_dir());
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "accelerator");
+    EXPECT_NE(e.message().find("'h100x'"), std::string::npos);
+    EXPECT_NE(e.message().find("h100_sxm"), std::string::npos) << e.what();
+  }
+  try {
+    load_network("h100_ib40", data_dir());
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "network");
+    EXPECT_NE(e.message().find("h100_ib400"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace projector

@@ -1,0 +1,86 @@
+#include "projector/perf/perf.h"
+
+#include <gtest/gtest.h>
+
+#include "support/job_builders.h"
+
+namespace projector {
+namespace {
+
+using testing::JobShape;
+
+// One stage, one replica: the pipeline is m back-to-back microbatches, so the simulated makespan
+// is exactly m x (F + B + W) of the single chunk, and the iteration adds the optimizer step.
+TEST(Performance, SingleStageIsSumOfMicrobatches) {
+  const JobSpec job = testing::make_job(testing::llama31_8b(), {.gpn = 1, .gbs = 4});
+  PerfOptions po;
+  po.with_memory = false;
+  const PerfReport rep = project_performance(job, po);
+  ASSERT_EQ(rep.num_microbatches, 4);
+  const ChunkTiming& c = rep.chunks.at(0);
+  EXPECT_NEAR(rep.pipeline_s, 4 * (c.f_s + c.b_s + c.w_s), 1e-9);
+  EXPECT_NEAR(rep.iteration_s, rep.pipeline_s + rep.optimizer_s, 1e-12);
+  EXPECT_NEAR(rep.tokens_per_s, 4 * 4096 / rep.iteration_s, 1e-6);
+}
+
+// Balanced 1F1B with p stages and m microbatches: makespan = (m + p - 1) x (F + B + W) plus the
+// P2P hops of the fill and drain (Narayanan et al. 2021). Llama 3.1 8B has 32 layers: 4 stages of
+// 8, embedding and output make the end stages a little heavier, so compare with the busiest stage.
+TEST(Performance, OneFOneBMakespan) {
+  const JobSpec job = testing::make_job(testing::llama31_8b(), {.pp = 4, .gpn = 4, .gbs = 16});
+  PerfOptions po;
+  po.with_memory = false;
+  const PerfReport rep = project_performance(job, po);
+  ASSERT_EQ(rep.schedule, schedule::ScheduleAlgorithm::k1F1B);
+  double slowest = 0, sum_stage = 0;
+  for (const ChunkTiming& c : rep.chunks) {
+    slowest = std::max(slowest, c.f_s + c.b_s + c.w_s);
+    sum_stage += c.f_s + c.b_s + c.w_s;
+  }
+  const double lower = 16 * slowest + (sum_stage - slowest);
+  EXPECT_GE(rep.pipeline_s, lower - 1e-9);
+  EXPECT_LE(rep.pipeline_s, (16 + 3) * slowest + 6 * rep.p2p_s + 1e-9);
+  // Bubble over ideal close to (p-1)/m = 3/16 for nearly balanced stages.
+  EXPECT_NEAR(rep.bubble_over_ideal, 3.0 / 16.0, 0.05);
+}
+
+// Overlapping the DP gradient reduce-scatter with the backward can only shorten the iteration,
+// and the exposed DP time must drop.
+TEST(Performance, GradReduceOverlapHelps) {
+  JobShape s{.tp = 1, .nodes = 2, .gpn = 8, .gbs = 64};
+  s.overlap_grad = false;
+  const PerfReport off = project_performance(testing::make_job(testing::llama31_8b(), s));
+  s.overlap_grad = true;
+  const PerfReport on = project_performance(testing::make_job(testing::llama31_8b(), s));
+  EXPECT_LT(on.iteration_s, off.iteration_s);
+  EXPECT_LT(on.exposed.dp_s, off.exposed.dp_s);
+}
+
+// Model FLOP rate identities: TFLOP/s/GPU = model FLOPs / (iteration x GPUs); MFU = that / peak.
+TEST(Performance, MetricIdentities) {
+  const JobSpec job = testing::make_job(testing::llama31_8b(), {.tp = 2, .gbs = 32, .sp = true});
+  const PerfReport rep = project_performance(job);
+  EXPECT_NEAR(rep.model_tflops_per_gpu,
+              rep.flops.model_flops / rep.iteration_s / rep.world_size / 1e12, 1e-9);
+  EXPECT_NEAR(rep.mfu,
+              rep.model_tflops_per_gpu * 1e12 / job.cluster.accelerator.peak_flops(Dtype::kBf16),
+              1e-12);
+  EXPECT_GT(rep.mfu, 0.2);  // a healthy dense job on H100s runs at 30-60% MFU
+  EXPECT_LT(rep.mfu, 0.8);
+  EXPECT_TRUE(rep.has_memory);
+}
+
+// Interleaving shrinks the bubble: (p-1)/(v m) instead of (p-1)/m.
+TEST(Performance, InterleavingShrinksBubble) {
+  const JobSpec flat = testing::make_job(testing::llama31_8b(), {.pp = 4, .gpn = 4, .gbs = 8});
+  const JobSpec inter =
+      testing::make_job(testing::llama31_8b(), {.pp = 4, .vpp = 2, .gpn = 4, .gbs = 8});
+  const PerfReport a = project_performance(flat);
+  const PerfReport b = project_performance(inter);
+  EXPECT_EQ(b.schedule, schedule::ScheduleAlgorithm::kInterleaved);
+  EXPECT_LT(b.bubble_over_ideal, a.bubble_over_ideal);
+  EXPECT_NEAR(b.bubble_over_ideal, 3.0 / 16.0, 0.06);
+}
+
+}  // namespace
+}  // namespace projector

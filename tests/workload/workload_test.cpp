@@ -1,0 +1,148 @@
+#include "projector/workload/workload.h"
+
+#include <gtest/gtest.h>
+
+#include "projector/model/accounting.h"
+#include "support/job_builders.h"
+
+namespace projector {
+namespace {
+
+using testing::JobShape;
+
+const Op* find(const LayerWork& lw, const std::string& name) {
+  for (const Op& op : lw.ops) {
+    if (op.name == name) return &op;
+  }
+  return nullptr;
+}
+
+// Llama 3.1 8B, TP 2, MBS 1, seq 4096: QKV is column-parallel over (32 + 2*8) heads of 128 ->
+// n = 48*128/2 = 3072, k = 4096, m = 4096 tokens. FC1 (SwiGLU) n = 2*14336/2 = 14336.
+TEST(Workload, DenseShapesUnderTp) {
+  const JobSpec job = testing::make_job(testing::llama31_8b(), {.tp = 2, .sp = true});
+  const LayerWork lw = build_layer_work(job, 0);
+  const Op* qkv = find(lw, "attn.qkv");
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->gemm.m, 4096);
+  EXPECT_EQ(qkv->gemm.n, 3072);
+  EXPECT_EQ(qkv->gemm.k, 4096);
+  const Op* fc1 = find(lw, "mlp.fc1");
+  ASSERT_NE(fc1, nullptr);
+  EXPECT_EQ(fc1->gemm.n, 14336);
+  const Op* fc2 = find(lw, "mlp.fc2");
+  ASSERT_NE(fc2, nullptr);
+  EXPECT_EQ(fc2->gemm.k, 7168);
+  // The weight gradient of FC1 is (n x k) reduced over the tokens.
+  const Op* w = find(lw, "mlp.fc1.wgrad");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->phase, WorkPhase::kW);
+  EXPECT_EQ(w->gemm.m, 14336);
+  EXPECT_EQ(w->gemm.n, 4096);
+  EXPECT_EQ(w->gemm.k, 4096);
+}
+
+// GEMM FLOPs of one layer forward = 2 x tokens x (its GEMM weights on this rank): the workload
+// and the parameter accounting must agree. B and W each repeat the forward GEMM FLOPs.
+TEST(Workload, LayerGemmFlopsMatchParameters) {
+  const JobSpec job = testing::make_job(testing::llama31_8b(), {.tp = 4, .sp = true});
+  const LayerWork lw = build_layer_work(job, 3);
+  double f = 0, b = 0, w = 0;
+  for (const Op& op : lw.ops) {
+    if (op.kind != OpKind::kGemm) continue;
+    (op.phase == WorkPhase::kF ? f : op.phase == WorkPhase::kB ? b : w) += op.flops;
+  }
+  const LayerParams lp = layer_params(job.model, job.model.layers[3]);
+  const double expected = 2.0 * 4096 * static_cast<double>(lp.attention + lp.mlp) / 4;
+  EXPECT_DOUBLE_EQ(f, expected);
+  EXPECT_DOUBLE_EQ(b, expected);
+  EXPECT_DOUBLE_EQ(w, expected);
+}
+
+// Megatron's TP communication per layer: with SP two all-gathers and two reduce-scatters in the
+// forward (mirrored in the backward); without SP two all-reduces each way.
+TEST(Workload, TpCollectivesPerLayer) {
+  auto count = [](const LayerWork& lw, WorkPhase ph, CollectiveKind k) {
+    int n = 0;
+    for (const Op& op : lw.ops) {
+      n += op.kind == OpKind::kCollective && op.phase == ph && op.collective == k &&
+           op.group == GroupKind::kTp;
+    }
+    return n;
+  };
+  const LayerWork sp =
+      build_layer_work(testing::make_job(testing::llama31_8b(), {.tp = 8, .sp = true}), 0);
+  EXPECT_EQ(count(sp, WorkPhase::kF, CollectiveKind::kAllGather), 2);
+  EXPECT_EQ(count(sp, WorkPhase::kF, CollectiveKind::kReduceScatter), 2);
+  EXPECT_EQ(count(sp, WorkPhase::kB, CollectiveKind::kAllGather), 2);
+  EXPECT_EQ(count(sp, WorkPhase::kB, CollectiveKind::kReduceScatter), 2);
+  const LayerWork ar = build_layer_work(testing::make_job(testing::llama31_8b(), {.tp = 8}), 0);
+  EXPECT_EQ(count(ar, WorkPhase::kF, CollectiveKind::kAllReduce), 2);
+  EXPECT_EQ(count(ar, WorkPhase::kB, CollectiveKind::kAllReduce), 2);
+  // All-gathered activations: 4096 tokens x 4096 hidden x 2 bytes.
+  for (const Op& op : sp.ops) {
+    if (op.kind == OpKind::kCollective) EXPECT_DOUBLE_EQ(op.bytes, 4096.0 * 4096 * 2);
+  }
+}
+
+// Full recompute replays the forward before the backward: recompute FLOPs == forward FLOPs.
+TEST(Workload, FullRecomputeReplaysForward) {
+  JobSpec job = testing::make_job(testing::llama31_8b(), {});
+  job.runtime.recompute.granularity = RecomputeGranularity::kFull;
+  const LayerWork lw = build_layer_work(job, 0);
+  double fwd = 0, re = 0;
+  for (const Op& op : lw.ops) {
+    if (op.phase == WorkPhase::kF) fwd += op.flops;
+    if (op.recompute) re += op.flops;
+  }
+  EXPECT_GT(fwd, 0.0);
+  EXPECT_DOUBLE_EQ(re, fwd);
+}
+
+// Whole-model consistency: the GEMM + attention FLOPs of every rank's workload, times the
+// microbatches and data-parallel replicas, equal the independent model-FLOP accounting (3x
+// forward, causal attention halved) within 1% (the accounting ignores the tiny router/loss ops).
+TEST(Workload, IterationFlopsMatchAccounting) {
+  const JobSpec job =
+      testing::make_job(testing::llama31_8b(), {.tp = 2, .pp = 2, .gbs = 16, .sp = true});
+  const Workload wl = build_workload(job);
+  double per_microbatch = 0;
+  for (const RankWork& r : wl.ranks) {
+    for (const ChunkWork& c : r.chunks) {
+      for (const LayerWork& b : c.blocks) {
+        for (const Op& op : b.ops) {
+          if (op.kind == OpKind::kCollective || op.recompute) continue;
+          // Model FLOPs count a backward as two forwards; the flash-attention backward kernel
+          // does 2.5x its forward (it recomputes the scores), so count attention as 3x forward.
+          if (op.kind == OpKind::kAttention) {
+            per_microbatch += op.phase == WorkPhase::kF ? 3.0 * op.flops : 0.0;
+            continue;
+          }
+          per_microbatch += op.flops;
+        }
+      }
+    }
+  }
+  const double total = per_microbatch * job.parallel.tp * job.num_microbatches() * job.parallel.dp;
+  FlopOptions causal_half;
+  causal_half.causal_attention_half = true;  // the kernels skip the masked half
+  const ModelFlops mf = model_flops(job, causal_half);
+  EXPECT_NEAR(total / mf.model_flops, 1.0, 0.01);
+}
+
+// MoE: balanced routing gives each local expert tokens*topk/E*EP rows (Mixtral 8x7B, EP 8,
+// 4096 tokens, top-2: 4096*2*8/8 / 1 local expert = 8192 rows).
+TEST(Workload, MoeGroupedGemmRows) {
+  const JobSpec job = testing::make_job(testing::mixtral_8x7b(), {.ep = 8, .gbs = 8});
+  const LayerWork lw = build_layer_work(job, 0);
+  const Op* fc1 = find(lw, "moe.experts.fc1");
+  ASSERT_NE(fc1, nullptr);
+  EXPECT_EQ(fc1->kind, OpKind::kGemm);  // one local expert: a plain GEMM
+  EXPECT_EQ(fc1->gemm.m, 8192);
+  const Op* a2a = find(lw, "moe.dispatch_a2a");
+  ASSERT_NE(a2a, nullptr);
+  EXPECT_DOUBLE_EQ(a2a->bytes, 4096.0 * 2 * 4096 * 2);
+}
+
+}  // namespace
+}  // namespace projector
