@@ -28,6 +28,11 @@ std::string tflops_cell(double v) {
 
 void print_list(const std::string& data_dir) {
   const std::vector<AcceleratorSpec> accs = load_accelerator_catalog(data_dir);
+  if (accs.empty()) {
+    throw InputError(
+        SourceLocation{}, "data-dir",
+        fmt::format("no accelerator files under '{}/hardware/accelerators'", data_dir));
+  }
   fmt::print("{:<11} {:<7} {:>10} {:>10} {:>8} {:>8}  {}\n", "name", "vendor", "bf16 TF/s",
              "fp8 TF/s", "HBM GiB", "HBM TB/s", "default network");
   for (const auto& a : accs) {

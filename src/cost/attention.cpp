@@ -53,9 +53,9 @@ double softmax_factor(const AttentionShape& s) {
 }
 
 struct Work {
-  double total_tiles = 0.0;    // tile visits over all workgroups of one (batch, head)
-  double longest = 0.0;        // tiles of the longest workgroup
-  double groups = 0.0;         // workgroups per (batch, head)
+  double total_tiles = 0.0;  // tile visits over all workgroups of one (batch, head)
+  double longest = 0.0;      // tiles of the longest workgroup
+  double groups = 0.0;       // workgroups per (batch, head)
   bool uniform = true;
 };
 
@@ -135,8 +135,8 @@ OpCost price(const AcceleratorSpec& acc, const AttentionShape& s, bool backward)
     t = std::max(w.total_tiles * heads / cus, w.longest) * tile_s;
   }
   const double prologue_s = cost_detail::kTilePrologueCycles / cost_detail::clock_hz(acc);
-  c.time_s = t + prologue_s + acc.calibration.kernel_launch_s.value +
-             acc.calibration.kernel_fixed_s.value;
+  c.time_s =
+      t + prologue_s + acc.calibration.kernel_launch_s.value + acc.calibration.kernel_fixed_s.value;
   // K/V (GQA: kv heads) and Q/O traffic bound tiny-head or short-sequence cases.
   const double b = bytes_per_element(c.dtype);
   const double bytes = static_cast<double>(s.batch) *
@@ -188,7 +188,9 @@ double attention_fwd_flops(const AttentionShape& s) {
   return 2.0 * pairs * (s.head_dim_qk + s.head_dim_v) * static_cast<double>(s.batch) * s.q_heads;
 }
 
-double attention_bwd_flops(const AttentionShape& s) { return 2.5 * attention_fwd_flops(s); }
+double attention_bwd_flops(const AttentionShape& s) {
+  return 2.5 * attention_fwd_flops(s);
+}
 
 OpCost attention_fwd_time(const AcceleratorSpec& acc, const AttentionShape& s) {
   return price(acc, s, false);

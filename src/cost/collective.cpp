@@ -8,7 +8,9 @@ namespace projector {
 
 namespace {
 
-double clog2(double x) { return x <= 1.0 ? 0.0 : std::ceil(std::log2(x)); }
+double clog2(double x) {
+  return x <= 1.0 ? 0.0 : std::ceil(std::log2(x));
+}
 
 struct Proto {
   std::string_view name;
@@ -18,14 +20,14 @@ struct Proto {
 
 // Everything the formulas need, resolved once per call (units: seconds, bytes/s).
 struct Fabric {
-  double up_bw = 0.0;        // per-GPU scale-up bandwidth available to this group's ring
-  double up_p2p_bw = 0.0;    // one peer over the scale-up fabric
-  double out_bw_gpu = 0.0;   // per-GPU scale-out (NIC share), achieved
-  double out_p2p_bw = 0.0;   // one GPU to a remote GPU
+  double up_bw = 0.0;       // per-GPU scale-up bandwidth available to this group's ring
+  double up_p2p_bw = 0.0;   // one peer over the scale-up fabric
+  double out_bw_gpu = 0.0;  // per-GPU scale-out (NIC share), achieved
+  double out_p2p_bw = 0.0;  // one GPU to a remote GPU
   double out_step_s = 0.0;
   double base_s = 0.0;
   double out_base_s = 0.0;
-  double nvls_bw = 0.0;      // algbw of in-switch all-reduce (0: none)
+  double nvls_bw = 0.0;  // algbw of in-switch all-reduce (0: none)
   double raw_up_bw = 0.0;
   double raw_out_gpu = 0.0;
   double nics_per_gpu = 1.0;
@@ -61,7 +63,8 @@ Fabric resolve(const NetworkSpec& net, const CommGroup& g) {
   f.out_base_s = net.scaleout_base_lat_us * 1e-6;
   if (net.nvls_algbw_eff > 0.0 && !mesh) f.nvls_bw = f.raw_up_bw * net.nvls_algbw_eff;
   f.protos[f.n_protos++] = {"LL", 0.5, net.ll_step_lat_us * 1e-6};
-  if (net.ll128_enabled) f.protos[f.n_protos++] = {"LL128", 120.0 / 128.0, net.ll128_step_lat_us * 1e-6};
+  if (net.ll128_enabled)
+    f.protos[f.n_protos++] = {"LL128", 120.0 / 128.0, net.ll128_step_lat_us * 1e-6};
   f.protos[f.n_protos++] = {"Simple", 1.0, net.simple_step_lat_us * 1e-6};
   return f;
 }
@@ -113,13 +116,13 @@ Best ring_family(const NetworkSpec& net, const Fabric& f, double m, const CommGr
     const double fixed = f.base_s + f.out_base_s + warm;
     // Hierarchical: intra-node ring legs on k ranks, inter-node exchange of the 1/k chunk over
     // each GPU's own NIC(s) (rail-aligned), legs pipelined.
-    const double intra = k > 1 ? passes * ((k - 1) * p.step_s +
-                                           (k - 1) / k * m / (f.up_bw * p.bw_fraction))
-                               : 0.0;
+    const double intra =
+        k > 1 ? passes * ((k - 1) * p.step_s + (k - 1) / k * m / (f.up_bw * p.bw_fraction)) : 0.0;
     // The inter-node leg carries Simple-protocol bulk data; LL framing still halves payload.
     const double chunk = m / k;
     const double out_bw = f.out_bw_gpu * p.bw_fraction;
-    const double ring_inter = passes * ((nodes - 1) * f.out_step_s + (nodes - 1) / nodes * chunk / out_bw);
+    const double ring_inter =
+        passes * ((nodes - 1) * f.out_step_s + (nodes - 1) / nodes * chunk / out_bw);
     const double tree_inter = passes * (clog2(nodes) * f.out_step_s + chunk / out_bw);
     // Pipelining needs chunks: overlap ramps up to hier_overlap once each rank's chunk reaches
     // ar_warmup_chunk_bytes (Primus' hierarchical model, spec 7.3).
@@ -156,7 +159,8 @@ Best alltoall(const NetworkSpec& net, const Fabric& f, double m, const CommGroup
   const double contention = std::max(0.5, 1.0 - net.a2a_remote_contention * (nodes - 1.0));
   for (int i = 0; i < f.n_protos; ++i) {
     const Proto& p = f.protos[i];
-    const double intra = k > 1 ? (k - 1) * p.step_s + (k - 1) / n * m / (f.up_bw * p.bw_fraction) : 0.0;
+    const double intra =
+        k > 1 ? (k - 1) * p.step_s + (k - 1) / n * m / (f.up_bw * p.bw_fraction) : 0.0;
     if (nodes <= 1) {
       best.offer(f.base_s + intra, "direct", p.name);
       continue;
@@ -176,8 +180,8 @@ Best sendrecv(const Fabric& f, double m, const CommGroup& g) {
     if (same_node) {
       best.offer(f.base_s + p.step_s + m / (f.up_p2p_bw * p.bw_fraction), "p2p", p.name);
     } else {
-      best.offer(f.base_s + f.out_base_s + f.out_step_s + m / (f.out_p2p_bw * p.bw_fraction),
-                 "p2p", p.name);
+      best.offer(f.base_s + f.out_base_s + f.out_step_s + m / (f.out_p2p_bw * p.bw_fraction), "p2p",
+                 p.name);
     }
   }
   return best;
@@ -190,8 +194,8 @@ Best broadcast(const NetworkSpec& net, const Fabric& f, double m, const CommGrou
   const double nodes = std::max(1, g.nodes);
   for (int i = 0; i < f.n_protos; ++i) {
     const Proto& p = f.protos[i];
-    const double bw = (nodes > 1 ? std::min(k > 1 ? f.up_bw : 1e30, k * f.out_bw_gpu) : f.up_bw) *
-                      p.bw_fraction;
+    const double bw =
+        (nodes > 1 ? std::min(k > 1 ? f.up_bw : 1e30, k * f.out_bw_gpu) : f.up_bw) * p.bw_fraction;
     const double fixed = f.base_s + (nodes > 1 ? f.out_base_s + nic_warmup_s(net, f, m, g) : 0.0);
     best.offer(fixed + (n - nodes) * p.step_s + (nodes - 1) * f.out_step_s + m / bw, "ring",
                p.name);

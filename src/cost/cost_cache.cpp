@@ -10,8 +10,12 @@ namespace {
 
 enum class Op : std::uint64_t { kGemm = 1, kGrouped, kAttnFwd, kAttnBwd, kMemory, kCollective };
 
-std::uint64_t bits(double d) { return std::bit_cast<std::uint64_t>(d); }
-std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(v); }
+std::uint64_t bits(double d) {
+  return std::bit_cast<std::uint64_t>(d);
+}
+std::uint64_t u(std::int64_t v) {
+  return static_cast<std::uint64_t>(v);
+}
 
 std::uint64_t hash_key(const std::uint64_t* w, int n) {
   // splitmix-style mixing of each word; cheap and good enough for an open-addressing table.
@@ -94,15 +98,16 @@ OpCost CostCache::grouped_gemm(std::int64_t groups, std::int64_t m_per_group, st
                                std::int64_t k, Dtype dtype, Dtype out) {
   const Key key{{static_cast<std::uint64_t>(Op::kGrouped), u(groups), u(m_per_group), u(n), u(k),
                  static_cast<std::uint64_t>(dtype), static_cast<std::uint64_t>(out), 0, 0, 0}};
-  return lookup(key, [&] { return grouped_gemm_time(acc_, groups, m_per_group, n, k, dtype, out); });
+  return lookup(key,
+                [&] { return grouped_gemm_time(acc_, groups, m_per_group, n, k, dtype, out); });
 }
 
 OpCost CostCache::attention_fwd(const AttentionShape& s) {
   const Key k{{static_cast<std::uint64_t>(Op::kAttnFwd), u(s.batch),
                (u(s.q_heads) << 32) | static_cast<std::uint32_t>(s.kv_heads), u(s.seq_q),
                u(s.seq_kv), (u(s.head_dim_qk) << 32) | static_cast<std::uint32_t>(s.head_dim_v),
-               static_cast<std::uint64_t>(s.causal), u(s.window), static_cast<std::uint64_t>(s.dtype),
-               0}};
+               static_cast<std::uint64_t>(s.causal), u(s.window),
+               static_cast<std::uint64_t>(s.dtype), 0}};
   return lookup(k, [&] { return attention_fwd_time(acc_, s); });
 }
 
@@ -110,8 +115,8 @@ OpCost CostCache::attention_bwd(const AttentionShape& s) {
   const Key k{{static_cast<std::uint64_t>(Op::kAttnBwd), u(s.batch),
                (u(s.q_heads) << 32) | static_cast<std::uint32_t>(s.kv_heads), u(s.seq_q),
                u(s.seq_kv), (u(s.head_dim_qk) << 32) | static_cast<std::uint32_t>(s.head_dim_v),
-               static_cast<std::uint64_t>(s.causal), u(s.window), static_cast<std::uint64_t>(s.dtype),
-               0}};
+               static_cast<std::uint64_t>(s.causal), u(s.window),
+               static_cast<std::uint64_t>(s.dtype), 0}};
   return lookup(k, [&] { return attention_bwd_time(acc_, s); });
 }
 

@@ -31,7 +31,9 @@ double tile_efficiency(const Tile& t) {
   return e(t.bm, t.bn) / e(256.0, 256.0);
 }
 
-double ceil_div(double a, double b) { return std::ceil(a / b); }
+double ceil_div(double a, double b) {
+  return std::ceil(a / b);
+}
 
 double gemm_fraction(const AcceleratorSpec& acc, Dtype d, bool* calibrated) {
   const auto& f = acc.calibration.gemm_peak_fraction;
@@ -101,8 +103,10 @@ OpCost price(const AcceleratorSpec& acc, const Problem& p) {
       // the A rows and B columns of that block once (L2 reuse inside a wave), then writes C.
       const double active = std::min(tiles, cus);
       const double per_problem_tiles = tm * tn;
-      const double wave_rows = std::min(tm, std::ceil(std::sqrt(std::min(active, per_problem_tiles))));
-      const double wave_cols = std::min(tn, std::ceil(std::min(active, per_problem_tiles) / wave_rows));
+      const double wave_rows =
+          std::min(tm, std::ceil(std::sqrt(std::min(active, per_problem_tiles))));
+      const double wave_cols =
+          std::min(tn, std::ceil(std::min(active, per_problem_tiles) / wave_rows));
       const double waves = std::ceil(tiles / cus);
       const double wave_in = (wave_rows * t.bm * (p.m < t.bm ? p.m / t.bm : 1.0) +
                               wave_cols * t.bn * (p.n < t.bn ? p.n / t.bn : 1.0)) *
@@ -138,9 +142,8 @@ Dtype gemm_compute_dtype(const AcceleratorSpec& acc, Dtype d) {
 }
 
 OpCost gemm_time(const AcceleratorSpec& acc, const GemmShape& s) {
-  return price(acc, {static_cast<double>(s.m), static_cast<double>(s.n),
-                     static_cast<double>(s.k), static_cast<double>(std::max<std::int64_t>(1, s.batch)),
-                     s.dtype, s.out, 1.0});
+  return price(acc, {static_cast<double>(s.m), static_cast<double>(s.n), static_cast<double>(s.k),
+                     static_cast<double>(std::max<std::int64_t>(1, s.batch)), s.dtype, s.out, 1.0});
 }
 
 namespace {
@@ -157,9 +160,9 @@ OpCost grouped_gemm_time(const AcceleratorSpec& acc, std::int64_t groups, std::i
     c.dtype = gemm_compute_dtype(acc, dtype);
     return c;
   }
-  return price(acc, {static_cast<double>(m_per_group), static_cast<double>(n),
-                     static_cast<double>(k), static_cast<double>(groups), dtype, out,
-                     grouped_scale(acc)});
+  return price(acc,
+               {static_cast<double>(m_per_group), static_cast<double>(n), static_cast<double>(k),
+                static_cast<double>(groups), dtype, out, grouped_scale(acc)});
 }
 
 OpCost grouped_gemm_time(const AcceleratorSpec& acc, std::span<const std::int64_t> m_per_group,

@@ -25,8 +25,8 @@ std::string to_string(const OpCost& c) {
   } else if (c.bytes > 0.0) {
     s += fmt::format(" {:.1f} GB/s", c.achieved_bytes_per_s() / 1e9);
   }
-  if (c.efficiency > 0.0) s += fmt::format(" ({:.1f}% of peak, {})", 100.0 * c.efficiency,
-                                           to_string(c.dtype));
+  if (c.efficiency > 0.0)
+    s += fmt::format(" ({:.1f}% of peak, {})", 100.0 * c.efficiency, to_string(c.dtype));
   return s;
 }
 

@@ -10,7 +10,9 @@ namespace projector::primus {
 
 namespace {
 
-double clog2(double x) { return x <= 1.0 ? 0.0 : std::ceil(std::log2(x)); }
+double clog2(double x) {
+  return x <= 1.0 ? 0.0 : std::ceil(std::log2(x));
+}
 
 struct Adjusted {
   double lat;
@@ -43,15 +45,26 @@ Adjusted adj(const CollectiveArgs& a, double m, Protocol p) {
 // Inter-node protocol latency and wire size (pod latency based).
 Adjusted adj_inter(const CollectiveArgs& a, double m, Protocol p) {
   const NetworkSpec& n = a.net;
-  if (p == Protocol::kSimple) return {3.0 * n.pod_lat_us + n.hbm_latency_us, std::max(8.0, m + 8.0)};
+  if (p == Protocol::kSimple)
+    return {3.0 * n.pod_lat_us + n.hbm_latency_us, std::max(8.0, m + 8.0)};
   return {n.pod_lat_us + n.hbm_latency_us, packet_size(m, p)};
 }
 
-double launch(const CollectiveArgs& a) { return a.net.kernel_launch_latency_us; }
-double vf(const CollectiveArgs& a) { return a.net.vector_flops; }
-int node_size(const CollectiveArgs& a) { return a.net.node_size; }
-int pod_size(const CollectiveArgs& a) { return a.net.pod_size; }
-int nics(const CollectiveArgs& a) { return a.net.nics_per_node; }
+double launch(const CollectiveArgs& a) {
+  return a.net.kernel_launch_latency_us;
+}
+double vf(const CollectiveArgs& a) {
+  return a.net.vector_flops;
+}
+int node_size(const CollectiveArgs& a) {
+  return a.net.node_size;
+}
+int pod_size(const CollectiveArgs& a) {
+  return a.net.pod_size;
+}
+int nics(const CollectiveArgs& a) {
+  return a.net.nics_per_node;
+}
 
 // Contended per-NIC bandwidth for all-to-all streams (raw x p2p efficiency).
 double bw_pod_a2a(const CollectiveArgs& a, double nodes) {
@@ -93,7 +106,8 @@ CollectiveArgs make_collective_args(const NetworkSpec& net, int num_nodes, int g
 }
 
 CollectiveArgs make_collective_args_raw(const NetworkSpec& net, int num_nodes, int tp) {
-  CollectiveArgs a = make_collective_args(net, num_nodes, net.node_size > 0 ? net.node_size : 8, tp);
+  CollectiveArgs a =
+      make_collective_args(net, num_nodes, net.node_size > 0 ? net.node_size : 8, tp);
   a.node_bw = net.node_bw_gb_per_s;
   a.pod_bw = net.pod_bw_gb_per_s;
   a.cluster_bw = net.cluster_bw_gb_per_s;
@@ -225,13 +239,12 @@ double bruck(const CollectiveArgs& a, double m, int g, Protocol p, bool reduce) 
   const double ms = ad.size;
   double t;
   if (g > ns) {
-    const double ovl =
-        a.net.ar_overlap_factor *
-        std::min(1.0, (ms * g / (g - 1) / ns) / a.net.ar_warmup_chunk_bytes);
+    const double ovl = a.net.ar_overlap_factor *
+                       std::min(1.0, (ms * g / (g - 1) / ns) / a.net.ar_warmup_chunk_bytes);
     const double node_vol = ms * (ns - 1) / ns;
     const double t_intra = node_vol / bw_node(a, -1, false) * 1e-3 + ad.lat * clog2(ns);
-    const double t_inter = (ms - node_vol) / a.pod_bw * 1e-3 +
-                           a.net.pod_lat_us * clog2(static_cast<double>(g) / ns);
+    const double t_inter =
+        (ms - node_vol) / a.pod_bw * 1e-3 + a.net.pod_lat_us * clog2(static_cast<double>(g) / ns);
     t = std::max(t_intra, t_inter) + (1.0 - ovl) * std::min(t_intra, t_inter);
   } else {
     t = ms / bw_node(a, -1, false) * 1e-3 + ad.lat * clog2(g);
@@ -270,8 +283,8 @@ double single_shot(const CollectiveArgs& a, double m, int g, Protocol p, bool re
                          ad.size * (gpn - 1) / bw_node(a, -1, false) * 1e-3;
   double t_inter = 0.0;
   if (inter > 0) {
-    t_inter = std::ceil(inter / (pod_size(a) - 1)) * a.net.pod_lat_us +
-              peer * inter / a.pod_bw * 1e-3;
+    t_inter =
+        std::ceil(inter / (pod_size(a) - 1)) * a.net.pod_lat_us + peer * inter / a.pod_bw * 1e-3;
   }
   double t = std::max(t_intra, t_inter) + launch(a);
   if (reduce) t += std::ceil(peer * (g - 1) / 2.0) / vf(a) * 1e6;
@@ -331,8 +344,8 @@ double hierarchical_allreduce(const CollectiveArgs& a, double m, int g, Protocol
   const double t_rs = ad.size / bwn * 1e-3 + ad.lat * clog2(ns) + (ad.size / 2.0) / vf(a) * 1e6;
   const double inter = (m / ns) * (nodes - 1) / nodes;
   const double bw_i = a.net.switch_topology ? a.pod_bw * nics(a) : a.pod_bw;
-  const double t_inter = 2.0 * (inter / bw_i * 1e-3 + a.net.pod_lat_us * clog2(nodes)) +
-                         (inter / 2.0) / vf(a) * 1e6;
+  const double t_inter =
+      2.0 * (inter / bw_i * 1e-3 + a.net.pod_lat_us * clog2(nodes)) + (inter / 2.0) / vf(a) * 1e6;
   const double t_ag = ad.size / bwn * 1e-3 + ad.lat * clog2(ns);
   const double ovl =
       a.net.ar_overlap_factor * std::min(1.0, (m / ns) / a.net.ar_warmup_chunk_bytes);

@@ -114,6 +114,34 @@ void add_mlp(const Ctx& c, std::vector<Op>& f, const std::string& prefix, const 
   f.push_back(gemm_op(c, prefix + ".fc2", rows, h, ffn_per_rank, groups));
 }
 
+void add_flash_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer, int heads,
+                         int kv_heads, int d_qk, int d_v);
+
+// Unfused attention (no flash attention): scores = Q K^T as a batched GEMM over b x heads,
+// Megatron's fused scale-mask-softmax (reads the scores, writes the probabilities), dropout
+// (writes the dropped probabilities and a 1-byte mask) when attention dropout is on, and the
+// context = P V batched GEMM. The whole s x s product is computed even when causal.
+void add_unfused_attention(const Ctx& c, std::vector<Op>& f, int heads, int d_qk, int d_v) {
+  const JobSpec& job = c.job;
+  const std::int64_t s = job.runtime.seq_length;
+  const int batch = job.runtime.micro_batch_size * heads;
+  const double scores = static_cast<double>(batch) * s * s;
+  Op qk = gemm_op(c, "attn.scores", s, s, d_qk, batch);
+  qk.kind = OpKind::kGemm;  // a strided batched GEMM, not an expert grouped GEMM
+  qk.gemm.dtype = c.act;
+  qk.weightless = true;
+  f.push_back(qk);
+  f.push_back(mem_op("attn.softmax", scores * 2.0 * c.act_b));
+  if (job.model.attention_dropout > 0.0) {
+    f.push_back(mem_op("attn.dropout", scores * (2.0 * c.act_b + 1.0)));
+  }
+  Op pv = gemm_op(c, "attn.context", s, d_v, s, batch);
+  pv.kind = OpKind::kGemm;
+  pv.gemm.dtype = c.act;
+  pv.weightless = true;
+  f.push_back(pv);
+}
+
 void add_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   const JobSpec& job = c.job;
   const ParallelSpec& p = job.parallel;
@@ -152,6 +180,22 @@ void add_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
     f.push_back(mem_op("attn.rope",
                        2.0 * static_cast<double>(c.tokens) * (heads + kv_heads) * d_qk * c.act_b));
   }
+  if (!job.runtime.flash_attention && p.cp == 1) {
+    add_unfused_attention(c, f, heads, d_qk, d_v);
+  } else {
+    add_flash_attention(c, f, layer, heads, kv_heads, d_qk, d_v);
+  }
+  f.push_back(gemm_op(c, "attn.out_proj", c.tokens, h, static_cast<std::int64_t>(heads) * d_v));
+  tp_exit(c, f, "attn");
+  f.push_back(mem_op("attn.residual", 3.0 * static_cast<double>(c.tokens_sp) * h * c.act_b));
+}
+
+// Flash attention: one fused kernel per direction.
+void add_flash_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer, int heads,
+                         int kv_heads, int d_qk, int d_v) {
+  const JobSpec& job = c.job;
+  const ParallelSpec& p = job.parallel;
+  const AttentionSpec& a = layer.attention;
   // Attention core. With CP each rank holds s/cp queries (load-balanced causal chunks) and, over
   // the ring, sees every key: its share of the causal score matrix is 1/cp.
   Op core;
@@ -197,9 +241,6 @@ void add_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
           comm_op("attn.cp_all_to_all", GroupKind::kCp, CollectiveKind::kAllToAll, p.cp, qkvo));
     }
   }
-  f.push_back(gemm_op(c, "attn.out_proj", c.tokens, h, static_cast<std::int64_t>(heads) * d_v));
-  tp_exit(c, f, "attn");
-  f.push_back(mem_op("attn.residual", 3.0 * static_cast<double>(c.tokens_sp) * h * c.act_b));
 }
 
 void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
@@ -267,6 +308,17 @@ void add_backward(const std::vector<Op>& fwd, std::vector<Op>& out, bool sp) {
     switch (f.kind) {
       case OpKind::kGemm:
       case OpKind::kGroupedGemm: {
+        if (f.weightless) {
+          // d(left) = dC . right^T and d(right) = left^T . dC: both activation gradients.
+          b.name = f.name + ".dgrad_a";
+          b.gemm = GemmShape{f.gemm.m, f.gemm.k, f.gemm.n, f.gemm.batch, f.gemm.dtype, f.gemm.out};
+          b.flops = b.gemm.flops();
+          out.push_back(b);
+          b.name = f.name + ".dgrad_b";
+          b.gemm = GemmShape{f.gemm.k, f.gemm.n, f.gemm.m, f.gemm.batch, f.gemm.dtype, f.gemm.out};
+          out.push_back(b);
+          break;
+        }
         b.name = f.name + ".dgrad";
         b.gemm = GemmShape{f.gemm.m, f.gemm.k, f.gemm.n, f.gemm.batch, f.gemm.dtype, f.gemm.out};
         b.flops = b.gemm.flops();

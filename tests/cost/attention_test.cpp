@@ -43,7 +43,8 @@ TEST(Attention, FlopsAsTheKernelsCountThem) {
 
 TEST(Attention, H100Fa3ForwardAtLongSequence) {
   // FA3 abstract: up to 740 TFLOP/s FP16 on H100 (their benchmark: seq 16k, hd128, 16k tokens).
-  EXPECT_NEAR(fwd_tflops(h100_sxm(), mha(1, 16, 16384, 128, false, Dtype::kFp16)), 740.0, 0.2 * 740);
+  EXPECT_NEAR(fwd_tflops(h100_sxm(), mha(1, 16, 16384, 128, false, Dtype::kFp16)), 740.0,
+              0.2 * 740);
 }
 
 TEST(Attention, H100Fa2AtAzureShape) {

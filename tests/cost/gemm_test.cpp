@@ -56,7 +56,8 @@ TEST(Gemm, SmallGemmsAreMuchLessEfficient) {
   // The model must reproduce the shape: 1024^3 well below half of 8192^3 on H100 and clearly
   // below 8192^3 on A100, and the curve must rise monotonically.
   const auto h = h100_sxm();
-  EXPECT_LT(tflops(h, 1024, 1024, 1024, Dtype::kFp8), 0.5 * tflops(h, 8192, 8192, 8192, Dtype::kFp8));
+  EXPECT_LT(tflops(h, 1024, 1024, 1024, Dtype::kFp8),
+            0.5 * tflops(h, 8192, 8192, 8192, Dtype::kFp8));
   double prev = 0.0;
   for (std::int64_t s : {1024, 2048, 4096, 8192, 16384}) {
     const double t = tflops(h, s, s, s, Dtype::kFp8);
@@ -74,8 +75,11 @@ TEST(Gemm, Mi300xLlmShapesAndMaf) {
   EXPECT_NEAR(tflops(a, 4096, 4864, 32896, Dtype::kBf16), 708.0, 0.15 * 708.0);
   // hipBLASLt on LLM training shapes: average 607, range 448-636 (Primus-Turbo report). Llama-70B
   // style shapes (tokens 16384, hidden 8192, ffn 28672) must land within 15% of the average.
-  for (auto [m, n, k] : {std::array<std::int64_t, 3>{16384, 8192, 8192}, {16384, 28672, 8192},
-                         {16384, 8192, 28672}, {16384, 10240, 8192}, {32768, 10240, 8192}}) {
+  for (auto [m, n, k] : {std::array<std::int64_t, 3>{16384, 8192, 8192},
+                         {16384, 28672, 8192},
+                         {16384, 8192, 28672},
+                         {16384, 10240, 8192},
+                         {32768, 10240, 8192}}) {
     EXPECT_NEAR(tflops(a, m, n, k, Dtype::kBf16), 607.4, 0.15 * 607.4) << m << "x" << n << "x" << k;
   }
   // FP8 MAF 4096x3648x32896: 1273.

@@ -19,8 +19,8 @@ TEST(MemoryOps, ClassFractionsAndLaunch) {
   EXPECT_EQ(o.time_s, 0.0);  // zero kernels: nothing to launch, nothing priced
   const OpCost o1 = memory_bound_time(a, 8.607e9 / 8 * 30.0, MemOpClass::kOptimizer, 1);
   EXPECT_NEAR(o1.time_s - 2.8e-6, 29.00e-3, 0.01e-3);
-  EXPECT_NEAR(memory_bound_time(a, 1e9, MemOpClass::kPermute).time_s, 1e9 / (0.057 * 5.3e12) + 2.8e-6,
-              1e-9);
+  EXPECT_NEAR(memory_bound_time(a, 1e9, MemOpClass::kPermute).time_s,
+              1e9 / (0.057 * 5.3e12) + 2.8e-6, 1e-9);
   EXPECT_NEAR(memory_bound_time(a, 1e9, MemOpClass::kLoss).time_s, 1e9 / (0.65 * 5.3e12) + 2.8e-6,
               1e-9);
 }

@@ -42,9 +42,12 @@ void expect_input_error(F&& f, const std::string& key, int line = -1,
     FAIL() << "expected InputError for " << key;
   } catch (const InputError& e) {
     EXPECT_EQ(e.key(), key) << e.what();
-    if (line >= 0) EXPECT_EQ(e.where().line, line) << e.what();
-    if (!needle.empty())
+    if (line >= 0) {
+      EXPECT_EQ(e.where().line, line) << e.what();
+    }
+    if (!needle.empty()) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -41,7 +41,9 @@ inline AcceleratorSpec h100_sxm() {
   set_gemm_fraction(a, Dtype::kBf16, 794.5 / 989.0);
   set_gemm_fraction(a, Dtype::kFp16, 794.5 / 989.0);
   c.attention_fwd_fraction = {0.75, "FlashAttention-3 abstract: 740 TFLOP/s FP16, 75% of H100"};
-  c.attention_bwd_fraction = {0.55, "FA3 paper range for the backward (not in the references)"};
+  c.attention_bwd_fraction = {0.55,
+                              "assumed: backward ~0.75x the forward efficiency (no H100 bwd "
+                              "measurement in the references)"};
   c.hbm_elementwise_fraction = {2.90 / 3.35, "Azure STREAM copy 2.90 / 3.35 TB/s"};
   c.kernel_launch_s = {1.5e-6, "back-to-back kernel start/end gap"};
   return a;
@@ -152,7 +154,8 @@ inline AcceleratorSpec mi300x() {
   set_gemm_fraction(a, Dtype::kFp8, 1273.0 / 1502.9);
   // AITER FA forward "~450 TFLOP/s" = 0.60 of the 751.4 sustained BF16 peak.
   a.calibration.attention_fwd_fraction = {0.60, "Primus-Turbo: AITER FA fwd ~450 TFLOP/s"};
-  a.calibration.attention_bwd_fraction = {0.35, "Primus-Turbo/HipKittens: AMD bwd ~ half fwd"};
+  a.calibration.attention_bwd_fraction = {
+      0.35, "assumed: AMD backward ~0.6x forward (HipKittens: AITER bwd ~30% of best kernel)"};
   a.calibration.hbm_elementwise_fraction = {0.566, "Primus _ACTIVATION_BW_FRACTION"};
   a.calibration.hbm_permute_fraction = {0.057, "Primus _PERMUTE_BW_FRACTION"};
   a.calibration.hbm_optimizer_fraction = {0.21, "Primus optimizer eta"};

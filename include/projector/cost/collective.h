@@ -10,7 +10,14 @@
 
 namespace projector {
 
-enum class CollectiveKind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv, kBroadcast };
+enum class CollectiveKind {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kSendRecv,
+  kBroadcast
+};
 std::string_view to_string(CollectiveKind k);
 
 // Where a communicator's members sit. Built by make_group from the parallel layout, or by hand.
@@ -36,15 +43,15 @@ struct ParallelSizes {
 };
 
 enum class GroupKind {
-  kTp,    // size tp, stride 1
-  kCp,    // size cp, stride tp
-  kDp,    // size dp, stride tp*cp
-  kDpCp,  // gradient group with context parallelism: size dp*cp, stride tp
+  kTp,      // size tp, stride 1
+  kCp,      // size cp, stride tp
+  kDp,      // size dp, stride tp*cp
+  kDpCp,    // gradient group with context parallelism: size dp*cp, stride tp
   kPp,      // size pp, stride tp*cp*dp
   kPpPeer,  // the two ranks of one pipeline send/recv: size 2, stride tp*cp*dp
-  kEtp,   // size etp, stride 1
-  kEp,    // size ep, stride etp
-  kEdp,   // expert data parallel: size tp*cp*dp/(etp*ep), stride etp*ep
+  kEtp,     // size etp, stride 1
+  kEp,      // size ep, stride etp
+  kEdp,     // expert data parallel: size tp*cp*dp/(etp*ep), stride etp*ep
 };
 std::string_view to_string(GroupKind k);
 
@@ -59,9 +66,9 @@ CommGroup make_group(GroupKind kind, const ParallelSizes& p, int gpus_per_node,
 // all-to-all: everything one rank sends, its own slice included; send/recv: the bytes sent.
 // The send/recv group has size 2 (ranks_per_node 2 = same node).
 struct CollectiveEstimate {
-  OpCost cost;                  // time_s, bytes = bus bytes per rank, efficiency = busbw / link
-  std::string_view algorithm;   // "ring", "nvls", "hierarchical", "tree", "direct", "p2p", ...
-  std::string_view protocol;    // "LL", "LL128", "Simple"
+  OpCost cost;                      // time_s, bytes = bus bytes per rank, efficiency = busbw / link
+  std::string_view algorithm;       // "ring", "nvls", "hierarchical", "tree", "direct", "p2p", ...
+  std::string_view protocol;        // "LL", "LL128", "Simple"
   double bus_bw_bytes_per_s = 0.0;  // nccl-tests busbw of this call
 };
 

@@ -20,8 +20,8 @@ class CostCache {
   CostCache(AcceleratorSpec accelerator, NetworkSpec network, std::size_t initial_capacity = 1024);
 
   OpCost gemm(const GemmShape& s);
-  OpCost grouped_gemm(std::int64_t groups, std::int64_t m_per_group, std::int64_t n,
-                      std::int64_t k, Dtype dtype, Dtype out = Dtype::kBf16);
+  OpCost grouped_gemm(std::int64_t groups, std::int64_t m_per_group, std::int64_t n, std::int64_t k,
+                      Dtype dtype, Dtype out = Dtype::kBf16);
   OpCost attention_fwd(const AttentionShape& s);
   OpCost attention_bwd(const AttentionShape& s);
   OpCost memory_bound(double bytes, MemOpClass cls, int kernels = 1);

@@ -24,8 +24,8 @@ struct GemmShape {
   friend bool operator==(const GemmShape&, const GemmShape&) = default;
 };
 
-// The dtype a GEMM in `d` is actually priced in: `d` when the accelerator has a peak for it, else the
-// next wider supported format (fp4 -> mxfp8 -> fp8 -> bf16 -> fp16 -> tf32 -> fp32).
+// The dtype a GEMM in `d` is actually priced in: `d` when the accelerator has a peak for it, else
+// the next wider supported format (fp4 -> mxfp8 -> fp8 -> bf16 -> fp16 -> tf32 -> fp32).
 Dtype gemm_compute_dtype(const AcceleratorSpec& acc, Dtype d);
 
 // Time of one GEMM kernel (launch and fixed overheads included). Pure function of its inputs.
@@ -34,8 +34,8 @@ Dtype gemm_compute_dtype(const AcceleratorSpec& acc, Dtype d);
 //   t_compute = waves x 2*BM*BN*K / (per-CU rate x tile efficiency) + last-wave epilogue,
 // with waves = ceil(tiles / CUs) (data-parallel) or tiles / CUs plus a fix-up (stream-K, only
 // when tiles >= CUs), per-CU rate = peak(dtype) x sustained/boost clock x gemm_peak_fraction / CUs,
-// and t_hbm the A/B traffic of each wave (square-ish wave footprint, L2 reuse inside a wave) plus C,
-// at HBM bandwidth; the minimum over candidates is returned, like a heuristic library's choice.
+// and t_hbm the A/B traffic of each wave (square-ish wave footprint, L2 reuse inside a wave) plus
+// C, at HBM bandwidth; the minimum over candidates is returned, like a heuristic library's choice.
 OpCost gemm_time(const AcceleratorSpec& acc, const GemmShape& shape);
 
 // Grouped GEMM (MoE experts in one kernel): `groups` problems [m_g x k] . [k x n]. Per-group M is

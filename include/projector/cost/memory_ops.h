@@ -22,7 +22,6 @@ std::string_view to_string(MemOpClass c);
 double hbm_fraction(const AcceleratorSpec& acc, MemOpClass cls);
 
 // `bytes` read plus written by the op; `kernels` launches are charged kernel_launch_s each.
-OpCost memory_bound_time(const AcceleratorSpec& acc, double bytes, MemOpClass cls,
-                         int kernels = 1);
+OpCost memory_bound_time(const AcceleratorSpec& acc, double bytes, MemOpClass cls, int kernels = 1);
 
 }  // namespace projector

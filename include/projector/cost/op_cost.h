@@ -22,10 +22,10 @@ std::string_view to_string(Provenance p);
 struct OpCost {
   double time_s = 0.0;
   Provenance provenance = Provenance::kRoofline;
-  double flops = 0.0;       // useful FLOPs as the kernels' authors count them (0 for memory ops)
-  double bytes = 0.0;       // HBM bytes (memory ops) or bytes on the wire per rank (collectives)
-  double efficiency = 0.0;  // achieved / peak: FLOP/s over the dtype peak at boost clock,
-                            // HBM B/s over peak HBM, or bus bandwidth over raw link bandwidth
+  double flops = 0.0;          // useful FLOPs as the kernels' authors count them (0 for memory ops)
+  double bytes = 0.0;          // HBM bytes (memory ops) or bytes on the wire per rank (collectives)
+  double efficiency = 0.0;     // achieved / peak: FLOP/s over the dtype peak at boost clock,
+                               // HBM B/s over peak HBM, or bus bandwidth over raw link bandwidth
   Dtype dtype = Dtype::kBf16;  // the dtype actually priced (after falling back from unsupported)
 
   double achieved_flops_per_s() const { return time_s > 0.0 ? flops / time_s : 0.0; }

@@ -147,9 +147,9 @@ LayerTpReplicated layer_tp_replicated(const ModelSpec& model, const LayerSpec& l
 bool same_layer_shape(const LayerSpec& a, const LayerSpec& b);
 
 struct StageParams {
-  double dense_params = 0.0;       // non-expert weights on one rank
-  double dense_gemm_params = 0.0;  // the part run by the decoder/MTP GEMMs (fp8-eligible)
-  double expert_params = 0.0;      // routed experts: ceil(E / ep) experts, each / etp
+  double dense_params = 0.0;         // non-expert weights on one rank
+  double dense_gemm_params = 0.0;    // the part run by the decoder/MTP GEMMs (fp8-eligible)
+  double expert_params = 0.0;        // routed experts: ceil(E / ep) experts, each / etp
   double largest_unit_params = 0.0;  // largest of: one decoder layer, embedding, output layer
   int decoder_layers = 0;
 };

@@ -48,8 +48,10 @@ struct Op {
   int steps = 1;  // CP ring: number of P2P rounds, each of `bytes`
   // Counts.
   double flops = 0.0;
-  double bytes = 0.0;      // HBM bytes for memory-bound ops; per-rank buffer bytes for collectives
-  bool recompute = false;  // part of a recompute forward replayed before the backward
+  double bytes = 0.0;       // HBM bytes for memory-bound ops; per-rank buffer bytes for collectives
+  bool recompute = false;   // part of a recompute forward replayed before the backward
+  bool weightless = false;  // GEMM of two activations (unfused attention): no weight gradient;
+                            // its backward is two input-gradient GEMMs
 };
 
 struct LayerWork {
