@@ -84,7 +84,7 @@ TEST(AcceleratorFile, UnknownKeysAndUnitsAreErrors) {
 TEST(AcceleratorFile, OutOfRangeFractionsAreErrors) {
   expect_error({"  hbm_permute_fraction: {value: 0.057", "  hbm_permute_fraction: {value: 5.7",
                 "calibration.hbm_permute_fraction", "hbm_permute_fraction:"});
-  expect_error({"    bf16: {value: 0.542", "    bf16: {value: 0",
+  expect_error({"    bf16: {value: 0.873", "    bf16: {value: 0",
                 "calibration.gemm_peak_fraction.bf16", "    bf16: {value: 0,"});
 }
 

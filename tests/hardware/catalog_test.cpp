@@ -167,9 +167,13 @@ TEST(Catalog, GemmFractionsEqualPublishedMeasurements) {
   EXPECT_NEAR(frac("b200", Dtype::kBf16), 1745.0 / 2250.0, 1e-3);     // MAMF (S1)
   EXPECT_NEAR(frac("gb200", Dtype::kFp8), 3615.6 / 5000.0, 1e-3);     // MAMF (S1)
   EXPECT_NEAR(frac("gb200", Dtype::kFp4), 7627.6 / 10000.0, 1e-3);    // cuBLASLt (A4)
-  EXPECT_NEAR(frac("mi300x", Dtype::kBf16), 708.0 / 1307.4, 1e-3);    // MAF (R2)
-  EXPECT_NEAR(frac("mi300x", Dtype::kFp8), 1273.0 / 2614.9, 1e-3);    // MAF (R2)
-  EXPECT_NEAR(frac("mi325x", Dtype::kBf16), 843.0 / 1307.4, 1e-3);    // MAF (R2)
+  // AMD fractions are relative to the peak at the sustained clock (MI300X 1207 MHz: bf16
+  // 751.4, fp8 1503.0 TF/s): bf16 is the geometric mean of MAF 708 (R2) and the LLM-shape
+  // hipBLASLt average 607.4 (PT2); fp8 is MAF 1273 (R2).
+  EXPECT_NEAR(frac("mi300x", Dtype::kBf16), std::sqrt(708.0 * 607.4) / (1307.4 * 1207 / 2100),
+              2e-3);
+  EXPECT_NEAR(frac("mi300x", Dtype::kFp8), 1273.0 / (2614.9 * 1207 / 2100), 1e-3);
+  EXPECT_NEAR(frac("mi325x", Dtype::kFp8), 1519.0 / (2614.9 * 1447 / 2100), 1e-3);  // MAF (R2)
   EXPECT_NEAR(frac("mi355x", Dtype::kBf16), 1565.0 / 2500.0, 1e-3);   // MAMF (S1)
   // Siblings without a measurement reuse the closest sibling's value and say so.
   const AcceleratorSpec h800 = load_accelerator("h800", data_dir());
@@ -190,8 +194,8 @@ TEST(Catalog, HbmFractionsEqualStreamMeasurementsOrPrimusConstants) {
   EXPECT_DOUBLE_EQ(mi300.hbm_optimizer_fraction.value, 0.21);
   EXPECT_DOUBLE_EQ(mi300.hbm_loss_fraction.value, 0.65);
   EXPECT_NE(mi300.hbm_elementwise_fraction.source.find("Primus"), std::string::npos);
-  // AITER forward ~470 TF/s of 1307.4 (PT1).
-  EXPECT_NEAR(mi300.attention_fwd_fraction.value, 470.0 / 1307.4, 1e-3);
+  // AITER forward ~450 TF/s (PT1) of the bf16 peak at the sustained clock (751.4).
+  EXPECT_NEAR(mi300.attention_fwd_fraction.value, 450.0 / (1307.4 * 1207 / 2100), 2e-3);
 }
 
 // Every number carries a source; every fraction is a fraction.

@@ -53,7 +53,7 @@ struct AcceleratorSpec {
 
   // Calibration: achievable fractions and fixed overheads, each with its source.
   struct Calibration {
-    DtypeTable gemm_peak_fraction{};  // best large-GEMM throughput / peak, per dtype
+    DtypeTable gemm_peak_fraction{};  // best large-GEMM throughput / (peak x sustained/boost)
     std::array<std::string, 7> gemm_peak_fraction_source{};  // indexed like gemm_peak_fraction
     Sourced attention_fwd_fraction;  // flash-attention forward, fraction of the dtype peak
     Sourced attention_bwd_fraction;
