@@ -121,6 +121,9 @@ std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {
   if (!c.grouped_gemm_fraction.source.empty()) {
     plain("grouped_gemm_fraction", c.grouped_gemm_fraction);
   }
+  if (!c.training_efficiency.source.empty()) {
+    plain("training_efficiency", c.training_efficiency);
+  }
   if (!c.kernel_fixed_s.source.empty()) {
     rows.push_back({"calibration.kernel_fixed_s",
                     fmt::format("{} us", c.kernel_fixed_s.value * 1e6), c.kernel_fixed_s.source});

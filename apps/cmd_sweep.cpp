@@ -1,17 +1,215 @@
+// `projector sweep`: every legal layout of the config's model on N nodes, pruned by memory,
+// ranked by the full performance projection.
 #include <fmt/core.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <fstream>
+#include <thread>
 
 #include "commands.h"
+#include "job_options.h"
+#include "projector/sweep/sweep.h"
 #include "projector/util/error.h"
 
 namespace projector::cli {
+namespace {
+
+// Set by the SIGINT handler; the sweep polls it. A signal handler can only reach a global.
+std::atomic<bool> g_sweep_stop{false};  // NOLINT: signal-handler state
+extern "C" void on_sigint(int) {
+  g_sweep_stop.store(true);
+}
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct SweepCliOptions {
+  JobOptions job;
+  std::string grid;
+  std::string objective = "tokens_per_s_per_gpu";
+  double memory_limit = 0.9;
+  int top = 10;
+  std::string csv_path;
+  std::string json_path;
+  int threads = 0;
+  bool include_vshape = false;
+  bool allow_uneven_layers = false;
+  bool prune_upper = false;
+};
+
+void pin(std::vector<int>& axis, int flag) {
+  if (flag > 0 && axis.empty()) axis = {flag};
+}
+
+std::string exposed_text(const sweep::Entry& e) {
+  return fmt::format("{:.0f}/{:.0f}/{:.0f}/{:.0f}/{:.0f}", e.exposed.tp_s * 1e3,
+                     e.exposed.cp_s * 1e3, e.exposed.ep_s * 1e3, e.exposed.pp_s * 1e3,
+                     e.exposed.dp_s * 1e3);
+}
+
+void print_header_row() {
+  fmt::print("  {:>4}  {:<68} {:>9} {:>8} {:>6} {:>8} {:>8} {:>7}  {}\n", "#", "layout",
+             "tok/s/GPU", "iter s", "MFU %", "peak GiB", "upper", "bubble%",
+             "exposed ms TP/CP/EP/PP/DP");
+}
+
+void print_row(std::size_t rank, const sweep::Entry& e) {
+  fmt::print("  {:>4}  {:<68} {:>9.1f} {:>8.3f} {:>6.1f} {:>8.2f} {:>8.2f} {:>7.1f}  {}\n", rank,
+             sweep::describe(e.candidate), e.tokens_per_s_per_gpu, e.iteration_s, e.mfu * 100.0,
+             e.peak_point_bytes / kGiB, e.peak_upper_bytes / kGiB, e.bubble_fraction * 100.0,
+             exposed_text(e));
+}
+
+void print_progress(const sweep::Progress& p) {
+  const double rate = p.elapsed_s > 0 ? static_cast<double>(p.done) / p.elapsed_s : 0.0;
+  const double eta = rate > 0 ? static_cast<double>(p.total - p.done) / rate : 0.0;
+  fmt::print(stderr, "\r  sweep: {}/{} ({:.1f}%)  elapsed {:.1f} s  {:.0f}/s  ETA {:.0f} s   ",
+             p.done, p.total, p.total > 0 ? 100.0 * p.done / p.total : 100.0, p.elapsed_s, rate,
+             eta);
+}
+
+int run(const SweepCliOptions& o) {
+  if (o.memory_limit <= 0.0 || o.memory_limit > 1.5) {
+    throw InputError({"--memory-limit", 0, 0}, "--memory-limit",
+                     fmt::format("{} is not a fraction of HBM in (0, 1.5]", o.memory_limit));
+  }
+  sweep::Grid grid = o.grid.empty() ? sweep::Grid{} : sweep::parse_grid(o.grid);
+  const sweep::Objective objective = sweep::parse_objective(o.objective);
+  // Layout flags pin their axis; the base job is loaded as the config describes it.
+  pin(grid.tp, o.job.tp);
+  pin(grid.pp, o.job.pp);
+  pin(grid.vpp, o.job.vpp);
+  pin(grid.cp, o.job.cp);
+  pin(grid.ep, o.job.ep);
+  pin(grid.etp, o.job.etp);
+  pin(grid.mbs, o.job.mbs);
+  JobOptions load = o.job;
+  load.tp = load.pp = load.vpp = load.cp = load.ep = load.etp = load.mbs = 0;
+  load.nodes = 0;
+  const JobSpec base = build_job(load);
+  for (const std::string& w : base.warnings) fmt::print(stderr, "projector: warning: {}\n", w);
+
+  sweep::SpaceOptions space;
+  space.nodes = o.job.nodes > 0 ? o.job.nodes : base.cluster.nodes;
+  space.include_vshape = o.include_vshape;
+  space.allow_uneven_layers = o.allow_uneven_layers;
+  space.allow_tp_beyond_node = o.job.allow_tp_beyond_node;
+  sweep::Options opts;
+  opts.objective = objective;
+  opts.memory_limit = o.memory_limit;
+  opts.prune_on_upper_bound = o.prune_upper;
+  opts.threads = o.threads;
+  opts.stop = &g_sweep_stop;
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  if (tty) opts.progress = print_progress;
+
+  g_sweep_stop.store(false);
+  using Handler = void (*)(int);
+  const Handler previous = std::signal(SIGINT, on_sigint);
+  const sweep::Result r = sweep::run_sweep(base, grid, space, opts);
+  std::signal(SIGINT, previous == SIG_ERR ? SIG_DFL : previous);
+  if (tty) fmt::print(stderr, "\n");
+
+  const int threads =
+      o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+  fmt::print("Sweep: {} on {} node(s) x {} {} = {} GPUs; GBS {}, seq {}; objective {}\n",
+             base.model.name, r.nodes, base.cluster.gpus_per_node, base.cluster.accelerator.name,
+             r.world, base.runtime.global_batch_size, base.runtime.seq_length,
+             sweep::to_string(objective));
+  if (r.limit_bytes > 0) {
+    fmt::print("Memory limit: {:.1f} GiB ({:.2f} x {:.1f} GiB HBM), pruned on the {}\n",
+               r.limit_bytes / kGiB, o.memory_limit, r.hbm_bytes / kGiB,
+               r.pruned_on_upper_bound ? "upper bound" : "point estimate");
+  } else {
+    fmt::print("Memory limit: none (the accelerator's HBM size is unknown)\n");
+  }
+  fmt::print(
+      "Candidates: {} enumerated, {} illegal, {} out of memory, {} projected{}{} in {:.2f} s "
+      "({} thread(s); memory {:.2f} s, performance {:.2f} s CPU)\n",
+      r.enumerated, r.illegal, r.oom, r.projected,
+      r.failed > 0 ? fmt::format(", {} failed", r.failed) : "",
+      r.not_evaluated > 0 ? fmt::format(", {} not evaluated", r.not_evaluated) : "", r.elapsed_s,
+      threads, r.memory_s, r.performance_s);
+  if (r.illegal > 0) {
+    std::string rules;
+    for (int i = 1; i < sweep::kNumRules; ++i) {
+      const std::size_t n = r.illegal_by_rule[static_cast<std::size_t>(i)];
+      if (n == 0) continue;
+      rules += fmt::format("{}{} {}", rules.empty() ? "" : ", ",
+                           sweep::to_string(static_cast<sweep::Rule>(i)), n);
+    }
+    fmt::print("Illegal by rule: {}\n", rules);
+  }
+  for (const std::string& f : r.failures) fmt::print(stderr, "projector: warning: {}\n", f);
+  if (r.stopped) {
+    fmt::print("Stopped by interrupt after {} of {} legal candidates; best found so far:\n",
+               r.oom + r.projected + r.failed, r.oom + r.projected + r.failed + r.not_evaluated);
+  }
+
+  if (!o.csv_path.empty()) {
+    std::ofstream out(o.csv_path);
+    if (!out) throw InputError({o.csv_path, 0, 0}, "--csv", "cannot open for writing");
+    sweep::write_csv(out, r);
+  }
+  if (!o.json_path.empty()) {
+    const std::string text = sweep::to_json(r, base);
+    if (o.json_path == "-") {
+      fmt::print("{}\n", text);
+    } else {
+      std::ofstream out(o.json_path);
+      if (!out) throw InputError({o.json_path, 0, 0}, "--json", "cannot open for writing");
+      out << text << "\n";
+    }
+  }
+
+  if (r.ranked.empty()) {
+    const std::string msg = sweep::nowhere_fits_message(r);
+    if (!msg.empty()) {
+      fmt::print(stderr, "projector: {}\n", msg);
+    } else if (!r.stopped) {
+      fmt::print(stderr, "projector: no legal layout to project (see the rule counts above)\n");
+    }
+    return kExitFailure;
+  }
+  const std::size_t top = std::min<std::size_t>(static_cast<std::size_t>(std::max(o.top, 1)),
+                                                r.ranked.size());
+  fmt::print("\nTop {} by {}:\n", top, sweep::to_string(objective));
+  print_header_row();
+  for (std::size_t i = 0; i < top; ++i) print_row(i + 1, r.ranked[i]);
+  fmt::print("\nPareto front, throughput vs peak memory ({} layouts, lightest first):\n",
+             r.pareto.size());
+  print_header_row();
+  for (const std::size_t i : r.pareto) print_row(i + 1, r.ranked[i]);
+  return kExitOk;
+}
+
+}  // namespace
 
 void add_sweep_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("sweep", "(not implemented yet)");
-  cmd->allow_extras();
-  cmd->callback([&exit_code] {
-    fmt::print(stderr, "projector: 'sweep' is not implemented yet\n");
-    exit_code = kExitFailure;
-  });
+  auto opts = std::make_shared<SweepCliOptions>();
+  auto* cmd = app.add_subcommand(
+      "sweep", "fastest legal layout (TP/PP/VPP/CP/EP/MBS/schedule/recompute) that fits");
+  add_job_options(cmd, opts->job);
+  cmd->add_option("--grid", opts->grid,
+                  "axes to sweep, e.g. 'tp=1,2,4,8; pp=1,2,4; mbs=1,2; recompute=none,full; "
+                  "schedule=1f1b,interleaved; vpp=2,4; sharding=distopt,fsdp; bucket_mb=40' "
+                  "(missing axes: every legal value)");
+  cmd->add_option("--objective", opts->objective, "tokens_per_s_per_gpu, iteration_time or mfu");
+  cmd->add_option("--memory-limit", opts->memory_limit,
+                  "fraction of HBM a layout's peak may use (default 0.9)");
+  cmd->add_option("--top", opts->top, "layouts to print (default 10)");
+  cmd->add_option("--csv", opts->csv_path, "write every projected layout as CSV to FILE");
+  cmd->add_option("--json", opts->json_path, "write the sweep as JSON to FILE ('-': stdout)");
+  cmd->add_option("-j,--threads", opts->threads, "worker threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--include-vshape", opts->include_vshape,
+                "also sweep the V-shape schedules (zbv-*, dualpipev)");
+  cmd->add_flag("--allow-uneven-layers", opts->allow_uneven_layers,
+                "allow PP x VPP that does not divide the layers (first stages get one more)");
+  cmd->add_flag("--prune-upper-bound", opts->prune_upper,
+                "prune on the memory upper bound instead of the point estimate");
+  cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 
 }  // namespace projector::cli

@@ -5,6 +5,8 @@
 #include <memory>
 
 #include "commands.h"
+#include "projector/perf/perf.h"
+#include "projector/report/perf_report.h"
 #include "projector/hardware/catalog.h"
 #include "projector/util/error.h"
 #include "projector/validate/validate.h"
@@ -18,6 +20,8 @@ struct ValidateOptions {
   std::string data_dir;
   double max_mape_pct = -1.0;
   bool map_only = false;
+  std::string only_run;  // --run ID: just this entry
+  bool explain = false;  // --explain: print each projection's performance summary
 };
 
 void print_assumptions(const std::vector<std::string>& assumptions) {
@@ -41,10 +45,28 @@ int run_map_only(const std::vector<RunEntry>& runs, const std::string& data_dir)
   return kExitOk;
 }
 
+// The mapped job's full performance summary and per-op table: how a prediction came about.
+void explain_run(const RunEntry& e, const std::string& data_dir) {
+  const MappedRun m = map_run(e, data_dir);
+  if (!m.mapped) return;
+  const PerfReport rep = project_performance(m.job);
+  fmt::print("\n######## {} ########\n{}", e.id, perf_summary_text(m.job, rep));
+  fmt::print("{}\n", op_table_text(m.job, rep, false));
+}
+
 int run_validate(const ValidateOptions& o) {
   const std::string data_dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
-  const std::vector<RunEntry> runs = load_runs(o.runs_file);
+  std::vector<RunEntry> runs = load_runs(o.runs_file);
+  if (!o.only_run.empty()) {
+    std::erase_if(runs, [&](const RunEntry& e) { return e.id != o.only_run; });
+    if (runs.empty()) {
+      throw InputError({o.runs_file, 0, 0}, "--run", "no entry with id '" + o.only_run + "'");
+    }
+  }
   if (o.map_only) return run_map_only(runs, data_dir);
+  if (o.explain) {
+    for (const RunEntry& e : runs) explain_run(e, data_dir);
+  }
 
   const ProjectFn project = make_default_project_fn();
   const ValidationReport report = validate(runs, project, data_dir);
@@ -108,6 +130,9 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--data-dir", opts->data_dir, "hardware catalogue directory");
   cmd->add_flag("--map-only", opts->map_only,
                 "only map each run to a job and list the assumptions (no projection)");
+  cmd->add_option("--run", opts->only_run, "validate only the entry with this id");
+  cmd->add_flag("--explain", opts->explain,
+                "print the performance summary and op table of each projected run");
   cmd->callback([opts, &exit_code] { exit_code = run_validate(*opts); });
 }
 

@@ -116,7 +116,7 @@ OpCost price(const AcceleratorSpec& acc, const AttentionShape& s, bool backward)
     c.provenance = Provenance::kRoofline;
   }
   const double peak = acc.peak_flops(c.dtype);
-  const double rate = peak * clock_ratio(acc) * frac;
+  const double rate = peak * clock_ratio(acc) * frac * cost_detail::training_efficiency(acc);
   const double cus = std::max(1, acc.compute_units);
   const double per_cu = rate / cus;
   const double dqk = s.head_dim_qk;

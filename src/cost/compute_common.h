@@ -19,6 +19,12 @@ inline double clock_ratio(const AcceleratorSpec& acc) {
   return 1.0;
 }
 
+// Compute-bound kernels inside a training step vs in isolation (Calibration::training_efficiency).
+inline double training_efficiency(const AcceleratorSpec& acc) {
+  const double v = acc.calibration.training_efficiency.value;
+  return v > 0.0 ? v : 1.0;
+}
+
 inline double clock_hz(const AcceleratorSpec& acc) {
   const double mhz = acc.sustained_clock_mhz > 0.0 ? acc.sustained_clock_mhz : acc.boost_clock_mhz;
   return mhz > 0.0 ? mhz * 1e6 : 1.5e9;

@@ -54,7 +54,8 @@ constexpr std::string_view kCalibrationKeys[] = {"gemm_peak_fraction",
                                                  "fragmentation_upper_fraction",
                                                  "comm_compute_interference",
                                                  "grouped_gemm_fraction",
-                                                 "kernel_fixed_s"};
+                                                 "kernel_fixed_s",
+                                                 "training_efficiency"};
 
 // Exact dtype key as written by to_string(Dtype) (the model module's parser is not a dependency).
 std::optional<Dtype> dtype_key(std::string_view key) {
@@ -274,6 +275,9 @@ void read_calibration(const hw::YamlContext& ctx, const YAML::Node& root, Accele
   // Optional (0 = not calibrated; the cost models state their fallback).
   if (cal["grouped_gemm_fraction"].IsDefined()) {
     c.grouped_gemm_fraction = read_sourced(ctx, cal, "grouped_gemm_fraction", 0, 1, true, false);
+  }
+  if (cal["training_efficiency"].IsDefined()) {
+    c.training_efficiency = read_sourced(ctx, cal, "training_efficiency", 0, 1, true, false);
   }
   if (cal["kernel_fixed_s"].IsDefined()) {
     c.kernel_fixed_s = read_sourced(ctx, cal, "kernel_fixed_s", 0, 1e-2, false, false);

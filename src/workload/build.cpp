@@ -59,7 +59,34 @@ Op gemm_op(const Ctx& c, std::string name, std::int64_t m, std::int64_t n, std::
   return op;
 }
 
-Op mem_op(std::string name, double bytes, MemOpClass cls = MemOpClass::kElementwise) {
+// A GEMM that runs in the job's GEMM dtype. With an fp8 recipe (Transformer Engine) its input
+// is quantized first: a fused cast + transpose reads the bf16 activation and writes the fp8
+// copy and its transpose (the transpose feeds the weight-gradient GEMM); in the backward the
+// output gradient is quantized the same way. Weights are cast once per iteration (cached).
+Op mem_op(std::string name, double bytes, MemOpClass cls = MemOpClass::kElementwise);
+void push_gemm(const Ctx& c, std::vector<Op>& f, const std::string& name, std::int64_t m,
+               std::int64_t n, std::int64_t k, int groups = 1) {
+  if (c.gemm != c.act) {
+    const double rows = static_cast<double>(m) * groups;
+    const double q = bytes_per_element(c.gemm);
+    Op cast = mem_op(name + ".fp8_cast", rows * k * (c.act_b + 2.0 * q), MemOpClass::kElementwise);
+    cast.bwd_bytes = rows * n * (c.act_b + 2.0 * q);
+    f.push_back(cast);
+  }
+  f.push_back(gemm_op(c, name, m, n, k, groups));
+}
+
+// GEMMs that stay in the activation dtype under fp8 recipes (router, output layer).
+Op act_gemm_op(const Ctx& c, std::string name, std::int64_t m, std::int64_t n, std::int64_t k) {
+  Op op = gemm_op(c, std::move(name), m, n, k);
+  op.gemm.dtype = c.act;
+  op.bytes =
+      (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n) *
+      c.act_b;
+  return op;
+}
+
+Op mem_op(std::string name, double bytes, MemOpClass cls) {
   Op op;
   op.name = std::move(name);
   op.kind = OpKind::kMemoryBound;
@@ -107,11 +134,11 @@ void add_mlp(const Ctx& c, std::vector<Op>& f, const std::string& prefix, const 
              std::int64_t rows, std::int64_t ffn_per_rank, int groups) {
   const std::int64_t h = c.job.model.hidden_size;
   const std::int64_t up = mlp.gated ? 2 * ffn_per_rank : ffn_per_rank;
-  f.push_back(gemm_op(c, prefix + ".fc1", rows, up, h, groups));
+  push_gemm(c, f, prefix + ".fc1", rows, up, h, groups);
   // Activation (and gating product): read the fc1 output, write the activated half.
   f.push_back(
       mem_op(prefix + ".act", static_cast<double>(rows) * groups * (up + ffn_per_rank) * c.act_b));
-  f.push_back(gemm_op(c, prefix + ".fc2", rows, h, ffn_per_rank, groups));
+  push_gemm(c, f, prefix + ".fc2", rows, h, ffn_per_rank, groups);
 }
 
 void add_flash_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer, int heads,
@@ -160,21 +187,20 @@ void add_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
     kv_heads = heads;
     // Down-projections are replicated over TP; up-projections are column-parallel.
     if (a.q_lora_rank > 0) {
-      f.push_back(gemm_op(c, "attn.q_down", c.tokens, a.q_lora_rank, h));
+      push_gemm(c, f, "attn.q_down", c.tokens, a.q_lora_rank, h);
       f.push_back(mem_op("attn.q_norm", norm_bytes(c, c.tokens, a.q_lora_rank)));
-      f.push_back(gemm_op(c, "attn.q_up", c.tokens, static_cast<std::int64_t>(heads) * d_qk,
-                          a.q_lora_rank));
+      push_gemm(c, f, "attn.q_up", c.tokens, static_cast<std::int64_t>(heads) * d_qk,
+                a.q_lora_rank);
     } else {
-      f.push_back(gemm_op(c, "attn.q_proj", c.tokens, static_cast<std::int64_t>(heads) * d_qk, h));
+      push_gemm(c, f, "attn.q_proj", c.tokens, static_cast<std::int64_t>(heads) * d_qk, h);
     }
-    f.push_back(gemm_op(c, "attn.kv_down", c.tokens, a.kv_lora_rank + a.qk_pos_emb_head_dim, h));
+    push_gemm(c, f, "attn.kv_down", c.tokens, a.kv_lora_rank + a.qk_pos_emb_head_dim, h);
     f.push_back(mem_op("attn.kv_norm", norm_bytes(c, c.tokens, a.kv_lora_rank)));
-    f.push_back(gemm_op(c, "attn.kv_up", c.tokens,
-                        static_cast<std::int64_t>(heads) * (a.qk_head_dim + a.v_head_dim),
-                        a.kv_lora_rank));
+    push_gemm(c, f, "attn.kv_up", c.tokens,
+              static_cast<std::int64_t>(heads) * (a.qk_head_dim + a.v_head_dim), a.kv_lora_rank);
   } else {
-    f.push_back(gemm_op(c, "attn.qkv", c.tokens,
-                        static_cast<std::int64_t>(heads + 2 * kv_heads) * d_qk, h));
+    push_gemm(c, f, "attn.qkv", c.tokens, static_cast<std::int64_t>(heads + 2 * kv_heads) * d_qk,
+              h);
   }
   if (job.model.position_embedding == PositionEmbeddingKind::kRope) {
     f.push_back(mem_op("attn.rope",
@@ -185,7 +211,7 @@ void add_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   } else {
     add_flash_attention(c, f, layer, heads, kv_heads, d_qk, d_v);
   }
-  f.push_back(gemm_op(c, "attn.out_proj", c.tokens, h, static_cast<std::int64_t>(heads) * d_v));
+  push_gemm(c, f, "attn.out_proj", c.tokens, h, static_cast<std::int64_t>(heads) * d_v);
   tp_exit(c, f, "attn");
   f.push_back(mem_op("attn.residual", 3.0 * static_cast<double>(c.tokens_sp) * h * c.act_b));
 }
@@ -256,7 +282,7 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
     const MoeSpec& m = layer.moe;
     // Tokens enter the MoE block sequence-parallel (Megatron requires SP with MoE and TP > 1).
     const std::int64_t local = c.tokens / c.tp;
-    f.push_back(gemm_op(c, "moe.router", local, m.num_experts, h));
+    f.push_back(act_gemm_op(c, "moe.router", local, m.num_experts, h));
     f.push_back(mem_op("moe.topk", 3.0 * static_cast<double>(local) * m.num_experts * 4.0));
     const double routed =
         static_cast<double>(local) * m.topk * (m.capacity_factor > 0.0 ? m.capacity_factor : 1.0);
@@ -339,7 +365,7 @@ void add_backward(const std::vector<Op>& fwd, std::vector<Op>& out, bool sp) {
         break;
       case OpKind::kMemoryBound:
         b.name = f.name + ".bwd";
-        b.bytes = 1.5 * f.bytes;
+        b.bytes = f.bwd_bytes >= 0.0 ? f.bwd_bytes : 1.5 * f.bytes;
         out.push_back(b);
         break;
       case OpKind::kCollective:
@@ -453,7 +479,7 @@ void add_output_head(const Ctx& c, std::vector<Op>& fwd, const std::string& pref
   const std::int64_t v_local = padded_vocab_size(job.model, c.tp) / c.tp;
   fwd.push_back(mem_op(prefix + ".final_norm", norm_bytes(c, c.tokens_sp, h)));
   tp_enter(c, fwd, prefix);
-  fwd.push_back(gemm_op(c, prefix + ".logits", c.tokens, v_local, h));
+  fwd.push_back(act_gemm_op(c, prefix + ".logits", c.tokens, v_local, h));
   // Cross entropy over the vocabulary shard: fused it reads the logits once and writes the
   // gradient once; unfused it also writes and re-reads an fp32 copy (softmax, log, gather).
   const double logits = static_cast<double>(c.tokens) * v_local;
@@ -482,7 +508,7 @@ LayerWork mtp_work(const Ctx& c, int depth) {
   std::vector<Op> fwd;
   fwd.push_back(mem_op("mtp.norms", 2.0 * norm_bytes(c, c.tokens_sp, h)));
   tp_enter(c, fwd, "mtp");
-  fwd.push_back(gemm_op(c, "mtp.eh_proj", c.tokens, h / c.tp, 2 * h));
+  push_gemm(c, fwd, "mtp.eh_proj", c.tokens, h / c.tp, 2 * h);
   tp_exit(c, fwd, "mtp");
   add_attention(c, fwd, job.model.layers.back());
   add_ffn(c, fwd, job.model.layers.back());

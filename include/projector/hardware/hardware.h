@@ -71,6 +71,11 @@ struct AcceleratorSpec {
     // Added for the cost models (cost/): 0 means "not calibrated" and each model says its fallback.
     Sourced grouped_gemm_fraction;  // grouped (MoE) GEMM main-loop speed relative to dense (0: 1.0)
     Sourced kernel_fixed_s;         // per-kernel prologue/epilogue beyond launch (0: none)
+    // Throughput of compute-bound kernels (GEMM, attention) inside a training step relative to
+    // the same kernels in isolation (the fractions above): sustained power/thermal clocks over a
+    // whole step, library kernel choice for real shapes, L2 pollution by neighbouring kernels.
+    // Fitted on published training runs (0: 1.0, i.e. not fitted).
+    Sourced training_efficiency;
   } calibration;
 
   double peak_flops(Dtype d) const { return peak_tflops[static_cast<int>(d)] * 1e12; }

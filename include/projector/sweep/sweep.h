@@ -1,0 +1,243 @@
+// Layout sweep: every legal parallel layout of a job's model on a fixed cluster, pruned by the
+// memory projection, ranked by the full performance projection.
+//
+// Flow: enumerate() walks the Cartesian product of the axes (TP, PP, CP, EP, ETP, pipeline
+// schedule x VPP, MBS, recompute policy, optimizer sharding, DDP bucket size) and rejects each
+// combination that breaks a legality rule (Rule). run_sweep() then projects memory for every legal
+// candidate (microseconds), drops those whose peak exceeds memory_limit x HBM, and runs the full
+// performance projection (workload, cost models, schedule event simulation) on the survivors.
+//
+// Fixed from the base job: model, GBS, sequence length, precision, optimizer, overlap flags,
+// hardware. Replaced per candidate: the layout fields of ParallelSpec, micro batch, schedule and
+// recompute policy. Pipeline stages are always Megatron's balanced split (an explicit
+// pipeline_model_parallel_layout or decoder_first/last_pipeline_num_layers of the base config is
+// not carried over). Sequence parallelism is on whenever TP > 1.
+//
+// Determinism: each candidate's outcome is a pure function of (base job, candidate), results are
+// stored by enumeration index, and ranking ties are broken by enumeration index, so the output is
+// identical for any thread count.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "projector/model/job.h"
+#include "projector/perf/perf.h"
+
+namespace projector::sweep {
+
+// What "best" means. With GBS, sequence length and world size fixed, all three rank the same way
+// (tokens per iteration and model FLOPs are constants); they differ only in what is printed.
+enum class Objective { kTokensPerSPerGpu, kIterationTime, kMfu };
+Objective parse_objective(std::string_view text);  // InputError key "--objective"
+std::string_view to_string(Objective o);
+
+enum class Sharding : std::uint8_t {
+  kDistributedOptimizer,  // Megatron distributed optimizer (ZeRO-1: master + moments sharded)
+  kFsdp,                  // Megatron FSDP optim_grads_params (weights, grads, optimizer sharded)
+};
+std::string_view to_string(Sharding s);
+
+enum class RecomputeKind : std::uint8_t {
+  kNone,
+  kSelective,  // selective, modules [core_attn] (Megatron's default set)
+  kFull,       // full, uniform, 1 layer per group: every layer keeps only its input
+  kFullBlock,  // full, block: the first `num_layers` layers of every model chunk
+};
+struct RecomputeOption {
+  RecomputeKind kind = RecomputeKind::kNone;
+  int num_layers = 0;  // kFullBlock only
+  friend bool operator==(const RecomputeOption&, const RecomputeOption&) = default;
+};
+std::string to_string(RecomputeOption r);  // none, selective, full, block<N>
+
+// One layout. dp / expert_dp follow from the world size.
+struct Candidate {
+  int tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1;
+  int mbs = 1;
+  ScheduleKind schedule = ScheduleKind::k1F1B;
+  RecomputeOption recompute;
+  Sharding sharding = Sharding::kDistributedOptimizer;
+  std::int64_t bucket_bytes = 0;  // ddp_bucket_size; 0: Megatron's default
+  int dp = 1, expert_dp = 1;      // filled by enumerate() / apply_candidate()
+  friend bool operator==(const Candidate&, const Candidate&) = default;
+};
+// "TP2 PP4 VPP2 CP1 EP1 ETP2 DP8 MBS1 interleaved recompute=none dist-opt" (bucket when set).
+std::string describe(const Candidate& c);
+
+// The axes. An empty axis takes its default (SpaceOptions below); a non-empty one is used as
+// given (values that break a rule are counted as illegal, not silently dropped).
+struct Grid {
+  std::vector<int> tp, pp, vpp, cp, ep, etp, mbs;
+  std::vector<ScheduleKind> schedules;
+  std::vector<RecomputeOption> recompute;
+  std::vector<Sharding> sharding;
+  std::vector<std::int64_t> bucket_bytes;
+};
+// "tp=1,2,4,8; pp=1,2,4; ep=8,16; mbs=1,2,4; vpp=2,4; cp=1,2; etp=1;
+//  schedule=1f1b,interleaved,zero-bubble,zbv-formatted,zbv-greedy-min,zbv-greedy-half,dualpipev;
+//  recompute=none,selective,full,block2; sharding=distopt,fsdp; bucket_mb=40,160"
+// Separators: ';' between axes, ',' between values. InputError key "--grid" on bad input.
+Grid parse_grid(std::string_view text);
+
+struct SpaceOptions {
+  int nodes = 0;  // 0: the base job's
+  // Default axes:
+  //   tp: divisors of gpus_per_node (of the world with allow_tp_beyond_node)
+  //   pp: divisors of the world up to the number of layers
+  //   cp: divisors d of the world with seq_length % (2d) == 0
+  //   ep: MoE: divisors of the world up to the expert count; dense: 1
+  //   etp: MoE: {TP, 1}; dense: TP
+  //   schedule x vpp: 1f1b and zero-bubble (vpp 1), interleaved with every vpp >= 2 dividing the
+  //     layer count, plus zbv-formatted / zbv-greedy-min / zbv-greedy-half / dualpipev (vpp 2)
+  //     when include_vshape
+  //   mbs: default_mbs; recompute: none, selective, full; sharding: both; bucket: the base job's
+  bool include_vshape = false;
+  // Megatron's balanced layout needs layers % (pp x vpp) == 0. With this flag the uneven split
+  // (the first L mod (pp x vpp) stages get one more layer) is allowed whenever every stage gets at
+  // least one layer.
+  bool allow_uneven_layers = false;
+  bool allow_tp_beyond_node = false;  // also true when the base job allows it
+  std::vector<int> default_mbs = {1, 2, 4, 8};
+};
+
+// Legality rules, in checking order; a candidate is reported under the first it breaks.
+enum class Rule : std::uint8_t {
+  kLegal,
+  kTpHeads,                  // attention heads % TP
+  kTpKvHeads,                // KV heads (query groups) % TP
+  kTpBeyondNode,             // TP > GPUs per node
+  kWorldDense,               // world % (TP x PP x CP)
+  kLayers,                   // layers % (PP x VPP) (balanced), or fewer layers than stages
+  kNotMoe,                   // EP > 1 or ETP != TP on a dense model
+  kExpertsEp,                // experts % EP
+  kWorldExpert,              // world % (ETP x EP x PP)
+  kSeqCp,                    // CP > 1 and seq % (2 x CP)
+  kGbs,                      // GBS % (MBS x DP)
+  kScheduleNeedsPp,          // a pipeline schedule other than 1f1b with PP == 1
+  kScheduleVpp,              // schedule and VPP do not match (interleaved >= 2, V-shape == 2)
+  kInterleavedMicrobatches,  // interleaved: microbatches % PP != 0
+  kDualPipeMicrobatches,     // dualpipev: microbatches < 2 x PP
+  kSplitBackwardRecompute,   // zero-bubble / V-shape schedules split B and W: no full recompute
+  kRecomputeBlock,           // block recompute of >= the layers of the smallest chunk
+  kCount
+};
+inline constexpr int kNumRules = static_cast<int>(Rule::kCount);
+std::string_view to_string(Rule r);       // short id, e.g. "tp_heads"
+std::string_view explanation(Rule r);     // one line for the report
+
+// The first rule `c` breaks for `base` on `nodes` nodes (0: base's), or kLegal.
+Rule check_legality(const JobSpec& base, const Candidate& c, const SpaceOptions& options);
+
+struct Enumeration {
+  std::vector<Candidate> legal;  // in enumeration order (dp / expert_dp filled)
+  std::size_t enumerated = 0;    // every combination of the axes
+  std::array<std::size_t, kNumRules> illegal_by_rule{};
+  std::size_t illegal() const;
+};
+Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions& options);
+
+// Rewrites `job` (a copy of the base job) into candidate `c` on `nodes` nodes: parallel sizes,
+// DP, balanced stages, SP, sharding, bucket, MBS, schedule and recompute policy. Reuses the job's
+// storage, so a worker can keep one JobSpec for all its candidates.
+void apply_candidate(const Candidate& c, int nodes, JobSpec& job);
+JobSpec make_job(const JobSpec& base, const Candidate& c, int nodes);
+
+// ------------------------------------------------------------------------------------- running
+
+struct Progress {
+  std::size_t done = 0;   // candidates evaluated (memory, and performance if it fit)
+  std::size_t total = 0;  // legal candidates
+  double elapsed_s = 0.0;
+};
+
+struct Options {
+  Objective objective = Objective::kTokensPerSPerGpu;
+  double memory_limit = 0.9;  // fraction of HBM a candidate's peak may use
+  // Prune on the point estimate (default: the calibrated projection, what `projector memory`
+  // reports as the peak) or on the upper bound (worst-case fragmentation and MoE imbalance).
+  bool prune_on_upper_bound = false;
+  int threads = 0;  // 0: std::thread::hardware_concurrency()
+  // Set (e.g. by a SIGINT handler) to stop early; candidates not yet evaluated are skipped.
+  const std::atomic<bool>* stop = nullptr;
+  // Called on the calling thread about every progress_interval_s while workers run.
+  std::function<void(const Progress&)> progress;
+  double progress_interval_s = 0.25;
+};
+
+struct Entry {
+  Candidate candidate;
+  std::size_t index = 0;  // position in Enumeration::legal (the tie-breaker)
+  int num_microbatches = 0;
+  double peak_point_bytes = 0.0;
+  double peak_upper_bytes = 0.0;
+  double peak_bytes = 0.0;  // the one pruned on (point or upper bound)
+  double iteration_s = 0.0;
+  double tokens_per_s_per_gpu = 0.0;
+  double mfu = 0.0;
+  double bubble_fraction = 0.0;
+  ExposedComm exposed;
+  bool pareto = false;  // on the throughput / peak-memory Pareto front
+  double exposed_total_s() const {
+    return exposed.tp_s + exposed.cp_s + exposed.ep_s + exposed.pp_s + exposed.dp_s;
+  }
+};
+
+// The memory-pruned candidate that missed the limit by the least.
+struct Overshoot {
+  bool any = false;
+  Candidate candidate;
+  double peak_bytes = 0.0;
+  double over_bytes = 0.0;  // peak - limit
+};
+
+struct Result {
+  Objective objective = Objective::kTokensPerSPerGpu;
+  int nodes = 0;
+  int world = 0;
+  double hbm_bytes = 0.0;
+  double limit_bytes = 0.0;  // memory_limit x HBM (0: HBM unknown, nothing pruned)
+  bool pruned_on_upper_bound = false;
+  std::size_t enumerated = 0;
+  std::array<std::size_t, kNumRules> illegal_by_rule{};
+  std::size_t illegal = 0;
+  std::size_t oom = 0;
+  std::size_t projected = 0;
+  std::size_t failed = 0;         // the projection itself rejected a legal candidate (a bug)
+  std::size_t not_evaluated = 0;  // skipped after a stop request
+  bool stopped = false;
+  std::vector<std::string> failures;  // first few messages of failed candidates
+  std::vector<Entry> ranked;          // every projected candidate, best first
+  std::vector<std::size_t> pareto;    // indices into `ranked`, by ascending peak memory
+  Overshoot smallest_overshoot;
+  double elapsed_s = 0.0;
+  double memory_s = 0.0;       // summed over workers
+  double performance_s = 0.0;  // summed over workers
+};
+
+// Enumerates, prunes and projects.
+Result run_sweep(const JobSpec& base, const Grid& grid, const SpaceOptions& space,
+                 const Options& options);
+// The same for an explicit candidate list (already legal; dp filled or not).
+Result run_candidates(const JobSpec& base, const std::vector<Candidate>& candidates, int nodes,
+                      const Options& options);
+
+// Objective value of an entry, larger is better (iteration time is negated).
+double score(const Entry& e, Objective o);
+
+// "No layout fits in 72.0 GiB (0.90 x 80.0 GiB HBM) ...; the closest is <candidate> at 75.3 GiB,
+// 3.3 GiB over". Empty when something fits or nothing was pruned for memory.
+std::string nowhere_fits_message(const Result& r);
+
+// Every projected candidate, ranked, one row each.
+void write_csv(std::ostream& out, const Result& r);
+std::string to_json(const Result& r, const JobSpec& base);
+
+}  // namespace projector::sweep

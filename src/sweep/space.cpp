@@ -1,0 +1,546 @@
+// The sweep's search space: grid parsing, default axes, legality rules, enumeration, and turning a
+// candidate into a JobSpec.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <numeric>
+
+#include "projector/memory/memory.h"
+#include "projector/sweep/sweep.h"
+#include "projector/util/error.h"
+
+namespace projector::sweep {
+namespace {
+
+[[noreturn]] void bad_grid(const std::string& message) {
+  throw InputError(SourceLocation{"--grid", 0, 0}, "--grid", message);
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const std::size_t end = s.find(sep, start);
+    const std::string_view part = trim(s.substr(start, end == std::string_view::npos
+                                                           ? std::string_view::npos
+                                                           : end - start));
+    if (!part.empty()) out.push_back(part);
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+int positive_int(std::string_view key, std::string_view text) {
+  int v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || v < 1) {
+    bad_grid(fmt::format("{}: '{}' is not a positive integer", key, text));
+  }
+  return v;
+}
+
+ScheduleKind parse_schedule_name(std::string_view text) {
+  const std::string t = lower(text);
+  if (t == "zerobubble" || t == "zb" || t == "zb-h1") return ScheduleKind::kZeroBubble;
+  static constexpr std::array<ScheduleKind, 7> kAll = {
+      ScheduleKind::k1F1B,         ScheduleKind::kInterleaved,   ScheduleKind::kZeroBubble,
+      ScheduleKind::kZbvFormatted, ScheduleKind::kZbvGreedyMin,  ScheduleKind::kZbvGreedyHalf,
+      ScheduleKind::kDualPipeV};
+  for (const ScheduleKind k : kAll) {
+    if (to_string(k) == t) return k;
+  }
+  bad_grid(fmt::format(
+      "schedule: unknown '{}' (1f1b, interleaved, zero-bubble, zbv-formatted, zbv-greedy-min, "
+      "zbv-greedy-half, dualpipev)",
+      text));
+}
+
+RecomputeOption parse_recompute(std::string_view text) {
+  const std::string t = lower(text);
+  if (t == "none") return {RecomputeKind::kNone, 0};
+  if (t == "selective") return {RecomputeKind::kSelective, 0};
+  if (t == "full") return {RecomputeKind::kFull, 0};
+  if (t.rfind("block", 0) == 0 && t.size() > 5) {
+    return {RecomputeKind::kFullBlock, positive_int("recompute", std::string_view(t).substr(5))};
+  }
+  bad_grid(fmt::format("recompute: unknown '{}' (none, selective, full, block<N>)", text));
+}
+
+Sharding parse_sharding(std::string_view text) {
+  const std::string t = lower(text);
+  if (t == "distopt" || t == "dist-opt" || t == "distributed_optimizer") {
+    return Sharding::kDistributedOptimizer;
+  }
+  if (t == "fsdp") return Sharding::kFsdp;
+  bad_grid(fmt::format("sharding: unknown '{}' (distopt, fsdp)", text));
+}
+
+bool is_vshape(ScheduleKind s) {
+  return s == ScheduleKind::kZbvFormatted || s == ScheduleKind::kZbvGreedyMin ||
+         s == ScheduleKind::kZbvGreedyHalf || s == ScheduleKind::kDualPipeV;
+}
+bool splits_backward(ScheduleKind s) {
+  return s == ScheduleKind::kZeroBubble || is_vshape(s);
+}
+
+std::vector<int> divisors(int n, int max_value) {
+  std::vector<int> out;
+  for (int d = 1; d <= std::min(n, max_value); ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+// What the rules need from the base job, computed once.
+struct Facts {
+  int layers = 0;
+  int heads_gcd = 0;     // every layer's attention heads are a multiple of this
+  int kv_gcd = 0;        // standard-attention KV heads (0: none)
+  int experts_gcd = 0;   // routed experts (0: dense model)
+  int seq = 0;
+  int gbs = 0;
+  int gpus_per_node = 8;
+  int world = 8;
+  int nodes = 1;
+  bool tp_beyond_node = false;
+  bool uneven = false;
+};
+
+Facts facts_of(const JobSpec& base, const SpaceOptions& o) {
+  Facts f;
+  f.layers = base.model.num_layers();
+  for (const LayerSpec& l : base.model.layers) {
+    f.heads_gcd = std::gcd(f.heads_gcd, l.attention.num_heads);
+    if (l.attention.kind == AttentionKind::kStandard) {
+      f.kv_gcd = std::gcd(f.kv_gcd, l.attention.num_query_groups);
+    }
+    if (l.is_moe) f.experts_gcd = std::gcd(f.experts_gcd, l.moe.num_experts);
+  }
+  f.seq = base.runtime.seq_length;
+  f.gbs = base.runtime.global_batch_size;
+  f.gpus_per_node = base.cluster.gpus_per_node;
+  f.nodes = o.nodes > 0 ? o.nodes : base.cluster.nodes;
+  f.world = f.nodes * f.gpus_per_node;
+  f.tp_beyond_node = o.allow_tp_beyond_node || base.parallel.allow_tp_beyond_node;
+  f.uneven = o.allow_uneven_layers;
+  return f;
+}
+
+Rule check(const Facts& f, const Candidate& c) {
+  if (f.heads_gcd % c.tp != 0) return Rule::kTpHeads;
+  if (f.kv_gcd > 0 && f.kv_gcd % c.tp != 0) return Rule::kTpKvHeads;
+  if (c.tp > f.gpus_per_node && !f.tp_beyond_node) return Rule::kTpBeyondNode;
+  const int dense_group = c.tp * c.pp * c.cp;
+  if (f.world % dense_group != 0) return Rule::kWorldDense;
+  const int stages = c.pp * c.vpp;
+  if (f.uneven ? f.layers < stages : f.layers % stages != 0) return Rule::kLayers;
+  if (f.experts_gcd == 0) {
+    if (c.ep != 1 || c.etp != c.tp) return Rule::kNotMoe;
+  } else {
+    if (f.experts_gcd % c.ep != 0) return Rule::kExpertsEp;
+    if (f.world % (c.etp * c.ep * c.pp) != 0) return Rule::kWorldExpert;
+  }
+  if (c.cp > 1 && f.seq % (2 * c.cp) != 0) return Rule::kSeqCp;
+  const int dp = f.world / dense_group;
+  if (f.gbs % (c.mbs * dp) != 0) return Rule::kGbs;
+  const int m = f.gbs / (c.mbs * dp);
+  if (c.pp == 1 && c.schedule != ScheduleKind::k1F1B) return Rule::kScheduleNeedsPp;
+  switch (c.schedule) {
+    case ScheduleKind::k1F1B:
+    case ScheduleKind::kZeroBubble:
+      if (c.vpp != 1) return Rule::kScheduleVpp;
+      break;
+    case ScheduleKind::kInterleaved:
+      if (c.vpp < 2) return Rule::kScheduleVpp;
+      break;
+    case ScheduleKind::kAuto:
+      return Rule::kScheduleVpp;  // the sweep always names its schedule
+    default:
+      if (c.vpp != 2) return Rule::kScheduleVpp;
+      break;
+  }
+  if (c.schedule == ScheduleKind::kInterleaved && m % c.pp != 0) {
+    return Rule::kInterleavedMicrobatches;
+  }
+  if (c.schedule == ScheduleKind::kDualPipeV && m < 2 * c.pp) return Rule::kDualPipeMicrobatches;
+  const bool full = c.recompute.kind == RecomputeKind::kFull ||
+                    c.recompute.kind == RecomputeKind::kFullBlock;
+  if (full && splits_backward(c.schedule)) return Rule::kSplitBackwardRecompute;
+  if (c.recompute.kind == RecomputeKind::kFullBlock &&
+      (c.recompute.num_layers < 1 || c.recompute.num_layers >= f.layers / stages)) {
+    return Rule::kRecomputeBlock;
+  }
+  return Rule::kLegal;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------ names
+
+Objective parse_objective(std::string_view text) {
+  const std::string t = lower(text);
+  if (t == "tokens_per_s_per_gpu" || t == "throughput") return Objective::kTokensPerSPerGpu;
+  if (t == "iteration_time") return Objective::kIterationTime;
+  if (t == "mfu") return Objective::kMfu;
+  throw InputError(SourceLocation{"--objective", 0, 0}, "--objective",
+                   fmt::format("unknown '{}' (tokens_per_s_per_gpu, iteration_time, mfu)", text));
+}
+
+std::string_view to_string(Objective o) {
+  switch (o) {
+    case Objective::kTokensPerSPerGpu:
+      return "tokens_per_s_per_gpu";
+    case Objective::kIterationTime:
+      return "iteration_time";
+    case Objective::kMfu:
+      return "mfu";
+  }
+  return "?";
+}
+
+std::string_view to_string(Sharding s) {
+  return s == Sharding::kFsdp ? "fsdp" : "dist-opt";
+}
+
+std::string to_string(RecomputeOption r) {
+  switch (r.kind) {
+    case RecomputeKind::kNone:
+      return "none";
+    case RecomputeKind::kSelective:
+      return "selective";
+    case RecomputeKind::kFull:
+      return "full";
+    case RecomputeKind::kFullBlock:
+      return fmt::format("block{}", r.num_layers);
+  }
+  return "?";
+}
+
+std::string describe(const Candidate& c) {
+  std::string s = fmt::format("TP{} PP{} VPP{} CP{} EP{} ETP{} DP{} MBS{} {} recompute={} {}",
+                              c.tp, c.pp, c.vpp, c.cp, c.ep, c.etp, c.dp, c.mbs,
+                              to_string(c.schedule), to_string(c.recompute),
+                              to_string(c.sharding));
+  if (c.bucket_bytes > 0) s += fmt::format(" bucket={}MB", c.bucket_bytes / 1000000);
+  return s;
+}
+
+std::string_view to_string(Rule r) {
+  switch (r) {
+    case Rule::kLegal:
+      return "legal";
+    case Rule::kTpHeads:
+      return "tp_heads";
+    case Rule::kTpKvHeads:
+      return "tp_kv_heads";
+    case Rule::kTpBeyondNode:
+      return "tp_beyond_node";
+    case Rule::kWorldDense:
+      return "world_tp_pp_cp";
+    case Rule::kLayers:
+      return "layers_pp_vpp";
+    case Rule::kNotMoe:
+      return "ep_on_dense_model";
+    case Rule::kExpertsEp:
+      return "experts_ep";
+    case Rule::kWorldExpert:
+      return "world_etp_ep_pp";
+    case Rule::kSeqCp:
+      return "seq_cp";
+    case Rule::kGbs:
+      return "gbs_mbs_dp";
+    case Rule::kScheduleNeedsPp:
+      return "schedule_needs_pp";
+    case Rule::kScheduleVpp:
+      return "schedule_vpp";
+    case Rule::kInterleavedMicrobatches:
+      return "interleaved_microbatches";
+    case Rule::kDualPipeMicrobatches:
+      return "dualpipev_microbatches";
+    case Rule::kSplitBackwardRecompute:
+      return "split_backward_full_recompute";
+    case Rule::kRecomputeBlock:
+      return "recompute_block";
+    case Rule::kCount:
+      break;
+  }
+  return "?";
+}
+
+std::string_view explanation(Rule r) {
+  switch (r) {
+    case Rule::kLegal:
+      return "legal";
+    case Rule::kTpHeads:
+      return "attention heads not divisible by TP";
+    case Rule::kTpKvHeads:
+      return "KV heads (query groups) not divisible by TP";
+    case Rule::kTpBeyondNode:
+      return "TP larger than one node";
+    case Rule::kWorldDense:
+      return "world size not divisible by TP x PP x CP";
+    case Rule::kLayers:
+      return "layers not divisible by PP x VPP (balanced layout)";
+    case Rule::kNotMoe:
+      return "EP > 1 or ETP != TP on a model without experts";
+    case Rule::kExpertsEp:
+      return "experts not divisible by EP";
+    case Rule::kWorldExpert:
+      return "world size not divisible by ETP x EP x PP";
+    case Rule::kSeqCp:
+      return "sequence length not divisible by 2 x CP";
+    case Rule::kGbs:
+      return "global batch not divisible by MBS x DP";
+    case Rule::kScheduleNeedsPp:
+      return "pipeline schedule other than 1f1b without pipeline parallelism";
+    case Rule::kScheduleVpp:
+      return "schedule does not match VPP (interleaved >= 2, V-shape == 2, others 1)";
+    case Rule::kInterleavedMicrobatches:
+      return "interleaved schedule needs microbatches divisible by PP";
+    case Rule::kDualPipeMicrobatches:
+      return "dualpipev needs at least 2 x PP microbatches";
+    case Rule::kSplitBackwardRecompute:
+      return "zero-bubble / V-shape schedules cannot be combined with full recompute";
+    case Rule::kRecomputeBlock:
+      return "block recompute covers the whole chunk (use full) or is < 1";
+    case Rule::kCount:
+      break;
+  }
+  return "?";
+}
+
+// --------------------------------------------------------------------------------------- grid
+
+Grid parse_grid(std::string_view text) {
+  Grid g;
+  for (const std::string_view item : split(text, ';')) {
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      bad_grid(fmt::format("'{}' is not axis=values", item));
+    }
+    const std::string key = lower(trim(item.substr(0, eq)));
+    const std::vector<std::string_view> values = split(item.substr(eq + 1), ',');
+    if (values.empty()) bad_grid(fmt::format("{}: no values", key));
+    auto ints = [&](std::vector<int>& out) {
+      out.clear();
+      for (const std::string_view v : values) out.push_back(positive_int(key, v));
+    };
+    if (key == "tp") {
+      ints(g.tp);
+    } else if (key == "pp") {
+      ints(g.pp);
+    } else if (key == "vpp") {
+      ints(g.vpp);
+    } else if (key == "cp") {
+      ints(g.cp);
+    } else if (key == "ep") {
+      ints(g.ep);
+    } else if (key == "etp") {
+      ints(g.etp);
+    } else if (key == "mbs") {
+      ints(g.mbs);
+    } else if (key == "schedule" || key == "schedules") {
+      g.schedules.clear();
+      for (const std::string_view v : values) g.schedules.push_back(parse_schedule_name(v));
+    } else if (key == "recompute") {
+      g.recompute.clear();
+      for (const std::string_view v : values) g.recompute.push_back(parse_recompute(v));
+    } else if (key == "sharding") {
+      g.sharding.clear();
+      for (const std::string_view v : values) g.sharding.push_back(parse_sharding(v));
+    } else if (key == "bucket_mb") {
+      g.bucket_bytes.clear();
+      for (const std::string_view v : values) {
+        g.bucket_bytes.push_back(static_cast<std::int64_t>(positive_int(key, v)) * 1000000);
+      }
+    } else {
+      bad_grid(fmt::format("unknown axis '{}' (tp, pp, vpp, cp, ep, etp, mbs, schedule, "
+                           "recompute, sharding, bucket_mb)",
+                           key));
+    }
+  }
+  return g;
+}
+
+// ---------------------------------------------------------------------------------- legality
+
+Rule check_legality(const JobSpec& base, const Candidate& c, const SpaceOptions& options) {
+  return check(facts_of(base, options), c);
+}
+
+std::size_t Enumeration::illegal() const {
+  return std::accumulate(illegal_by_rule.begin(), illegal_by_rule.end(), std::size_t{0});
+}
+
+Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions& options) {
+  const Facts f = facts_of(base, options);
+  const bool moe = f.experts_gcd > 0;
+  const std::vector<int> tps =
+      !grid.tp.empty() ? grid.tp
+                       : divisors(f.tp_beyond_node ? f.world : f.gpus_per_node, f.world);
+  const std::vector<int> pps = !grid.pp.empty() ? grid.pp : divisors(f.world, f.layers);
+  std::vector<int> cps = grid.cp;
+  if (cps.empty()) {
+    for (const int d : divisors(f.world, f.world)) {
+      if (d == 1 || f.seq % (2 * d) == 0) cps.push_back(d);
+    }
+  }
+  const std::vector<int> eps =
+      !grid.ep.empty() ? grid.ep : (moe ? divisors(f.world, f.experts_gcd) : std::vector<int>{1});
+  const std::vector<int>& mbss = !grid.mbs.empty() ? grid.mbs : options.default_mbs;
+
+  // Schedule x VPP variants.
+  std::vector<ScheduleKind> schedules = grid.schedules;
+  if (schedules.empty()) {
+    schedules = {ScheduleKind::k1F1B, ScheduleKind::kZeroBubble, ScheduleKind::kInterleaved};
+    if (options.include_vshape) {
+      schedules.insert(schedules.end(), {ScheduleKind::kZbvFormatted, ScheduleKind::kZbvGreedyMin,
+                                         ScheduleKind::kZbvGreedyHalf, ScheduleKind::kDualPipeV});
+    }
+  }
+  std::vector<std::pair<ScheduleKind, int>> variants;
+  for (const ScheduleKind s : schedules) {
+    if (!grid.vpp.empty()) {
+      for (const int v : grid.vpp) variants.emplace_back(s, v);
+    } else if (s == ScheduleKind::kInterleaved) {
+      for (const int v : divisors(f.layers, f.layers)) {
+        if (v >= 2) variants.emplace_back(s, v);
+      }
+    } else {
+      variants.emplace_back(s, is_vshape(s) ? 2 : 1);
+    }
+  }
+  const std::vector<RecomputeOption> recomputes =
+      !grid.recompute.empty()
+          ? grid.recompute
+          : std::vector<RecomputeOption>{{RecomputeKind::kNone, 0},
+                                         {RecomputeKind::kSelective, 0},
+                                         {RecomputeKind::kFull, 0}};
+  const std::vector<Sharding> shardings =
+      !grid.sharding.empty()
+          ? grid.sharding
+          : std::vector<Sharding>{Sharding::kDistributedOptimizer, Sharding::kFsdp};
+  const std::vector<std::int64_t> buckets =
+      !grid.bucket_bytes.empty() ? grid.bucket_bytes
+                                 : std::vector<std::int64_t>{base.parallel.ddp_bucket_size_bytes};
+
+  Enumeration out;
+  Candidate c;
+  for (const int tp : tps) {
+    std::vector<int> etps = grid.etp;
+    if (etps.empty()) {
+      etps = {tp};
+      if (moe && tp != 1) etps.push_back(1);
+    }
+    for (const int pp : pps) {
+      for (const int cp : cps) {
+        for (const int ep : eps) {
+          for (const int etp : etps) {
+            for (const auto& [schedule, vpp] : variants) {
+              for (const int mbs : mbss) {
+                for (const RecomputeOption& rc : recomputes) {
+                  for (const Sharding sh : shardings) {
+                    for (const std::int64_t bucket : buckets) {
+                      c.tp = tp;
+                      c.pp = pp;
+                      c.vpp = vpp;
+                      c.cp = cp;
+                      c.ep = ep;
+                      c.etp = etp;
+                      c.mbs = mbs;
+                      c.schedule = schedule;
+                      c.recompute = rc;
+                      c.sharding = sh;
+                      c.bucket_bytes = bucket;
+                      ++out.enumerated;
+                      const Rule r = check(f, c);
+                      if (r != Rule::kLegal) {
+                        ++out.illegal_by_rule[static_cast<std::size_t>(r)];
+                        continue;
+                      }
+                      c.dp = f.world / (tp * pp * cp);
+                      c.expert_dp = f.world % (etp * ep * pp) == 0 ? f.world / (etp * ep * pp) : 1;
+                      out.legal.push_back(c);
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------------ re-layout
+
+void apply_candidate(const Candidate& c, int nodes, JobSpec& job) {
+  if (nodes > 0) job.cluster.nodes = nodes;
+  const int world = job.cluster.world_size();
+  ParallelSpec& p = job.parallel;
+  p.tp = c.tp;
+  p.pp = c.pp;
+  p.vpp = c.vpp;
+  p.cp = c.cp;
+  p.ep = c.ep;
+  p.etp = c.etp;
+  p.dp = world / (c.tp * c.pp * c.cp);
+  p.expert_dp = world % (c.etp * c.ep * c.pp) == 0 ? world / (c.etp * c.ep * c.pp) : 1;
+  p.sequence_parallel = c.tp > 1;
+  p.stages = balanced_stages(job.model.num_layers(), c.pp, c.vpp, job.model.mtp_num_layers);
+  p.distributed_optimizer = c.sharding == Sharding::kDistributedOptimizer;
+  p.fsdp = c.sharding == Sharding::kFsdp ? FsdpKind::kZero3 : FsdpKind::kNone;
+  p.ddp_bucket_size_bytes = c.bucket_bytes;
+  RuntimeSpec& rt = job.runtime;
+  rt.micro_batch_size = c.mbs;
+  rt.schedule = c.schedule;
+  RecomputeSpec& rc = rt.recompute;
+  rc.layer_ids.clear();
+  rc.modules.clear();
+  rc.method = RecomputeMethod::kUniform;
+  rc.num_layers = 0;
+  switch (c.recompute.kind) {
+    case RecomputeKind::kNone:
+      rc.granularity = RecomputeGranularity::kNone;
+      break;
+    case RecomputeKind::kSelective:
+      rc.granularity = RecomputeGranularity::kSelective;
+      rc.modules.emplace_back("core_attn");
+      break;
+    case RecomputeKind::kFull:
+      rc.granularity = RecomputeGranularity::kFull;
+      rc.num_layers = 1;
+      break;
+    case RecomputeKind::kFullBlock:
+      rc.granularity = RecomputeGranularity::kFull;
+      rc.method = RecomputeMethod::kBlock;
+      rc.num_layers = c.recompute.num_layers;
+      break;
+  }
+}
+
+JobSpec make_job(const JobSpec& base, const Candidate& c, int nodes) {
+  JobSpec job = base;
+  apply_candidate(c, nodes, job);
+  return job;
+}
+
+}  // namespace projector::sweep

@@ -1,0 +1,259 @@
+// Running a sweep: a pool of workers, each with its own JobSpec and CostCache, pulls candidates
+// from a shared counter, prunes by memory and projects performance. Outcomes are stored by
+// candidate index so the ranking does not depend on which worker ran what.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "projector/memory/memory.h"
+#include "projector/sweep/sweep.h"
+
+namespace projector::sweep {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+enum class Status : std::uint8_t { kNotEvaluated, kOom, kProjected, kFailed };
+
+struct Outcome {
+  Status status = Status::kNotEvaluated;
+  Entry entry;
+  std::string failure;
+};
+
+constexpr std::size_t kChunk = 4;  // candidates a worker claims at a time
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct Shared {
+  Shared(const JobSpec& b, const std::vector<Candidate>& c, int n, const Options& o, double limit,
+         std::vector<Outcome>& out)
+      : base(b), candidates(c), nodes(n), options(o), limit_bytes(limit), outcomes(out) {}
+  const JobSpec& base;
+  const std::vector<Candidate>& candidates;
+  int nodes;
+  const Options& options;
+  double limit_bytes;
+  std::vector<Outcome>& outcomes;
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+  std::atomic<std::int64_t> memory_ns{0};
+  std::atomic<std::int64_t> perf_ns{0};
+  std::mutex mutex;
+  std::condition_variable finished_cv;
+  int finished_workers = 0;
+};
+
+bool stop_requested(const Options& o) {
+  return o.stop != nullptr && o.stop->load(std::memory_order_relaxed);
+}
+
+void evaluate(const Candidate& c, std::size_t index, Shared& s, JobSpec& job, CostCache& cache,
+              std::int64_t& memory_ns, std::int64_t& perf_ns) {
+  Outcome& out = s.outcomes[index];
+  Entry& e = out.entry;
+  e.candidate = c;
+  e.index = index;
+  try {
+    apply_candidate(c, s.nodes, job);
+    e.candidate.dp = job.parallel.dp;
+    e.candidate.expert_dp = job.parallel.expert_dp;
+    e.num_microbatches = job.num_microbatches();
+    const auto t0 = Clock::now();
+    MemoryOptions mo;
+    mo.suggest_remedies = false;
+    const MemoryReport mem = project_memory(job, mo);
+    const auto t1 = Clock::now();
+    memory_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+    e.peak_point_bytes = mem.peak_point_bytes;
+    e.peak_upper_bytes = mem.peak_upper_bytes;
+    e.peak_bytes = s.options.prune_on_upper_bound ? mem.peak_upper_bytes : mem.peak_point_bytes;
+    if (s.limit_bytes > 0.0 && e.peak_bytes > s.limit_bytes) {
+      out.status = Status::kOom;
+      return;
+    }
+    PerfOptions po;
+    po.keep_op_table = false;
+    po.with_memory = false;
+    const PerfReport rep = project_performance(job, cache, po);
+    perf_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t1).count();
+    e.iteration_s = rep.iteration_s;
+    e.tokens_per_s_per_gpu = rep.tokens_per_s_per_gpu;
+    e.mfu = rep.mfu;
+    e.bubble_fraction = rep.bubble_fraction;
+    e.exposed = rep.exposed;
+    out.status = Status::kProjected;
+  } catch (const std::exception& ex) {
+    out.status = Status::kFailed;
+    out.failure = fmt::format("{}: {}", describe(c), ex.what());
+  }
+}
+
+void worker(Shared& s) {
+  JobSpec job = s.base;
+  CostCache cache(s.base.cluster.accelerator, s.base.cluster.network);
+  std::int64_t memory_ns = 0;
+  std::int64_t perf_ns = 0;
+  const std::size_t n = s.candidates.size();
+  while (!stop_requested(s.options)) {
+    const std::size_t begin = s.next.fetch_add(kChunk, std::memory_order_relaxed);
+    if (begin >= n) break;
+    const std::size_t end = std::min(n, begin + kChunk);
+    for (std::size_t i = begin; i < end; ++i) {
+      if (stop_requested(s.options)) break;
+      evaluate(s.candidates[i], i, s, job, cache, memory_ns, perf_ns);
+      s.done.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  s.memory_ns.fetch_add(memory_ns, std::memory_order_relaxed);
+  s.perf_ns.fetch_add(perf_ns, std::memory_order_relaxed);
+  {
+    const std::lock_guard<std::mutex> lock(s.mutex);
+    ++s.finished_workers;
+  }
+  s.finished_cv.notify_all();
+}
+
+// Better first; ties by enumeration index (deterministic for any thread count).
+bool better(const Entry& a, const Entry& b, Objective o) {
+  const double sa = score(a, o);
+  const double sb = score(b, o);
+  if (sa != sb) return sa > sb;
+  return a.index < b.index;
+}
+
+}  // namespace
+
+double score(const Entry& e, Objective o) {
+  switch (o) {
+    case Objective::kTokensPerSPerGpu:
+      return e.tokens_per_s_per_gpu;
+    case Objective::kIterationTime:
+      return -e.iteration_s;
+    case Objective::kMfu:
+      return e.mfu;
+  }
+  return 0.0;
+}
+
+Result run_candidates(const JobSpec& base, const std::vector<Candidate>& candidates, int nodes,
+                      const Options& options) {
+  const auto t0 = Clock::now();
+  Result r;
+  r.objective = options.objective;
+  r.nodes = nodes > 0 ? nodes : base.cluster.nodes;
+  r.world = r.nodes * base.cluster.gpus_per_node;
+  r.hbm_bytes = base.cluster.accelerator.hbm_bytes;
+  r.limit_bytes = r.hbm_bytes > 0.0 ? options.memory_limit * r.hbm_bytes : 0.0;
+  r.pruned_on_upper_bound = options.prune_on_upper_bound;
+
+  std::vector<Outcome> outcomes(candidates.size());
+  Shared s(base, candidates, r.nodes, options, r.limit_bytes, outcomes);
+  int threads = options.threads > 0 ? options.threads
+                                    : static_cast<int>(std::thread::hardware_concurrency());
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(
+                                                   1, (candidates.size() + kChunk - 1) / kChunk))));
+  {
+    std::vector<std::jthread> pool;
+    pool.reserve(static_cast<std::size_t>(threads));
+    for (int i = 0; i < threads; ++i) pool.emplace_back([&s] { worker(s); });
+    if (options.progress) {
+      const auto interval = std::chrono::duration<double>(options.progress_interval_s);
+      std::unique_lock<std::mutex> lock(s.mutex);
+      while (!s.finished_cv.wait_for(lock, interval,
+                                     [&] { return s.finished_workers == threads; })) {
+        lock.unlock();
+        options.progress(Progress{s.done.load(), candidates.size(), seconds_since(t0)});
+        lock.lock();
+      }
+      lock.unlock();
+      options.progress(Progress{s.done.load(), candidates.size(), seconds_since(t0)});
+    }
+  }  // joins
+
+  r.stopped = stop_requested(options);
+  for (Outcome& o : outcomes) {
+    switch (o.status) {
+      case Status::kNotEvaluated:
+        ++r.not_evaluated;
+        break;
+      case Status::kOom: {
+        ++r.oom;
+        const double over = o.entry.peak_bytes - r.limit_bytes;
+        if (!r.smallest_overshoot.any || over < r.smallest_overshoot.over_bytes) {
+          r.smallest_overshoot = {true, o.entry.candidate, o.entry.peak_bytes, over};
+        }
+        break;
+      }
+      case Status::kProjected:
+        ++r.projected;
+        r.ranked.push_back(o.entry);
+        break;
+      case Status::kFailed:
+        ++r.failed;
+        if (r.failures.size() < 5) r.failures.push_back(std::move(o.failure));
+        break;
+    }
+  }
+  std::sort(r.ranked.begin(), r.ranked.end(),
+            [&](const Entry& a, const Entry& b) { return better(a, b, options.objective); });
+
+  // Pareto front of (objective up, peak memory down): walk by ascending memory (ties: better
+  // objective first, then index) and keep each entry that beats everything lighter than it.
+  std::vector<std::size_t> by_memory(r.ranked.size());
+  for (std::size_t i = 0; i < by_memory.size(); ++i) by_memory[i] = i;
+  std::sort(by_memory.begin(), by_memory.end(), [&](std::size_t a, std::size_t b) {
+    const Entry& ea = r.ranked[a];
+    const Entry& eb = r.ranked[b];
+    if (ea.peak_bytes != eb.peak_bytes) return ea.peak_bytes < eb.peak_bytes;
+    return a < b;  // `ranked` order is already best-first with index ties
+  });
+  bool have_best = false;
+  double best = 0.0;
+  for (const std::size_t i : by_memory) {
+    const double sc = score(r.ranked[i], options.objective);
+    if (!have_best || sc > best) {
+      have_best = true;
+      best = sc;
+      r.ranked[i].pareto = true;
+      r.pareto.push_back(i);
+    }
+  }
+  r.memory_s = static_cast<double>(s.memory_ns.load()) * 1e-9;
+  r.performance_s = static_cast<double>(s.perf_ns.load()) * 1e-9;
+  r.elapsed_s = seconds_since(t0);
+  return r;
+}
+
+Result run_sweep(const JobSpec& base, const Grid& grid, const SpaceOptions& space,
+                 const Options& options) {
+  const auto t0 = Clock::now();
+  const Enumeration en = enumerate(base, grid, space);
+  const int nodes = space.nodes > 0 ? space.nodes : base.cluster.nodes;
+  Result r = run_candidates(base, en.legal, nodes, options);
+  r.enumerated = en.enumerated;
+  r.illegal_by_rule = en.illegal_by_rule;
+  r.illegal = en.illegal();
+  r.elapsed_s = seconds_since(t0);
+  return r;
+}
+
+std::string nowhere_fits_message(const Result& r) {
+  if (r.projected > 0 || !r.smallest_overshoot.any) return "";
+  const Overshoot& o = r.smallest_overshoot;
+  return fmt::format(
+      "no layout fits in {:.1f} GiB ({:.2f} x {:.1f} GiB HBM, {} peak) on {} node(s): {} legal "
+      "candidate(s) all exceed it; the closest is {} at {:.2f} GiB, {:.2f} GiB over",
+      r.limit_bytes / kGiB, r.hbm_bytes > 0 ? r.limit_bytes / r.hbm_bytes : 0.0, r.hbm_bytes / kGiB,
+      r.pruned_on_upper_bound ? "upper-bound" : "point-estimate", r.nodes, r.oom,
+      describe(o.candidate), o.peak_bytes / kGiB, o.over_bytes / kGiB);
+}
+
+}  // namespace projector::sweep
