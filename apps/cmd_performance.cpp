@@ -10,8 +10,8 @@
 
 #include "commands.h"
 #include "job_options.h"
-#include "projector/report/job_report.h"
 #include "projector/perf/perf.h"
+#include "projector/report/job_report.h"
 #include "projector/report/memory_report.h"
 #include "projector/report/perf_report.h"
 #include "projector/schedule/schedule.h"
@@ -124,17 +124,18 @@ void print_warnings(const JobSpec& job) {
 
 // `--pipeline-schedule-algorithm all`: every schedule that fits the layout, side by side.
 void print_schedule_comparison(const PerfCliOptions& o) {
-  static constexpr ScheduleKind kAll[] = {
-      ScheduleKind::k1F1B,         ScheduleKind::kInterleaved,   ScheduleKind::kZeroBubble,
-      ScheduleKind::kZbvFormatted, ScheduleKind::kZbvGreedyMin,  ScheduleKind::kZbvGreedyHalf,
-      ScheduleKind::kDualPipeV};
+  static constexpr ScheduleKind kAll[] = {ScheduleKind::k1F1B,         ScheduleKind::kInterleaved,
+                                          ScheduleKind::kZeroBubble,   ScheduleKind::kZbvFormatted,
+                                          ScheduleKind::kZbvGreedyMin, ScheduleKind::kZbvGreedyHalf,
+                                          ScheduleKind::kDualPipeV};
   fmt::print("\n-- Pipeline schedules compared --\n");
   fmt::print("  {:<18} {:>12} {:>10} {:>14} {:>12}  {}\n", "schedule", "iter ms", "bubble %",
              "tokens/s/GPU", "peak GiB", "note");
   PerfCliOptions base = o;
   for (ScheduleKind kind : kAll) {
     base.job.pipeline_schedule = std::string(to_string(kind));
-    const bool v_shape = kind == ScheduleKind::kZbvFormatted || kind == ScheduleKind::kZbvGreedyMin ||
+    const bool v_shape = kind == ScheduleKind::kZbvFormatted ||
+                         kind == ScheduleKind::kZbvGreedyMin ||
                          kind == ScheduleKind::kZbvGreedyHalf || kind == ScheduleKind::kDualPipeV;
     PerfCliOptions attempt = base;
     if (v_shape) attempt.job.vpp = 2;
@@ -179,8 +180,9 @@ void print_node_scan(const PerfCliOptions& o) {
                  rep.world_size, job.parallel.dp, rep.num_microbatches, rep.iteration_s * 1e3,
                  rep.tokens_per_s_per_gpu, 100.0 * rep.mfu, rep.tokens_per_s / first_tps);
       if (rep.num_microbatches == 1) {
-        fmt::print("         one microbatch per DP rank: more nodes cannot help at GBS {} / MBS {}\n",
-                   job.runtime.global_batch_size, job.runtime.micro_batch_size);
+        fmt::print(
+            "         one microbatch per DP rank: more nodes cannot help at GBS {} / MBS {}\n",
+            job.runtime.global_batch_size, job.runtime.micro_batch_size);
       }
     } catch (const InputError& e) {
       fmt::print("  {:>6} {}\n", n, e.message());

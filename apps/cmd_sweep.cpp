@@ -172,8 +172,8 @@ int run(const SweepCliOptions& o) {
     }
     return kExitFailure;
   }
-  const std::size_t top = std::min<std::size_t>(static_cast<std::size_t>(std::max(o.top, 1)),
-                                                r.ranked.size());
+  const std::size_t top =
+      std::min<std::size_t>(static_cast<std::size_t>(std::max(o.top, 1)), r.ranked.size());
   fmt::print("\nTop {} by {}:\n", top, sweep::to_string(objective));
   print_header_row();
   for (std::size_t i = 0; i < top; ++i) print_row(i + 1, r.ranked[i]);

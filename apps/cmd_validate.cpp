@@ -5,9 +5,9 @@
 #include <memory>
 
 #include "commands.h"
+#include "projector/hardware/catalog.h"
 #include "projector/perf/perf.h"
 #include "projector/report/perf_report.h"
-#include "projector/hardware/catalog.h"
 #include "projector/util/error.h"
 #include "projector/validate/validate.h"
 
@@ -51,7 +51,7 @@ void explain_run(const RunEntry& e, const std::string& data_dir) {
   if (!m.mapped) return;
   const PerfReport rep = project_performance(m.job);
   fmt::print("\n######## {} ########\n{}", e.id, perf_summary_text(m.job, rep));
-  fmt::print("{}\n", op_table_text(m.job, rep, false));
+  fmt::print("{}\n", op_table_text(m.job, rep));
 }
 
 int run_validate(const ValidateOptions& o) {

@@ -17,7 +17,6 @@ namespace {
 struct WorkloadCliOptions {
   JobOptions job;
   std::string json_path;
-  bool all_layers = false;
 };
 
 int run_workload(const WorkloadCliOptions& o) {
@@ -27,9 +26,10 @@ int run_workload(const WorkloadCliOptions& o) {
   po.with_memory = false;
   const PerfReport rep = project_performance(job, po);
   if (o.json_path.empty() || o.json_path != "-") {
-    fmt::print("Per-microbatch ops of every pipeline rank (times from the cost models; 'exposed' "
-               "is what an op adds to the compute stream)\n");
-    fmt::print("{}", op_table_text(job, rep, o.all_layers));
+    fmt::print(
+        "Per-microbatch ops of every pipeline rank (times from the cost models; 'exposed' "
+        "is what an op adds to the compute stream)\n");
+    fmt::print("{}", op_table_text(job, rep));
   }
   if (!o.json_path.empty()) {
     const std::string text = perf_json(job, rep);
@@ -51,7 +51,6 @@ void add_workload_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("workload", "per-layer op table with shapes, times, provenance");
   add_job_options(cmd, opts->job);
   cmd->add_option("--json", opts->json_path, "write the full projection as JSON to FILE ('-')");
-  cmd->add_flag("--all-layers", opts->all_layers, "print every layer, not one of each kind");
   cmd->callback([opts, &exit_code] { exit_code = run_workload(*opts); });
 }
 

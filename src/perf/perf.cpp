@@ -111,6 +111,7 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
       expert_compute[static_cast<int>(op.phase)] += costs[i].time_s;
     }
   }
+  const double n = lw.count;
   double ep_budget[3] = {expert_compute[0], expert_compute[1], expert_compute[2]};
   for (std::size_t i = 0; i < lw.ops.size(); ++i) {
     const Op& op = lw.ops[i];
@@ -133,11 +134,11 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
         ep_budget[ph] -= hidden;
         exposed = t - hidden;
       }
-      acc[ph].exposed_s += exposed;
-      add_exposed(acc[ph].by_group, op.group, exposed);
-      if (op.group == GroupKind::kEp) acc[ph].ep_hideable_s += exposed;
+      acc[ph].exposed_s += n * exposed;
+      add_exposed(acc[ph].by_group, op.group, n * exposed);
+      if (op.group == GroupKind::kEp) acc[ph].ep_hideable_s += n * exposed;
     } else {
-      acc[ph].compute_s += t;
+      acc[ph].compute_s += n * t;
     }
     if (table) {
       PricedOp po;
@@ -146,6 +147,7 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
       po.time_s = t;
       po.exposed_s = op.kind == OpKind::kCollective ? exposed : t;
       po.provenance = costs[i].provenance;
+      po.repeat = lw.count;
       table->push_back(std::move(po));
     }
   }
@@ -167,7 +169,10 @@ Op split_bucket(const Op& op, int n) {
 }
 
 std::string block_label(const LayerWork& lw) {
-  return lw.layer >= 0 ? fmt::format("layer {} ({})", lw.layer, lw.label) : lw.label;
+  if (lw.layer < 0) return lw.label;
+  if (lw.count == 1) return fmt::format("layer {} ({})", lw.layer, lw.label);
+  return fmt::format("layers {}-{} ({}x {})", lw.layer, lw.layer + lw.count - 1, lw.count,
+                     lw.label);
 }
 
 }  // namespace
@@ -222,8 +227,8 @@ PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfO
       ct.stage = z;
       PhaseAccumulator acc[3];
       for (const LayerWork& lw : rw.chunks[static_cast<std::size_t>(c)].blocks) {
-        price_block(job, cache, lw, block_label(lw), options.keep_op_table ? &ct.ops : nullptr,
-                    acc);
+        price_block(job, cache, lw, options.keep_op_table ? block_label(lw) : std::string(),
+                    options.keep_op_table ? &ct.ops : nullptr, acc);
       }
       ct.f_s = acc[0].compute_s + acc[0].exposed_s;
       ct.b_s = acc[1].compute_s + acc[1].exposed_s;

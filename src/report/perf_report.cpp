@@ -133,7 +133,7 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
   return out;
 }
 
-std::string op_table_text(const JobSpec& job, const PerfReport& rep, bool all_layers) {
+std::string op_table_text(const JobSpec& job, const PerfReport& rep) {
   (void)job;
   std::string out;
   for (const ChunkTiming& c : rep.chunks) {
@@ -142,36 +142,12 @@ std::string op_table_text(const JobSpec& job, const PerfReport& rep, bool all_la
         c.pp_rank, c.chunk, c.stage, ms(c.f_s), ms(c.b_s), ms(c.w_s));
     out += fmt::format("  {:<24} {:<28} {:<2} {:<40} {:>10} {:>10} {:>10} {:>10}  {}\n", "block",
                        "op", "ph", "shape", "FLOPs", "bytes", "time us", "exposed", "provenance");
-    std::string last_layer_kind;
-    int shown_layers = 0;
-    std::string current_block;
-    bool skip = false;
     for (const PricedOp& po : c.ops) {
-      if (po.block != current_block) {
-        current_block = po.block;
-        // Without --all-layers show the first layer of each kind and the non-layer blocks.
-        const bool is_layer = po.block.rfind("layer ", 0) == 0;
-        const std::string kind = is_layer ? po.block.substr(po.block.find('(')) : po.block;
-        skip = !all_layers && is_layer && kind == last_layer_kind;
-        if (is_layer) {
-          if (skip) {
-            ++shown_layers;
-          }
-          last_layer_kind = kind;
-        }
-        if (skip) continue;
-      }
-      if (skip) continue;
       out += fmt::format("  {:<24} {:<28} {:<2} {:<40} {:>10} {:>10} {:>10.1f} {:>10.1f}  {}\n",
                          po.block.substr(0, 24), po.op.name.substr(0, 28), to_string(po.op.phase),
                          describe_op_shape(po.op).substr(0, 40), human_count(po.op.flops),
                          human_count(po.op.bytes), us(po.time_s), us(po.exposed_s),
                          to_string(po.provenance));
-    }
-    if (shown_layers > 0) {
-      out +=
-          fmt::format("  ... {} more layers identical in shape to the ones above (--all-layers)\n",
-                      shown_layers);
     }
   }
   return out;
@@ -262,6 +238,7 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                      {"time_us", us(po.time_s)},
                      {"exposed_us", us(po.exposed_s)},
                      {"recompute", po.op.recompute},
+                     {"layers", po.repeat},
                      {"provenance", std::string(to_string(po.provenance))}});
     }
     jc["ops"] = ops;

@@ -615,6 +615,11 @@ void map_training(Mapper& m, Framework fw, int world) {
   }
   if (t.global_batch_size) {
     r.global_batch_size = *t.global_batch_size;
+  } else if (p.pp > 1) {
+    // With pipeline parallelism the microbatch count sets the bubble: guessing it would decide
+    // the prediction, so the run is not compared.
+    return m.fail("training.global_batch_size not stated and pp > 1 (the microbatch count decides "
+                  "the pipeline bubble)");
   } else {
     r.global_batch_size = r.micro_batch_size * p.dp;
     m.assume("training.global_batch_size", std::to_string(r.global_batch_size),

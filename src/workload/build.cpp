@@ -541,7 +541,20 @@ Workload build_workload(const JobSpec& job) {
       cw.pp_rank = r;
       cw.chunk = ch;
       if (st.has_embedding) cw.blocks.push_back(embedding_work(c));
+      // Consecutive layers of the same shape and recompute policy do identical work: one block
+      // stands for all of them, so building and pricing scale with distinct layers only.
       for (int i = st.first_layer; i < st.first_layer + st.num_layers; ++i) {
+        if (!cw.blocks.empty() && cw.blocks.back().layer >= 0) {
+          LayerWork& prev = cw.blocks.back();
+          const int last = prev.layer + prev.count - 1;
+          if (last == i - 1 &&
+              same_layer_shape(job.model.layers[static_cast<std::size_t>(last)],
+                               job.model.layers[static_cast<std::size_t>(i)]) &&
+              layer_fully_recomputed(job, last) == layer_fully_recomputed(job, i)) {
+            ++prev.count;
+            continue;
+          }
+        }
         cw.blocks.push_back(build_layer_work(job, i));
       }
       for (int d = 0; d < st.mtp_layers; ++d) cw.blocks.push_back(mtp_work(c, d));

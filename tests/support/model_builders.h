@@ -99,4 +99,13 @@ inline ModelSpec deepseek_v3() {
   return m;
 }
 
+// Llama 3.2 1B (HF config.json): 16 layers, d 2048, SwiGLU 8192, 32 heads / 8 KV heads of
+// dim 64, tied embeddings, vocabulary 128256.
+inline ModelSpec llama32_1b() {
+  DenseShape s{16, 2048, 8192, 32, 8, 128256};
+  s.tied = true;
+  s.head_dim = 64;
+  return make_dense(s);
+}
+
 }  // namespace projector::testing

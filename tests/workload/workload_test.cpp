@@ -85,6 +85,24 @@ TEST(Workload, TpCollectivesPerLayer) {
   }
 }
 
+// Consecutive identical layers collapse into one block: Llama 3.1 8B on 2 stages of 16 layers is
+// embedding + one 16-layer block on stage 0, one 16-layer block + output on stage 1.
+TEST(Workload, IdenticalLayersShareOneBlock) {
+  const JobSpec job = testing::make_job(testing::llama31_8b(), {.pp = 2, .gbs = 16});
+  const Workload wl = build_workload(job);
+  ASSERT_EQ(wl.ranks.size(), 2u);
+  const auto& b0 = wl.ranks[0].chunks[0].blocks;
+  const auto& b1 = wl.ranks[1].chunks[0].blocks;
+  ASSERT_EQ(b0.size(), 2u);
+  EXPECT_EQ(b0[0].label, "embedding");
+  EXPECT_EQ(b0[1].layer, 0);
+  EXPECT_EQ(b0[1].count, 16);
+  ASSERT_EQ(b1.size(), 2u);
+  EXPECT_EQ(b1[0].layer, 16);
+  EXPECT_EQ(b1[0].count, 16);
+  EXPECT_EQ(b1[1].label, "output");
+}
+
 // Full recompute replays the forward before the backward: recompute FLOPs == forward FLOPs.
 TEST(Workload, FullRecomputeReplaysForward) {
   JobSpec job = testing::make_job(testing::llama31_8b(), {});
@@ -115,10 +133,10 @@ TEST(Workload, IterationFlopsMatchAccounting) {
           // Model FLOPs count a backward as two forwards; the flash-attention backward kernel
           // does 2.5x its forward (it recomputes the scores), so count attention as 3x forward.
           if (op.kind == OpKind::kAttention) {
-            per_microbatch += op.phase == WorkPhase::kF ? 3.0 * op.flops : 0.0;
+            per_microbatch += op.phase == WorkPhase::kF ? 3.0 * op.flops * b.count : 0.0;
             continue;
           }
-          per_microbatch += op.flops;
+          per_microbatch += op.flops * b.count;  // a block stands for `count` identical layers
         }
       }
     }

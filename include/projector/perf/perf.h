@@ -29,6 +29,7 @@ struct PricedOp {
   double exposed_s = 0.0;  // what it adds to the compute stream
   Provenance provenance = Provenance::kRoofline;
   std::string detail;  // algorithm / kernel notes
+  int repeat = 1;      // identical consecutive layers the op stands for (times are per layer)
 };
 
 struct ChunkTiming {

@@ -14,7 +14,8 @@ inline constexpr int kPerfJsonSchemaVersion = 1;
 // Console summary in ms, GiB, tokens/s, TFLOP/s.
 std::string perf_summary_text(const JobSpec& job, const PerfReport& rep);
 // Per-op table of every chunk (op, phase, shape, FLOPs, bytes, time, exposed, provenance).
-std::string op_table_text(const JobSpec& job, const PerfReport& rep, bool all_layers);
+// Consecutive identical layers are one block ("layers 3-60 (58x dense_layer)"), times per layer.
+std::string op_table_text(const JobSpec& job, const PerfReport& rep);
 // The whole projection as JSON (indent < 0: compact).
 std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent = 2);
 // {"traceEvents": [...]} with one process per pipeline rank and one thread per stream.

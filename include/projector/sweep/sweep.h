@@ -218,8 +218,8 @@ struct Result {
   std::vector<std::size_t> pareto;    // indices into `ranked`, by ascending peak memory
   Overshoot smallest_overshoot;
   double elapsed_s = 0.0;
-  double memory_s = 0.0;       // summed over workers
-  double performance_s = 0.0;  // summed over workers
+  double memory_s = 0.0;       // CPU time of the memory projections, summed over workers
+  double performance_s = 0.0;  // CPU time of the performance projections, summed over workers
 };
 
 // Enumerates, prunes and projects.

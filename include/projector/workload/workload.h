@@ -56,7 +56,8 @@ struct Op {
 };
 
 struct LayerWork {
-  int layer = -1;  // decoder layer index; -1 for embedding / output / MTP blocks
+  int layer = -1;  // (first) decoder layer index; -1 for embedding / output / MTP blocks
+  int count = 1;   // consecutive identical layers this block stands for (ops are per layer)
   std::string label;
   std::vector<Op> ops;
 };
