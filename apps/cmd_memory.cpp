@@ -5,211 +5,16 @@
 
 #include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "commands.h"
 #include "job_options.h"
 #include "projector/memory/memory.h"
+#include "projector/report/memory_report.h"
 #include "projector/util/error.h"
 
 namespace projector::cli {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-std::string gib(double bytes) {
-  return fmt::format("{:.2f}", bytes / kGiB);
-}
-
-std::string chunk_list(const RankMemory& r) {
-  std::string s;
-  for (int z : r.virtual_stages) s += (s.empty() ? "" : ",") + std::to_string(z);
-  return s;
-}
-
-std::string rank_label(const RankMemory& r) {
-  std::string l = fmt::format("pp{}", r.pp_rank);
-  if (r.has_embedding) l += " emb";
-  if (r.has_output) l += " out";
-  if (r.mtp_layers > 0) l += fmt::format(" mtp{}", r.mtp_layers);
-  return l;
-}
-
-void print_report(const JobSpec& job, const MemoryReport& rep) {
-  fmt::print("Memory projection: {} ({})\n", job.model.name.empty() ? "model" : job.model.name,
-             job.source);
-  fmt::print(
-      "  TP {} PP {} VPP {} CP {} EP {} ETP {} DP {} | mbs {} seq {} | {} microbatches, "
-      "schedule {}\n",
-      job.parallel.tp, job.parallel.pp, job.parallel.vpp, job.parallel.cp, job.parallel.ep,
-      job.parallel.etp, job.parallel.dp, job.runtime.micro_batch_size, job.runtime.seq_length,
-      rep.num_microbatches, to_string(rep.schedule));
-  fmt::print("  all values GiB (2^30 bytes); per GPU\n\n");
-
-  fmt::print("{:<18}", "component");
-  for (const RankMemory& r : rep.ranks) fmt::print(" {:>12}", rank_label(r));
-  fmt::print("\n");
-  fmt::print("{:<18}", "layers");
-  for (const RankMemory& r : rep.ranks) fmt::print(" {:>12}", r.num_layers);
-  fmt::print("\n");
-  fmt::print("{:<18}", "in-flight mb");
-  for (const RankMemory& r : rep.ranks) {
-    fmt::print(" {:>12}", fmt::format("{:g}", r.in_flight.total_chunk_microbatches()));
-  }
-  fmt::print("\n");
-  for (int c = 0; c < kNumMemoryComponents; ++c) {
-    fmt::print("{:<18}", to_string(static_cast<MemoryComponent>(c)));
-    for (const RankMemory& r : rep.ranks) {
-      fmt::print(" {:>12}", gib(r.point[static_cast<std::size_t>(c)]));
-    }
-    fmt::print("\n");
-  }
-  fmt::print("{:<18}", "total (point)");
-  for (const RankMemory& r : rep.ranks) fmt::print(" {:>12}", gib(r.total_point_bytes));
-  fmt::print("\n{:<18}", "total (upper)");
-  for (const RankMemory& r : rep.ranks) fmt::print(" {:>12}", gib(r.total_upper_bytes));
-  fmt::print("\n\n");
-
-  const RankMemory& peak = rep.ranks[static_cast<std::size_t>(rep.peak_rank)];
-  fmt::print("Peak: pipeline rank {} ({}), point {} GiB, upper {} GiB; transient: {}\n",
-             peak.pp_rank, rank_label(peak), gib(rep.peak_point_bytes), gib(rep.peak_upper_bytes),
-             peak.transient_source);
-  if (rep.capacity_bytes > 0.0) {
-    fmt::print("HBM capacity: {} GiB -> {}\n", gib(rep.capacity_bytes), to_string(rep.verdict));
-  } else {
-    fmt::print("HBM capacity unknown -> no verdict\n");
-  }
-  if (rep.verdict == MemoryVerdict::kOom || rep.verdict == MemoryVerdict::kAtRisk) {
-    std::string largest;
-    for (MemoryComponent c : rep.largest_components) {
-      largest += fmt::format("{}{} {} GiB", largest.empty() ? "" : ", ", to_string(c),
-                             gib(peak.point[static_cast<std::size_t>(c)]));
-    }
-    fmt::print("Largest components: {}\n", largest);
-    if (!rep.remedies.empty()) fmt::print("What would change it (re-projected):\n");
-    for (const MemoryRemedy& m : rep.remedies) {
-      fmt::print("  {:<52} peak {:>8} GiB (upper {:>8}) -> {}\n", m.change, gib(m.peak_point_bytes),
-                 gib(m.peak_upper_bytes), to_string(m.verdict));
-    }
-  }
-  if (!rep.notes.empty()) {
-    fmt::print("Assumptions:\n");
-    for (const std::string& n : rep.notes) fmt::print("  - {}\n", n);
-  }
-  for (const AppliedDefault& d : job.defaults) {
-    fmt::print("  default {} = {} ({})\n", d.key, d.value, d.reason);
-  }
-  for (const std::string& w : job.warnings) fmt::print("  warning: {}\n", w);
-}
-
-nlohmann::json components_json(const ComponentBytes& c) {
-  nlohmann::json j = nlohmann::json::object();
-  for (int i = 0; i < kNumMemoryComponents; ++i) {
-    j[std::string(to_string(static_cast<MemoryComponent>(i)))] = c[static_cast<std::size_t>(i)];
-  }
-  return j;
-}
-
-nlohmann::json report_json(const JobSpec& job, const MemoryReport& rep) {
-  nlohmann::json j;
-  j["schema_version"] = MemoryReport::kSchemaVersion;
-  j["kind"] = "memory";
-  j["source"] = job.source;
-  j["model"] = job.model.name;
-  j["units"] = "bytes";
-  j["parallel"] = {{"tp", job.parallel.tp},
-                   {"pp", job.parallel.pp},
-                   {"vpp", job.parallel.vpp},
-                   {"cp", job.parallel.cp},
-                   {"ep", job.parallel.ep},
-                   {"etp", job.parallel.etp},
-                   {"dp", job.parallel.dp},
-                   {"expert_dp", job.parallel.expert_dp},
-                   {"sequence_parallel", job.parallel.sequence_parallel},
-                   {"distributed_optimizer", job.parallel.distributed_optimizer},
-                   {"fsdp", std::string(to_string(job.parallel.fsdp))}};
-  j["schedule"] = std::string(to_string(rep.schedule));
-  j["num_microbatches"] = rep.num_microbatches;
-  j["tokens_per_microbatch"] = rep.tokens_per_microbatch;
-  nlohmann::json ranks = nlohmann::json::array();
-  for (const RankMemory& r : rep.ranks) {
-    nlohmann::json rj;
-    rj["pp_rank"] = r.pp_rank;
-    rj["virtual_stages"] = r.virtual_stages;
-    rj["num_layers"] = r.num_layers;
-    rj["has_embedding"] = r.has_embedding;
-    rj["has_output"] = r.has_output;
-    rj["mtp_layers"] = r.mtp_layers;
-    rj["params"] = {{"dense", r.params.dense_params},
-                    {"dense_gemm", r.params.dense_gemm_params},
-                    {"expert", r.params.expert_params},
-                    {"largest_unit", r.params.largest_unit_params}};
-    rj["in_flight"] = {{"per_chunk", r.in_flight.per_chunk}, {"w_only", r.in_flight.w_only}};
-    rj["activation_per_microbatch_bytes"] = r.activation_per_microbatch_bytes;
-    rj["point_bytes"] = components_json(r.point);
-    rj["upper_bytes"] = components_json(r.upper);
-    rj["total_point_bytes"] = r.total_point_bytes;
-    rj["total_upper_bytes"] = r.total_upper_bytes;
-    rj["allocator_point_bytes"] = r.allocator_point_bytes;
-    rj["allocator_upper_bytes"] = r.allocator_upper_bytes;
-    rj["communicators"] = r.communicators;
-    rj["transient_source"] = r.transient_source;
-    ranks.push_back(std::move(rj));
-  }
-  j["ranks"] = std::move(ranks);
-  // One representative layer's saved set (first layer; first MoE layer if any).
-  nlohmann::json layers = nlohmann::json::array();
-  for (std::size_t i = 0; i < job.model.layers.size(); ++i) {
-    if (i > 0 && !(job.model.layers[i].is_moe && !job.model.layers[i - 1].is_moe)) continue;
-    const LayerActivation a = layer_activation(job, job.model.layers[i]);
-    layers.push_back({{"layer", i},
-                      {"is_moe", job.model.layers[i].is_moe},
-                      {"norms_bytes", a.norms_bytes},
-                      {"attention_bytes", a.attention_bytes},
-                      {"core_attn_bytes", a.core_attn_bytes},
-                      {"mlp_bytes", a.mlp_bytes},
-                      {"moe_bytes", a.moe_bytes},
-                      {"shared_expert_bytes", a.shared_expert_bytes},
-                      {"dropout_mask_bytes", a.dropout_mask_bytes},
-                      {"total_bytes", a.total_bytes},
-                      {"input_bytes", a.input_bytes},
-                      {"w_retained_bytes", a.w_retained_bytes},
-                      {"largest_temporary_bytes", a.largest_temporary_bytes}});
-  }
-  j["layer_activations_per_microbatch"] = std::move(layers);
-  j["peak"] = {{"rank", rep.peak_rank},
-               {"upper_rank", rep.peak_upper_rank},
-               {"point_bytes", rep.peak_point_bytes},
-               {"upper_bytes", rep.peak_upper_bytes}};
-  j["capacity_bytes"] = rep.capacity_bytes;
-  j["verdict"] = std::string(to_string(rep.verdict));
-  nlohmann::json largest = nlohmann::json::array();
-  for (MemoryComponent c : rep.largest_components) largest.push_back(std::string(to_string(c)));
-  j["largest_components"] = std::move(largest);
-  nlohmann::json remedies = nlohmann::json::array();
-  for (const MemoryRemedy& m : rep.remedies) {
-    remedies.push_back({{"change", m.change},
-                        {"peak_point_bytes", m.peak_point_bytes},
-                        {"peak_upper_bytes", m.peak_upper_bytes},
-                        {"verdict", std::string(to_string(m.verdict))}});
-  }
-  j["remedies"] = std::move(remedies);
-  nlohmann::json sources = nlohmann::json::object();
-  for (int i = 0; i < kNumMemoryComponents; ++i) {
-    sources[std::string(to_string(static_cast<MemoryComponent>(i)))] =
-        rep.sources[static_cast<std::size_t>(i)];
-  }
-  j["sources"] = std::move(sources);
-  j["notes"] = rep.notes;
-  nlohmann::json defaults = nlohmann::json::array();
-  for (const AppliedDefault& d : job.defaults) {
-    defaults.push_back({{"key", d.key}, {"value", d.value}, {"reason", d.reason}});
-  }
-  j["defaults"] = std::move(defaults);
-  j["warnings"] = job.warnings;
-  return j;
-}
 
 struct MemoryCommandOptions {
   JobOptions job;
@@ -241,11 +46,13 @@ void add_memory_command(CLI::App& app, int& exit_code) {
     }
     const JobSpec job = build_job(opts->job);
     const MemoryReport rep = project_memory(job);
-    print_report(job, rep);
-    if (!opts->json_path.empty()) {
+    if (opts->json_path != "-") fmt::print("{}", memory_summary_text(job, rep));
+    if (opts->json_path == "-") {
+      fmt::print("{}\n", memory_json(job, rep));
+    } else if (!opts->json_path.empty()) {
       std::ofstream out(opts->json_path);
       if (!out) throw InputError({}, "--json", "cannot write " + opts->json_path);
-      out << report_json(job, rep).dump(2) << "\n";
+      out << memory_json(job, rep) << "\n";
     }
     const bool bad = rep.verdict == MemoryVerdict::kOom || rep.verdict == MemoryVerdict::kAtRisk;
     exit_code = (opts->strict && bad) ? kExitFailure : kExitOk;

@@ -80,6 +80,13 @@ JobSpec make_job(const PerfCliOptions& o) {
       }
     }
   }
+  if (clock > 0.0 && job.cluster.accelerator.boost_clock_mhz > 0.0 &&
+      clock > job.cluster.accelerator.boost_clock_mhz) {
+    throw InputError(
+        {}, "--gpu-clock-mhz",
+        fmt::format("{} MHz is above the {} boost clock ({} MHz)", clock,
+                    job.cluster.accelerator.name, job.cluster.accelerator.boost_clock_mhz));
+  }
   if (clock > 0.0) {
     job.cluster.accelerator.sustained_clock_mhz = clock;
     job.defaults.push_back({"gpu_clock_mhz", fmt::format("{}", clock),
@@ -158,7 +165,7 @@ void print_schedule_comparison(const PerfCliOptions& o) {
 
 void print_node_scan(const PerfCliOptions& o) {
   const std::vector<int> nodes = parse_node_list(o.scan_nodes);
-  fmt::print("\n-- Scaling (weak in DP, fixed global batch) --\n");
+  fmt::print("\n-- Scaling over data parallelism (strong scaling: the global batch is fixed) --\n");
   fmt::print("  {:>6} {:>6} {:>5} {:>7} {:>12} {:>14} {:>8} {:>10}\n", "nodes", "GPUs", "DP",
              "micro/DP", "iter ms", "tokens/s/GPU", "MFU %", "speedup");
   double first_tps = 0.0;

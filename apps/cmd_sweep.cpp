@@ -125,7 +125,7 @@ int run(const SweepCliOptions& o) {
     fmt::print("Memory limit: none (the accelerator's HBM size is unknown)\n");
   }
   fmt::print(
-      "Candidates: {} enumerated, {} illegal, {} out of memory, {} projected{}{} in {:.2f} s "
+      "Candidates: {} enumerated, {} illegal, {} out of memory, {} projected{}{} in {:.3f} s "
       "({} thread(s); memory {:.2f} s, performance {:.2f} s CPU)\n",
       r.enumerated, r.illegal, r.oom, r.projected,
       r.failed > 0 ? fmt::format(", {} failed", r.failed) : "",

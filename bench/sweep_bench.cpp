@@ -5,7 +5,7 @@
 // The default axes give ~1.4 x 10^4 legal layouts for this model (see BM_Enumerate70B), so the
 // benchmark widens the grid honestly with knobs the sweep supports: the V-shape schedules, block
 // recompute depths (block1..block4 alongside none / selective / full), micro batches up to 16 and
-// two DDP bucket sizes. The counters print what was enumerated, found illegal, pruned for memory
+// three DDP bucket sizes (40, 160, 640 MB). The counters print what was enumerated, found illegal, pruned for memory
 // and projected.
 #include <benchmark/benchmark.h>
 
@@ -23,8 +23,8 @@ using namespace projector;
 
 JobSpec llama70b(const char* hardware) {
   LoadRequest req;
-  req.config_path =
-      std::string(PROJECTOR_DEFAULT_DATA_DIR) + "/../examples/llama3.1_70B-FP8-pretrain-mi355x.yaml";
+  req.config_path = std::string(PROJECTOR_DEFAULT_DATA_DIR) +
+                    "/../examples/llama3.1_70B-FP8-pretrain-mi355x.yaml";
   req.hardware = hardware;
   req.set_overrides = {"fp8=false"};
   req.cli.global_batch_size = 1024;
@@ -35,7 +35,7 @@ constexpr int kNodes = 64;
 constexpr const char* kWideGrid =
     "schedule=1f1b,interleaved,zero-bubble,zbv-formatted,zbv-greedy-min,zbv-greedy-half,"
     "dualpipev; recompute=none,selective,full,block1,block2,block4; mbs=1,2,4,8,16; "
-    "bucket_mb=40,160";
+    "bucket_mb=40,160,640";
 
 sweep::SpaceOptions space() {
   sweep::SpaceOptions s;

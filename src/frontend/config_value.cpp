@@ -114,7 +114,7 @@ ConfigValue convert_map(const YAML::Node& node, const std::string& file, const E
   std::set<std::string> seen;
   std::vector<ConfigValue> yaml_merges;
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const YAML::Node& k = it->first;
+    const YAML::Node k = it->first;  // a copy: the iterator yields a temporary
     const SourceLocation kloc = location_of(k.Mark(), file);
     if (!k.IsScalar()) throw InputError(kloc, key, "mapping keys must be scalars");
     const std::string name = k.Scalar();

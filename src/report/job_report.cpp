@@ -1,15 +1,236 @@
+// The resolved job: the text `projector config` prints and the JSON document that
+// `config --json` prints and `--export_config` writes.
 #include "projector/report/job_report.h"
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-namespace projector {
+#include "projector/frontend/describe.h"
+#include "projector/model/accounting.h"
 
-// TEMPORARY: replaced by the full rendering from `projector config` once it moves here.
-std::string job_json(const JobSpec& job, int indent) {
-  nlohmann::ordered_json j;
+namespace projector {
+namespace {
+
+const char* on_off(bool b) {
+  return b ? "on" : "off";
+}
+
+std::string cp_comm(CpCommType t) {
+  switch (t) {
+    case CpCommType::kP2p:
+      return "p2p";
+    case CpCommType::kAllGather:
+      return "all_gather";
+    case CpCommType::kA2a:
+      return "a2a";
+    case CpCommType::kA2aP2p:
+      return "a2a+p2p";
+  }
+  return "?";
+}
+
+std::string norm_name(NormKind n) {
+  return n == NormKind::kRmsNorm ? "RMSNorm" : "LayerNorm";
+}
+
+std::string pos_name(PositionEmbeddingKind p) {
+  switch (p) {
+    case PositionEmbeddingKind::kRope:
+      return "rope";
+    case PositionEmbeddingKind::kLearnedAbsolute:
+      return "learned_absolute";
+    case PositionEmbeddingKind::kNone:
+      return "none";
+  }
+  return "?";
+}
+
+std::string optimizer_name(OptimizerKind o) {
+  switch (o) {
+    case OptimizerKind::kAdam:
+      return "adam";
+    case OptimizerKind::kSgd:
+      return "sgd";
+    case OptimizerKind::kMuon:
+      return "muon";
+  }
+  return "?";
+}
+
+std::string summary_text(const JobSpec& job) {
+  std::string out;
+  const ModelSpec& m = job.model;
+  const ParallelSpec& p = job.parallel;
+  const RuntimeSpec& rt = job.runtime;
+  const ClusterSpec& cl = job.cluster;
+  const ModelParams params = model_params(m, padded_vocab_size(m, p.tp));
+  out += fmt::format("config: {}\n\n", job.source);
+  out += fmt::format("model: {}\n", m.name);
+  out += fmt::format(
+      "  layers {}, hidden {}, vocab {} (padded {} at TP {}), {}, {}, {} embeddings\n",
+      m.num_layers(), m.hidden_size, m.vocab_size, padded_vocab_size(m, p.tp), p.tp,
+      norm_name(m.norm), pos_name(m.position_embedding), m.tied_embeddings ? "tied" : "untied");
+  if (m.mtp_num_layers > 0) out += fmt::format("  MTP layers: {}\n", m.mtp_num_layers);
+  out += fmt::format("  parameters: {:.3f} B total, {:.3f} B active per token\n",
+                     params.total / 1e9, params.active / 1e9);
+  for (const LayerRun& run : layer_runs(m)) {
+    const std::string range =
+        run.count == 1 ? fmt::format("layer {}", run.first)
+                       : fmt::format("layers {}-{}", run.first, run.first + run.count - 1);
+    out += fmt::format("  {} ({}x): {}\n", range, run.count, run.description);
+  }
+  out += fmt::format("\nparallel: TP {} PP {} VPP {} CP {} EP {} ETP {} | DP {} expert-DP {}\n",
+                     p.tp, p.pp, p.vpp, p.cp, p.ep, p.etp, p.dp, p.expert_dp);
+  out += fmt::format(
+      "  sequence parallel {}, distributed optimizer {}, FSDP {}, overlap grad-reduce {}, "
+      "overlap param-gather {}, TP comm overlap {}, CP comm {}\n",
+      on_off(p.sequence_parallel), on_off(p.distributed_optimizer), to_string(p.fsdp),
+      on_off(p.overlap_grad_reduce), on_off(p.overlap_param_gather), on_off(p.tp_comm_overlap),
+      cp_comm(p.cp_comm_type));
+  if (p.stages.size() > 1) {
+    for (std::size_t z = 0; z < p.stages.size(); ++z) {
+      out += fmt::format("  stage {:>3} (pp rank {}, chunk {}): {}\n", z, z % p.pp, z / p.pp,
+                         describe_stage(p.stages[z]));
+    }
+  }
+  out +=
+      fmt::format("\nruntime: MBS {} GBS {} seq {} -> {} microbatches per replica\n",
+                  rt.micro_batch_size, rt.global_batch_size, rt.seq_length, job.num_microbatches());
+  out +=
+      fmt::format("  precision {} (fp8 {}{}), GEMMs in {}\n", to_string(rt.precision.params_dtype),
+                  to_string(rt.precision.fp8), rt.precision.fp8_param ? ", fp8 params" : "",
+                  to_string(rt.precision.gemm_dtype()));
+  out += fmt::format("  recompute {}", to_string(rt.recompute.granularity));
+  if (rt.recompute.granularity == RecomputeGranularity::kFull) {
+    out += fmt::format(" ({}, {} layers)",
+                       rt.recompute.method == RecomputeMethod::kBlock ? "block" : "uniform",
+                       rt.recompute.num_layers);
+  }
+  if (!rt.recompute.modules.empty() &&
+      rt.recompute.granularity == RecomputeGranularity::kSelective) {
+    out += fmt::format(" modules [{}]", fmt::join(rt.recompute.modules, ", "));
+  }
+  if (!rt.recompute.layer_ids.empty()) {
+    out += fmt::format(" layer ids [{}]", fmt::join(rt.recompute.layer_ids, ","));
+  }
+  out += fmt::format(
+      "\n  flash attention {}, CE fusion {}, DeepEP {}, sync-free stage {}, schedule {}\n",
+      on_off(rt.flash_attention), on_off(rt.cross_entropy_fusion), on_off(rt.deepep),
+      rt.sync_free_moe_stage, to_string(rt.schedule));
+  out += fmt::format(
+      "  optimizer {}{} (main grads {}, exp_avg {}, exp_avg_sq {})\n", optimizer_name(rt.optimizer),
+      rt.precision_aware_optimizer ? " precision-aware" : "", to_string(rt.main_grads_dtype),
+      to_string(rt.exp_avg_dtype), to_string(rt.exp_avg_sq_dtype));
+  out += fmt::format(
+      "\ncluster: {} node(s) x {} GPU(s) = {} x {}, network {}\n", cl.nodes, cl.gpus_per_node,
+      cl.world_size(),
+      cl.accelerator.display_name.empty() ? cl.accelerator.name : cl.accelerator.display_name,
+      cl.network.name.empty() ? "(default)" : cl.network.name);
+  out += fmt::format("\ndefaults applied ({}):\n", job.defaults.size());
+  for (const AppliedDefault& d : job.defaults) {
+    out += fmt::format("  {} = {}  ({})\n", d.key, d.value, d.reason);
+  }
+  out += fmt::format("\nwarnings ({}):\n", job.warnings.size());
+  for (const std::string& w : job.warnings) out += fmt::format("  {}\n", w);
+  return out;
+}
+
+nlohmann::json to_json(const JobSpec& job) {
+  using nlohmann::json;
+  const ModelSpec& m = job.model;
+  const ParallelSpec& p = job.parallel;
+  const RuntimeSpec& rt = job.runtime;
+  const ModelParams params = model_params(m, padded_vocab_size(m, p.tp));
+  json j;
   j["schema_version"] = kJobJsonSchemaVersion;
   j["source"] = job.source;
-  return j.dump(indent);
+  json layers = json::array();
+  for (const LayerRun& run : layer_runs(m)) {
+    layers.push_back(
+        {{"first", run.first}, {"count", run.count}, {"description", run.description}});
+  }
+  j["model"] = {{"name", m.name},
+                {"num_layers", m.num_layers()},
+                {"hidden_size", m.hidden_size},
+                {"vocab_size", m.vocab_size},
+                {"padded_vocab_size", padded_vocab_size(m, p.tp)},
+                {"normalization", norm_name(m.norm)},
+                {"position_embedding_type", pos_name(m.position_embedding)},
+                {"tied_embeddings", m.tied_embeddings},
+                {"mtp_num_layers", m.mtp_num_layers},
+                {"params_total", params.total},
+                {"params_active", params.active},
+                {"layer_runs", layers}};
+  json stages = json::array();
+  for (const VirtualStage& s : p.stages) {
+    stages.push_back({{"first_layer", s.first_layer},
+                      {"num_layers", s.num_layers},
+                      {"embedding", s.has_embedding},
+                      {"output", s.has_output},
+                      {"mtp_layers", s.mtp_layers}});
+  }
+  j["parallel"] = {{"tp", p.tp},
+                   {"pp", p.pp},
+                   {"vpp", p.vpp},
+                   {"cp", p.cp},
+                   {"ep", p.ep},
+                   {"etp", p.etp},
+                   {"dp", p.dp},
+                   {"expert_dp", p.expert_dp},
+                   {"sequence_parallel", p.sequence_parallel},
+                   {"distributed_optimizer", p.distributed_optimizer},
+                   {"fsdp", std::string(to_string(p.fsdp))},
+                   {"overlap_grad_reduce", p.overlap_grad_reduce},
+                   {"overlap_param_gather", p.overlap_param_gather},
+                   {"tp_comm_overlap", p.tp_comm_overlap},
+                   {"cp_comm_type", cp_comm(p.cp_comm_type)},
+                   {"stages", stages}};
+  j["runtime"] = {
+      {"micro_batch_size", rt.micro_batch_size},
+      {"global_batch_size", rt.global_batch_size},
+      {"seq_length", rt.seq_length},
+      {"num_microbatches", job.num_microbatches()},
+      {"params_dtype", std::string(to_string(rt.precision.params_dtype))},
+      {"fp8_recipe", std::string(to_string(rt.precision.fp8))},
+      {"fp8_param", rt.precision.fp8_param},
+      {"recompute_granularity", std::string(to_string(rt.recompute.granularity))},
+      {"recompute_method", rt.recompute.method == RecomputeMethod::kBlock ? "block" : "uniform"},
+      {"recompute_num_layers", rt.recompute.num_layers},
+      {"recompute_modules", rt.recompute.modules},
+      {"recompute_layer_ids", rt.recompute.layer_ids},
+      {"flash_attention", rt.flash_attention},
+      {"cross_entropy_fusion", rt.cross_entropy_fusion},
+      {"deepep", rt.deepep},
+      {"sync_free_moe_stage", rt.sync_free_moe_stage},
+      {"schedule", std::string(to_string(rt.schedule))},
+      {"optimizer", optimizer_name(rt.optimizer)},
+      {"precision_aware_optimizer", rt.precision_aware_optimizer},
+      {"main_grads_dtype", std::string(to_string(rt.main_grads_dtype))},
+      {"exp_avg_dtype", std::string(to_string(rt.exp_avg_dtype))},
+      {"exp_avg_sq_dtype", std::string(to_string(rt.exp_avg_sq_dtype))}};
+  j["cluster"] = {{"nodes", job.cluster.nodes},
+                  {"gpus_per_node", job.cluster.gpus_per_node},
+                  {"world_size", job.cluster.world_size()},
+                  {"accelerator", job.cluster.accelerator.name},
+                  {"network", job.cluster.network.name}};
+  json defaults = json::array();
+  for (const AppliedDefault& d : job.defaults) {
+    defaults.push_back({{"key", d.key}, {"value", d.value}, {"reason", d.reason}});
+  }
+  j["defaults"] = defaults;
+  j["warnings"] = job.warnings;
+  return j;
+}
+
+}  // namespace
+
+std::string job_summary_text(const JobSpec& job) {
+  return summary_text(job);
+}
+
+std::string job_json(const JobSpec& job, int indent) {
+  return to_json(job).dump(indent);
 }
 
 }  // namespace projector

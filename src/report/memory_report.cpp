@@ -1,3 +1,5 @@
+// Rendering of memory projections: the per-rank component table (GiB) and the JSON document
+// with every intermediate (bytes).
 #include "projector/report/memory_report.h"
 
 #include <fmt/format.h>
@@ -9,139 +11,205 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-double gib(double bytes) {
-  return bytes / kGiB;
+std::string gib(double bytes) {
+  return fmt::format("{:.2f}", bytes / kGiB);
+}
+
+
+std::string rank_label(const RankMemory& r) {
+  std::string l = fmt::format("pp{}", r.pp_rank);
+  if (r.has_embedding) l += " emb";
+  if (r.has_output) l += " out";
+  if (r.mtp_layers > 0) l += fmt::format(" mtp{}", r.mtp_layers);
+  return l;
+}
+
+std::string summary_text(const JobSpec& job, const MemoryReport& rep) {
+  std::string out;
+  out += fmt::format("Memory projection: {} ({})\n",
+                     job.model.name.empty() ? "model" : job.model.name, job.source);
+  out += fmt::format(
+      "  TP {} PP {} VPP {} CP {} EP {} ETP {} DP {} | mbs {} seq {} | {} microbatches, "
+      "schedule {}\n",
+      job.parallel.tp, job.parallel.pp, job.parallel.vpp, job.parallel.cp, job.parallel.ep,
+      job.parallel.etp, job.parallel.dp, job.runtime.micro_batch_size, job.runtime.seq_length,
+      rep.num_microbatches, to_string(rep.schedule));
+  out += fmt::format("  all values GiB (2^30 bytes); per GPU\n\n");
+
+  out += fmt::format("{:<18}", "component");
+  for (const RankMemory& r : rep.ranks) out += fmt::format(" {:>12}", rank_label(r));
+  out += fmt::format("\n");
+  out += fmt::format("{:<18}", "layers");
+  for (const RankMemory& r : rep.ranks) out += fmt::format(" {:>12}", r.num_layers);
+  out += fmt::format("\n");
+  out += fmt::format("{:<18}", "in-flight mb");
+  for (const RankMemory& r : rep.ranks) {
+    out += fmt::format(" {:>12}", fmt::format("{:g}", r.in_flight.total_chunk_microbatches()));
+  }
+  out += fmt::format("\n");
+  for (int c = 0; c < kNumMemoryComponents; ++c) {
+    out += fmt::format("{:<18}", to_string(static_cast<MemoryComponent>(c)));
+    for (const RankMemory& r : rep.ranks) {
+      out += fmt::format(" {:>12}", gib(r.point[static_cast<std::size_t>(c)]));
+    }
+    out += fmt::format("\n");
+  }
+  out += fmt::format("{:<18}", "total (point)");
+  for (const RankMemory& r : rep.ranks) out += fmt::format(" {:>12}", gib(r.total_point_bytes));
+  out += fmt::format("\n{:<18}", "total (upper)");
+  for (const RankMemory& r : rep.ranks) out += fmt::format(" {:>12}", gib(r.total_upper_bytes));
+  out += fmt::format("\n\n");
+
+  const RankMemory& peak = rep.ranks[static_cast<std::size_t>(rep.peak_rank)];
+  out += fmt::format("Peak: pipeline rank {} ({}), point {} GiB, upper {} GiB; transient: {}\n",
+                     peak.pp_rank, rank_label(peak), gib(rep.peak_point_bytes),
+                     gib(rep.peak_upper_bytes), peak.transient_source);
+  if (rep.capacity_bytes > 0.0) {
+    out += fmt::format("HBM capacity: {} GiB -> {}\n", gib(rep.capacity_bytes),
+                       to_string(rep.verdict));
+  } else {
+    out += fmt::format("HBM capacity unknown -> no verdict\n");
+  }
+  if (rep.verdict == MemoryVerdict::kOom || rep.verdict == MemoryVerdict::kAtRisk) {
+    std::string largest;
+    for (MemoryComponent c : rep.largest_components) {
+      largest += fmt::format("{}{} {} GiB", largest.empty() ? "" : ", ", to_string(c),
+                             gib(peak.point[static_cast<std::size_t>(c)]));
+    }
+    out += fmt::format("Largest components: {}\n", largest);
+    if (!rep.remedies.empty()) out += fmt::format("What would change it (re-projected):\n");
+    for (const MemoryRemedy& m : rep.remedies) {
+      out += fmt::format("  {:<52} peak {:>8} GiB (upper {:>8}) -> {}\n", m.change,
+                         gib(m.peak_point_bytes), gib(m.peak_upper_bytes), to_string(m.verdict));
+    }
+  }
+  if (!rep.notes.empty()) {
+    out += fmt::format("Assumptions:\n");
+    for (const std::string& n : rep.notes) out += fmt::format("  - {}\n", n);
+  }
+  for (const AppliedDefault& d : job.defaults) {
+    out += fmt::format("  default {} = {} ({})\n", d.key, d.value, d.reason);
+  }
+  for (const std::string& w : job.warnings) out += fmt::format("  warning: {}\n", w);
+  return out;
+}
+
+nlohmann::json components_json(const ComponentBytes& c) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int i = 0; i < kNumMemoryComponents; ++i) {
+    j[std::string(to_string(static_cast<MemoryComponent>(i)))] = c[static_cast<std::size_t>(i)];
+  }
+  return j;
+}
+
+nlohmann::json report_json(const JobSpec& job, const MemoryReport& rep) {
+  nlohmann::json j;
+  j["schema_version"] = MemoryReport::kSchemaVersion;
+  j["kind"] = "memory";
+  j["source"] = job.source;
+  j["model"] = job.model.name;
+  j["units"] = "bytes";
+  j["parallel"] = {{"tp", job.parallel.tp},
+                   {"pp", job.parallel.pp},
+                   {"vpp", job.parallel.vpp},
+                   {"cp", job.parallel.cp},
+                   {"ep", job.parallel.ep},
+                   {"etp", job.parallel.etp},
+                   {"dp", job.parallel.dp},
+                   {"expert_dp", job.parallel.expert_dp},
+                   {"sequence_parallel", job.parallel.sequence_parallel},
+                   {"distributed_optimizer", job.parallel.distributed_optimizer},
+                   {"fsdp", std::string(to_string(job.parallel.fsdp))}};
+  j["schedule"] = std::string(to_string(rep.schedule));
+  j["num_microbatches"] = rep.num_microbatches;
+  j["tokens_per_microbatch"] = rep.tokens_per_microbatch;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankMemory& r : rep.ranks) {
+    nlohmann::json rj;
+    rj["pp_rank"] = r.pp_rank;
+    rj["virtual_stages"] = r.virtual_stages;
+    rj["num_layers"] = r.num_layers;
+    rj["has_embedding"] = r.has_embedding;
+    rj["has_output"] = r.has_output;
+    rj["mtp_layers"] = r.mtp_layers;
+    rj["params"] = {{"dense", r.params.dense_params},
+                    {"dense_gemm", r.params.dense_gemm_params},
+                    {"expert", r.params.expert_params},
+                    {"largest_unit", r.params.largest_unit_params}};
+    rj["in_flight"] = {{"per_chunk", r.in_flight.per_chunk}, {"w_only", r.in_flight.w_only}};
+    rj["activation_per_microbatch_bytes"] = r.activation_per_microbatch_bytes;
+    rj["point_bytes"] = components_json(r.point);
+    rj["upper_bytes"] = components_json(r.upper);
+    rj["total_point_bytes"] = r.total_point_bytes;
+    rj["total_upper_bytes"] = r.total_upper_bytes;
+    rj["allocator_point_bytes"] = r.allocator_point_bytes;
+    rj["allocator_upper_bytes"] = r.allocator_upper_bytes;
+    rj["communicators"] = r.communicators;
+    rj["transient_source"] = r.transient_source;
+    ranks.push_back(std::move(rj));
+  }
+  j["ranks"] = std::move(ranks);
+  // One representative layer's saved set (first layer; first MoE layer if any).
+  nlohmann::json layers = nlohmann::json::array();
+  for (std::size_t i = 0; i < job.model.layers.size(); ++i) {
+    if (i > 0 && !(job.model.layers[i].is_moe && !job.model.layers[i - 1].is_moe)) continue;
+    const LayerActivation a = layer_activation(job, job.model.layers[i]);
+    layers.push_back({{"layer", i},
+                      {"is_moe", job.model.layers[i].is_moe},
+                      {"norms_bytes", a.norms_bytes},
+                      {"attention_bytes", a.attention_bytes},
+                      {"core_attn_bytes", a.core_attn_bytes},
+                      {"mlp_bytes", a.mlp_bytes},
+                      {"moe_bytes", a.moe_bytes},
+                      {"shared_expert_bytes", a.shared_expert_bytes},
+                      {"dropout_mask_bytes", a.dropout_mask_bytes},
+                      {"total_bytes", a.total_bytes},
+                      {"input_bytes", a.input_bytes},
+                      {"w_retained_bytes", a.w_retained_bytes},
+                      {"largest_temporary_bytes", a.largest_temporary_bytes}});
+  }
+  j["layer_activations_per_microbatch"] = std::move(layers);
+  j["peak"] = {{"rank", rep.peak_rank},
+               {"upper_rank", rep.peak_upper_rank},
+               {"point_bytes", rep.peak_point_bytes},
+               {"upper_bytes", rep.peak_upper_bytes}};
+  j["capacity_bytes"] = rep.capacity_bytes;
+  j["verdict"] = std::string(to_string(rep.verdict));
+  nlohmann::json largest = nlohmann::json::array();
+  for (MemoryComponent c : rep.largest_components) largest.push_back(std::string(to_string(c)));
+  j["largest_components"] = std::move(largest);
+  nlohmann::json remedies = nlohmann::json::array();
+  for (const MemoryRemedy& m : rep.remedies) {
+    remedies.push_back({{"change", m.change},
+                        {"peak_point_bytes", m.peak_point_bytes},
+                        {"peak_upper_bytes", m.peak_upper_bytes},
+                        {"verdict", std::string(to_string(m.verdict))}});
+  }
+  j["remedies"] = std::move(remedies);
+  nlohmann::json sources = nlohmann::json::object();
+  for (int i = 0; i < kNumMemoryComponents; ++i) {
+    sources[std::string(to_string(static_cast<MemoryComponent>(i)))] =
+        rep.sources[static_cast<std::size_t>(i)];
+  }
+  j["sources"] = std::move(sources);
+  j["notes"] = rep.notes;
+  nlohmann::json defaults = nlohmann::json::array();
+  for (const AppliedDefault& d : job.defaults) {
+    defaults.push_back({{"key", d.key}, {"value", d.value}, {"reason", d.reason}});
+  }
+  j["defaults"] = std::move(defaults);
+  j["warnings"] = job.warnings;
+  return j;
 }
 
 }  // namespace
 
 std::string memory_summary_text(const JobSpec& job, const MemoryReport& rep) {
-  std::string out;
-  out += "====================== Memory projection =======================\n";
-  out += fmt::format("Accelerator  {} ({:.0f} GiB HBM); schedule {}; {} microbatches\n",
-                     job.cluster.accelerator.name, gib(rep.capacity_bytes), to_string(rep.schedule),
-                     rep.num_microbatches);
-  // Component rows x rank columns.
-  out += fmt::format("  {:<22}", "GiB per GPU");
-  for (const RankMemory& r : rep.ranks)
-    out += fmt::format(" {:>9}", fmt::format("pp{}", r.pp_rank));
-  out += "\n";
-  out += fmt::format("  {:<22}", "layers");
-  for (const RankMemory& r : rep.ranks) {
-    out += fmt::format(" {:>9}", fmt::format("{}{}{}", r.num_layers, r.has_embedding ? "+E" : "",
-                                             r.has_output ? "+L" : ""));
-  }
-  out += "\n";
-  for (int c = 0; c < kNumMemoryComponents; ++c) {
-    bool any = false;
-    for (const RankMemory& r : rep.ranks) any = any || r.upper[static_cast<std::size_t>(c)] > 0;
-    if (!any) continue;
-    out += fmt::format("  {:<22}", to_string(static_cast<MemoryComponent>(c)));
-    for (const RankMemory& r : rep.ranks) {
-      out += fmt::format(" {:>9.2f}", gib(r.point[static_cast<std::size_t>(c)]));
-    }
-    out += "\n";
-  }
-  out += fmt::format("  {:<22}", "total (point)");
-  for (const RankMemory& r : rep.ranks) out += fmt::format(" {:>9.2f}", gib(r.total_point_bytes));
-  out += "\n";
-  out += fmt::format("  {:<22}", "total (upper bound)");
-  for (const RankMemory& r : rep.ranks) out += fmt::format(" {:>9.2f}", gib(r.total_upper_bytes));
-  out += "\n";
-  out += fmt::format("  {:<22}", "in-flight microbatches");
-  for (const RankMemory& r : rep.ranks) {
-    out += fmt::format(" {:>9.1f}", r.in_flight.total_chunk_microbatches());
-  }
-  out += "\n\n";
-  out += fmt::format(
-      "Peak: {:.2f} GiB (upper bound {:.2f} GiB) on pipeline rank {} of {:.0f} GiB -> {}\n",
-      gib(rep.peak_point_bytes), gib(rep.peak_upper_bytes),
-      rep.ranks.empty() ? 0 : rep.ranks[static_cast<std::size_t>(rep.peak_rank)].pp_rank,
-      gib(rep.capacity_bytes), to_string(rep.verdict));
-  if (!rep.largest_components.empty()) {
-    out += "Largest components:";
-    for (MemoryComponent c : rep.largest_components) out += fmt::format(" {}", to_string(c));
-    out += "\n";
-  }
-  if (!rep.remedies.empty()) {
-    out += "What would make it fit:\n";
-    for (const MemoryRemedy& m : rep.remedies) {
-      out += fmt::format("  - {:<44} peak {:.2f} GiB (upper {:.2f}) -> {}\n", m.change,
-                         gib(m.peak_point_bytes), gib(m.peak_upper_bytes), to_string(m.verdict));
-    }
-  }
-  for (const std::string& n : rep.notes) out += fmt::format("note: {}\n", n);
-  return out;
+  return summary_text(job, rep);
 }
 
 std::string memory_json(const JobSpec& job, const MemoryReport& rep, int indent) {
-  using nlohmann::ordered_json;
-  ordered_json j;
-  j["schema_version"] = kMemoryJsonSchemaVersion;
-  j["kind"] = "memory";
-  j["accelerator"] = job.cluster.accelerator.name;
-  j["schedule"] = std::string(to_string(rep.schedule));
-  j["num_microbatches"] = rep.num_microbatches;
-  j["tokens_per_microbatch"] = rep.tokens_per_microbatch;
-  j["capacity_gib"] = gib(rep.capacity_bytes);
-  j["peak_point_gib"] = gib(rep.peak_point_bytes);
-  j["peak_upper_gib"] = gib(rep.peak_upper_bytes);
-  j["peak_rank"] = rep.peak_rank;
-  j["peak_upper_rank"] = rep.peak_upper_rank;
-  j["verdict"] = std::string(to_string(rep.verdict));
-  ordered_json ranks = ordered_json::array();
-  for (const RankMemory& r : rep.ranks) {
-    ordered_json jr;
-    jr["pp_rank"] = r.pp_rank;
-    jr["virtual_stages"] = r.virtual_stages;
-    jr["num_layers"] = r.num_layers;
-    jr["has_embedding"] = r.has_embedding;
-    jr["has_output"] = r.has_output;
-    jr["mtp_layers"] = r.mtp_layers;
-    jr["params"] = {{"dense", r.params.dense_params},
-                    {"dense_gemm", r.params.dense_gemm_params},
-                    {"expert", r.params.expert_params},
-                    {"largest_unit", r.params.largest_unit_params}};
-    jr["in_flight"] = {{"per_chunk", r.in_flight.per_chunk}, {"w_only", r.in_flight.w_only}};
-    jr["activation_per_microbatch_gib"] = gib(r.activation_per_microbatch_bytes);
-    ordered_json point, upper;
-    for (int c = 0; c < kNumMemoryComponents; ++c) {
-      const std::string name{to_string(static_cast<MemoryComponent>(c))};
-      point[name] = gib(r.point[static_cast<std::size_t>(c)]);
-      upper[name] = gib(r.upper[static_cast<std::size_t>(c)]);
-    }
-    jr["components_gib"] = point;
-    jr["components_upper_gib"] = upper;
-    jr["total_point_gib"] = gib(r.total_point_bytes);
-    jr["total_upper_gib"] = gib(r.total_upper_bytes);
-    jr["allocator_point_gib"] = gib(r.allocator_point_bytes);
-    jr["allocator_upper_gib"] = gib(r.allocator_upper_bytes);
-    jr["communicators"] = r.communicators;
-    jr["transient_source"] = r.transient_source;
-    ranks.push_back(jr);
-  }
-  j["ranks"] = ranks;
-  ordered_json largest = ordered_json::array();
-  for (MemoryComponent c : rep.largest_components) largest.push_back(std::string(to_string(c)));
-  j["largest_components"] = largest;
-  ordered_json remedies = ordered_json::array();
-  for (const MemoryRemedy& m : rep.remedies) {
-    remedies.push_back({{"change", m.change},
-                        {"peak_point_gib", gib(m.peak_point_bytes)},
-                        {"peak_upper_gib", gib(m.peak_upper_bytes)},
-                        {"verdict", std::string(to_string(m.verdict))}});
-  }
-  j["remedies"] = remedies;
-  ordered_json sources;
-  for (int c = 0; c < kNumMemoryComponents; ++c) {
-    if (!rep.sources[static_cast<std::size_t>(c)].empty()) {
-      sources[std::string(to_string(static_cast<MemoryComponent>(c)))] =
-          rep.sources[static_cast<std::size_t>(c)];
-    }
-  }
-  j["sources"] = sources;
-  j["notes"] = rep.notes;
-  return j.dump(indent);
+  return report_json(job, rep).dump(indent);
 }
 
 }  // namespace projector

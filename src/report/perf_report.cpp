@@ -111,8 +111,10 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
     out += fmt::format("    param all-gather      {:>12.1f} ms (not overlapped)\n",
                        ms(rep.param_gather_exposed_s));
   }
-  out += fmt::format("  Pipeline bubble         {:>12.1f} % of iteration ({:.1f} % over ideal)\n",
-                     100.0 * rep.bubble_fraction, 100.0 * rep.bubble_over_ideal);
+  out += fmt::format(
+      "  Pipeline idle           {:>12.1f} % of the pipeline time on the busiest rank ({:.1f} % "
+      "over ideal compute)\n",
+      100.0 * rep.bubble_fraction, 100.0 * rep.bubble_over_ideal);
   out += fmt::format(
       "  Exposed comm (ms)       TP {:.1f}  CP {:.1f}  EP {:.1f}  PP {:.1f}  DP {:.1f}\n",
       ms(rep.exposed.tp_s), ms(rep.exposed.cp_s), ms(rep.exposed.ep_s), ms(rep.exposed.pp_s),
@@ -140,11 +142,11 @@ std::string op_table_text(const JobSpec& job, const PerfReport& rep) {
     out += fmt::format(
         "\n== pipeline rank {} chunk {} (stage {}): F {:.3f} ms  B {:.3f} ms  W {:.3f} ms ==\n",
         c.pp_rank, c.chunk, c.stage, ms(c.f_s), ms(c.b_s), ms(c.w_s));
-    out += fmt::format("  {:<24} {:<28} {:<2} {:<40} {:>10} {:>10} {:>10} {:>10}  {}\n", "block",
+    out += fmt::format("  {:<30} {:<28} {:<2} {:<40} {:>10} {:>10} {:>10} {:>10}  {}\n", "block",
                        "op", "ph", "shape", "FLOPs", "bytes", "time us", "exposed", "provenance");
     for (const PricedOp& po : c.ops) {
-      out += fmt::format("  {:<24} {:<28} {:<2} {:<40} {:>10} {:>10} {:>10.1f} {:>10.1f}  {}\n",
-                         po.block.substr(0, 24), po.op.name.substr(0, 28), to_string(po.op.phase),
+      out += fmt::format("  {:<30} {:<28} {:<2} {:<40} {:>10} {:>10} {:>10.1f} {:>10.1f}  {}\n",
+                         po.block.substr(0, 30), po.op.name.substr(0, 28), to_string(po.op.phase),
                          describe_op_shape(po.op).substr(0, 40), human_count(po.op.flops),
                          human_count(po.op.bytes), us(po.time_s), us(po.exposed_s),
                          to_string(po.provenance));

@@ -71,9 +71,9 @@ std::string to_json(const Result& r, const JobSpec& base) {
           r.illegal_by_rule[static_cast<std::size_t>(i)];
     }
   }
-  j["counts"] = {{"enumerated", r.enumerated}, {"illegal", r.illegal},
-                 {"illegal_by_rule", by_rule}, {"oom", r.oom},
-                 {"projected", r.projected},   {"failed", r.failed},
+  j["counts"] = {{"enumerated", r.enumerated},      {"illegal", r.illegal},
+                 {"illegal_by_rule", by_rule},      {"oom", r.oom},
+                 {"projected", r.projected},        {"failed", r.failed},
                  {"not_evaluated", r.not_evaluated}};
   j["stopped"] = r.stopped;
   j["elapsed_s"] = r.elapsed_s;

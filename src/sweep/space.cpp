@@ -30,9 +30,8 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   std::size_t start = 0;
   while (start <= s.size()) {
     const std::size_t end = s.find(sep, start);
-    const std::string_view part = trim(s.substr(start, end == std::string_view::npos
-                                                           ? std::string_view::npos
-                                                           : end - start));
+    const std::string_view part =
+        trim(s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
     if (!part.empty()) out.push_back(part);
     if (end == std::string_view::npos) break;
     start = end + 1;
@@ -59,8 +58,8 @@ ScheduleKind parse_schedule_name(std::string_view text) {
   const std::string t = lower(text);
   if (t == "zerobubble" || t == "zb" || t == "zb-h1") return ScheduleKind::kZeroBubble;
   static constexpr std::array<ScheduleKind, 7> kAll = {
-      ScheduleKind::k1F1B,         ScheduleKind::kInterleaved,   ScheduleKind::kZeroBubble,
-      ScheduleKind::kZbvFormatted, ScheduleKind::kZbvGreedyMin,  ScheduleKind::kZbvGreedyHalf,
+      ScheduleKind::k1F1B,         ScheduleKind::kInterleaved,  ScheduleKind::kZeroBubble,
+      ScheduleKind::kZbvFormatted, ScheduleKind::kZbvGreedyMin, ScheduleKind::kZbvGreedyHalf,
       ScheduleKind::kDualPipeV};
   for (const ScheduleKind k : kAll) {
     if (to_string(k) == t) return k;
@@ -110,9 +109,9 @@ std::vector<int> divisors(int n, int max_value) {
 // What the rules need from the base job, computed once.
 struct Facts {
   int layers = 0;
-  int heads_gcd = 0;     // every layer's attention heads are a multiple of this
-  int kv_gcd = 0;        // standard-attention KV heads (0: none)
-  int experts_gcd = 0;   // routed experts (0: dense model)
+  int heads_gcd = 0;    // every layer's attention heads are a multiple of this
+  int kv_gcd = 0;       // standard-attention KV heads (0: none)
+  int experts_gcd = 0;  // routed experts (0: dense model)
   int seq = 0;
   int gbs = 0;
   int gpus_per_node = 8;
@@ -179,8 +178,8 @@ Rule check(const Facts& f, const Candidate& c) {
     return Rule::kInterleavedMicrobatches;
   }
   if (c.schedule == ScheduleKind::kDualPipeV && m < 2 * c.pp) return Rule::kDualPipeMicrobatches;
-  const bool full = c.recompute.kind == RecomputeKind::kFull ||
-                    c.recompute.kind == RecomputeKind::kFullBlock;
+  const bool full =
+      c.recompute.kind == RecomputeKind::kFull || c.recompute.kind == RecomputeKind::kFullBlock;
   if (full && splits_backward(c.schedule)) return Rule::kSplitBackwardRecompute;
   if (c.recompute.kind == RecomputeKind::kFullBlock &&
       (c.recompute.num_layers < 1 || c.recompute.num_layers >= f.layers / stages)) {
@@ -233,10 +232,9 @@ std::string to_string(RecomputeOption r) {
 }
 
 std::string describe(const Candidate& c) {
-  std::string s = fmt::format("TP{} PP{} VPP{} CP{} EP{} ETP{} DP{} MBS{} {} recompute={} {}",
-                              c.tp, c.pp, c.vpp, c.cp, c.ep, c.etp, c.dp, c.mbs,
-                              to_string(c.schedule), to_string(c.recompute),
-                              to_string(c.sharding));
+  std::string s = fmt::format("TP{} PP{} VPP{} CP{} EP{} ETP{} DP{} MBS{} {} recompute={} {}", c.tp,
+                              c.pp, c.vpp, c.cp, c.ep, c.etp, c.dp, c.mbs, to_string(c.schedule),
+                              to_string(c.recompute), to_string(c.sharding));
   if (c.bucket_bytes > 0) s += fmt::format(" bucket={}MB", c.bucket_bytes / 1000000);
   return s;
 }
@@ -370,9 +368,10 @@ Grid parse_grid(std::string_view text) {
         g.bucket_bytes.push_back(static_cast<std::int64_t>(positive_int(key, v)) * 1000000);
       }
     } else {
-      bad_grid(fmt::format("unknown axis '{}' (tp, pp, vpp, cp, ep, etp, mbs, schedule, "
-                           "recompute, sharding, bucket_mb)",
-                           key));
+      bad_grid(
+          fmt::format("unknown axis '{}' (tp, pp, vpp, cp, ep, etp, mbs, schedule, "
+                      "recompute, sharding, bucket_mb)",
+                      key));
     }
   }
   return g;
@@ -392,8 +391,7 @@ Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions&
   const Facts f = facts_of(base, options);
   const bool moe = f.experts_gcd > 0;
   const std::vector<int> tps =
-      !grid.tp.empty() ? grid.tp
-                       : divisors(f.tp_beyond_node ? f.world : f.gpus_per_node, f.world);
+      !grid.tp.empty() ? grid.tp : divisors(f.tp_beyond_node ? f.world : f.gpus_per_node, f.world);
   const std::vector<int> pps = !grid.pp.empty() ? grid.pp : divisors(f.world, f.layers);
   std::vector<int> cps = grid.cp;
   if (cps.empty()) {
@@ -419,19 +417,20 @@ Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions&
     if (!grid.vpp.empty()) {
       for (const int v : grid.vpp) variants.emplace_back(s, v);
     } else if (s == ScheduleKind::kInterleaved) {
-      for (const int v : divisors(f.layers, f.layers)) {
-        if (v >= 2) variants.emplace_back(s, v);
+      // Balanced: the divisors of the layer count (only they can divide it with some PP). With
+      // uneven layouts also the powers of two, which need not divide it.
+      for (int v = 2; v <= f.layers; ++v) {
+        if (f.layers % v == 0 || (f.uneven && (v & (v - 1)) == 0)) variants.emplace_back(s, v);
       }
     } else {
       variants.emplace_back(s, is_vshape(s) ? 2 : 1);
     }
   }
   const std::vector<RecomputeOption> recomputes =
-      !grid.recompute.empty()
-          ? grid.recompute
-          : std::vector<RecomputeOption>{{RecomputeKind::kNone, 0},
-                                         {RecomputeKind::kSelective, 0},
-                                         {RecomputeKind::kFull, 0}};
+      !grid.recompute.empty() ? grid.recompute
+                              : std::vector<RecomputeOption>{{RecomputeKind::kNone, 0},
+                                                             {RecomputeKind::kSelective, 0},
+                                                             {RecomputeKind::kFull, 0}};
   const std::vector<Sharding> shardings =
       !grid.sharding.empty()
           ? grid.sharding

@@ -1,7 +1,10 @@
 // Running a sweep: a pool of workers, each with its own JobSpec and CostCache, pulls candidates
 // from a shared counter, prunes by memory and projects performance. Outcomes are stored by
 // candidate index so the ranking does not depend on which worker ran what.
+#include "projector/sweep/sweep.h"
+
 #include <fmt/format.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,10 +12,7 @@
 #include <mutex>
 #include <thread>
 
-#include <time.h>
-
 #include "projector/memory/memory.h"
-#include "projector/sweep/sweep.h"
 
 namespace projector::sweep {
 namespace {
@@ -165,8 +165,8 @@ Result run_candidates(const JobSpec& base, const std::vector<Candidate>& candida
 
   std::vector<Outcome> outcomes(candidates.size());
   Shared s(base, candidates, r.nodes, options, r.limit_bytes, outcomes);
-  int threads = options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::thread::hardware_concurrency());
+  int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<std::size_t>(
                                                    1, (candidates.size() + kChunk - 1) / kChunk))));
   {
@@ -176,8 +176,8 @@ Result run_candidates(const JobSpec& base, const std::vector<Candidate>& candida
     if (options.progress) {
       const auto interval = std::chrono::duration<double>(options.progress_interval_s);
       std::unique_lock<std::mutex> lock(s.mutex);
-      while (!s.finished_cv.wait_for(lock, interval,
-                                     [&] { return s.finished_workers == threads; })) {
+      while (
+          !s.finished_cv.wait_for(lock, interval, [&] { return s.finished_workers == threads; })) {
         lock.unlock();
         options.progress(Progress{s.done.load(), candidates.size(), seconds_since(t0)});
         lock.lock();

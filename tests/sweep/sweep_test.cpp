@@ -22,15 +22,33 @@ JobSpec small_base() {
   return testing::make_job(testing::llama32_1b(), {.nodes = 1, .gpn = 8, .gbs = 32, .seq = 4096});
 }
 
-// The job a candidate describes, assembled by hand (not through apply_candidate), so the
-// brute force also checks the sweep's re-layout.
+// The job a candidate describes, assembled field by field (not through apply_candidate), so the
+// brute force also checks the sweep's re-layout. Hardware loaded once.
 JobSpec hand_job(const Candidate& c) {
-  testing::JobShape s{.tp = c.tp, .pp = c.pp, .vpp = c.vpp, .cp = c.cp, .ep = c.ep,
-                      .nodes = 1, .gpn = 8, .mbs = c.mbs, .gbs = 32, .seq = 4096};
-  s.sp = c.tp > 1;
-  s.dist_opt = c.sharding == Sharding::kDistributedOptimizer;
-  JobSpec job = testing::make_job(testing::llama32_1b(), s);
-  if (c.sharding == Sharding::kFsdp) job.parallel.fsdp = FsdpKind::kZero3;
+  static const JobSpec hw = small_base();
+  JobSpec job;
+  job.source = "<test>";
+  job.model = testing::llama32_1b();
+  job.cluster = hw.cluster;
+  ParallelSpec& p = job.parallel;
+  p.tp = c.tp;
+  p.pp = c.pp;
+  p.vpp = c.vpp;
+  p.cp = c.cp;
+  p.ep = c.ep;
+  p.etp = c.tp;
+  p.dp = 8 / (c.tp * c.pp * c.cp);
+  p.expert_dp = 8 / (c.tp * c.pp);
+  p.sequence_parallel = c.tp > 1;
+  p.stages = testing::balanced(16, c.pp, c.vpp);
+  p.distributed_optimizer = c.sharding == Sharding::kDistributedOptimizer;
+  if (c.sharding == Sharding::kFsdp) p.fsdp = FsdpKind::kZero3;
+  p.overlap_grad_reduce = true;  // as testing::make_job sets it for the base
+  p.overlap_param_gather = true;
+  job.runtime.micro_batch_size = c.mbs;
+  job.runtime.global_batch_size = 32;
+  job.runtime.seq_length = 4096;
+  job.runtime.flash_attention = true;
   job.runtime.schedule = c.schedule;
   RecomputeSpec& r = job.runtime.recompute;
   switch (c.recompute.kind) {
@@ -96,8 +114,8 @@ TEST(Sweep, BestEqualsBruteForce) {
   }
   EXPECT_EQ(r.projected, projected);
   EXPECT_EQ(r.oom, oom);
-  EXPECT_EQ(r.ranked.front().candidate, best_c) << describe(r.ranked.front().candidate) << " vs "
-                                                << describe(best_c);
+  EXPECT_EQ(r.ranked.front().candidate, best_c)
+      << describe(r.ranked.front().candidate) << " vs " << describe(best_c);
   EXPECT_DOUBLE_EQ(r.ranked.front().tokens_per_s_per_gpu, best);
   // Ranked best first.
   for (std::size_t i = 1; i < r.ranked.size(); ++i) {
@@ -146,11 +164,11 @@ TEST(Sweep, DeterministicAcrossThreadCounts) {
 // node of 8 GPUs, GBS 32, seq 4096.
 TEST(Sweep, LegalityRules) {
   const JobSpec base = small_base();
-  const SpaceOptions so;
-  auto rule = [&](Candidate c, const JobSpec& b = small_base(), SpaceOptions o = {}) {
-    return check_legality(b, c, o);
+  auto rule = [&](Candidate c, const JobSpec* b = nullptr, SpaceOptions o = {}) {
+    return check_legality(b != nullptr ? *b : base, c, o);
   };
-  const Candidate ok{.tp = 2, .pp = 2, .vpp = 1, .cp = 2, .ep = 1, .etp = 2, .mbs = 1};
+  const Candidate ok{
+      .tp = 2, .pp = 2, .vpp = 1, .cp = 2, .ep = 1, .etp = 2, .mbs = 1, .recompute = {}};
   EXPECT_EQ(rule(ok), Rule::kLegal);  // 2 x 2 x 2 = 8 GPUs, DP 1, 32 microbatches
 
   Candidate c = ok;
@@ -165,10 +183,10 @@ TEST(Sweep, LegalityRules) {
     four.cluster.nodes = 2;
     c = ok;
     c.tp = 8, c.etp = 8, c.pp = 1, c.cp = 1;
-    EXPECT_EQ(rule(c, four), Rule::kTpBeyondNode);
+    EXPECT_EQ(rule(c, &four), Rule::kTpBeyondNode);
     SpaceOptions allow;
     allow.allow_tp_beyond_node = true;
-    EXPECT_EQ(rule(c, four, allow), Rule::kLegal);
+    EXPECT_EQ(rule(c, &four, allow), Rule::kLegal);
   }
   c = ok;
   c.cp = 4;  // 2 x 2 x 4 = 16 does not divide 8
@@ -179,7 +197,7 @@ TEST(Sweep, LegalityRules) {
   {
     SpaceOptions uneven;
     uneven.allow_uneven_layers = true;  // 6 stages of 3,3,3,3,2,2 layers; 32 microbatches % 2 = 0
-    EXPECT_EQ(rule(c, base, uneven), Rule::kLegal);
+    EXPECT_EQ(rule(c, &base, uneven), Rule::kLegal);
     const JobSpec j = make_job(base, c, 1);
     ASSERT_EQ(j.parallel.stages.size(), 6u);
     EXPECT_EQ(j.parallel.stages[0].num_layers, 3);
@@ -190,20 +208,20 @@ TEST(Sweep, LegalityRules) {
   EXPECT_EQ(rule(c), Rule::kNotMoe);
   {
     JobSpec moe = testing::make_job(testing::mixtral_8x7b(), {.gpn = 8, .gbs = 32});
-    Candidate m{.tp = 1, .pp = 1, .vpp = 1, .cp = 1, .ep = 8, .etp = 1, .mbs = 1};
-    EXPECT_EQ(rule(m, moe), Rule::kLegal);  // 8 experts over EP 8
-    m.ep = 3;                               // 8 experts % 3 != 0
-    EXPECT_EQ(rule(m, moe), Rule::kExpertsEp);
+    Candidate m{.tp = 1, .pp = 1, .vpp = 1, .cp = 1, .ep = 8, .etp = 1, .mbs = 1, .recompute = {}};
+    EXPECT_EQ(rule(m, &moe), Rule::kLegal);  // 8 experts over EP 8
+    m.ep = 3;                                // 8 experts % 3 != 0
+    EXPECT_EQ(rule(m, &moe), Rule::kExpertsEp);
     m.ep = 4, m.etp = 2, m.pp = 2;  // ETP x EP x PP = 16 does not divide 8
-    EXPECT_EQ(rule(m, moe), Rule::kWorldExpert);
+    EXPECT_EQ(rule(m, &moe), Rule::kWorldExpert);
   }
   {
     JobSpec odd = base;
     odd.runtime.seq_length = 4100;  // 4100 % (2 x 2) == 0 but 4100 % (2 x 4) != 0
     c = ok;
-    EXPECT_EQ(rule(c, odd), Rule::kLegal);
+    EXPECT_EQ(rule(c, &odd), Rule::kLegal);
     c.cp = 4, c.pp = 1;
-    EXPECT_EQ(rule(c, odd), Rule::kSeqCp);
+    EXPECT_EQ(rule(c, &odd), Rule::kSeqCp);
   }
   c = ok;
   c.tp = 1, c.etp = 1, c.pp = 1, c.cp = 1, c.mbs = 8;  // DP 8 x MBS 8 = 64 does not divide 32
@@ -219,13 +237,13 @@ TEST(Sweep, LegalityRules) {
   {
     JobSpec b12 = base;
     b12.runtime.global_batch_size = 12;  // TP1 PP4 CP1: DP 2, 6 microbatches, 6 % 4 != 0
-    Candidate i{.tp = 1, .pp = 4, .vpp = 2, .cp = 1, .ep = 1, .etp = 1, .mbs = 1};
+    Candidate i{.tp = 1, .pp = 4, .vpp = 2, .cp = 1, .ep = 1, .etp = 1, .mbs = 1, .recompute = {}};
     i.schedule = ScheduleKind::kInterleaved;
-    EXPECT_EQ(rule(i, b12), Rule::kInterleavedMicrobatches);
+    EXPECT_EQ(rule(i, &b12), Rule::kInterleavedMicrobatches);
     i.schedule = ScheduleKind::kDualPipeV;  // 6 < 2 x 4
-    EXPECT_EQ(rule(i, b12), Rule::kDualPipeMicrobatches);
+    EXPECT_EQ(rule(i, &b12), Rule::kDualPipeMicrobatches);
     i.schedule = ScheduleKind::kZbvGreedyHalf;  // no microbatch rule
-    EXPECT_EQ(rule(i, b12), Rule::kLegal);
+    EXPECT_EQ(rule(i, &b12), Rule::kLegal);
   }
   c = ok;
   c.schedule = ScheduleKind::kZeroBubble;
@@ -237,7 +255,6 @@ TEST(Sweep, LegalityRules) {
   EXPECT_EQ(rule(c), Rule::kLegal);
   c.recompute = {RecomputeKind::kFullBlock, 8};
   EXPECT_EQ(rule(c), Rule::kRecomputeBlock);
-  (void)so;
 }
 
 // Enumeration counts on an axis set small enough to count by hand.
@@ -246,8 +263,9 @@ TEST(Sweep, EnumerationCounts) {
   // 3 TP x 2 PP x 1 CP x 2 MBS x 1 x 1 x 1 = 12 combinations, 1f1b only.
   // TP 3: 4 illegal (heads). TP 1/2 x PP 1/2 x MBS 1/2: DP = 8/(tp pp) in {8,4,4,2}; GBS 32 %
   // (MBS x DP) == 0 for all 8, so 8 legal.
-  const Grid g = parse_grid("tp=1,2,3; pp=1,2; cp=1; mbs=1,2; schedule=1f1b; recompute=none; "
-                            "sharding=distopt");
+  const Grid g = parse_grid(
+      "tp=1,2,3; pp=1,2; cp=1; mbs=1,2; schedule=1f1b; recompute=none; "
+      "sharding=distopt");
   const Enumeration en = enumerate(base, g, {});
   EXPECT_EQ(en.enumerated, 12u);
   EXPECT_EQ(en.legal.size(), 8u);
@@ -296,10 +314,16 @@ TEST(Sweep, NowhereFitsMessage) {
   EXPECT_EQ(msg.find('\n'), std::string::npos);
 }
 
+Options two_threads() {
+  Options o;
+  o.threads = 2;
+  return o;
+}
+
 // Pareto front: no front member is dominated; every other projected layout is dominated by a
 // front member (at least as fast and at most as much memory).
 TEST(Sweep, ParetoFront) {
-  const Result r = run_sweep(small_base(), parse_grid("mbs=1,2,4"), {}, Options{.threads = 2});
+  const Result r = run_sweep(small_base(), parse_grid("mbs=1,2,4"), {}, two_threads());
   ASSERT_FALSE(r.pareto.empty());
   auto dominates = [](const Entry& a, const Entry& b) {
     return a.tokens_per_s_per_gpu >= b.tokens_per_s_per_gpu && a.peak_bytes <= b.peak_bytes &&
@@ -339,8 +363,9 @@ TEST(Sweep, StopFlag) {
 }
 
 TEST(Sweep, GridParsing) {
-  const Grid g = parse_grid(" tp=1,2 ; pp=4; schedule=interleaved,zerobubble; recompute=block3; "
-                            "sharding=fsdp; bucket_mb=40; vpp=2,4");
+  const Grid g = parse_grid(
+      " tp=1,2 ; pp=4; schedule=interleaved,zerobubble; recompute=block3; "
+      "sharding=fsdp; bucket_mb=40; vpp=2,4");
   EXPECT_EQ(g.tp, (std::vector<int>{1, 2}));
   EXPECT_EQ(g.pp, (std::vector<int>{4}));
   EXPECT_EQ(g.vpp, (std::vector<int>{2, 4}));
@@ -369,8 +394,8 @@ TEST(Sweep, Cli) {
       std::string(PROJECTOR_DEFAULT_DATA_DIR) + "/../examples/inline-gpt-1.3B.yaml";
   const std::string csv = ::testing::TempDir() + "sweep_cli.csv";
   const std::string cmd = std::string(PROJECTOR_BINARY) + " sweep --config " + cfg +
-                          " --nodes 1 --grid 'mbs=1,2; recompute=none' -j 2 --top 3 --csv " +
-                          csv + " > /dev/null 2>&1";
+                          " --nodes 1 --grid 'mbs=1,2; recompute=none' -j 2 --top 3 --csv " + csv +
+                          " > /dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   std::ifstream in(csv);
   std::string line;

@@ -81,7 +81,9 @@ TEST(Workload, TpCollectivesPerLayer) {
   EXPECT_EQ(count(ar, WorkPhase::kB, CollectiveKind::kAllReduce), 2);
   // All-gathered activations: 4096 tokens x 4096 hidden x 2 bytes.
   for (const Op& op : sp.ops) {
-    if (op.kind == OpKind::kCollective) EXPECT_DOUBLE_EQ(op.bytes, 4096.0 * 4096 * 2);
+    if (op.kind == OpKind::kCollective) {
+      EXPECT_DOUBLE_EQ(op.bytes, 4096.0 * 4096 * 2);
+    }
   }
 }
 

@@ -8,9 +8,9 @@
 
 namespace projector {
 
-inline constexpr int kMemoryJsonSchemaVersion = 1;
-
+// Per-rank component table in GiB, the peak, the verdict, remedies, assumptions and defaults.
 std::string memory_summary_text(const JobSpec& job, const MemoryReport& rep);
+// schema_version MemoryReport::kSchemaVersion; every size in bytes.
 std::string memory_json(const JobSpec& job, const MemoryReport& rep, int indent = 2);
 
 }  // namespace projector

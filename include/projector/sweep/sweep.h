@@ -96,7 +96,7 @@ struct SpaceOptions {
   //   ep: MoE: divisors of the world up to the expert count; dense: 1
   //   etp: MoE: {TP, 1}; dense: TP
   //   schedule x vpp: 1f1b and zero-bubble (vpp 1), interleaved with every vpp >= 2 dividing the
-  //     layer count, plus zbv-formatted / zbv-greedy-min / zbv-greedy-half / dualpipev (vpp 2)
+  //     layer count (with allow_uneven_layers also every power of two), plus zbv-formatted / zbv-greedy-min / zbv-greedy-half / dualpipev (vpp 2)
   //     when include_vshape
   //   mbs: default_mbs; recompute: none, selective, full; sharding: both; bucket: the base job's
   bool include_vshape = false;
@@ -130,8 +130,8 @@ enum class Rule : std::uint8_t {
   kCount
 };
 inline constexpr int kNumRules = static_cast<int>(Rule::kCount);
-std::string_view to_string(Rule r);       // short id, e.g. "tp_heads"
-std::string_view explanation(Rule r);     // one line for the report
+std::string_view to_string(Rule r);    // short id, e.g. "tp_heads"
+std::string_view explanation(Rule r);  // one line for the report
 
 // The first rule `c` breaks for `base` on `nodes` nodes (0: base's), or kLegal.
 Rule check_legality(const JobSpec& base, const Candidate& c, const SpaceOptions& options);
