@@ -5,8 +5,8 @@
 // The default axes give ~1.4 x 10^4 legal layouts for this model (see BM_Enumerate70B), so the
 // benchmark widens the grid honestly with knobs the sweep supports: the V-shape schedules, block
 // recompute depths (block1..block4 alongside none / selective / full), micro batches up to 16 and
-// three DDP bucket sizes (40, 160, 640 MB). The counters print what was enumerated, found illegal, pruned for memory
-// and projected.
+// three DDP bucket sizes (40, 160, 640 MB). The counters print what was enumerated, found illegal,
+// pruned for memory and projected.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

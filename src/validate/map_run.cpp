@@ -379,10 +379,10 @@ RecomputeSpec read_recompute(Mapper& m, const std::string& text, Framework fw) {
   if (has(t, "selective")) {
     r.granularity = RecomputeGranularity::kSelective;
     if (fw == Framework::kTorchtitan || has(t, "sac")) {
-      // torchtitan's per-op policy keeps matmul and attention outputs and recomputes the cheap
-      // ops around them, so no GEMM is repeated.
-      r.modules = {"torchtitan_op_sac"};
-      m.note("training.recompute: torchtitan per-op SAC read as selective without GEMM recompute");
+      // torchtitan's per-op policy saves every second matmul output and recomputes the rest with
+      // the cheap ops around them; the closest Megatron saved set is selective "mlp".
+      r.modules = {"mlp"};
+      m.note("training.recompute: torchtitan per-op SAC read as selective recompute of the MLP");
     } else {
       r.modules = {"core_attn"};
       m.note("training.recompute: selective read as Megatron's core_attn recomputation");
@@ -631,6 +631,11 @@ void map_training(Mapper& m, Framework fw, int world) {
                               r.global_batch_size, r.micro_batch_size, p.dp));
   }
   r.recompute = read_recompute(m, t.recompute, fw);
+  if (fw == Framework::kTorchtitan) {
+    // torch.nn.functional.cross_entropy on .float() logits allocates a fresh fp32 gradient.
+    r.loss_grad_in_place = false;
+    m.note("runtime: torchtitan's loss allocates its fp32 logit gradient (not in place)");
+  }
   read_precision(m, t.precision, fw, r.precision);
   m.out_.fp8 = r.precision.fp8 != Fp8Recipe::kNone;
   r.schedule = read_schedule(m, t.pipeline_schedule, p.pp, p.vpp);

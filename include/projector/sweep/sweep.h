@@ -96,8 +96,8 @@ struct SpaceOptions {
   //   ep: MoE: divisors of the world up to the expert count; dense: 1
   //   etp: MoE: {TP, 1}; dense: TP
   //   schedule x vpp: 1f1b and zero-bubble (vpp 1), interleaved with every vpp >= 2 dividing the
-  //     layer count (with allow_uneven_layers also every power of two), plus zbv-formatted / zbv-greedy-min / zbv-greedy-half / dualpipev (vpp 2)
-  //     when include_vshape
+  //     layer count (with allow_uneven_layers also every power of two), plus zbv-formatted /
+  //     zbv-greedy-min / zbv-greedy-half / dualpipev (vpp 2) when include_vshape
   //   mbs: default_mbs; recompute: none, selective, full; sharding: both; bucket: the base job's
   bool include_vshape = false;
   // Megatron's balanced layout needs layers % (pp x vpp) == 0. With this flag the uneven split
