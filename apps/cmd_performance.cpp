@@ -147,6 +147,7 @@ void print_schedule_comparison(const PerfCliOptions& o) {
     PerfCliOptions attempt = base;
     if (v_shape) attempt.job.vpp = 2;
     if (kind == ScheduleKind::k1F1B || kind == ScheduleKind::kZeroBubble) attempt.job.vpp = 1;
+    if (kind == ScheduleKind::kInterleaved && attempt.job.vpp < 2) attempt.job.vpp = 2;
     try {
       const JobSpec job = make_job(attempt);
       const PerfReport rep = project_performance(job);

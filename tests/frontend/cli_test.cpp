@@ -7,31 +7,17 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/cli_runner.h"
+
 namespace {
 
 const std::string kBinary = PROJECTOR_BINARY;
 const std::string kTestData = PROJECTOR_TEST_DATA_DIR;
 const std::string kRepo = std::string(PROJECTOR_DEFAULT_DATA_DIR) + "/..";
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-};
-
-// Runs the binary with a clean Primus environment; stdout captured, stderr appended.
+using Result = projector::testing::CliResult;
 Result run(const std::string& args) {
-  const std::string cmd =
-      "env -u PRIMUS_TP -u PRIMUS_PP -u PRIMUS_EP -u NNODES -u GPUS_PER_NODE "
-      "-u PRIMUS_GPU_ARCH -u PRIMUS_PATH " +
-      kBinary + " " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), pipe) != nullptr) r.out += buf.data();
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return projector::testing::run_cli(args);
 }
 
 TEST(Cli, ConfigJsonForTheDefaultExample) {
