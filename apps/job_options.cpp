@@ -6,8 +6,7 @@ namespace projector::cli {
 
 void add_job_options(CLI::App* cmd, JobOptions& o) {
   cmd->add_option("-c,--config,--exp", o.config, "Primus experiment YAML")->required();
-  cmd->add_option("--data-dir", o.data_dir,
-                  "catalogue directory (default: PROJECTOR_DATA_DIR or the bundled data/)");
+  cmd->add_option("--data-dir", o.data_dir, "catalogue directory (default: the bundled data/)");
   cmd->add_option("--primus-path", o.primus_path,
                   "Primus checkout for model/module presets (default: PRIMUS_PATH)");
   cmd->add_option("--set", o.set, "override a Megatron argument: key=value (repeatable)")
@@ -52,10 +51,7 @@ LoadRequest to_load_request(const JobOptions& o) {
   LoadRequest r;
   r.config_path = o.config;
   r.env = process_environment();
-  r.data_dir = o.data_dir;
-  if (r.data_dir.empty()) {
-    if (auto d = r.env("PROJECTOR_DATA_DIR"); d && !d->empty()) r.data_dir = *d;
-  }
+  r.data_dir = o.data_dir;  // empty: the bundled catalogue (no hidden environment switch)
   r.primus_path = o.primus_path;
   r.set_overrides = o.set;
   auto opt = [](int v) { return v > 0 ? std::optional<int>(v) : std::nullopt; };

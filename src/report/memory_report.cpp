@@ -15,7 +15,6 @@ std::string gib(double bytes) {
   return fmt::format("{:.2f}", bytes / kGiB);
 }
 
-
 std::string rank_label(const RankMemory& r) {
   std::string l = fmt::format("pp{}", r.pp_rank);
   if (r.has_embedding) l += " emb";

@@ -276,9 +276,10 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
   }
   j["critical_path"] = crit;
   if (rep.has_memory) {
-    j["memory"] = {{"peak_point_gib", rep.memory.peak_point_bytes / kGiB},
-                   {"peak_upper_gib", rep.memory.peak_upper_bytes / kGiB},
-                   {"capacity_gib", rep.memory.capacity_bytes / kGiB},
+    // A summary in the units of the memory document (bytes); `both` embeds the full document.
+    j["memory"] = {{"peak_point_bytes", rep.memory.peak_point_bytes},
+                   {"peak_upper_bytes", rep.memory.peak_upper_bytes},
+                   {"capacity_bytes", rep.memory.capacity_bytes},
                    {"peak_rank", rep.memory.peak_rank},
                    {"verdict", std::string(to_string(rep.memory.verdict))}};
   }
