@@ -20,10 +20,7 @@ struct ModelsOptions {
 };
 
 std::string data_dir_of(const ModelsOptions& o) {
-  if (!o.data_dir.empty()) return o.data_dir;
-  const EnvLookup env = process_environment();
-  if (auto d = env("PROJECTOR_DATA_DIR"); d && !d->empty()) return *d;
-  return default_data_dir();
+  return o.data_dir.empty() ? default_data_dir() : o.data_dir;
 }
 
 std::string primus_of(const ModelsOptions& o) {

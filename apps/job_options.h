@@ -16,7 +16,7 @@ namespace projector::cli {
 
 struct JobOptions {
   std::string config;            // --config / --exp / -c
-  std::string data_dir;          // --data-dir (else PROJECTOR_DATA_DIR, else the bundled data)
+  std::string data_dir;          // --data-dir (else the bundled data)
   std::string primus_path;       // --primus-path (else PRIMUS_PATH)
   std::vector<std::string> set;  // --set key=value (repeatable)
   // First-class overrides; 0 (or -1 for sync_free_stage) means "not given".
