@@ -4,8 +4,7 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
+#include "json_common.h"
 #include "projector/frontend/describe.h"
 #include "projector/model/accounting.h"
 
@@ -136,8 +135,8 @@ std::string summary_text(const JobSpec& job) {
   return out;
 }
 
-nlohmann::json to_json(const JobSpec& job) {
-  using nlohmann::json;
+report_detail::Json to_json(const JobSpec& job) {
+  using json = report_detail::Json;
   const ModelSpec& m = job.model;
   const ParallelSpec& p = job.parallel;
   const RuntimeSpec& rt = job.runtime;
@@ -170,22 +169,9 @@ nlohmann::json to_json(const JobSpec& job) {
                       {"output", s.has_output},
                       {"mtp_layers", s.mtp_layers}});
   }
-  j["parallel"] = {{"tp", p.tp},
-                   {"pp", p.pp},
-                   {"vpp", p.vpp},
-                   {"cp", p.cp},
-                   {"ep", p.ep},
-                   {"etp", p.etp},
-                   {"dp", p.dp},
-                   {"expert_dp", p.expert_dp},
-                   {"sequence_parallel", p.sequence_parallel},
-                   {"distributed_optimizer", p.distributed_optimizer},
-                   {"fsdp", std::string(to_string(p.fsdp))},
-                   {"overlap_grad_reduce", p.overlap_grad_reduce},
-                   {"overlap_param_gather", p.overlap_param_gather},
-                   {"tp_comm_overlap", p.tp_comm_overlap},
-                   {"cp_comm_type", cp_comm(p.cp_comm_type)},
-                   {"stages", stages}};
+  j["parallel"] = report_detail::parallel_json(p);
+  j["parallel"]["cp_comm_type"] = cp_comm(p.cp_comm_type);
+  j["parallel"]["stages"] = stages;
   j["runtime"] = {
       {"micro_batch_size", rt.micro_batch_size},
       {"global_batch_size", rt.global_batch_size},
@@ -214,11 +200,7 @@ nlohmann::json to_json(const JobSpec& job) {
                   {"world_size", job.cluster.world_size()},
                   {"accelerator", job.cluster.accelerator.name},
                   {"network", job.cluster.network.name}};
-  json defaults = json::array();
-  for (const AppliedDefault& d : job.defaults) {
-    defaults.push_back({{"key", d.key}, {"value", d.value}, {"reason", d.reason}});
-  }
-  j["defaults"] = defaults;
+  j["defaults"] = report_detail::defaults_json(job);
   j["warnings"] = job.warnings;
   return j;
 }

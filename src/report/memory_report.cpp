@@ -4,10 +4,12 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
+#include "json_common.h"
 
 namespace projector {
 namespace {
+
+using report_detail::Json;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -93,38 +95,28 @@ std::string summary_text(const JobSpec& job, const MemoryReport& rep) {
   return out;
 }
 
-nlohmann::json components_json(const ComponentBytes& c) {
-  nlohmann::json j = nlohmann::json::object();
+Json components_json(const ComponentBytes& c) {
+  Json j = Json::object();
   for (int i = 0; i < kNumMemoryComponents; ++i) {
     j[std::string(to_string(static_cast<MemoryComponent>(i)))] = c[static_cast<std::size_t>(i)];
   }
   return j;
 }
 
-nlohmann::json report_json(const JobSpec& job, const MemoryReport& rep) {
-  nlohmann::json j;
+Json report_json(const JobSpec& job, const MemoryReport& rep) {
+  Json j;
   j["schema_version"] = MemoryReport::kSchemaVersion;
   j["kind"] = "memory";
   j["source"] = job.source;
   j["model"] = job.model.name;
   j["units"] = "bytes";
-  j["parallel"] = {{"tp", job.parallel.tp},
-                   {"pp", job.parallel.pp},
-                   {"vpp", job.parallel.vpp},
-                   {"cp", job.parallel.cp},
-                   {"ep", job.parallel.ep},
-                   {"etp", job.parallel.etp},
-                   {"dp", job.parallel.dp},
-                   {"expert_dp", job.parallel.expert_dp},
-                   {"sequence_parallel", job.parallel.sequence_parallel},
-                   {"distributed_optimizer", job.parallel.distributed_optimizer},
-                   {"fsdp", std::string(to_string(job.parallel.fsdp))}};
+  j["parallel"] = report_detail::parallel_json(job.parallel);
   j["schedule"] = std::string(to_string(rep.schedule));
   j["num_microbatches"] = rep.num_microbatches;
   j["tokens_per_microbatch"] = rep.tokens_per_microbatch;
-  nlohmann::json ranks = nlohmann::json::array();
+  Json ranks = Json::array();
   for (const RankMemory& r : rep.ranks) {
-    nlohmann::json rj;
+    Json rj;
     rj["pp_rank"] = r.pp_rank;
     rj["virtual_stages"] = r.virtual_stages;
     rj["num_layers"] = r.num_layers;
@@ -149,7 +141,7 @@ nlohmann::json report_json(const JobSpec& job, const MemoryReport& rep) {
   }
   j["ranks"] = std::move(ranks);
   // One representative layer's saved set (first layer; first MoE layer if any).
-  nlohmann::json layers = nlohmann::json::array();
+  Json layers = Json::array();
   for (std::size_t i = 0; i < job.model.layers.size(); ++i) {
     if (i > 0 && !(job.model.layers[i].is_moe && !job.model.layers[i - 1].is_moe)) continue;
     const LayerActivation a = layer_activation(job, job.model.layers[i]);
@@ -174,10 +166,10 @@ nlohmann::json report_json(const JobSpec& job, const MemoryReport& rep) {
                {"upper_bytes", rep.peak_upper_bytes}};
   j["capacity_bytes"] = rep.capacity_bytes;
   j["verdict"] = std::string(to_string(rep.verdict));
-  nlohmann::json largest = nlohmann::json::array();
+  Json largest = Json::array();
   for (MemoryComponent c : rep.largest_components) largest.push_back(std::string(to_string(c)));
   j["largest_components"] = std::move(largest);
-  nlohmann::json remedies = nlohmann::json::array();
+  Json remedies = Json::array();
   for (const MemoryRemedy& m : rep.remedies) {
     remedies.push_back({{"change", m.change},
                         {"peak_point_bytes", m.peak_point_bytes},
@@ -185,18 +177,14 @@ nlohmann::json report_json(const JobSpec& job, const MemoryReport& rep) {
                         {"verdict", std::string(to_string(m.verdict))}});
   }
   j["remedies"] = std::move(remedies);
-  nlohmann::json sources = nlohmann::json::object();
+  Json sources = Json::object();
   for (int i = 0; i < kNumMemoryComponents; ++i) {
     sources[std::string(to_string(static_cast<MemoryComponent>(i)))] =
         rep.sources[static_cast<std::size_t>(i)];
   }
   j["sources"] = std::move(sources);
   j["notes"] = rep.notes;
-  nlohmann::json defaults = nlohmann::json::array();
-  for (const AppliedDefault& d : job.defaults) {
-    defaults.push_back({{"key", d.key}, {"value", d.value}, {"reason", d.reason}});
-  }
-  j["defaults"] = std::move(defaults);
+  j["defaults"] = report_detail::defaults_json(job);
   j["warnings"] = job.warnings;
   return j;
 }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "json_common.h"
+
 namespace projector {
 namespace {
 
@@ -169,20 +171,7 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
   jj["nodes"] = job.cluster.nodes;
   jj["gpus_per_node"] = job.cluster.gpus_per_node;
   jj["world_size"] = rep.world_size;
-  jj["parallel"] = {{"tp", p.tp},
-                    {"pp", p.pp},
-                    {"vpp", p.vpp},
-                    {"cp", p.cp},
-                    {"ep", p.ep},
-                    {"etp", p.etp},
-                    {"dp", p.dp},
-                    {"expert_dp", p.expert_dp},
-                    {"sequence_parallel", p.sequence_parallel},
-                    {"distributed_optimizer", p.distributed_optimizer},
-                    {"fsdp", std::string(to_string(p.fsdp))},
-                    {"overlap_grad_reduce", p.overlap_grad_reduce},
-                    {"overlap_param_gather", p.overlap_param_gather},
-                    {"tp_comm_overlap", p.tp_comm_overlap}};
+  jj["parallel"] = report_detail::parallel_json(p);
   jj["runtime"] = {{"micro_batch_size", job.runtime.micro_batch_size},
                    {"global_batch_size", job.runtime.global_batch_size},
                    {"seq_length", job.runtime.seq_length},
@@ -192,11 +181,7 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
   jj["schedule"] = {{"algorithm", std::string(schedule::to_string(rep.schedule))},
                     {"reason", rep.schedule_reason}};
   j["job"] = jj;
-  ordered_json defaults = ordered_json::array();
-  for (const AppliedDefault& d : job.defaults) {
-    defaults.push_back({{"key", d.key}, {"value", d.value}, {"reason", d.reason}});
-  }
-  j["defaults"] = defaults;
+  j["defaults"] = report_detail::defaults_json(job);
   j["warnings"] = job.warnings;
   j["results"] = {{"iteration_time_ms", ms(rep.iteration_s)},
                   {"pipeline_time_ms", ms(rep.pipeline_s)},

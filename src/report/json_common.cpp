@@ -1,0 +1,30 @@
+#include "json_common.h"
+
+namespace projector::report_detail {
+
+Json parallel_json(const ParallelSpec& p) {
+  return {{"tp", p.tp},
+          {"pp", p.pp},
+          {"vpp", p.vpp},
+          {"cp", p.cp},
+          {"ep", p.ep},
+          {"etp", p.etp},
+          {"dp", p.dp},
+          {"expert_dp", p.expert_dp},
+          {"sequence_parallel", p.sequence_parallel},
+          {"distributed_optimizer", p.distributed_optimizer},
+          {"fsdp", std::string(to_string(p.fsdp))},
+          {"overlap_grad_reduce", p.overlap_grad_reduce},
+          {"overlap_param_gather", p.overlap_param_gather},
+          {"tp_comm_overlap", p.tp_comm_overlap}};
+}
+
+Json defaults_json(const JobSpec& job) {
+  Json out = Json::array();
+  for (const AppliedDefault& d : job.defaults) {
+    out.push_back({{"key", d.key}, {"value", d.value}, {"reason", d.reason}});
+  }
+  return out;
+}
+
+}  // namespace projector::report_detail
