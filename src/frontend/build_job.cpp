@@ -424,7 +424,10 @@ JobSpec build_job_spec(const ResolvedConfig& config, const LoadRequest& request)
     rt.schedule = parse_schedule(r, "pipeline_schedule_algorithm",
                                  r.string_or("pipeline_schedule_algorithm", "auto", ""));
   }
-  if (rt.schedule == ScheduleKind::kAuto && r.bool_quiet("enable_zero_bubble", false) && p.pp > 1) {
+  // Primus' runtime only switches to zero bubble when patch_zero_bubble is also set (its
+  // projection ignored that: defect 12.2 #19, fixed here).
+  if (rt.schedule == ScheduleKind::kAuto && r.bool_quiet("enable_zero_bubble", false) &&
+      r.bool_quiet("patch_zero_bubble", false) && p.pp > 1) {
     rt.schedule = p.vpp > 1 ? ScheduleKind::kZbvFormatted : ScheduleKind::kZeroBubble;
   }
   const std::string opt = lower(r.string_or("optimizer", "adam", "Megatron default"));

@@ -340,6 +340,9 @@ ResolvedConfig resolve_config(const LoadRequest& request) {
   if (c.enable_zero_bubble) {
     args.set("enable_zero_bubble",
              ConfigValue::make_bool(*c.enable_zero_bubble, {"--enable-zero-bubble", 0, 0}));
+    // The flag asks for the schedule itself, i.e. also Primus' patch that makes it take effect.
+    args.set("patch_zero_bubble",
+             ConfigValue::make_bool(*c.enable_zero_bubble, {"--enable-zero-bubble", 0, 0}));
   }
   if (c.enable_deepep) {
     args.set("use_turbo_deepep",

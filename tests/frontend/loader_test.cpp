@@ -231,6 +231,23 @@ TEST(MergeOrder, FileThenEnvThenSetThenFlags) {
   EXPECT_EQ(job.parallel.dp, 1);
 }
 
+// Primus defect 12.2 #19: its projection took `enable_zero_bubble: true` (set by the module
+// preset) as the schedule although the runtime also needs `patch_zero_bubble`. Here the key alone
+// keeps 1F1B; with the patch, or with --enable-zero-bubble, the schedule is ZB-H1 (VPP 1).
+TEST(Schedule, ZeroBubbleNeedsThePatch) {
+  testing::TempDir dir;
+  const std::string body =
+      "modules:\n  pre_trainer:\n    model: llama3.1_8B.yaml\n    overrides:\n"
+      "      pipeline_model_parallel_size: 2\n      micro_batch_size: 1\n"
+      "      global_batch_size: 64\n      seq_length: 4096\n      enable_zero_bubble: true\n";
+  LoadRequest r = request(dir.write("zb.yaml", body));
+  EXPECT_EQ(load_job(r).runtime.schedule, ScheduleKind::kAuto);
+  r.cli.enable_zero_bubble = true;
+  EXPECT_EQ(load_job(r).runtime.schedule, ScheduleKind::kZeroBubble);
+  LoadRequest patched = request(dir.write("zb2.yaml", body + "      patch_zero_bubble: true\n"));
+  EXPECT_EQ(load_job(patched).runtime.schedule, ScheduleKind::kZeroBubble);
+}
+
 TEST(MergeOrder, SetParsesTypedValuesAndDashedKeys) {
   testing::TempDir dir;
   const std::string cfg =
