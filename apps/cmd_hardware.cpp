@@ -124,6 +124,9 @@ std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {
   if (!c.training_efficiency.source.empty()) {
     plain("training_efficiency", c.training_efficiency);
   }
+  if (!c.fp8_training_efficiency.source.empty()) {
+    plain("fp8_training_efficiency", c.fp8_training_efficiency);
+  }
   if (!c.kernel_fixed_s.source.empty()) {
     rows.push_back({"calibration.kernel_fixed_s",
                     fmt::format("{} us", c.kernel_fixed_s.value * 1e6), c.kernel_fixed_s.source});

@@ -55,7 +55,8 @@ constexpr std::string_view kCalibrationKeys[] = {"gemm_peak_fraction",
                                                  "comm_compute_interference",
                                                  "grouped_gemm_fraction",
                                                  "kernel_fixed_s",
-                                                 "training_efficiency"};
+                                                 "training_efficiency",
+                                                 "fp8_training_efficiency"};
 
 // Exact dtype key as written by to_string(Dtype) (the model module's parser is not a dependency).
 std::optional<Dtype> dtype_key(std::string_view key) {
@@ -275,6 +276,10 @@ void read_calibration(const hw::YamlContext& ctx, const YAML::Node& root, Accele
   // Optional (0 = not calibrated; the cost models state their fallback).
   if (cal["grouped_gemm_fraction"].IsDefined()) {
     c.grouped_gemm_fraction = read_sourced(ctx, cal, "grouped_gemm_fraction", 0, 1, true, false);
+  }
+  if (cal["fp8_training_efficiency"].IsDefined()) {
+    c.fp8_training_efficiency =
+        read_sourced(ctx, cal, "fp8_training_efficiency", 0, 1, true, false);
   }
   if (cal["training_efficiency"].IsDefined()) {
     c.training_efficiency = read_sourced(ctx, cal, "training_efficiency", 0, 1, true, false);

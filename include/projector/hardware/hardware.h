@@ -76,6 +76,9 @@ struct AcceleratorSpec {
     // whole step, library kernel choice for real shapes, L2 pollution by neighbouring kernels.
     // Fitted on published training runs (0: 1.0, i.e. not fitted).
     Sourced training_efficiency;
+    // The same for 8-bit GEMMs (fp8 / mxfp8), whose short main loops make the per-tile scaling,
+    // epilogue and memory traffic weigh more (0: training_efficiency).
+    Sourced fp8_training_efficiency;
   } calibration;
 
   double peak_flops(Dtype d) const { return peak_tflops[static_cast<int>(d)] * 1e12; }
