@@ -215,7 +215,6 @@ PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfO
   // 1. Price every chunk of every pipeline rank.
   const int num_stages = p.pp * p.vpp;
   rep.chunks.resize(static_cast<std::size_t>(num_stages));
-  ExposedComm per_stage_exposed_total;
   std::vector<ExposedComm> stage_exposed(static_cast<std::size_t>(num_stages));
   for (int r = 0; r < p.pp; ++r) {
     const RankWork& rw = rep.workload.ranks[static_cast<std::size_t>(r)];

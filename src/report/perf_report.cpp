@@ -296,6 +296,15 @@ std::string chrome_trace_json(const PerfReport& rep) {
                       {"ts", us(e.start_s)},
                       {"dur", us(e.end_s - e.start_s)}});
   }
+  // The optimizer step closes the iteration on every rank, after the simulated pipeline.
+  for (std::size_t r = 0; r < rep.optimizer_s_per_rank.size(); ++r) {
+    events.push_back({{"ph", "X"},
+                      {"name", "optimizer.step"},
+                      {"pid", r},
+                      {"tid", 0},
+                      {"ts", us(rep.pipeline_s)},
+                      {"dur", us(rep.optimizer_s_per_rank[r])}});
+  }
   ordered_json j;
   j["traceEvents"] = events;
   j["displayTimeUnit"] = "ms";
