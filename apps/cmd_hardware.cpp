@@ -33,10 +33,10 @@ void print_list(const std::string& data_dir) {
         SourceLocation{}, "data-dir",
         fmt::format("no accelerator files under '{}/hardware/accelerators'", data_dir));
   }
-  fmt::print("{:<11} {:<7} {:>10} {:>10} {:>8} {:>8}  {}\n", "name", "vendor", "bf16 TF/s",
+  fmt::print("{:<19} {:<7} {:>10} {:>10} {:>8} {:>8}  {}\n", "name", "vendor", "bf16 TF/s",
              "fp8 TF/s", "HBM GiB", "HBM TB/s", "default network");
   for (const auto& a : accs) {
-    fmt::print("{:<11} {:<7} {:>10} {:>10} {:>8.1f} {:>8.2f}  {}\n", a.name, a.vendor,
+    fmt::print("{:<19} {:<7} {:>10} {:>10} {:>8.1f} {:>8.2f}  {}\n", a.name, a.vendor,
                tflops_cell(a.peak_tflops[static_cast<int>(Dtype::kBf16)]),
                tflops_cell(a.peak_tflops[static_cast<int>(Dtype::kFp8)]), a.hbm_bytes / kGiB,
                a.hbm_bw_bytes_per_s / 1e12, a.default_network);

@@ -26,16 +26,17 @@ double gemm(const AcceleratorSpec& a, Dtype d) {
   return a.calibration.gemm_peak_fraction[static_cast<int>(d)];
 }
 
-TEST(Catalog, ListsTheSixteenAccelerators) {
+TEST(Catalog, ListsTheSeventeenAccelerators) {
   const std::vector<std::string> expected = {
-      "a100_40gb", "a100_80gb", "b200",   "gb200",  "h100_sxm", "h200",    "h800",    "mi250x",
-      "mi300x",    "mi325x",    "mi350x", "mi355x", "tpu_v4",   "tpu_v5e", "tpu_v5p", "tpu_v6e"};
+      "a100_40gb", "a100_80gb", "b200",    "gb200",   "h100_sxm", "h100_sxm_96gb_500w",
+      "h200",      "h800",      "mi250x",  "mi300x",  "mi325x",   "mi350x",
+      "mi355x",    "tpu_v4",    "tpu_v5e", "tpu_v5p", "tpu_v6e"};
   EXPECT_EQ(list_accelerators(data_dir()), expected);
 }
 
 TEST(Catalog, EveryEntryLoadsWithItsDefaultNetwork) {
   const auto all = load_accelerator_catalog(data_dir());
-  ASSERT_EQ(all.size(), 16u);
+  ASSERT_EQ(all.size(), 17u);
   for (const auto& a : all) {
     SCOPED_TRACE(a.name);
     EXPECT_FALSE(a.display_name.empty());
@@ -174,7 +175,7 @@ TEST(Catalog, GemmFractionsEqualPublishedMeasurements) {
               2e-3);
   EXPECT_NEAR(frac("mi300x", Dtype::kFp8), 1273.0 / (2614.9 * 1207 / 2100), 1e-3);
   EXPECT_NEAR(frac("mi325x", Dtype::kFp8), 1519.0 / (2614.9 * 1447 / 2100), 1e-3);  // MAF (R2)
-  EXPECT_NEAR(frac("mi355x", Dtype::kBf16), 1565.0 / 2500.0, 1e-3);   // MAMF (S1)
+  EXPECT_NEAR(frac("mi355x", Dtype::kBf16), 1565.0 / 2500.0, 1e-3);                 // MAMF (S1)
   // Siblings without a measurement reuse the closest sibling's value and say so.
   const AcceleratorSpec h800 = load_accelerator("h800", data_dir());
   EXPECT_NEAR(gemm(h800, Dtype::kBf16), 794.5 / 989.4, 1e-3);
@@ -240,6 +241,23 @@ TEST(Catalog, OverheadUnitsConvertToBytes) {
   EXPECT_DOUBLE_EQ(c.runtime_context_bytes.value, 1.5 * kGiB);  // file: 1.5 GiB
   EXPECT_DOUBLE_EQ(c.workspace_bytes.value, 64 * kMiB);         // file: 64 MiB
   EXPECT_DOUBLE_EQ(c.kernel_launch_s.value, 2.8e-6);
+}
+
+}  // namespace
+}  // namespace projector
+
+namespace projector {
+namespace {
+
+// The 500 W Grand Teton H100: same die and peaks as h100_sxm, 96 GiB, and a sustained clock from
+// the DVFS cube law f ~ P^(1/3): 1830 MHz x (500/700)^(1/3) = 1636 MHz.
+TEST(Catalog, PowerCappedH100) {
+  const AcceleratorSpec full = load_accelerator("h100_sxm", data_dir());
+  const AcceleratorSpec capped = load_accelerator("h100_sxm_96gb_500w", data_dir());
+  EXPECT_DOUBLE_EQ(capped.peak_tflops[static_cast<int>(Dtype::kBf16)],
+                   full.peak_tflops[static_cast<int>(Dtype::kBf16)]);
+  EXPECT_NEAR(capped.sustained_clock_mhz, 1830.0 * std::cbrt(500.0 / 700.0), 1.0);
+  EXPECT_DOUBLE_EQ(capped.hbm_bytes, 96.0 * 1024 * 1024 * 1024);
 }
 
 }  // namespace
