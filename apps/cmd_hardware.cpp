@@ -106,6 +106,12 @@ std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {
   };
   plain("attention_fwd_fraction", c.attention_fwd_fraction);
   plain("attention_bwd_fraction", c.attention_bwd_fraction);
+  if (!c.attention_fa2_fwd_fraction.source.empty()) {
+    plain("attention_fa2_fwd_fraction", c.attention_fa2_fwd_fraction);
+  }
+  if (!c.attention_fa2_bwd_fraction.source.empty()) {
+    plain("attention_fa2_bwd_fraction", c.attention_fa2_bwd_fraction);
+  }
   plain("hbm_elementwise_fraction", c.hbm_elementwise_fraction);
   plain("hbm_permute_fraction", c.hbm_permute_fraction);
   plain("hbm_optimizer_fraction", c.hbm_optimizer_fraction);
@@ -182,6 +188,8 @@ nlohmann::json accelerator_json(const AcceleratorSpec& a) {
   cal["gemm_peak_fraction"] = gemm;
   cal["attention_fwd_fraction"] = sourced_json(c.attention_fwd_fraction);
   cal["attention_bwd_fraction"] = sourced_json(c.attention_bwd_fraction);
+  cal["attention_fa2_fwd_fraction"] = sourced_json(c.attention_fa2_fwd_fraction);
+  cal["attention_fa2_bwd_fraction"] = sourced_json(c.attention_fa2_bwd_fraction);
   cal["hbm_elementwise_fraction"] = sourced_json(c.hbm_elementwise_fraction);
   cal["hbm_permute_fraction"] = sourced_json(c.hbm_permute_fraction);
   cal["hbm_optimizer_fraction"] = sourced_json(c.hbm_optimizer_fraction);

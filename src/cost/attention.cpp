@@ -106,9 +106,11 @@ OpCost price(const AcceleratorSpec& acc, const AttentionShape& s, bool backward)
   if (acc.peak_flops(c.dtype) <= 0.0) c.dtype = Dtype::kBf16;
   c.flops = backward ? attention_bwd_flops(s) : attention_fwd_flops(s);
   if (c.flops <= 0.0) return c;
-  const Sourced& cal =
-      backward ? acc.calibration.attention_bwd_fraction : acc.calibration.attention_fwd_fraction;
-  double frac = cal.value;
+  const auto& calib = acc.calibration;
+  const Sourced& fused = backward ? calib.attention_bwd_fraction : calib.attention_fwd_fraction;
+  const Sourced& fa2 =
+      backward ? calib.attention_fa2_bwd_fraction : calib.attention_fa2_fwd_fraction;
+  double frac = s.kernel == AttentionKernel::kFa2 && fa2.value > 0.0 ? fa2.value : fused.value;
   c.provenance = Provenance::kKernelModel;
   if (frac <= 0.0) {  // no attention calibration: 80% of the GEMM fraction (typical FA3 / cuBLAS)
     const double g = acc.calibration.gemm_peak_fraction[static_cast<int>(c.dtype)];

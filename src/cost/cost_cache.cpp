@@ -107,7 +107,7 @@ OpCost CostCache::attention_fwd(const AttentionShape& s) {
                (u(s.q_heads) << 32) | static_cast<std::uint32_t>(s.kv_heads), u(s.seq_q),
                u(s.seq_kv), (u(s.head_dim_qk) << 32) | static_cast<std::uint32_t>(s.head_dim_v),
                static_cast<std::uint64_t>(s.causal), u(s.window),
-               static_cast<std::uint64_t>(s.dtype), 0}};
+               static_cast<std::uint64_t>(s.dtype), static_cast<std::uint64_t>(s.kernel)}};
   return lookup(k, [&] { return attention_fwd_time(acc_, s); });
 }
 
@@ -116,7 +116,7 @@ OpCost CostCache::attention_bwd(const AttentionShape& s) {
                (u(s.q_heads) << 32) | static_cast<std::uint32_t>(s.kv_heads), u(s.seq_q),
                u(s.seq_kv), (u(s.head_dim_qk) << 32) | static_cast<std::uint32_t>(s.head_dim_v),
                static_cast<std::uint64_t>(s.causal), u(s.window),
-               static_cast<std::uint64_t>(s.dtype), 0}};
+               static_cast<std::uint64_t>(s.dtype), static_cast<std::uint64_t>(s.kernel)}};
   return lookup(k, [&] { return attention_bwd_time(acc_, s); });
 }
 

@@ -414,6 +414,23 @@ JobSpec build_job_spec(const ResolvedConfig& config, const LoadRequest& request)
     }
   }
   rt.flash_attention = r.bool_or("use_flash_attn", false, "Megatron default");
+  // Megatron's attention_backend: flash = the flash-attn package (FlashAttention-2 class), fused =
+  // cuDNN through Transformer Engine, unfused = no fused kernel, auto/local = the platform default.
+  if (r.has("attention_backend")) {
+    const std::string backend = lower(r.string_or("attention_backend", "auto", ""));
+    if (backend == "flash") {
+      rt.attention_kernel = AttentionKernel::kFa2;
+      rt.flash_attention = true;
+    } else if (backend == "unfused") {
+      rt.flash_attention = false;
+    } else if (backend == "fused") {
+      rt.flash_attention = true;
+    } else if (backend != "auto" && backend != "local") {
+      r.fail("attention_backend",
+             fmt::format("unknown attention backend '{}' (flash, fused, unfused, local, auto)",
+                         backend));
+    }
+  }
   rt.cross_entropy_fusion = r.bool_quiet("cross_entropy_loss_fusion", false);
   rt.sync_free_moe_stage = static_cast<int>(r.int_quiet("turbo_sync_free_moe_stage", 0));
   if (rt.sync_free_moe_stage < 0 || rt.sync_free_moe_stage > 3) {

@@ -42,6 +42,8 @@ constexpr std::string_view kTopKeys[] = {"name",
 constexpr std::string_view kCalibrationKeys[] = {"gemm_peak_fraction",
                                                  "attention_fwd_fraction",
                                                  "attention_bwd_fraction",
+                                                 "attention_fa2_fwd_fraction",
+                                                 "attention_fa2_bwd_fraction",
                                                  "hbm_elementwise_fraction",
                                                  "hbm_permute_fraction",
                                                  "hbm_optimizer_fraction",
@@ -258,6 +260,12 @@ void read_calibration(const hw::YamlContext& ctx, const YAML::Node& root, Accele
 
   c.attention_fwd_fraction = read_sourced(ctx, cal, "attention_fwd_fraction", 0, 1, true, false);
   c.attention_bwd_fraction = read_sourced(ctx, cal, "attention_bwd_fraction", 0, 1, true, false);
+  for (const char* key : {"attention_fa2_fwd_fraction", "attention_fa2_bwd_fraction"}) {
+    if (!cal[key].IsDefined()) continue;
+    Sourced& dst = std::string(key) == "attention_fa2_fwd_fraction" ? c.attention_fa2_fwd_fraction
+                                                                    : c.attention_fa2_bwd_fraction;
+    dst = read_sourced(ctx, cal, key, 0, 1, true, false);
+  }
   c.hbm_elementwise_fraction =
       read_sourced(ctx, cal, "hbm_elementwise_fraction", 0, 1, true, false);
   c.hbm_permute_fraction = read_sourced(ctx, cal, "hbm_permute_fraction", 0, 1, true, false);

@@ -618,8 +618,9 @@ void map_training(Mapper& m, Framework fw, int world) {
   } else if (p.pp > 1) {
     // With pipeline parallelism the microbatch count sets the bubble: guessing it would decide
     // the prediction, so the run is not compared.
-    return m.fail("training.global_batch_size not stated and pp > 1 (the microbatch count decides "
-                  "the pipeline bubble)");
+    return m.fail(
+        "training.global_batch_size not stated and pp > 1 (the microbatch count decides "
+        "the pipeline bubble)");
   } else {
     r.global_batch_size = r.micro_batch_size * p.dp;
     m.assume("training.global_batch_size", std::to_string(r.global_batch_size),
@@ -648,6 +649,12 @@ void map_training(Mapper& m, Framework fw, int world) {
                                              framework_name(fw))
                                : fmt::format("not stated; {} of that era has no flash attention",
                                              framework_name(fw)));
+  }
+  if (r.flash_attention && fw == Framework::kTorchtitan) {
+    // torchtitan calls PyTorch's scaled_dot_product_attention, whose flash backend is
+    // FlashAttention-2.
+    r.attention_kernel = AttentionKernel::kFa2;
+    m.note("runtime: torchtitan attention runs PyTorch SDPA's FlashAttention-2 kernel");
   }
   if (m.out_.moe) r.deepep = false;
 }

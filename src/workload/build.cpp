@@ -235,6 +235,7 @@ void add_flash_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& laye
   core.attention.head_dim_v = d_v;
   core.attention.window = a.sliding_window;
   core.attention.dtype = c.act;
+  core.attention.kernel = job.runtime.attention_kernel;
   if (p.cp > 1) {
     // Equivalent work: s/cp query rows against s/2 keys, unmasked (the causal half of the ring).
     core.attention.seq_q = s / p.cp;

@@ -248,6 +248,26 @@ TEST(Schedule, ZeroBubbleNeedsThePatch) {
   EXPECT_EQ(load_job(patched).runtime.schedule, ScheduleKind::kZeroBubble);
 }
 
+// Megatron's attention_backend: flash = the flash-attn package (FlashAttention-2 class),
+// unfused = no fused kernel; anything else is an error naming the key.
+TEST(Schedule, AttentionBackendSelectsTheKernel) {
+  testing::TempDir dir;
+  const std::string base =
+      "modules:\n  pre_trainer:\n    model: llama3.1_8B.yaml\n    overrides:\n"
+      "      micro_batch_size: 1\n      global_batch_size: 64\n      seq_length: 4096\n"
+      "      use_flash_attn: true\n";
+  EXPECT_EQ(load_job(request(dir.write("a.yaml", base))).runtime.attention_kernel,
+            AttentionKernel::kFused);
+  const JobSpec flash =
+      load_job(request(dir.write("b.yaml", base + "      attention_backend: flash\n")));
+  EXPECT_EQ(flash.runtime.attention_kernel, AttentionKernel::kFa2);
+  const JobSpec unfused =
+      load_job(request(dir.write("c.yaml", base + "      attention_backend: unfused\n")));
+  EXPECT_FALSE(unfused.runtime.flash_attention);
+  EXPECT_THROW(load_job(request(dir.write("d.yaml", base + "      attention_backend: magic\n"))),
+               InputError);
+}
+
 TEST(MergeOrder, SetParsesTypedValuesAndDashedKeys) {
   testing::TempDir dir;
   const std::string cfg =

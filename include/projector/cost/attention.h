@@ -7,6 +7,7 @@
 
 #include "projector/cost/op_cost.h"
 #include "projector/hardware/hardware.h"
+#include "projector/model/job.h"
 
 namespace projector {
 
@@ -21,6 +22,7 @@ struct AttentionShape {
   bool causal = true;
   std::int64_t window = 0;  // sliding window (keys visible per query); 0 = unlimited
   Dtype dtype = Dtype::kBf16;
+  AttentionKernel kernel = AttentionKernel::kFused;  // which calibrated fractions apply
 
   friend bool operator==(const AttentionShape&, const AttentionShape&) = default;
 };

@@ -57,6 +57,9 @@ struct AcceleratorSpec {
     std::array<std::string, 7> gemm_peak_fraction_source{};  // indexed like gemm_peak_fraction
     Sourced attention_fwd_fraction;  // flash-attention forward, fraction of the dtype peak
     Sourced attention_bwd_fraction;
+    // The same for FlashAttention-2-class kernels (0: as above).
+    Sourced attention_fa2_fwd_fraction;
+    Sourced attention_fa2_bwd_fraction;
     Sourced hbm_elementwise_fraction;  // streaming elementwise ops (norm, act, residual, rope)
     Sourced hbm_permute_fraction;      // gather/scatter-like ops (MoE permute)
     Sourced hbm_optimizer_fraction;    // optimizer step

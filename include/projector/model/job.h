@@ -148,6 +148,11 @@ struct PrecisionSpec {
 
 enum class OptimizerKind { kAdam, kSgd, kMuon };
 
+// Which attention kernel the framework runs. kFused: the platform's best fused kernel as the
+// accelerator calibration describes it (Transformer Engine / cuDNN, FlashAttention-3, AITER);
+// kFa2: a FlashAttention-2-class kernel (the flash-attn package, PyTorch SDPA's flash backend).
+enum class AttentionKernel : std::uint8_t { kFused, kFa2 };
+
 enum class ScheduleKind {
   kAuto,
   k1F1B,
@@ -166,6 +171,7 @@ struct RuntimeSpec {
   PrecisionSpec precision;
   RecomputeSpec recompute;
   bool flash_attention = true;
+  AttentionKernel attention_kernel = AttentionKernel::kFused;
   bool cross_entropy_fusion = false;
   // Megatron's vocab-parallel cross entropy writes its gradient into the saved fp32 softmax;
   // torch.nn.functional.cross_entropy (torchtitan, HF) keeps an fp32 log-softmax and allocates
