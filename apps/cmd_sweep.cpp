@@ -48,17 +48,17 @@ std::string exposed_text(const sweep::Entry& e) {
                      e.exposed.dp_s * 1e3);
 }
 
-void print_header_row() {
-  fmt::print("  {:>4}  {:<68} {:>9} {:>8} {:>6} {:>8} {:>8} {:>7}  {}\n", "#", "layout",
+void print_header_row(std::FILE* out) {
+  fmt::print(out, "  {:>4}  {:<68} {:>9} {:>8} {:>6} {:>8} {:>8} {:>7}  {}\n", "#", "layout",
              "tok/s/GPU", "iter s", "MFU %", "peak GiB", "upper", "bubble%",
              "exposed ms TP/CP/EP/PP/DP");
 }
 
-void print_row(std::size_t rank, const sweep::Entry& e) {
-  fmt::print("  {:>4}  {:<68} {:>9.1f} {:>8.3f} {:>6.1f} {:>8.2f} {:>8.2f} {:>7.1f}  {}\n", rank,
-             sweep::describe(e.candidate), e.tokens_per_s_per_gpu, e.iteration_s, e.mfu * 100.0,
-             e.peak_point_bytes / kGiB, e.peak_upper_bytes / kGiB, e.bubble_fraction * 100.0,
-             exposed_text(e));
+void print_row(std::FILE* out, std::size_t rank, const sweep::Entry& e) {
+  fmt::print(out, "  {:>4}  {:<68} {:>9.1f} {:>8.3f} {:>6.1f} {:>8.2f} {:>8.2f} {:>7.1f}  {}\n",
+             rank, sweep::describe(e.candidate), e.tokens_per_s_per_gpu, e.iteration_s,
+             e.mfu * 100.0, e.peak_point_bytes / kGiB, e.peak_upper_bytes / kGiB,
+             e.bubble_fraction * 100.0, exposed_text(e));
 }
 
 void print_progress(const sweep::Progress& p) {
@@ -111,20 +111,23 @@ int run(const SweepCliOptions& o) {
   std::signal(SIGINT, previous == SIG_ERR ? SIG_DFL : previous);
   if (tty) fmt::print(stderr, "\n");
 
+  // With --json - the JSON owns stdout; the human report goes to stderr.
+  std::FILE* const text_out = o.json_path == "-" ? stderr : stdout;
   const int threads =
       o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
-  fmt::print("Sweep: {} on {} node(s) x {} {} = {} GPUs; GBS {}, seq {}; objective {}\n",
+  fmt::print(text_out, "Sweep: {} on {} node(s) x {} {} = {} GPUs; GBS {}, seq {}; objective {}\n",
              base.model.name, r.nodes, base.cluster.gpus_per_node, base.cluster.accelerator.name,
              r.world, base.runtime.global_batch_size, base.runtime.seq_length,
              sweep::to_string(objective));
   if (r.limit_bytes > 0) {
-    fmt::print("Memory limit: {:.1f} GiB ({:.2f} x {:.1f} GiB HBM), pruned on the {}\n",
+    fmt::print(text_out, "Memory limit: {:.1f} GiB ({:.2f} x {:.1f} GiB HBM), pruned on the {}\n",
                r.limit_bytes / kGiB, o.memory_limit, r.hbm_bytes / kGiB,
                r.pruned_on_upper_bound ? "upper bound" : "point estimate");
   } else {
-    fmt::print("Memory limit: none (the accelerator's HBM size is unknown)\n");
+    fmt::print(text_out, "Memory limit: none (the accelerator's HBM size is unknown)\n");
   }
   fmt::print(
+      text_out,
       "Candidates: {} enumerated, {} illegal, {} out of memory, {} projected{}{} in {:.3f} s "
       "({} thread(s); memory {:.2f} s, performance {:.2f} s CPU)\n",
       r.enumerated, r.illegal, r.oom, r.projected,
@@ -139,11 +142,12 @@ int run(const SweepCliOptions& o) {
       rules += fmt::format("{}{} {}", rules.empty() ? "" : ", ",
                            sweep::to_string(static_cast<sweep::Rule>(i)), n);
     }
-    fmt::print("Illegal by rule: {}\n", rules);
+    fmt::print(text_out, "Illegal by rule: {}\n", rules);
   }
   for (const std::string& f : r.failures) fmt::print(stderr, "projector: warning: {}\n", f);
   if (r.stopped) {
-    fmt::print("Stopped by interrupt after {} of {} legal candidates; best found so far:\n",
+    fmt::print(text_out,
+               "Stopped by interrupt after {} of {} legal candidates; best found so far:\n",
                r.oom + r.projected + r.failed, r.oom + r.projected + r.failed + r.not_evaluated);
   }
 
@@ -174,13 +178,13 @@ int run(const SweepCliOptions& o) {
   }
   const std::size_t top =
       std::min<std::size_t>(static_cast<std::size_t>(std::max(o.top, 1)), r.ranked.size());
-  fmt::print("\nTop {} by {}:\n", top, sweep::to_string(objective));
-  print_header_row();
-  for (std::size_t i = 0; i < top; ++i) print_row(i + 1, r.ranked[i]);
-  fmt::print("\nPareto front, throughput vs peak memory ({} layouts, lightest first):\n",
+  fmt::print(text_out, "\nTop {} by {}:\n", top, sweep::to_string(objective));
+  print_header_row(text_out);
+  for (std::size_t i = 0; i < top; ++i) print_row(text_out, i + 1, r.ranked[i]);
+  fmt::print(text_out, "\nPareto front, throughput vs peak memory ({} layouts, lightest first):\n",
              r.pareto.size());
-  print_header_row();
-  for (const std::size_t i : r.pareto) print_row(i + 1, r.ranked[i]);
+  print_header_row(text_out);
+  for (const std::size_t i : r.pareto) print_row(text_out, i + 1, r.ranked[i]);
   return kExitOk;
 }
 
