@@ -10,15 +10,15 @@
 #include "projector/frontend/layer_pattern.h"
 #include "projector/frontend/loader.h"
 #include "projector/hardware/catalog.h"
+#include "projector/util/text.h"
 
 namespace projector {
 namespace {
 
 using frontend_detail::ArgReader;
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+std::string lower(std::string_view s) {
+  return to_lower(s);
 }
 
 int positive(ArgReader& r, const std::string& key, std::int64_t v) {

@@ -7,15 +7,15 @@
 #include "frontend/arg_reader.h"
 #include "projector/frontend/layer_pattern.h"
 #include "projector/frontend/loader.h"
+#include "projector/util/text.h"
 
 namespace projector {
 namespace {
 
 using frontend_detail::ArgReader;
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+std::string lower(std::string_view s) {
+  return to_lower(s);
 }
 
 int checked_int(ArgReader& r, const std::string& key, std::int64_t v, std::int64_t min_value) {

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "projector/util/text.h"
+
 namespace projector::hw_detail {
 
 namespace {
@@ -19,9 +21,8 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+std::string lower(std::string_view s) {
+  return to_lower(s);
 }
 
 }  // namespace

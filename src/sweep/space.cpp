@@ -11,6 +11,7 @@
 #include "projector/memory/memory.h"
 #include "projector/sweep/sweep.h"
 #include "projector/util/error.h"
+#include "projector/util/text.h"
 
 namespace projector::sweep {
 namespace {
@@ -40,9 +41,7 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 }
 
 std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return out;
+  return to_lower(s);
 }
 
 int positive_int(std::string_view key, std::string_view text) {

@@ -10,14 +10,14 @@
 #include "projector/frontend/layer_pattern.h"
 #include "projector/hardware/catalog.h"
 #include "projector/util/error.h"
+#include "projector/util/text.h"
 #include "projector/validate/validate.h"
 
 namespace projector {
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+std::string lower(std::string_view s) {
+  return to_lower(s);
 }
 
 bool has(const std::string& haystack_lower, const char* needle) {

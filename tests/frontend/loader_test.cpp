@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "frontend/temp_files.h"
 #include "projector/model/accounting.h"
+#include "support/temp_dir.h"
 
 namespace projector {
 namespace {

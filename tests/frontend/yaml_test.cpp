@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "frontend/temp_files.h"
 #include "projector/frontend/config_value.h"
+#include "support/temp_dir.h"
 
 namespace projector {
 namespace {

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "support/temp_dir.h"
+
 namespace projector::testing {
 
 inline std::string data_dir() {
@@ -24,31 +26,8 @@ inline std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-// A file in a per-test scratch directory, removed with the directory when the test ends.
-class ScratchDir {
- public:
-  ScratchDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = std::filesystem::temp_directory_path() /
-           (std::string("projector_hw_") + info->test_suite_name() + "_" + info->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  std::string write(const std::string& name, const std::string& text) const {
-    const auto p = dir_ / name;
-    std::filesystem::create_directories(p.parent_path());
-    std::ofstream(p) << text;
-    return p.string();
-  }
-  std::string path() const { return dir_.string(); }
-
- private:
-  std::filesystem::path dir_;
-};
+// A per-test scratch directory (tests/support/temp_dir.h).
+using ScratchDir = TempDir;
 
 // 1-based number of the first line of `text` that contains `needle` (0 if none).
 inline int line_of(const std::string& text, const std::string& needle) {

@@ -1,7 +1,9 @@
-// Test helper: writes YAML snippets into a fresh temporary directory.
+// Test helper: a fresh per-test scratch directory for config and data snippets, removed when the
+// test ends. The name carries the test and the process id, so parallel ctest runs never collide.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -14,14 +16,19 @@ class TempDir {
   TempDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir_ = std::filesystem::temp_directory_path() /
-           (std::string("projector_fe_") + info->test_suite_name() + "_" + info->name());
+           (std::string("projector_") + info->test_suite_name() + "_" + info->name() + "_" +
+            std::to_string(::getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
-  ~TempDir() { std::filesystem::remove_all(dir_); }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 
+  // Writes `text` to `name` (sub-directories allowed) and returns the full path.
   std::string write(const std::string& name, const std::string& text) const {
     const std::filesystem::path p = dir_ / name;
     std::filesystem::create_directories(p.parent_path());
