@@ -339,26 +339,27 @@ AcceleratorSpec load_accelerator_file(const std::string& path) {
     require_range(ctx, f.value, key, v, lo, hi, true);
     return v;
   };
-  auto bytes = [&](const std::string& key, bool nullable) -> double {
-    const YAML::Node n = require(ctx, root, key, key);
-    const Fact f = read_fact(ctx, n, key);
+  // Reads `key` and records its source; false when the value is null (an error unless nullable).
+  auto present = [&](const std::string& key, bool nullable, YAML::Node& n, Fact& f) {
+    n = require(ctx, root, key, key);
+    f = read_fact(ctx, n, key);
     acc.sources.push_back({key, f.source});
-    if (hw::is_null(f.value)) {
-      if (!nullable) hw::fail(ctx, n, key, "a value is required");
-      return 0.0;
-    }
+    if (!hw::is_null(f.value)) return true;
+    if (!nullable) hw::fail(ctx, n, key, "a value is required");
+    return false;
+  };
+  auto bytes = [&](const std::string& key, bool nullable) -> double {
+    YAML::Node n;
+    Fact f;
+    if (!present(key, nullable, n, f)) return 0.0;
     const double v = fact_bytes(ctx, f, key, true);
     require_range(ctx, f.value, key, v, 0.0, 1e15, !nullable);
     return v;
   };
   auto bandwidth = [&](const std::string& key, bool nullable) -> double {
-    const YAML::Node n = require(ctx, root, key, key);
-    const Fact f = read_fact(ctx, n, key);
-    acc.sources.push_back({key, f.source});
-    if (hw::is_null(f.value)) {
-      if (!nullable) hw::fail(ctx, n, key, "a value is required");
-      return 0.0;
-    }
+    YAML::Node n;
+    Fact f;
+    if (!present(key, nullable, n, f)) return 0.0;
     const double v = hw::read_double(ctx, f.value, key);
     const std::optional<double> mult = hw::bytes_per_s_per_unit(f.unit);
     if (!mult) {

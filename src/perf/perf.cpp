@@ -32,9 +32,11 @@ CommGroup group_for(const JobSpec& job, const Op& op) {
   const int gpn = job.cluster.gpus_per_node;
   const ParallelSpec& p = job.parallel;
   if (op.collective == CollectiveKind::kSendRecv) {
-    // A CP ring neighbour is tp ranks away; a pipeline neighbour tp*cp*dp ranks away.
-    const int stride = op.group == GroupKind::kCp ? p.tp : p.tp * p.cp * p.dp;
-    return make_group(2, stride, gpn, pod_size_gpus(job));
+    // A pipeline hop is the cost module's kPpPeer pair; a CP ring neighbour is tp ranks away.
+    if (op.group == GroupKind::kPp) {
+      return make_group(GroupKind::kPpPeer, sizes_of(p), gpn, pod_size_gpus(job));
+    }
+    return make_group(2, p.tp, gpn, pod_size_gpus(job));
   }
   return make_group(op.group, sizes_of(p), gpn, pod_size_gpus(job));
 }

@@ -46,14 +46,15 @@ Ctx make_ctx(const JobSpec& job) {
              sp};
 }
 
+// `in`: the GEMM's input dtype (the job's GEMM dtype unless the op stays in the activation dtype).
 Op gemm_op(const Ctx& c, std::string name, std::int64_t m, std::int64_t n, std::int64_t k,
-           int groups = 1) {
+           int groups, Dtype in) {
   Op op;
   op.name = std::move(name);
   op.kind = groups > 1 ? OpKind::kGroupedGemm : OpKind::kGemm;
-  op.gemm = GemmShape{m, n, k, groups, c.gemm, c.act};
+  op.gemm = GemmShape{m, n, k, groups, in, c.act};
   op.flops = op.gemm.flops();
-  const double in_b = bytes_per_element(c.gemm);
+  const double in_b = bytes_per_element(in);
   op.bytes = (static_cast<double>(m) * k + static_cast<double>(k) * n) * groups * in_b +
              static_cast<double>(m) * n * groups * c.act_b;
   return op;
@@ -73,17 +74,12 @@ void push_gemm(const Ctx& c, std::vector<Op>& f, const std::string& name, std::i
     cast.bwd_bytes = rows * n * (c.act_b + 2.0 * q);
     f.push_back(cast);
   }
-  f.push_back(gemm_op(c, name, m, n, k, groups));
+  f.push_back(gemm_op(c, name, m, n, k, groups, c.gemm));
 }
 
 // GEMMs that stay in the activation dtype under fp8 recipes (router, output layer).
 Op act_gemm_op(const Ctx& c, std::string name, std::int64_t m, std::int64_t n, std::int64_t k) {
-  Op op = gemm_op(c, std::move(name), m, n, k);
-  op.gemm.dtype = c.act;
-  op.bytes =
-      (static_cast<double>(m) * k + static_cast<double>(k) * n + static_cast<double>(m) * n) *
-      c.act_b;
-  return op;
+  return gemm_op(c, std::move(name), m, n, k, 1, c.act);
 }
 
 Op mem_op(std::string name, double bytes, MemOpClass cls) {
@@ -153,18 +149,16 @@ void add_unfused_attention(const Ctx& c, std::vector<Op>& f, int heads, int d_qk
   const std::int64_t s = job.runtime.seq_length;
   const int batch = job.runtime.micro_batch_size * heads;
   const double scores = static_cast<double>(batch) * s * s;
-  Op qk = gemm_op(c, "attn.scores", s, s, d_qk, batch);
+  Op qk = gemm_op(c, "attn.scores", s, s, d_qk, batch, c.act);
   qk.kind = OpKind::kGemm;  // a strided batched GEMM, not an expert grouped GEMM
-  qk.gemm.dtype = c.act;
   qk.weightless = true;
   f.push_back(qk);
   f.push_back(mem_op("attn.softmax", scores * 2.0 * c.act_b));
   if (job.model.attention_dropout > 0.0) {
     f.push_back(mem_op("attn.dropout", scores * (2.0 * c.act_b + 1.0)));
   }
-  Op pv = gemm_op(c, "attn.context", s, d_v, s, batch);
+  Op pv = gemm_op(c, "attn.context", s, d_v, s, batch, c.act);
   pv.kind = OpKind::kGemm;
-  pv.gemm.dtype = c.act;
   pv.weightless = true;
   f.push_back(pv);
 }
