@@ -9,6 +9,7 @@
 
 #include "projector/frontend/layer_pattern.h"
 #include "projector/hardware/catalog.h"
+#include "projector/memory/memory.h"
 #include "projector/util/error.h"
 #include "projector/util/text.h"
 #include "projector/validate/validate.h"
@@ -111,6 +112,12 @@ class Mapper {
     out_.job.defaults.push_back({key, value, reason});
   }
   void note(const std::string& text) { out_.assumptions.push_back(text); }
+  // Withdraws an earlier assumption about `key` that a later inference replaces.
+  void retract(const std::string& key) {
+    const std::string prefix = key + " = ";
+    std::erase_if(out_.assumptions, [&](const std::string& a) { return a.starts_with(prefix); });
+    std::erase_if(out_.job.defaults, [&](const auto& d) { return d.key == key; });
+  }
 
   // Records the first reason the run cannot be mapped; mapping continues to fill what it can.
   void fail(const std::string& reason) {
@@ -691,6 +698,112 @@ std::string accelerator_family(const AcceleratorSpec& a, const std::string& text
   return "other";
 }
 
+// --------------------------------------------------------------------------------- network
+
+// Link technologies whose per-port rate is a fixed fact (Gb/s per port).
+constexpr std::pair<const char*, double> kLinkGbps[] = {
+    {"omni-path", 100.0}, {"opa", 100.0}, {"edr", 100.0}, {"hdr", 200.0}, {"ndr", 400.0}};
+
+// Scale-out bandwidth per node in Gb/s stated by an interconnect description, or 0. Read:
+// "8x400 Gb/s per node", "400 Gb/s per GPU", "4x Omni-Path links per node", and a simulator
+// config's "inter_node_bandwidth 800" when the text gives its unit as Gb/s per node.
+double stated_node_gbps(const std::string& t, int gpus_per_node, std::string& how) {
+  static const std::regex kTimes(R"((\d+)\s*x\s*(\d+)\s*(gb/s|gbit/s|gbps|gb))");
+  static const std::regex kPer(R"((\d+)\s*(gb/s|gbit/s|gbps)\s+per\s+(gpu|node))");
+  static const std::regex kTech(R"((\d+)\s*x\s*([a-z-]+))");
+  static const std::regex kSimCfg(R"(inter_node_bandwidth\s*[:=]?\s*(\d+))");
+  std::smatch mt;
+  if (std::regex_search(t, mt, kTimes) && has(t, "per node")) {
+    how = mt.str(0) + " per node";
+    return std::stod(mt.str(1)) * std::stod(mt.str(2));
+  }
+  if (std::regex_search(t, mt, kPer)) {
+    how = mt.str(0);
+    const double v = std::stod(mt.str(1));
+    return mt.str(3) == "gpu" ? v * gpus_per_node : v;
+  }
+  for (auto it = std::sregex_iterator(t.begin(), t.end(), kTech); it != std::sregex_iterator();
+       ++it) {
+    for (const auto& [tech, gbps] : kLinkGbps) {
+      if ((*it).str(2) == tech && has(t, "per node")) {
+        how = (*it).str(0) + fmt::format(" links per node ({:.0f} Gb/s each)", gbps);
+        return std::stod((*it).str(1)) * gbps;
+      }
+    }
+  }
+  if (std::regex_search(t, mt, kSimCfg) && (has(t, "gbps per node") || has(t, "gb/s per node"))) {
+    how = mt.str(0) + " read as Gb/s per node, the unit the description gives";
+    return std::stod(mt.str(1));
+  }
+  return 0.0;
+}
+
+// The catalogue network assumes the accelerator's usual fabric; a description that states the
+// scale-out bandwidth replaces it (the pod and cluster bandwidths scale by the same ratio).
+void read_interconnect(Mapper& m, const std::string& text, ClusterSpec& cl) {
+  if (text.empty() || cl.nodes <= 1) return;
+  std::string how;
+  const double node_gbps = stated_node_gbps(lower(text), cl.gpus_per_node, how);
+  if (node_gbps <= 0.0) return;
+  NetworkSpec& n = cl.network;
+  const int nics = n.nics_per_node > 0 ? n.nics_per_node : cl.gpus_per_node;
+  const double catalogue_gb_s_per_gpu = n.pod_bw_gb_per_s * nics / cl.gpus_per_node;
+  const double stated_gb_s_per_gpu = node_gbps / 8.0 / cl.gpus_per_node;
+  if (catalogue_gb_s_per_gpu <= 0.0 ||
+      std::abs(stated_gb_s_per_gpu / catalogue_gb_s_per_gpu - 1.0) < 0.01) {
+    return;
+  }
+  const double ratio = stated_gb_s_per_gpu / catalogue_gb_s_per_gpu;
+  n.pod_bw_gb_per_s *= ratio;
+  n.cluster_bw_gb_per_s *= ratio;
+  m.note(fmt::format(
+      "hardware.interconnect: '{}' -> {:.0f} Gb/s per node, {:.2f} GB/s per GPU scale-out "
+      "(catalogue network '{}' has {:.2f})",
+      how, node_gbps, stated_gb_s_per_gpu, n.name, catalogue_gb_s_per_gpu));
+}
+
+// A measured run fit in memory. When the source does not state its recomputation and the job
+// without any is clearly out of memory, the run must have recomputed: take the lightest Megatron
+// setting that fits (selective core attention, then full recomputation of every layer).
+// "Clearly": the no-recompute peak is more than kClearlyOom x the capacity, beyond what the
+// memory projection's own error (allocator behaviour, framework buffers) could explain; a run
+// just above the capacity is projected as stated.
+void infer_recompute_from_fit(Mapper& m, JobSpec& job) {
+  constexpr double kClearlyOom = 1.5;
+  MemoryOptions opts;
+  opts.suggest_remedies = false;
+  const MemoryReport none = project_memory(job, opts);
+  if (none.capacity_bytes <= 0.0 || none.peak_point_bytes <= kClearlyOom * none.capacity_bytes) {
+    return;
+  }
+  RecomputeSpec selective;
+  selective.granularity = RecomputeGranularity::kSelective;
+  selective.modules = {"core_attn"};
+  RecomputeSpec full;
+  full.granularity = RecomputeGranularity::kFull;
+  full.method = RecomputeMethod::kUniform;
+  full.num_layers = 1;
+  const std::pair<RecomputeSpec, const char*> kCandidates[] = {{selective, "selective (core_attn)"},
+                                                               {full, "full (uniform, 1 layer)"}};
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const RecomputeSpec stated = job.runtime.recompute;
+  for (const auto& [spec, label] : kCandidates) {
+    job.runtime.recompute = spec;
+    const MemoryReport r = project_memory(job, opts);
+    if (r.verdict == MemoryVerdict::kOom) continue;
+    m.retract("training.recompute");
+    m.assume("training.recompute", label,
+             fmt::format("not stated; without recomputation the projected peak is {:.0f} GiB of "
+                         "{:.0f} GiB, and a measured run fit, so it recomputed at least this much",
+                         none.peak_point_bytes / kGiB, none.capacity_bytes / kGiB));
+    return;
+  }
+  job.runtime.recompute = stated;
+  m.note(fmt::format(
+      "memory: projected out of memory ({:.0f} GiB of {:.0f} GiB) even with full recomputation",
+      none.peak_point_bytes / kGiB, none.capacity_bytes / kGiB));
+}
+
 }  // namespace
 
 MappedRun map_run(const RunEntry& entry, const std::string& data_dir) {
@@ -760,6 +873,7 @@ MappedRun map_run(const RunEntry& entry, const std::string& data_dir) {
     }
   }
   out.num_gpus = world;
+  if (world > 0) read_interconnect(m, entry.hardware.interconnect, cl);
 
   // Sequence length: the training block, else the model block.
   int seq = 0;
@@ -777,6 +891,7 @@ MappedRun map_run(const RunEntry& entry, const std::string& data_dir) {
   if (world > 0 && !out.job.model.layers.empty()) map_training(m, fw, world);
   out.flop_convention = read_convention(m, entry.measured.flop_counting, fw);
   out.mapped = out.reason.empty();
+  if (out.mapped && entry.training.recompute.empty()) infer_recompute_from_fit(m, out.job);
   return out;
 }
 

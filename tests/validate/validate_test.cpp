@@ -386,6 +386,75 @@ TEST(MapRun, UnmappedWithReason) {
   EXPECT_EQ(d.reason, "training.dp 16 disagrees with GPUs / (tp x pp x cp) = 8");
 }
 
+// A stated scale-out bandwidth replaces the catalogue fabric's: per-GPU bandwidth = per-node Gb/s
+// / 8 / GPUs per node; the pod and cluster bandwidths scale together.
+TEST(MapRun, InterconnectText) {
+  const NetworkSpec ib200 = load_network("a100_ib200", kDataDir);
+  const double catalogue_per_gpu = ib200.pod_bw_gb_per_s;  // one HDR NIC per GPU
+  const std::string text = R"(
+- id: times
+  hardware: {accelerator: NVIDIA A100 SXM4 80GB, count: 16, per_node: 8,
+             interconnect: "InfiniBand 4x200 Gb/s per node"}
+  model: {num_layers: 2, hidden_size: 64, num_attention_heads: 4, vocab_size: 100, seq_len: 128}
+  training: {tp: 1, pp: 1, cp: 1, global_batch_size: 16, micro_batch_size: 1}
+- id: per-gpu
+  hardware: {accelerator: NVIDIA A100 SXM4 80GB, count: 16, per_node: 8,
+             interconnect: "RDMA 100 Gb/s per GPU"}
+  model: {num_layers: 2, hidden_size: 64, num_attention_heads: 4, vocab_size: 100, seq_len: 128}
+  training: {tp: 1, pp: 1, cp: 1, global_batch_size: 16, micro_batch_size: 1}
+- id: links
+  hardware: {accelerator: NVIDIA A100 SXM4 80GB, count: 16, per_node: 8,
+             interconnect: "2x HDR links per node"}
+  model: {num_layers: 2, hidden_size: 64, num_attention_heads: 4, vocab_size: 100, seq_len: 128}
+  training: {tp: 1, pp: 1, cp: 1, global_batch_size: 16, micro_batch_size: 1}
+- id: same-as-catalogue
+  hardware: {accelerator: NVIDIA A100 SXM4 80GB, count: 16, per_node: 8,
+             interconnect: "8x200 Gb/s per node"}
+  model: {num_layers: 2, hidden_size: 64, num_attention_heads: 4, vocab_size: 100, seq_len: 128}
+  training: {tp: 1, pp: 1, cp: 1, global_batch_size: 16, micro_batch_size: 1}
+- id: one-node
+  hardware: {accelerator: NVIDIA A100 SXM4 80GB, count: 8, per_node: 8,
+             interconnect: "1x100 Gb/s per node"}
+  model: {num_layers: 2, hidden_size: 64, num_attention_heads: 4, vocab_size: 100, seq_len: 128}
+  training: {tp: 1, pp: 1, cp: 1, global_batch_size: 8, micro_batch_size: 1}
+)";
+  const auto runs = parse_runs(text, "t.yaml");
+  const double expected[] = {800.0 / 8 / 8, 100.0 / 8, 2 * 200.0 / 8 / 8, catalogue_per_gpu,
+                             catalogue_per_gpu};
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const MappedRun m = map_run(runs[i], kDataDir);
+    ASSERT_TRUE(m.mapped) << m.reason;
+    EXPECT_DOUBLE_EQ(m.job.cluster.network.pod_bw_gb_per_s, expected[i]) << runs[i].id;
+    EXPECT_DOUBLE_EQ(
+        m.job.cluster.network.cluster_bw_gb_per_s / m.job.cluster.network.pod_bw_gb_per_s,
+        ib200.cluster_bw_gb_per_s / ib200.pod_bw_gb_per_s)
+        << runs[i].id;
+    EXPECT_EQ(has_assumption(m, "hardware.interconnect:"), i < 3) << runs[i].id;
+  }
+  // vTrain's simulator config states 800 with the unit given as Gb/s per node.
+  const MappedRun v =
+      map_run(find_run("vtrain-gt-gpt-18.4b-tp16-dp16-pp1-mbs2-a100x256"), kDataDir);
+  EXPECT_DOUBLE_EQ(v.job.cluster.network.pod_bw_gb_per_s, 12.5);
+}
+
+// A measured run fit in memory: when recomputation is not stated and the job without it needs
+// far more than the capacity, the lightest recomputation that fits is assumed.
+TEST(MapRun, RecomputeInferredFromFit) {
+  // Llama 3.1 70B, FSDP over 64 MI325X, 4 x 8192 tokens per GPU: > 600 GiB without recompute.
+  const MappedRun m = map_run(find_run("amd-primus-llama3.1-70b-fp8-fsdp-mi325x-8node"), kDataDir);
+  ASSERT_TRUE(m.mapped) << m.reason;
+  EXPECT_EQ(m.job.runtime.recompute.granularity, RecomputeGranularity::kFull);
+  EXPECT_TRUE(has_assumption(m, "training.recompute = full (uniform, 1 layer)"));
+  EXPECT_FALSE(has_assumption(m, "training.recompute = none"));
+  EXPECT_EQ(std::count_if(m.job.defaults.begin(), m.job.defaults.end(),
+                          [](const AppliedDefault& d) { return d.key == "training.recompute"; }),
+            1);
+  // The same job with one sample per GPU fits without: nothing is inferred.
+  const MappedRun b = map_run(find_run("amd-primus-llama3.1-70b-bf16-fsdp-mi325x-8node"), kDataDir);
+  EXPECT_EQ(b.job.runtime.recompute.granularity, RecomputeGranularity::kNone);
+  EXPECT_TRUE(has_assumption(b, "training.recompute = none"));
+}
+
 // The framework named first in the free text decides the defaults.
 TEST(MapRun, FrameworkDetection) {
   const std::pair<const char*, const char*> cases[] = {
