@@ -1,6 +1,7 @@
 // `projector validate RUNS.yaml`: project published runs and compare with their measurements.
 #include <fmt/core.h>
 
+#include <cmath>
 #include <fstream>
 #include <memory>
 
@@ -19,6 +20,7 @@ struct ValidateOptions {
   std::string json_file;
   std::string data_dir;
   double max_mape_pct = -1.0;
+  double max_error_pct = -1.0;  // --max-error: largest allowed |throughput error| of any run
   bool map_only = false;
   std::string only_run;  // --run ID: just this entry
   bool explain = false;  // --explain: print each projection's performance summary
@@ -113,6 +115,17 @@ int run_validate(const ValidateOptions& o) {
       return kExitFailure;
     }
   }
+  if (o.max_error_pct >= 0.0) {
+    int over = 0;
+    for (const RunResult& r : report.runs) {
+      if (!r.throughput_error_pct || std::abs(*r.throughput_error_pct) <= o.max_error_pct) continue;
+      fmt::print(stderr,
+                 "projector: validate: {}: throughput error {:+.1f}% exceeds --max-error {}%\n",
+                 r.id, *r.throughput_error_pct, o.max_error_pct);
+      ++over;
+    }
+    if (over > 0) return kExitFailure;
+  }
   return kExitOk;
 }
 
@@ -127,6 +140,8 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", opts->json_file, "also write the report as JSON to FILE");
   cmd->add_option("--max-mape", opts->max_mape_pct,
                   "exit with code 1 when the throughput MAPE exceeds PCT percent");
+  cmd->add_option("--max-error", opts->max_error_pct,
+                  "exit with code 1 when any run's throughput error exceeds PCT percent");
   cmd->add_option("--data-dir", opts->data_dir, "hardware catalogue directory");
   cmd->add_flag("--map-only", opts->map_only,
                 "only map each run to a job and list the assumptions (no projection)");

@@ -437,6 +437,9 @@ JobSpec build_job_spec(const ResolvedConfig& config, const LoadRequest& request)
     r.fail("turbo_sync_free_moe_stage", "must be 0..3");
   }
   rt.deepep = r.bool_quiet("use_turbo_deepep", false) || rt.sync_free_moe_stage > 0;
+  const bool flex = r.has("moe_token_dispatcher_type") &&
+                    lower(r.string_or("moe_token_dispatcher_type", "alltoall", "")) == "flex";
+  rt.moe_dedup_dispatch = rt.deepep || flex || r.bool_quiet("moe_enable_deepep", false);
   if (r.has("pipeline_schedule_algorithm")) {
     rt.schedule = parse_schedule(r, "pipeline_schedule_algorithm",
                                  r.string_or("pipeline_schedule_algorithm", "auto", ""));

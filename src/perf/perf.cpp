@@ -13,32 +13,13 @@ namespace {
 using schedule::Phase;
 using schedule::ScheduleAlgorithm;
 
-ParallelSizes sizes_of(const ParallelSpec& p) {
-  ParallelSizes s;
-  s.tp = p.tp;
-  s.cp = p.cp;
-  s.dp = p.dp;
-  s.pp = p.pp;
-  s.ep = p.ep;
-  s.etp = p.etp;
-  return s;
-}
-
-int pod_size_gpus(const JobSpec& job) {
-  return job.cluster.network.pod_size;
-}
-
 CommGroup group_for(const JobSpec& job, const Op& op) {
-  const int gpn = job.cluster.gpus_per_node;
-  const ParallelSpec& p = job.parallel;
   if (op.collective == CollectiveKind::kSendRecv) {
     // A pipeline hop is the cost module's kPpPeer pair; a CP ring neighbour is tp ranks away.
-    if (op.group == GroupKind::kPp) {
-      return make_group(GroupKind::kPpPeer, sizes_of(p), gpn, pod_size_gpus(job));
-    }
-    return make_group(2, p.tp, gpn, pod_size_gpus(job));
+    if (op.group == GroupKind::kPp) return job_group(job, GroupKind::kPpPeer);
+    return make_group(2, job.parallel.tp, job.cluster.gpus_per_node, job.cluster.network.pod_size);
   }
-  return make_group(op.group, sizes_of(p), gpn, pod_size_gpus(job));
+  return job_group(job, op.group);
 }
 
 OpCost price_compute(CostCache& cache, const Op& op) {

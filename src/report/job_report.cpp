@@ -114,9 +114,10 @@ std::string summary_text(const JobSpec& job) {
     out += fmt::format(" layer ids [{}]", fmt::join(rt.recompute.layer_ids, ","));
   }
   out += fmt::format(
-      "\n  flash attention {}, CE fusion {}, DeepEP {}, sync-free stage {}, schedule {}\n",
+      "\n  flash attention {}, CE fusion {}, DeepEP {}, deduplicated MoE dispatch {}, sync-free "
+      "stage {}, schedule {}\n",
       on_off(rt.flash_attention), on_off(rt.cross_entropy_fusion), on_off(rt.deepep),
-      rt.sync_free_moe_stage, to_string(rt.schedule));
+      on_off(rt.moe_dedup_dispatch), rt.sync_free_moe_stage, to_string(rt.schedule));
   out += fmt::format(
       "  optimizer {}{} (main grads {}, exp_avg {}, exp_avg_sq {})\n", optimizer_name(rt.optimizer),
       rt.precision_aware_optimizer ? " precision-aware" : "", to_string(rt.main_grads_dtype),
@@ -188,6 +189,7 @@ report_detail::Json to_json(const JobSpec& job) {
       {"flash_attention", rt.flash_attention},
       {"cross_entropy_fusion", rt.cross_entropy_fusion},
       {"deepep", rt.deepep},
+      {"moe_dedup_dispatch", rt.moe_dedup_dispatch},
       {"sync_free_moe_stage", rt.sync_free_moe_stage},
       {"schedule", std::string(to_string(rt.schedule))},
       {"optimizer", optimizer_name(rt.optimizer)},

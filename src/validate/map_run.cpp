@@ -2,6 +2,7 @@
 // source is the framework's documented default and is listed as an assumption; free text is read
 // by keywords and each reading is listed too.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -385,6 +386,21 @@ RecomputeSpec read_recompute(Mapper& m, const std::string& text, Framework fw) {
   }
   if (has(t, "selective")) {
     r.granularity = RecomputeGranularity::kSelective;
+    // Megatron --recompute-modules named in the text.
+    static const char* const kModules[] = {"core_attn",      "moe_act", "layernorm", "mla_up_proj",
+                                           "shared_experts", "mlp",     "moe"};
+    std::string rest = t;
+    for (const char* mod : kModules) {
+      const std::size_t pos = rest.find(mod);
+      if (pos == std::string::npos) continue;
+      r.modules.emplace_back(mod);
+      rest.replace(pos, std::char_traits<char>::length(mod), " ");  // "moe_act" is not "moe"
+    }
+    if (!r.modules.empty()) {
+      m.note(
+          fmt::format("training.recompute: selective recompute of {}", fmt::join(r.modules, ", ")));
+      return r;
+    }
     if (fw == Framework::kTorchtitan || has(t, "sac")) {
       // torchtitan's per-op policy saves every second matmul output and recomputes the rest with
       // the cheap ops around them; the closest Megatron saved set is selective "mlp".
@@ -409,6 +425,27 @@ RecomputeSpec read_recompute(Mapper& m, const std::string& text, Framework fw) {
   if (t == "none" || t == "no" || t == "false" || has(t, "no recompute")) return r;
   m.assume("training.recompute", "none", "unrecognised text '" + text + "'");
   return r;
+}
+
+// The token dispatcher decides how many copies of a token cross the expert-parallel group.
+void read_dispatcher(Mapper& m, const std::string& text, RuntimeSpec& r) {
+  const std::string t = lower(text);
+  r.deepep = false;
+  if (t.empty()) {
+    m.assume("training.moe_dispatcher", "alltoall",
+             "not stated; the all-to-all dispatcher Megatron recipes use with expert parallelism "
+             "(one copy per chosen expert)");
+    return;
+  }
+  if (has(t, "flex") || has(t, "deepep") || has(t, "hybridep")) {
+    r.moe_dedup_dispatch = true;
+    m.note("training.moe_dispatcher: '" + text +
+           "' read as a deduplicating dispatcher (one copy per destination node / GPU)");
+    return;
+  }
+  if (!has(t, "alltoall") && !has(t, "all-to-all")) {
+    m.assume("training.moe_dispatcher", "alltoall", "unrecognised text '" + text + "'");
+  }
 }
 
 void read_precision(Mapper& m, const std::string& text, Framework fw, PrecisionSpec& p) {
@@ -663,7 +700,7 @@ void map_training(Mapper& m, Framework fw, int world) {
     r.attention_kernel = AttentionKernel::kFa2;
     m.note("runtime: torchtitan attention runs PyTorch SDPA's FlashAttention-2 kernel");
   }
-  if (m.out_.moe) r.deepep = false;
+  if (m.out_.moe && p.ep > 1) read_dispatcher(m, t.moe_dispatcher, r);
 }
 
 FlopConvention read_convention(Mapper& m, const std::string& text, Framework fw) {

@@ -218,6 +218,7 @@ RunEntry read_entry(const YAML::Node& node, std::size_t index) {
   tr.pipeline_schedule = r.text(t, "pipeline_schedule", "training");
   tr.pipeline_layout = r.text(t, "pipeline_layout", "training");
   tr.overlap = r.text(t, "overlap", "training");
+  tr.moe_dispatcher = r.text(t, "moe_dispatcher", "training");
   tr.local_batch_size = r.integer<int>(t, "local_batch_size", "training");
   tr.per_device_batch_size = r.integer<int>(t, "per_device_batch_size", "training");
   tr.fsdp_shard_degree = r.integer<int>(t, "fsdp_shard_degree", "training");

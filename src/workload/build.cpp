@@ -264,6 +264,31 @@ void add_flash_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& laye
   }
 }
 
+// Probability that none of a token's `topk` distinct experts (uniform routing over `experts`) is
+// among a given `subset` of them: C(experts - subset, topk) / C(experts, topk).
+double miss_probability(int experts, int subset, int topk) {
+  double p = 1.0;
+  for (int i = 0; i < topk; ++i) {
+    const double hit_free = static_cast<double>(experts - subset - i);
+    if (hit_free <= 0.0) return 0.0;
+    p *= hit_free / static_cast<double>(experts - i);
+  }
+  return p;
+}
+
+// Bytes a deduplicating dispatcher moves relative to one copy per (token, expert) pair. The
+// expert-parallel group spans `nodes` nodes of equal share; when it spans several, the
+// inter-node copies dominate: (nodes - 1) x P(a remote node is hit) instead of
+// topk x (nodes - 1) / nodes. Within one node the same holds per GPU.
+double dedup_dispatch_factor(int experts, int topk, int ep, int nodes) {
+  const int parts = nodes > 1 ? nodes : ep;
+  if (parts <= 1 || topk <= 1 || experts < parts) return 1.0;
+  const int per_part = experts / parts;
+  const double standard = topk * static_cast<double>(parts - 1) / parts;
+  const double dedup = (parts - 1) * (1.0 - miss_probability(experts, per_part, topk));
+  return std::clamp(dedup / standard, 0.0, 1.0);
+}
+
 void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   const JobSpec& job = c.job;
   const ParallelSpec& p = job.parallel;
@@ -286,9 +311,14 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
     const Overlap ep_overlap = (job.runtime.deepep || job.runtime.sync_free_moe_stage > 0)
                                    ? Overlap::kWithExpertCompute
                                    : Overlap::kExposed;
+    double a2a_bytes = routed_bytes;
+    if (job.runtime.moe_dedup_dispatch && p.ep > 1) {
+      const int nodes = job_group(job, GroupKind::kEp).nodes;
+      a2a_bytes *= dedup_dispatch_factor(m.num_experts, m.topk, p.ep, nodes);
+    }
     if (p.ep > 1) {
       f.push_back(comm_op("moe.dispatch_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, p.ep,
-                          routed_bytes, ep_overlap));
+                          a2a_bytes, ep_overlap));
     }
     if (p.etp > 1) {
       f.push_back(comm_op("moe.etp_all_gather", GroupKind::kEtp, CollectiveKind::kAllGather, p.etp,
@@ -305,7 +335,7 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
     }
     if (p.ep > 1) {
       f.push_back(comm_op("moe.combine_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, p.ep,
-                          routed_bytes, ep_overlap));
+                          a2a_bytes, ep_overlap));
     }
     f.push_back(mem_op("moe.unpermute", 2.0 * routed_bytes, MemOpClass::kPermute));
     if (m.shared_expert_ffn_hidden_size > 0) {
@@ -436,6 +466,18 @@ void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute,
 }
 
 }  // namespace
+
+CommGroup job_group(const JobSpec& job, GroupKind kind) {
+  const ParallelSpec& p = job.parallel;
+  ParallelSizes sizes;
+  sizes.tp = p.tp;
+  sizes.cp = p.cp;
+  sizes.dp = p.dp;
+  sizes.pp = p.pp;
+  sizes.ep = p.ep;
+  sizes.etp = p.etp;
+  return make_group(kind, sizes, job.cluster.gpus_per_node, job.cluster.network.pod_size);
+}
 
 LayerWork build_layer_work(const JobSpec& job, int layer_index) {
   const Ctx c = make_ctx(job);

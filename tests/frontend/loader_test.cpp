@@ -117,8 +117,20 @@ TEST(PrimusExamples, DeepSeekV2LiteEnvDefaults) {
   EXPECT_TRUE(job.model.layers[1].is_moe);
   EXPECT_EQ(job.model.layers[1].moe.shared_expert_ffn_hidden_size, 2816);
   EXPECT_TRUE(job.runtime.deepep);
+  EXPECT_TRUE(job.runtime.moe_dedup_dispatch);  // DeepEP sends a token once per destination
   EXPECT_EQ(job.runtime.sync_free_moe_stage, 1);
   EXPECT_EQ(job.num_microbatches(), 8);  // 768 / (12 x 8)
+}
+
+// Megatron's flex dispatcher deduplicates without Primus-Turbo's DeepEP overlap.
+TEST(PrimusExamples, FlexDispatcher) {
+  LoadRequest r = request(kData + "/primus_mixtral_8x22B-BF16-pretrain.yaml");
+  const JobSpec plain = load_job(r);
+  EXPECT_FALSE(plain.runtime.moe_dedup_dispatch);
+  r.set_overrides = {"moe_token_dispatcher_type=flex"};
+  const JobSpec flex = load_job(r);
+  EXPECT_TRUE(flex.runtime.moe_dedup_dispatch);
+  EXPECT_FALSE(flex.runtime.deepep);
 }
 
 TEST(PrimusExamples, DeepSeekV2LiteEnvSet) {

@@ -455,6 +455,23 @@ TEST(MapRun, RecomputeInferredFromFit) {
   EXPECT_TRUE(has_assumption(b, "training.recompute = none"));
 }
 
+// The dispatcher: unstated -> all-to-all (an assumption); flex / DeepEP / HybridEP -> deduplicated.
+TEST(MapRun, MoeDispatcher) {
+  const MappedRun q = map_run(find_run("bridge-26.04.01-qwen3-30b-a3b-fp8-h100x16"), kDataDir);
+  ASSERT_TRUE(q.mapped) << q.reason;
+  EXPECT_TRUE(q.job.runtime.moe_dedup_dispatch);
+  EXPECT_FALSE(q.job.runtime.deepep);  // no Primus-Turbo overlap: the recipe sets none
+  const MappedRun g = map_run(find_run("bridge-26.04.01-gpt-oss-120b-bf16-h100x64"), kDataDir);
+  EXPECT_FALSE(g.job.runtime.moe_dedup_dispatch);
+  EXPECT_TRUE(has_assumption(g, "training.moe_dispatcher = alltoall"));
+  // The recipe's selective modules are read from the text.
+  EXPECT_EQ(g.job.runtime.recompute.granularity, RecomputeGranularity::kSelective);
+  EXPECT_EQ(g.job.runtime.recompute.modules, (std::vector<std::string>{"moe_act", "layernorm"}));
+  const MappedRun x = map_run(find_run("megatron-core-mixtral-8x7b-bf16-h100x64"), kDataDir);
+  EXPECT_FALSE(x.job.runtime.moe_dedup_dispatch);  // stated: alltoall
+  EXPECT_FALSE(has_assumption(x, "training.moe_dispatcher"));
+}
+
 // The framework named first in the free text decides the defaults.
 TEST(MapRun, FrameworkDetection) {
   const std::pair<const char*, const char*> cases[] = {

@@ -164,5 +164,35 @@ TEST(Workload, MoeGroupedGemmRows) {
   EXPECT_DOUBLE_EQ(a2a->bytes, 4096.0 * 2 * 4096 * 2);
 }
 
+// A deduplicating dispatcher (DeepEP / HybridEP / flex) sends a token once per destination node.
+// 128 experts top-8 over EP 16 on two nodes: one copy per (token, expert) puts 8 x 1/2 = 4 copies
+// on the other node; deduplicated, the other node is hit with probability
+// 1 - C(64,8)/C(128,8) = 1 - 4426165368/1429702652400. Within one node (EP 8, top-4) the same
+// holds per GPU: 7 x (1 - C(112,4)/C(128,4)) copies instead of 4 x 7/8.
+TEST(Workload, DedupDispatchBytes) {
+  ModelSpec model = testing::mixtral_8x7b();
+  for (LayerSpec& l : model.layers) {
+    l.moe.num_experts = 128;
+    l.moe.topk = 8;
+    l.moe.expert_ffn_hidden_size = 768;
+  }
+  JobSpec job = testing::make_job(model, {.ep = 16, .nodes = 2, .gbs = 16});
+  const double plain = find(build_layer_work(job, 0), "moe.dispatch_a2a")->bytes;
+  EXPECT_DOUBLE_EQ(plain, 4096.0 * 8 * 4096 * 2);
+  job.runtime.moe_dedup_dispatch = true;
+  const LayerWork lw = build_layer_work(job, 0);
+  const double two_nodes = (1.0 - 4426165368.0 / 1429702652400.0) / 4.0;
+  EXPECT_NEAR(find(lw, "moe.dispatch_a2a")->bytes / plain, two_nodes, 1e-12);
+  EXPECT_NEAR(find(lw, "moe.combine_a2a")->bytes / plain, two_nodes, 1e-12);
+
+  for (LayerSpec& l : model.layers) l.moe.topk = 4;
+  JobSpec one = testing::make_job(model, {.ep = 8, .gbs = 8});
+  const double plain_one = find(build_layer_work(one, 0), "moe.dispatch_a2a")->bytes;
+  one.runtime.moe_dedup_dispatch = true;
+  const double one_node = 7.0 * (1.0 - 6210820.0 / 10668000.0) / (4.0 * 7.0 / 8.0);
+  EXPECT_NEAR(find(build_layer_work(one, 0), "moe.dispatch_a2a")->bytes / plain_one, one_node,
+              1e-12);
+}
+
 }  // namespace
 }  // namespace projector

@@ -178,6 +178,10 @@ struct RuntimeSpec {
   // a new fp32 gradient for it (memory: 4 more bytes per logit during the loss backward).
   bool loss_grad_in_place = true;
   bool deepep = false;
+  // Token dispatch deduplicated per destination (DeepEP, HybridEP, Megatron's flex dispatcher): a
+  // token crosses to each remote node (or, within one node, each GPU) once however many of its
+  // chosen experts live there, instead of once per chosen expert.
+  bool moe_dedup_dispatch = false;
   int sync_free_moe_stage = 0;  // Primus turbo_sync_free_moe_stage, 0-3
   ScheduleKind schedule = ScheduleKind::kAuto;
   OptimizerKind optimizer = OptimizerKind::kAdam;

@@ -94,6 +94,9 @@ struct Workload {
 
 Workload build_workload(const JobSpec& job);
 
+// The communicator of `kind` that rank 0 belongs to, laid out on the job's nodes and pods.
+CommGroup job_group(const JobSpec& job, GroupKind kind);
+
 // The ops of one decoder layer for one microbatch on one rank (F, B and W phases, with recompute
 // ops when the layer is recomputed). Exposed for tests and the `workload` command.
 LayerWork build_layer_work(const JobSpec& job, int layer_index);
