@@ -1,10 +1,12 @@
 #include "projector/validate/validate.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "projector/hardware/catalog.h"
 #include "projector/model/accounting.h"
@@ -391,33 +393,25 @@ TEST(MapRun, UnmappedWithReason) {
 TEST(MapRun, InterconnectText) {
   const NetworkSpec ib200 = load_network("a100_ib200", kDataDir);
   const double catalogue_per_gpu = ib200.pod_bw_gb_per_s;  // one HDR NIC per GPU
-  const std::string text = R"(
-- id: times
-  hardware: {accelerator: NVIDIA A100 SXM4 80GB, count: 16, per_node: 8,
-             interconnect: "InfiniBand 4x200 Gb/s per node"}
-  model: {num_layers: 2, hidden_size: 64, num_attention_heads: 4, vocab_size: 100, seq_len: 128}
-  training: {tp: 1, pp: 1, cp: 1, global_batch_size: 16, micro_batch_size: 1}
-- id: per-gpu
-  hardware: {accelerator: NVIDIA A100 SXM4 80GB, count: 16, per_node: 8,
-             interconnect: "RDMA 100 Gb/s per GPU"}
-  model: {num_layers: 2, hidden_size: 64, num_attention_heads: 4, vocab_size: 100, seq_len: 128}
-  training: {tp: 1, pp: 1, cp: 1, global_batch_size: 16, micro_batch_size: 1}
-- id: links
-  hardware: {accelerator: NVIDIA A100 SXM4 80GB, count: 16, per_node: 8,
-             interconnect: "2x HDR links per node"}
-  model: {num_layers: 2, hidden_size: 64, num_attention_heads: 4, vocab_size: 100, seq_len: 128}
-  training: {tp: 1, pp: 1, cp: 1, global_batch_size: 16, micro_batch_size: 1}
-- id: same-as-catalogue
-  hardware: {accelerator: NVIDIA A100 SXM4 80GB, count: 16, per_node: 8,
-             interconnect: "8x200 Gb/s per node"}
-  model: {num_layers: 2, hidden_size: 64, num_attention_heads: 4, vocab_size: 100, seq_len: 128}
-  training: {tp: 1, pp: 1, cp: 1, global_batch_size: 16, micro_batch_size: 1}
-- id: one-node
-  hardware: {accelerator: NVIDIA A100 SXM4 80GB, count: 8, per_node: 8,
-             interconnect: "1x100 Gb/s per node"}
-  model: {num_layers: 2, hidden_size: 64, num_attention_heads: 4, vocab_size: 100, seq_len: 128}
-  training: {tp: 1, pp: 1, cp: 1, global_batch_size: 8, micro_batch_size: 1}
-)";
+  // (id, GPUs, interconnect text) on 8-GPU nodes, a two-layer model.
+  const std::tuple<const char*, int, const char*> cases[] = {
+      {"times", 16, "InfiniBand 4x200 Gb/s per node"},
+      {"per-gpu", 16, "RDMA 100 Gb/s per GPU"},
+      {"links", 16, "2x HDR links per node"},
+      {"same-as-catalogue", 16, "8x200 Gb/s per node"},
+      {"one-node", 8, "1x100 Gb/s per node"},
+  };
+  std::string text;
+  for (const auto& [id, gpus, interconnect] : cases) {
+    text += fmt::format(
+        "- id: {}\n"
+        "  hardware: {{accelerator: NVIDIA A100 SXM4 80GB, count: {}, per_node: 8,\n"
+        "             interconnect: \"{}\"}}\n"
+        "  model: {{num_layers: 2, hidden_size: 64, num_attention_heads: 4, vocab_size: 100,\n"
+        "           seq_len: 128}}\n"
+        "  training: {{tp: 1, pp: 1, cp: 1, global_batch_size: {}, micro_batch_size: 1}}\n",
+        id, gpus, interconnect, gpus);
+  }
   const auto runs = parse_runs(text, "t.yaml");
   const double expected[] = {800.0 / 8 / 8, 100.0 / 8, 2 * 200.0 / 8 / 8, catalogue_per_gpu,
                              catalogue_per_gpu};
