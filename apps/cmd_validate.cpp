@@ -1,5 +1,6 @@
 // `projector validate RUNS.yaml`: project published runs and compare with their measurements.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include "commands.h"
 #include "projector/hardware/catalog.h"
 #include "projector/perf/perf.h"
+#include "projector/report/memory_report.h"
 #include "projector/report/perf_report.h"
 #include "projector/util/error.h"
 #include "projector/validate/validate.h"
@@ -47,12 +49,15 @@ int run_map_only(const std::vector<RunEntry>& runs, const std::string& data_dir)
   return kExitOk;
 }
 
-// The mapped job's full performance summary and per-op table: how a prediction came about.
+// The mapped job's memory breakdown, performance summary and per-op table: how a prediction
+// came about.
 void explain_run(const RunEntry& e, const std::string& data_dir) {
   const MappedRun m = map_run(e, data_dir);
   if (!m.mapped) return;
   const PerfReport rep = project_performance(m.job);
-  fmt::print("\n######## {} ########\n{}", e.id, perf_summary_text(m.job, rep));
+  fmt::print("\n######## {} ########\n", e.id);
+  if (rep.has_memory) fmt::print("{}\n", memory_summary_text(m.job, rep.memory));
+  fmt::print("{}", perf_summary_text(m.job, rep));
   fmt::print("{}\n", op_table_text(m.job, rep));
 }
 
@@ -98,6 +103,11 @@ int run_validate(const ValidateOptions& o) {
     fmt::print("\n");
     print_stats_row("peak memory", s.memory);
   }
+  // Every compared run ran, so it fit: a projected OOM is a memory over-estimate.
+  fmt::print(
+      "\n  ran but projected out of memory: {} of {}{}\n", s.projected_oom.size(), s.compared,
+      s.projected_oom.empty() ? ""
+                              : " (" + fmt::format("{}", fmt::join(s.projected_oom, ", ")) + ")");
 
   if (!o.json_file.empty()) {
     std::ofstream out(o.json_file);

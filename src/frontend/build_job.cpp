@@ -472,6 +472,9 @@ JobSpec build_job_spec(const ResolvedConfig& config, const LoadRequest& request)
         "use_precision_aware_optimizer; Megatron keeps fp32 states");
     rt.main_grads_dtype = rt.exp_avg_dtype = rt.exp_avg_sq_dtype = Dtype::kFp32;
   }
+  // --grad-reduce-in-bf16: the DDP gradient buffer (accumulation and reduction) is bf16; the
+  // optimizer still steps fp32 master weights.
+  if (r.bool_quiet("grad_reduce_in_bf16", false)) rt.main_grads_dtype = Dtype::kBf16;
 
   // ------------------------------------------------------------------------------ cluster
   ClusterSpec& cl = job.cluster;

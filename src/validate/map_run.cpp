@@ -682,6 +682,15 @@ void map_training(Mapper& m, Framework fw, int world) {
     m.note("runtime: torchtitan's loss allocates its fp32 logit gradient (not in place)");
   }
   read_precision(m, t.precision, fw, r.precision);
+  // NVIDIA's performance recipes accumulate and reduce gradients in bf16 (NeMo launcher
+  // grad_sync_dtype=bf16, Megatron-Bridge grad_reduce_in_fp32=False, the Megatron-LM examples'
+  // --grad-reduce-in-bf16); Megatron's own default is fp32.
+  if (fw == Framework::kNemo || has(lower(m.e_.framework), "nemo")) {
+    r.main_grads_dtype = Dtype::kBf16;
+    m.assume("training.grad_reduce_dtype", "bf16",
+             "not stated; NVIDIA's NeMo / Megatron-Bridge performance recipes reduce gradients "
+             "in bf16");
+  }
   m.out_.fp8 = r.precision.fp8 != Fp8Recipe::kNone;
   r.schedule = read_schedule(m, t.pipeline_schedule, p.pp, p.vpp);
   if (t.flash_attention) {

@@ -24,6 +24,7 @@ ProjectFn make_default_project_fn() {
       double peak = 0.0;
       for (const RankMemory& r : rep.memory.ranks) peak = std::max(peak, r.allocator_point_bytes);
       p.peak_memory_gib = peak / (1024.0 * 1024.0 * 1024.0);
+      p.out_of_memory = rep.memory.verdict == MemoryVerdict::kOom;
     }
     return p;
   };

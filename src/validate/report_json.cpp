@@ -21,6 +21,7 @@ nlohmann::json prediction_json(const Prediction& p) {
                       {"hardware_tflops_per_gpu", p.hardware_tflops_per_gpu},
                       {"mfu_pct", p.mfu_pct}};
   j["peak_memory_gib"] = p.peak_memory_gib ? nlohmann::json(*p.peak_memory_gib) : nullptr;
+  j["out_of_memory"] = p.out_of_memory;
   return j;
 }
 
@@ -86,6 +87,7 @@ std::string report_to_json(const ValidationReport& report) {
                     {"projection_failed", s.failed},
                     {"throughput", stats_json(s.throughput)},
                     {"memory", stats_json(s.memory)},
+                    {"projected_oom", s.projected_oom},
                     {"by_regime", std::move(by_regime)}};
   return out.dump(2);
 }

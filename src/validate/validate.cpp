@@ -167,6 +167,7 @@ ValidationSummary summarize(const std::vector<RunResult>& runs) {
     if (r.throughput_error_pct) tp.push_back(*r.throughput_error_pct);
     if (r.memory_error_pct) mem.push_back(*r.memory_error_pct);
     if (r.status == "ok") ++s.compared;
+    if (r.status == "ok" && r.predicted.out_of_memory) s.projected_oom.push_back(r.id);
   }
   s.throughput = error_stats(tp);
   s.memory = error_stats(mem);

@@ -122,6 +122,14 @@ TEST(PrimusExamples, DeepSeekV2LiteEnvDefaults) {
   EXPECT_EQ(job.num_microbatches(), 8);  // 768 / (12 x 8)
 }
 
+// --grad-reduce-in-bf16 makes the gradient buffer bf16: 2 bytes per parameter instead of 4.
+TEST(PrimusExamples, GradReduceInBf16) {
+  LoadRequest r = request(kData + "/primus_mixtral_8x22B-BF16-pretrain.yaml");
+  EXPECT_EQ(load_job(r).runtime.main_grads_dtype, Dtype::kFp32);
+  r.set_overrides = {"grad_reduce_in_bf16=true"};
+  EXPECT_EQ(load_job(r).runtime.main_grads_dtype, Dtype::kBf16);
+}
+
 // Megatron's flex dispatcher deduplicates without Primus-Turbo's DeepEP overlap.
 TEST(PrimusExamples, FlexDispatcher) {
   LoadRequest r = request(kData + "/primus_mixtral_8x22B-BF16-pretrain.yaml");

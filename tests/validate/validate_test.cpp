@@ -206,6 +206,11 @@ TEST(MapRun, NemoLlama3) {
   EXPECT_TRUE(has_assumption(m, "training.flash_attention = true"));
   EXPECT_TRUE(has_assumption(m, "training.pipeline_schedule = "));
   EXPECT_EQ(j.runtime.recompute.granularity, RecomputeGranularity::kNone);
+  // NVIDIA's performance recipes reduce gradients in bf16; plain Megatron keeps fp32.
+  EXPECT_EQ(j.runtime.main_grads_dtype, Dtype::kBf16);
+  EXPECT_TRUE(has_assumption(m, "training.grad_reduce_dtype = bf16"));
+  const MappedRun w = map_run(find_run("megatron-core-h100-weakscale-gpt-1.7b-x48"), kDataDir);
+  EXPECT_EQ(w.job.runtime.main_grads_dtype, Dtype::kFp32);
 }
 
 // Megatron-Bridge Qwen3-30B-A3B (MoE) and Megatron-Core Mixtral 8x7B.
@@ -575,6 +580,7 @@ TEST(Validate, FakeProjection) {
     p.tokens_per_sec_per_gpu = 1000;
     p.step_time_s = 2.5;
     p.peak_memory_gib = 50.0;
+    p.out_of_memory = job.cluster.accelerator.vendor == "AMD";  // run "b"
     return p;
   };
   const ValidationReport r = validate(runs, fake, kDataDir);
@@ -590,6 +596,7 @@ TEST(Validate, FakeProjection) {
   EXPECT_EQ(s.runs, 4);
   EXPECT_EQ(s.compared, 3);
   EXPECT_EQ(s.failed, 1);
+  EXPECT_EQ(s.projected_oom, std::vector<std::string>{"b"});  // every compared run fit
   EXPECT_EQ(s.throughput.count, 3);
   EXPECT_NEAR(s.throughput.mape_pct, 65.0 / 3.0, 1e-12);
   EXPECT_DOUBLE_EQ(s.throughput.median_abs_pct, 20.0);

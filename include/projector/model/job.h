@@ -186,6 +186,8 @@ struct RuntimeSpec {
   ScheduleKind schedule = ScheduleKind::kAuto;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   bool precision_aware_optimizer = false;
+  // The gradient buffer (accumulation and data-parallel reduction): fp32 in Megatron unless
+  // --grad-reduce-in-bf16, or a precision-aware optimizer's main_grads_dtype.
   Dtype main_grads_dtype = Dtype::kFp32;
   Dtype exp_avg_dtype = Dtype::kFp32;
   Dtype exp_avg_sq_dtype = Dtype::kFp32;

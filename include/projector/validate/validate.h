@@ -163,6 +163,8 @@ struct Prediction {
   double hardware_tflops_per_gpu = 0.0;
   double mfu_pct = 0.0;
   std::optional<double> peak_memory_gib;
+  // The memory verdict is OOM: contradicts a run that was measured (it fit).
+  bool out_of_memory = false;
 };
 
 using ProjectFn = std::function<Prediction(const JobSpec&)>;
@@ -225,6 +227,8 @@ struct ValidationSummary {
   int failed = 0;
   ErrorStats throughput;
   ErrorStats memory;
+  // Compared runs whose projection says out of memory although they ran.
+  std::vector<std::string> projected_oom;
   std::vector<RegimeStats> by_regime;
 };
 
