@@ -236,6 +236,14 @@ void map_model(Mapper& m, Framework fw, int seq_len) {
                   : "not stated; untied output layer of the " + src.family + " family");
   }
   if (!src.block.empty()) m.note("model.block: '" + src.block + "' counted as a standard block");
+  // Megatron trains its GPT models with dropout 0.1 unless told otherwise (--attention-dropout,
+  // --hidden-dropout); the modern families' recipes (Llama, Mixtral, ...) set 0.
+  if (gpt_like && (fw == Framework::kMegatronLm || fw == Framework::kMegatronDeepSpeed ||
+                   fw == Framework::kMegatronCore)) {
+    ms.attention_dropout = 0.1;
+    ms.hidden_dropout = 0.1;
+    m.assume("model.dropout", "0.1", "not stated; Megatron's GPT default (attention and hidden)");
+  }
 
   LayerSpec base;
   AttentionSpec& a = base.attention;

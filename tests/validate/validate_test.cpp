@@ -11,6 +11,7 @@
 #include "projector/hardware/catalog.h"
 #include "projector/model/accounting.h"
 #include "projector/util/error.h"
+#include "projector/workload/workload.h"
 #include "support/model_builders.h"
 
 namespace projector {
@@ -211,6 +212,27 @@ TEST(MapRun, NemoLlama3) {
   EXPECT_TRUE(has_assumption(m, "training.grad_reduce_dtype = bf16"));
   const MappedRun w = map_run(find_run("megatron-core-h100-weakscale-gpt-1.7b-x48"), kDataDir);
   EXPECT_EQ(w.job.runtime.main_grads_dtype, Dtype::kFp32);
+}
+
+// Megatron trains GPT models with dropout 0.1 by default; Llama-family recipes and BLOOM use 0.
+TEST(MapRun, DropoutDefault) {
+  const MappedRun g = map_run(find_run("megatron-sc21-gpt-1.7b-a100x32"), kDataDir);
+  EXPECT_DOUBLE_EQ(g.job.model.attention_dropout, 0.1);
+  EXPECT_DOUBLE_EQ(g.job.model.hidden_dropout, 0.1);
+  EXPECT_TRUE(has_assumption(g, "model.dropout = 0.1"));
+  // Without flash attention the dropout is an op of its own: 2 x 2 B + a 1-byte mask per score.
+  const LayerWork lw = build_layer_work(g.job, 0);
+  const auto it = std::find_if(lw.ops.begin(), lw.ops.end(),
+                               [](const Op& op) { return op.name == "attn.dropout"; });
+  ASSERT_NE(it, lw.ops.end());
+  const JobSpec& j = g.job;
+  const double scores = static_cast<double>(j.runtime.micro_batch_size) *
+                        (j.model.layers[0].attention.num_heads / j.parallel.tp) *
+                        j.runtime.seq_length * j.runtime.seq_length;
+  EXPECT_DOUBLE_EQ(it->bytes, scores * 5.0);
+  for (const char* id : {"nemo-24.07-llama3-70b-fp8-h100x64", "bloom-176b-a100x384"}) {
+    EXPECT_DOUBLE_EQ(map_run(find_run(id), kDataDir).job.model.attention_dropout, 0.0) << id;
+  }
 }
 
 // Megatron-Bridge Qwen3-30B-A3B (MoE) and Megatron-Core Mixtral 8x7B.
