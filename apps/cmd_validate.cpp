@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "commands.h"
 #include "projector/hardware/catalog.h"
@@ -22,7 +23,8 @@ struct ValidateOptions {
   std::string json_file;
   std::string data_dir;
   double max_mape_pct = -1.0;
-  double max_error_pct = -1.0;  // --max-error: largest allowed |throughput error| of any run
+  double max_error_pct = -1.0;         // --max-error: largest allowed |throughput error| of any run
+  double max_memory_error_pct = -1.0;  // --max-memory-error: the same for measured peak memory
   bool map_only = false;
   std::string only_run;  // --run ID: just this entry
   bool explain = false;  // --explain: print each projection's performance summary
@@ -125,18 +127,20 @@ int run_validate(const ValidateOptions& o) {
       return kExitFailure;
     }
   }
-  if (o.max_error_pct >= 0.0) {
-    int over = 0;
-    for (const RunResult& r : report.runs) {
-      if (!r.throughput_error_pct || std::abs(*r.throughput_error_pct) <= o.max_error_pct) continue;
-      fmt::print(stderr,
-                 "projector: validate: {}: throughput error {:+.1f}% exceeds --max-error {}%\n",
-                 r.id, *r.throughput_error_pct, o.max_error_pct);
-      ++over;
-    }
-    if (over > 0) return kExitFailure;
+  // Per-run gates: every run whose |error| exceeds the bound is named.
+  int over = 0;
+  auto gate = [&](const std::optional<double>& err, double bound, const RunResult& r,
+                  const char* what, const char* flag) {
+    if (bound < 0.0 || !err || std::abs(*err) <= bound) return;
+    fmt::print(stderr, "projector: validate: {}: {} error {:+.1f}% exceeds {} {}%\n", r.id, what,
+               *err, flag, bound);
+    ++over;
+  };
+  for (const RunResult& r : report.runs) {
+    gate(r.throughput_error_pct, o.max_error_pct, r, "throughput", "--max-error");
+    gate(r.memory_error_pct, o.max_memory_error_pct, r, "peak memory", "--max-memory-error");
   }
-  return kExitOk;
+  return over > 0 ? kExitFailure : kExitOk;
 }
 
 }  // namespace
@@ -152,6 +156,9 @@ void add_validate_command(CLI::App& app, int& exit_code) {
                   "exit with code 1 when the throughput MAPE exceeds PCT percent");
   cmd->add_option("--max-error", opts->max_error_pct,
                   "exit with code 1 when any run's throughput error exceeds PCT percent");
+  cmd->add_option("--max-memory-error", opts->max_memory_error_pct,
+                  "exit with code 1 when any run's measured peak memory is missed by more than "
+                  "PCT percent");
   cmd->add_option("--data-dir", opts->data_dir, "hardware catalogue directory");
   cmd->add_flag("--map-only", opts->map_only,
                 "only map each run to a job and list the assumptions (no projection)");
