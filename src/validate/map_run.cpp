@@ -762,7 +762,8 @@ constexpr std::pair<const char*, double> kLinkGbps[] = {
 // "8x400 Gb/s per node", "400 Gb/s per GPU", "4x Omni-Path links per node", and a simulator
 // config's "inter_node_bandwidth 800" when the text gives its unit as Gb/s per node.
 double stated_node_gbps(const std::string& t, int gpus_per_node, std::string& how) {
-  static const std::regex kTimes(R"((\d+)\s*x\s*(\d+)\s*(gb/s|gbit/s|gbps|gb))");
+  // Units must be rates: "8x80GB per node" is memory, not a link.
+  static const std::regex kTimes(R"((\d+)\s*x\s*(\d+)\s*(gb/s|gbit/s|gbps))");
   static const std::regex kPer(R"((\d+)\s*(gb/s|gbit/s|gbps)\s+per\s+(gpu|node))");
   static const std::regex kTech(R"((\d+)\s*x\s*([a-z-]+))");
   static const std::regex kSimCfg(R"(inter_node_bandwidth\s*[:=]?\s*(\d+))");

@@ -427,6 +427,7 @@ TEST(MapRun, InterconnectText) {
       {"links", 16, "2x HDR links per node"},
       {"same-as-catalogue", 16, "8x200 Gb/s per node"},
       {"one-node", 8, "1x100 Gb/s per node"},
+      {"memory-not-a-link", 16, "8x80GB GPUs per node, InfiniBand"},
   };
   std::string text;
   for (const auto& [id, gpus, interconnect] : cases) {
@@ -440,8 +441,8 @@ TEST(MapRun, InterconnectText) {
         id, gpus, interconnect, gpus);
   }
   const auto runs = parse_runs(text, "t.yaml");
-  const double expected[] = {800.0 / 8 / 8, 100.0 / 8, 2 * 200.0 / 8 / 8, catalogue_per_gpu,
-                             catalogue_per_gpu};
+  const double expected[] = {800.0 / 8 / 8,     100.0 / 8,         2 * 200.0 / 8 / 8,
+                             catalogue_per_gpu, catalogue_per_gpu, catalogue_per_gpu};
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const MappedRun m = map_run(runs[i], kDataDir);
     ASSERT_TRUE(m.mapped) << m.reason;
