@@ -438,7 +438,6 @@ RecomputeSpec read_recompute(Mapper& m, const std::string& text, Framework fw) {
 // The token dispatcher decides how many copies of a token cross the expert-parallel group.
 void read_dispatcher(Mapper& m, const std::string& text, RuntimeSpec& r) {
   const std::string t = lower(text);
-  r.deepep = false;
   if (t.empty()) {
     m.assume("training.moe_dispatcher", "alltoall",
              "not stated; the all-to-all dispatcher Megatron recipes use with expert parallelism "

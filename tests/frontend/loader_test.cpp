@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
 #include "support/temp_dir.h"
 
@@ -122,12 +123,20 @@ TEST(PrimusExamples, DeepSeekV2LiteEnvDefaults) {
   EXPECT_EQ(job.num_microbatches(), 8);  // 768 / (12 x 8)
 }
 
-// --grad-reduce-in-bf16 makes the gradient buffer bf16: 2 bytes per parameter instead of 4.
+// --grad-reduce-in-bf16 makes the gradient buffer bf16: 2 bytes per parameter instead of 4, so
+// the projected gradient memory of every rank halves.
 TEST(PrimusExamples, GradReduceInBf16) {
   LoadRequest r = request(kData + "/primus_mixtral_8x22B-BF16-pretrain.yaml");
-  EXPECT_EQ(load_job(r).runtime.main_grads_dtype, Dtype::kFp32);
+  const JobSpec fp32 = load_job(r);
+  EXPECT_EQ(fp32.runtime.main_grads_dtype, Dtype::kFp32);
   r.set_overrides = {"grad_reduce_in_bf16=true"};
-  EXPECT_EQ(load_job(r).runtime.main_grads_dtype, Dtype::kBf16);
+  const JobSpec bf16 = load_job(r);
+  EXPECT_EQ(bf16.runtime.main_grads_dtype, Dtype::kBf16);
+  const auto grads = [](const JobSpec& j) {
+    return project_memory(j).ranks[0].point[static_cast<int>(MemoryComponent::kGradients)];
+  };
+  ASSERT_GT(grads(fp32), 0.0);
+  EXPECT_DOUBLE_EQ(grads(bf16), grads(fp32) / 2.0);
 }
 
 // Megatron's flex dispatcher deduplicates without Primus-Turbo's DeepEP overlap.
