@@ -4,10 +4,10 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
-#include "projector/frontend/describe.h"
 #include "projector/frontend/loader.h"
 #include "projector/hardware/catalog.h"
 #include "projector/model/accounting.h"
+#include "projector/model/describe.h"
 #include "projector/util/error.h"
 
 namespace projector::cli {

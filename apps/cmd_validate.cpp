@@ -95,8 +95,10 @@ int run_validate(const ValidateOptions& o) {
   }
 
   const ValidationSummary& s = report.summary;
-  fmt::print("\n{} runs: {} compared, {} unmapped, {} invalid, {} projection failed\n", s.runs,
+  fmt::print("\n{} runs: {} compared, {} unmapped, {} invalid, {} projection failed", s.runs,
              s.compared, s.unmapped, s.invalid, s.failed);
+  if (s.not_modelled > 0) fmt::print(", {} not modelled yet", s.not_modelled);
+  fmt::print("\n");
   fmt::print("\n  {:<22} {:>4} {:>9} {:>9} {:>9} {:>9}\n", "throughput error", "n", "MAPE%",
              "median%", "P90%", "bias%");
   print_stats_row("all", s.throughput);

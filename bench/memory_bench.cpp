@@ -2,6 +2,7 @@
 // the brief names; the budget is 50 us per projection.
 #include <benchmark/benchmark.h>
 
+#include "projector/job/layout.h"
 #include "projector/memory/memory.h"
 
 namespace {

@@ -29,6 +29,8 @@
 #include <cmath>
 #include <string>
 
+#include "projector/job/layout.h"
+#include "projector/job/rules.h"
 #include "projector/model/accounting.h"
 
 namespace projector {
@@ -36,13 +38,8 @@ namespace {
 
 constexpr int kMaxChunks = 64;
 
-bool has_module(const RecomputeSpec& r, std::string_view name) {
-  if (r.granularity != RecomputeGranularity::kSelective) return false;
-  if (r.modules.empty()) return name == "core_attn";  // Megatron's default
-  for (const std::string& m : r.modules) {
-    if (m == name) return true;
-  }
-  return false;
+bool has_module(const RecomputeSpec& r, RecomputeModule m) {
+  return r.granularity == RecomputeGranularity::kSelective && r.modules.has(m);
 }
 
 // Selective-recompute modules, resolved once per projection.
@@ -53,13 +50,13 @@ struct SelectiveSet {
 
 SelectiveSet selective_set(const RecomputeSpec& r) {
   SelectiveSet s;
-  s.core_attn = has_module(r, "core_attn");
-  s.mlp = has_module(r, "mlp");
-  s.moe = has_module(r, "moe");
-  s.moe_act = has_module(r, "moe_act");
-  s.layernorm = has_module(r, "layernorm");
-  s.mla_up_proj = has_module(r, "mla_up_proj");
-  s.shared_experts = has_module(r, "shared_experts");
+  s.core_attn = has_module(r, RecomputeModule::kCoreAttn);
+  s.mlp = has_module(r, RecomputeModule::kMlp);
+  s.moe = has_module(r, RecomputeModule::kMoe);
+  s.moe_act = has_module(r, RecomputeModule::kMoeAct);
+  s.layernorm = has_module(r, RecomputeModule::kLayernorm);
+  s.mla_up_proj = has_module(r, RecomputeModule::kMlaUpProj);
+  s.shared_experts = has_module(r, RecomputeModule::kSharedExperts);
   return s;
 }
 
@@ -386,24 +383,6 @@ LayerActivation layer_activation(const JobSpec& job, const LayerSpec& layer, boo
                         options);
 }
 
-std::vector<VirtualStage> balanced_stages(int num_layers, int pp, int vpp, int mtp_layers) {
-  const int z_count = std::max(1, pp) * std::max(1, vpp);
-  std::vector<VirtualStage> stages(static_cast<std::size_t>(z_count));
-  const int base = num_layers / z_count;
-  const int extra = num_layers % z_count;
-  int first = 0;
-  for (int z = 0; z < z_count; ++z) {
-    VirtualStage& st = stages[static_cast<std::size_t>(z)];
-    st.first_layer = first;
-    st.num_layers = base + (z < extra ? 1 : 0);
-    first += st.num_layers;
-  }
-  stages.front().has_embedding = true;
-  stages.back().has_output = true;
-  stages.back().mtp_layers = mtp_layers;
-  return stages;
-}
-
 namespace {
 
 struct ChunkActivation {
@@ -530,17 +509,6 @@ int communicator_count(const JobSpec& job, bool holds_embedding_or_output, bool 
   return n;
 }
 
-double optimizer_state_bytes(const RuntimeSpec& rt) {
-  switch (rt.optimizer) {
-    case OptimizerKind::kAdam:
-      return bytes_per_element(rt.exp_avg_dtype) + bytes_per_element(rt.exp_avg_sq_dtype);
-    case OptimizerKind::kSgd:
-    case OptimizerKind::kMuon:
-      return 4.0;  // one fp32 momentum buffer
-  }
-  return 8.0;
-}
-
 double sum(const ComponentBytes& c) {
   double s = 0.0;
   for (double v : c) s += v;
@@ -561,7 +529,17 @@ constexpr std::size_t idx(MemoryComponent c) {
 void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport& report) {
   MemoryOptions inner = options;
   inner.suggest_remedies = false;
+  // A remedy is only suggested when the changed job obeys the job builder's rule set.
+  RuleFacts facts = rule_facts(job.model, job.runtime.seq_length, job.runtime.global_batch_size,
+                               job.cluster.gpus_per_node, job.cluster.world_size());
+  facts.tp_beyond_node = job.parallel.allow_tp_beyond_node;
+  facts.uneven_layers = true;
+  auto legal = [&](LayoutChoice c) {
+    c.schedule = resolve_schedule(c.schedule, c.pp, c.vpp);  // jobs built by hand may say auto
+    return check_layout(facts, c) == LayoutRule::kLegal;
+  };
   auto attempt = [&](std::string change, const JobSpec& changed) {
+    if (!legal(layout_choice(changed))) return;
     const MemoryReport r = project_memory(changed, inner);
     report.remedies.push_back(
         {std::move(change), r.peak_point_bytes, r.peak_upper_bytes, r.verdict});
@@ -571,7 +549,7 @@ void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport
   if (rc.granularity == RecomputeGranularity::kNone) {
     JobSpec j = job;
     j.runtime.recompute.granularity = RecomputeGranularity::kSelective;
-    j.runtime.recompute.modules = {"core_attn"};
+    j.runtime.recompute.modules = {RecomputeModule::kCoreAttn};
     attempt("selective recompute (core_attn)", j);
   }
   if (!(rc.granularity == RecomputeGranularity::kFull && rc.method == RecomputeMethod::kUniform &&
@@ -603,15 +581,12 @@ void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport
     j.runtime.micro_batch_size = job.runtime.micro_batch_size / 2;
     attempt("micro batch size " + std::to_string(j.runtime.micro_batch_size), j);
   }
-  if (p.dp % 2 == 0 && job.model.num_layers() >= 2 * p.pp * std::max(1, p.vpp)) {
+  // Twice the pipeline stages, balanced, when the rule set allows that layout.
+  LayoutChoice deeper = layout_choice(job);
+  deeper.pp = 2 * p.pp;
+  if (p.dp % 2 == 0 && legal(deeper)) {
     JobSpec j = job;
-    j.parallel.pp = 2 * p.pp;
-    j.parallel.dp = p.dp / 2;
-    const int world =
-        job.cluster.world_size() > 0 ? job.cluster.world_size() : p.tp * p.pp * p.cp * p.dp;
-    j.parallel.expert_dp = std::max(1, world / std::max(1, p.etp * p.ep * j.parallel.pp));
-    j.parallel.stages =
-        balanced_stages(job.model.num_layers(), j.parallel.pp, p.vpp, job.model.mtp_num_layers);
+    apply_layout(j, deeper);
     attempt("pipeline parallel " + std::to_string(j.parallel.pp) + " (balanced layers, DP " +
                 std::to_string(j.parallel.dp) + ")",
             j);
@@ -625,47 +600,27 @@ MemoryReport project_memory(const JobSpec& job) {
 }
 
 MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
+  check_job_invariants(job);  // a malformed job is refused, never repaired
   MemoryReport report;
   const ModelSpec& model = job.model;
   const ParallelSpec& par = job.parallel;
   const RuntimeSpec& rt = job.runtime;
-  const int pp = std::max(1, par.pp);
-  int vpp = std::max(1, par.vpp);
-  if (vpp > kMaxChunks) vpp = kMaxChunks;
+  const int pp = par.pp;
+  const int vpp = std::min(par.vpp, kMaxChunks);
 
-  ScheduleKind schedule = resolve_schedule(rt.schedule, pp, vpp);
+  const ScheduleKind schedule = resolve_schedule(rt.schedule, pp, vpp);
   if (rt.schedule == ScheduleKind::kAuto) {
     report.notes.push_back(std::string("schedule auto -> ") + std::string(to_string(schedule)));
   }
-  if (is_v_schedule(schedule) && vpp != 2) {
-    report.notes.push_back("V schedule needs 2 chunks per rank; vpp != 2, modelled as interleaved");
-    schedule = ScheduleKind::kInterleaved;
-  }
-  if (pp > 1 && vpp > 1 && schedule == ScheduleKind::k1F1B) schedule = ScheduleKind::kInterleaved;
   report.schedule = schedule;
-
   const std::vector<VirtualStage>* stages = &par.stages;
-  std::vector<VirtualStage> fallback;
-  if (par.stages.size() != static_cast<std::size_t>(pp * vpp)) {
-    fallback = balanced_stages(model.num_layers(), pp, vpp, model.mtp_num_layers);
-    stages = &fallback;
-    report.notes.push_back("parallel.stages missing or not pp x vpp entries: balanced layout");
-  }
-
-  int m = job.num_microbatches();
-  if (m < 1) {
-    m = 1;
-    report.notes.push_back("global batch smaller than mbs x dp: 1 microbatch assumed");
-  }
+  const int m = job.num_microbatches();
   report.num_microbatches = m;
 
   const RecomputeSpec& rc = rt.recompute;
   if (rc.granularity == RecomputeGranularity::kFull && rc.method == RecomputeMethod::kUniform &&
       rc.num_layers < 1) {
     report.notes.push_back("full uniform recompute without recompute_num_layers: 1 layer groups");
-  }
-  if (rc.granularity == RecomputeGranularity::kSelective && rc.modules.empty()) {
-    report.notes.push_back("selective recompute without modules: core_attn (Megatron default)");
   }
 
   const Geometry geo = geometry(job);
@@ -696,8 +651,9 @@ MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
   const PrecisionSpec& prec = rt.precision;
   const double pb = bytes_per_element(prec.params_dtype);
   const double gb = bytes_per_element(rt.main_grads_dtype);
-  const double master_b = prec.params_dtype == Dtype::kFp32 ? 0.0 : 4.0;
-  const double state_b = optimizer_state_bytes(rt);
+  const OptimizerBytes opt_b = optimizer_bytes_per_param(rt);
+  const double master_b = opt_b.master_bytes;
+  const double state_b = opt_b.state_bytes;
   const double copy_b = fp8_weight_copy_bytes(prec);
   const bool fsdp = par.fsdp != FsdpKind::kNone;
   const bool sharded_opt = par.distributed_optimizer || fsdp;

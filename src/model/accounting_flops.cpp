@@ -3,6 +3,7 @@
 #include <string>
 
 #include "projector/model/accounting.h"
+#include "projector/model/family.h"
 
 namespace projector {
 namespace {
@@ -23,10 +24,6 @@ double mlp_forward_flops(std::int64_t h, const MlpSpec& mlp, std::int64_t ffn) {
   if (ffn <= 0) return 0.0;
   const double up = mlp.gated ? 2.0 * ffn : static_cast<double>(ffn);  // SwiGLU: gate + up GEMMs
   return 2.0 * h * up + 2.0 * ffn * h;
-}
-
-bool has_module(const std::vector<std::string>& modules, const char* name) {
-  return std::find(modules.begin(), modules.end(), name) != modules.end();
 }
 
 }  // namespace
@@ -127,10 +124,7 @@ double recompute_forward_flops_per_token(const ModelSpec& model, std::int64_t se
   for (int id : recompute.layer_ids) {
     if (id >= 0 && id < num_layers) full[static_cast<std::size_t>(id)] = true;
   }
-  std::vector<std::string> modules = recompute.modules;
-  if (recompute.granularity == RecomputeGranularity::kSelective && modules.empty()) {
-    modules.push_back("core_attn");  // Megatron's --recompute-modules default
-  }
+  const RecomputeModules modules = recompute.modules;
   const bool selective = recompute.granularity == RecomputeGranularity::kSelective;
   double total = 0.0;
   for (int i = 0; i < num_layers; ++i) {
@@ -141,15 +135,15 @@ double recompute_forward_flops_per_token(const ModelSpec& model, std::int64_t se
       continue;
     }
     if (!selective) continue;
-    if (has_module(modules, "core_attn")) total += f.attn_core_flops;
-    if (has_module(modules, "mla_up_proj")) total += f.mla_up_proj_flops;
+    if (modules.has(RecomputeModule::kCoreAttn)) total += f.attn_core_flops;
+    if (modules.has(RecomputeModule::kMlaUpProj)) total += f.mla_up_proj_flops;
     if (layer.is_moe) {
-      if (has_module(modules, "moe") || has_module(modules, "mlp")) {
+      if (modules.has(RecomputeModule::kMoe) || modules.has(RecomputeModule::kMlp)) {
         total += f.router_flops + f.experts_flops + f.mlp_flops;
-      } else if (has_module(modules, "shared_experts")) {
+      } else if (modules.has(RecomputeModule::kSharedExperts)) {
         total += f.mlp_flops;
       }
-    } else if (has_module(modules, "mlp")) {
+    } else if (modules.has(RecomputeModule::kMlp)) {
       total += f.mlp_flops;
     }
   }
@@ -157,6 +151,7 @@ double recompute_forward_flops_per_token(const ModelSpec& model, std::int64_t se
 }
 
 ModelFlops model_flops(const JobSpec& job, const FlopOptions& options) {
+  require_modelled(job.model, ProjectionStage::kAccounting);
   const std::int64_t seq = job.runtime.seq_length;
   ModelFlops r;
   r.tokens = static_cast<double>(job.tokens_per_iteration());

@@ -1,4 +1,5 @@
 #include "projector/model/accounting.h"
+#include "projector/model/family.h"
 
 namespace projector {
 namespace {
@@ -68,6 +69,7 @@ std::int64_t mtp_module_params(const ModelSpec& model) {
 }
 
 ModelParams model_params(const ModelSpec& model, std::int64_t padded_vocab) {
+  require_modelled(model, ProjectionStage::kAccounting);
   ModelParams p;
   const std::int64_t h = model.hidden_size;
   p.embedding = padded_vocab * h;
@@ -97,6 +99,27 @@ ModelParams model_params(const ModelSpec& model, std::int64_t padded_vocab) {
 
 ModelParams model_params(const ModelSpec& model) {
   return model_params(model, padded_vocab_size(model, 1));
+}
+
+OptimizerBytes optimizer_bytes_per_param(const RuntimeSpec& rt) {
+  OptimizerBytes b;
+  const PrecisionSpec& p = rt.precision;
+  b.master_bytes = p.params_dtype == Dtype::kFp32 ? 0.0 : 4.0;
+  switch (rt.optimizer) {
+    case OptimizerKind::kAdam:
+      b.state_bytes = bytes_per_element(rt.exp_avg_dtype) + bytes_per_element(rt.exp_avg_sq_dtype);
+      break;
+    case OptimizerKind::kSgd:
+    case OptimizerKind::kMuon:
+      b.state_bytes = 4.0;
+      break;
+  }
+  const double weight_bytes = p.fp8_param ? 1.0 : bytes_per_element(p.params_dtype);
+  // fp32 weights are their own master copy: read and written once.
+  const double weights_rw =
+      b.master_bytes > 0.0 ? 2.0 * b.master_bytes + weight_bytes : 2.0 * weight_bytes;
+  b.step_traffic_bytes = bytes_per_element(rt.main_grads_dtype) + weights_rw + 2.0 * b.state_bytes;
+  return b;
 }
 
 }  // namespace projector

@@ -1,9 +1,158 @@
 #include "projector/model/job.h"
 
-#include <cctype>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
 #include <string>
 
+#include "projector/model/family.h"
+#include "projector/util/error.h"
+
 namespace projector {
+namespace {
+
+constexpr std::string_view kRecomputeModuleNames[] = {
+    "core_attn", "mlp", "moe", "moe_act", "layernorm", "mla_up_proj", "shared_experts"};
+static_assert(std::size(kRecomputeModuleNames) == kNumRecomputeModules);
+
+[[noreturn]] void malformed(const JobSpec& job, const std::string& message) {
+  throw InputError({job.source, 0, 0}, "job", "malformed job: " + message);
+}
+
+bool is_v_shape(ScheduleKind s) {
+  return s == ScheduleKind::kZbvFormatted || s == ScheduleKind::kZbvGreedyMin ||
+         s == ScheduleKind::kZbvGreedyHalf || s == ScheduleKind::kDualPipeV;
+}
+
+void check_sizes(const JobSpec& job) {
+  const ParallelSpec& p = job.parallel;
+  const RuntimeSpec& rt = job.runtime;
+  const ClusterSpec& cl = job.cluster;
+  const std::pair<const char*, std::int64_t> sizes[] = {{"tp", p.tp},
+                                                        {"pp", p.pp},
+                                                        {"vpp", p.vpp},
+                                                        {"cp", p.cp},
+                                                        {"ep", p.ep},
+                                                        {"etp", p.etp},
+                                                        {"dp", p.dp},
+                                                        {"expert_dp", p.expert_dp},
+                                                        {"micro_batch_size", rt.micro_batch_size},
+                                                        {"global_batch_size", rt.global_batch_size},
+                                                        {"seq_length", rt.seq_length},
+                                                        {"nodes", cl.nodes},
+                                                        {"gpus_per_node", cl.gpus_per_node}};
+  for (const auto& [name, v] : sizes) {
+    if (v < 1) malformed(job, fmt::format("{} is {} (must be at least 1)", name, v));
+  }
+}
+
+void check_groups(const JobSpec& job) {
+  const ParallelSpec& p = job.parallel;
+  const std::int64_t world = job.cluster.world_size();
+  const std::int64_t dense = static_cast<std::int64_t>(p.tp) * p.pp * p.cp * p.dp;
+  if (dense != world) {
+    malformed(job, fmt::format("TP x PP x CP x DP = {} x {} x {} x {} = {} but the world is {}",
+                               p.tp, p.pp, p.cp, p.dp, dense, world));
+  }
+  const bool moe = std::any_of(job.model.layers.begin(), job.model.layers.end(),
+                               [](const LayerSpec& l) { return l.is_moe; });
+  const std::int64_t expert = static_cast<std::int64_t>(p.etp) * p.ep * p.pp * p.expert_dp;
+  if (moe && expert != world) {
+    malformed(job, fmt::format("ETP x EP x PP x EDP = {} x {} x {} x {} = {} but the world is {}",
+                               p.etp, p.ep, p.pp, p.expert_dp, expert, world));
+  }
+  const RuntimeSpec& rt = job.runtime;
+  const std::int64_t per_step = static_cast<std::int64_t>(rt.micro_batch_size) * p.dp;
+  if (rt.global_batch_size % per_step != 0) {
+    malformed(job, fmt::format("global batch {} is not a multiple of MBS x DP = {}",
+                               rt.global_batch_size, per_step));
+  }
+}
+
+void check_stages(const JobSpec& job) {
+  const ParallelSpec& p = job.parallel;
+  const std::size_t count = static_cast<std::size_t>(p.pp) * static_cast<std::size_t>(p.vpp);
+  if (p.stages.size() != count) {
+    malformed(job, fmt::format("{} virtual stages but PP x VPP = {}", p.stages.size(), count));
+  }
+  int next = 0;
+  int mtp = 0;
+  for (std::size_t z = 0; z < count; ++z) {
+    const VirtualStage& s = p.stages[z];
+    if (s.first_layer != next || s.num_layers < 0) {
+      malformed(job, fmt::format("virtual stage {} starts at layer {} (expected {})", z,
+                                 s.first_layer, next));
+    }
+    next += s.num_layers;
+    mtp += s.mtp_layers;
+  }
+  if (next != job.model.num_layers()) {
+    malformed(job, fmt::format("the stages hold {} layers, the model has {}", next,
+                               job.model.num_layers()));
+  }
+  if (mtp != job.model.mtp_num_layers) {
+    malformed(job, fmt::format("the stages hold {} MTP layers, the model has {}", mtp,
+                               job.model.mtp_num_layers));
+  }
+}
+
+void check_runtime(const JobSpec& job) {
+  const int vpp = job.parallel.vpp;
+  const ScheduleKind s = job.runtime.schedule;
+  const bool ok =
+      s == ScheduleKind::kAuto ||
+      (is_v_shape(s) ? vpp == 2 : (s == ScheduleKind::kInterleaved ? vpp >= 2 : vpp == 1));
+  if (!ok) malformed(job, fmt::format("schedule {} with VPP {}", to_string(s), vpp));
+  const RecomputeSpec& rc = job.runtime.recompute;
+  if (rc.granularity == RecomputeGranularity::kSelective && rc.modules.empty()) {
+    malformed(job, "selective recompute without modules");
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(ModelFamily f) {
+  switch (f) {
+    case ModelFamily::kDecoderLm:
+      return "decoder LM";
+    case ModelFamily::kRecommendation:
+      return "recommendation";
+  }
+  return "?";
+}
+
+std::string_view to_string(RecomputeModule m) {
+  const auto i = static_cast<std::size_t>(m);
+  return i < std::size(kRecomputeModuleNames) ? kRecomputeModuleNames[i] : "?";
+}
+
+std::optional<RecomputeModule> parse_recompute_module(std::string_view name) {
+  for (std::size_t i = 0; i < std::size(kRecomputeModuleNames); ++i) {
+    if (kRecomputeModuleNames[i] == name) return static_cast<RecomputeModule>(i);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> RecomputeModules::names() const {
+  std::vector<std::string> out;
+  for (int i = 0; i < kNumRecomputeModules; ++i) {
+    if (has(static_cast<RecomputeModule>(i))) out.emplace_back(kRecomputeModuleNames[i]);
+  }
+  return out;
+}
+
+void check_job_invariants(const JobSpec& job) {
+  require_modelled(job.model, ProjectionStage::kMemory);
+  check_sizes(job);
+  if (job.cluster.world_size() > kMaxWorldSize) {
+    malformed(job,
+              fmt::format("world size {} exceeds {}", job.cluster.world_size(), kMaxWorldSize));
+  }
+  check_groups(job);
+  check_stages(job);
+  check_runtime(job);
+}
 
 std::int64_t padded_vocab_size(const ModelSpec& model, int tp) {
   const std::int64_t multiple = static_cast<std::int64_t>(model.make_vocab_size_divisible_by > 0
@@ -22,19 +171,6 @@ Dtype PrecisionSpec::gemm_dtype() const {
     default:
       return Dtype::kFp8;
   }
-}
-
-std::optional<Dtype> parse_dtype(std::string_view name) {
-  std::string n;
-  for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (n == "fp32" || n == "float32" || n == "float" || n == "torch.float32") return Dtype::kFp32;
-  if (n == "tf32") return Dtype::kTf32;
-  if (n == "bf16" || n == "bfloat16" || n == "torch.bfloat16") return Dtype::kBf16;
-  if (n == "fp16" || n == "float16" || n == "half" || n == "torch.float16") return Dtype::kFp16;
-  if (n == "fp8" || n == "e4m3" || n == "e5m2" || n == "hybrid" || n == "uint8") return Dtype::kFp8;
-  if (n == "mxfp8" || n == "mx8") return Dtype::kMxfp8;
-  if (n == "fp4" || n == "mxfp4" || n == "nvfp4") return Dtype::kFp4;
-  return std::nullopt;
 }
 
 std::string_view to_string(ScheduleKind s) {

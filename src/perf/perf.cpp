@@ -183,16 +183,11 @@ ScheduleAlgorithm to_algorithm(ScheduleKind kind) {
 }
 
 PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfOptions& options) {
+  check_job_invariants(job);  // a malformed job is refused, never repaired
   const ParallelSpec& p = job.parallel;
   PerfReport rep;
-  rep.world_size = job.cluster.world_size();
+  rep.world_size = static_cast<int>(job.cluster.world_size());
   rep.num_microbatches = job.num_microbatches();
-  if (rep.num_microbatches < 1) {
-    throw InputError(
-        {job.source, 0, 0}, "global_batch_size",
-        fmt::format("global batch {} is smaller than micro batch {} x DP {}",
-                    job.runtime.global_batch_size, job.runtime.micro_batch_size, p.dp));
-  }
   rep.workload = build_workload(job);
 
   // 1. Price every chunk of every pipeline rank.

@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "json_common.h"
-#include "projector/frontend/describe.h"
 #include "projector/model/accounting.h"
+#include "projector/model/describe.h"
 
 namespace projector {
 namespace {
@@ -108,7 +108,7 @@ std::string summary_text(const JobSpec& job) {
   }
   if (!rt.recompute.modules.empty() &&
       rt.recompute.granularity == RecomputeGranularity::kSelective) {
-    out += fmt::format(" modules [{}]", fmt::join(rt.recompute.modules, ", "));
+    out += fmt::format(" modules [{}]", fmt::join(rt.recompute.modules.names(), ", "));
   }
   if (!rt.recompute.layer_ids.empty()) {
     out += fmt::format(" layer ids [{}]", fmt::join(rt.recompute.layer_ids, ","));
@@ -184,7 +184,7 @@ report_detail::Json to_json(const JobSpec& job) {
       {"recompute_granularity", std::string(to_string(rt.recompute.granularity))},
       {"recompute_method", rt.recompute.method == RecomputeMethod::kBlock ? "block" : "uniform"},
       {"recompute_num_layers", rt.recompute.num_layers},
-      {"recompute_modules", rt.recompute.modules},
+      {"recompute_modules", rt.recompute.modules.names()},
       {"recompute_layer_ids", rt.recompute.layer_ids},
       {"flash_attention", rt.flash_attention},
       {"cross_entropy_fusion", rt.cross_entropy_fusion},

@@ -46,9 +46,7 @@ std::string recompute_text(const RecomputeSpec& r) {
     if (r.num_layers > 0) s += fmt::format(" {}", r.num_layers);
   }
   if (r.granularity == RecomputeGranularity::kSelective && !r.modules.empty()) {
-    s += " (";
-    for (std::size_t i = 0; i < r.modules.size(); ++i) s += (i ? "," : "") + r.modules[i];
-    s += ")";
+    s += fmt::format(" ({})", fmt::join(r.modules.names(), ","));
   }
   if (!r.layer_ids.empty()) s += fmt::format(" + {} listed layers", r.layer_ids.size());
   return s;

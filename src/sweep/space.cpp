@@ -8,7 +8,7 @@
 #include <charconv>
 #include <numeric>
 
-#include "projector/memory/memory.h"
+#include "projector/job/layout.h"
 #include "projector/sweep/sweep.h"
 #include "projector/util/error.h"
 #include "projector/util/text.h"
@@ -93,98 +93,51 @@ bool is_vshape(ScheduleKind s) {
   return s == ScheduleKind::kZbvFormatted || s == ScheduleKind::kZbvGreedyMin ||
          s == ScheduleKind::kZbvGreedyHalf || s == ScheduleKind::kDualPipeV;
 }
-bool splits_backward(ScheduleKind s) {
-  return s == ScheduleKind::kZeroBubble || is_vshape(s);
-}
 
-std::vector<int> divisors(int n, int max_value) {
+std::vector<int> divisors(std::int64_t n, std::int64_t max_value) {
   std::vector<int> out;
-  for (int d = 1; d <= std::min(n, max_value); ++d) {
-    if (n % d == 0) out.push_back(d);
+  for (std::int64_t d = 1; d <= std::min(n, max_value); ++d) {
+    if (n % d == 0) out.push_back(static_cast<int>(d));
   }
   return out;
 }
 
-// What the rules need from the base job, computed once.
-struct Facts {
-  int layers = 0;
-  int heads_gcd = 0;    // every layer's attention heads are a multiple of this
-  int kv_gcd = 0;       // standard-attention KV heads (0: none)
-  int experts_gcd = 0;  // routed experts (0: dense model)
-  int seq = 0;
-  int gbs = 0;
-  int gpus_per_node = 8;
-  int world = 8;
+// What the rules need from the base job, computed once (the job module's rule facts).
+struct Facts : RuleFacts {
   int nodes = 1;
-  bool tp_beyond_node = false;
-  bool uneven = false;
 };
 
 Facts facts_of(const JobSpec& base, const SpaceOptions& o) {
   Facts f;
-  f.layers = base.model.num_layers();
-  for (const LayerSpec& l : base.model.layers) {
-    f.heads_gcd = std::gcd(f.heads_gcd, l.attention.num_heads);
-    if (l.attention.kind == AttentionKind::kStandard) {
-      f.kv_gcd = std::gcd(f.kv_gcd, l.attention.num_query_groups);
-    }
-    if (l.is_moe) f.experts_gcd = std::gcd(f.experts_gcd, l.moe.num_experts);
-  }
-  f.seq = base.runtime.seq_length;
-  f.gbs = base.runtime.global_batch_size;
-  f.gpus_per_node = base.cluster.gpus_per_node;
   f.nodes = o.nodes > 0 ? o.nodes : base.cluster.nodes;
-  f.world = f.nodes * f.gpus_per_node;
+  static_cast<RuleFacts&>(f) = rule_facts(
+      base.model, base.runtime.seq_length, base.runtime.global_batch_size,
+      base.cluster.gpus_per_node, static_cast<std::int64_t>(f.nodes) * base.cluster.gpus_per_node);
   f.tp_beyond_node = o.allow_tp_beyond_node || base.parallel.allow_tp_beyond_node;
-  f.uneven = o.allow_uneven_layers;
+  f.uneven_layers = o.allow_uneven_layers;
+  f.search = true;
   return f;
 }
 
-Rule check(const Facts& f, const Candidate& c) {
-  if (f.heads_gcd % c.tp != 0) return Rule::kTpHeads;
-  if (f.kv_gcd > 0 && f.kv_gcd % c.tp != 0) return Rule::kTpKvHeads;
-  if (c.tp > f.gpus_per_node && !f.tp_beyond_node) return Rule::kTpBeyondNode;
-  const int dense_group = c.tp * c.pp * c.cp;
-  if (f.world % dense_group != 0) return Rule::kWorldDense;
-  const int stages = c.pp * c.vpp;
-  if (f.uneven ? f.layers < stages : f.layers % stages != 0) return Rule::kLayers;
-  if (f.experts_gcd == 0) {
-    if (c.ep != 1 || c.etp != c.tp) return Rule::kNotMoe;
-  } else {
-    if (f.experts_gcd % c.ep != 0) return Rule::kExpertsEp;
-    if (f.world % (c.etp * c.ep * c.pp) != 0) return Rule::kWorldExpert;
-  }
-  if (c.cp > 1 && f.seq % (2 * c.cp) != 0) return Rule::kSeqCp;
-  const int dp = f.world / dense_group;
-  if (f.gbs % (c.mbs * dp) != 0) return Rule::kGbs;
-  const int m = f.gbs / (c.mbs * dp);
-  if (c.pp == 1 && c.schedule != ScheduleKind::k1F1B) return Rule::kScheduleNeedsPp;
-  switch (c.schedule) {
-    case ScheduleKind::k1F1B:
-    case ScheduleKind::kZeroBubble:
-      if (c.vpp != 1) return Rule::kScheduleVpp;
-      break;
-    case ScheduleKind::kInterleaved:
-      if (c.vpp < 2) return Rule::kScheduleVpp;
-      break;
-    case ScheduleKind::kAuto:
-      return Rule::kScheduleVpp;  // the sweep always names its schedule
-    default:
-      if (c.vpp != 2) return Rule::kScheduleVpp;
-      break;
-  }
-  if (c.schedule == ScheduleKind::kInterleaved && m % c.pp != 0) {
-    return Rule::kInterleavedMicrobatches;
-  }
-  if (c.schedule == ScheduleKind::kDualPipeV && m < 2 * c.pp) return Rule::kDualPipeMicrobatches;
-  const bool full =
+LayoutChoice choice_of(const Candidate& c) {
+  LayoutChoice l;
+  l.tp = c.tp;
+  l.pp = c.pp;
+  l.vpp = c.vpp;
+  l.cp = c.cp;
+  l.ep = c.ep;
+  l.etp = c.etp;
+  l.mbs = c.mbs;
+  l.schedule = c.schedule;
+  l.full_recompute =
       c.recompute.kind == RecomputeKind::kFull || c.recompute.kind == RecomputeKind::kFullBlock;
-  if (full && splits_backward(c.schedule)) return Rule::kSplitBackwardRecompute;
-  if (c.recompute.kind == RecomputeKind::kFullBlock &&
-      (c.recompute.num_layers < 1 || c.recompute.num_layers >= f.layers / stages)) {
-    return Rule::kRecomputeBlock;
-  }
-  return Rule::kLegal;
+  l.recompute_block_layers =
+      c.recompute.kind == RecomputeKind::kFullBlock ? c.recompute.num_layers : 0;
+  return l;
+}
+
+Rule check(const Facts& f, const Candidate& c) {
+  return check_layout(f, choice_of(c));
 }
 
 }  // namespace
@@ -236,90 +189,6 @@ std::string describe(const Candidate& c) {
                               to_string(c.recompute), to_string(c.sharding));
   if (c.bucket_bytes > 0) s += fmt::format(" bucket={}MB", c.bucket_bytes / 1000000);
   return s;
-}
-
-std::string_view to_string(Rule r) {
-  switch (r) {
-    case Rule::kLegal:
-      return "legal";
-    case Rule::kTpHeads:
-      return "tp_heads";
-    case Rule::kTpKvHeads:
-      return "tp_kv_heads";
-    case Rule::kTpBeyondNode:
-      return "tp_beyond_node";
-    case Rule::kWorldDense:
-      return "world_tp_pp_cp";
-    case Rule::kLayers:
-      return "layers_pp_vpp";
-    case Rule::kNotMoe:
-      return "ep_on_dense_model";
-    case Rule::kExpertsEp:
-      return "experts_ep";
-    case Rule::kWorldExpert:
-      return "world_etp_ep_pp";
-    case Rule::kSeqCp:
-      return "seq_cp";
-    case Rule::kGbs:
-      return "gbs_mbs_dp";
-    case Rule::kScheduleNeedsPp:
-      return "schedule_needs_pp";
-    case Rule::kScheduleVpp:
-      return "schedule_vpp";
-    case Rule::kInterleavedMicrobatches:
-      return "interleaved_microbatches";
-    case Rule::kDualPipeMicrobatches:
-      return "dualpipev_microbatches";
-    case Rule::kSplitBackwardRecompute:
-      return "split_backward_full_recompute";
-    case Rule::kRecomputeBlock:
-      return "recompute_block";
-    case Rule::kCount:
-      break;
-  }
-  return "?";
-}
-
-std::string_view explanation(Rule r) {
-  switch (r) {
-    case Rule::kLegal:
-      return "legal";
-    case Rule::kTpHeads:
-      return "attention heads not divisible by TP";
-    case Rule::kTpKvHeads:
-      return "KV heads (query groups) not divisible by TP";
-    case Rule::kTpBeyondNode:
-      return "TP larger than one node";
-    case Rule::kWorldDense:
-      return "world size not divisible by TP x PP x CP";
-    case Rule::kLayers:
-      return "layers not divisible by PP x VPP (balanced layout)";
-    case Rule::kNotMoe:
-      return "EP > 1 or ETP != TP on a model without experts";
-    case Rule::kExpertsEp:
-      return "experts not divisible by EP";
-    case Rule::kWorldExpert:
-      return "world size not divisible by ETP x EP x PP";
-    case Rule::kSeqCp:
-      return "sequence length not divisible by 2 x CP";
-    case Rule::kGbs:
-      return "global batch not divisible by MBS x DP";
-    case Rule::kScheduleNeedsPp:
-      return "pipeline schedule other than 1f1b without pipeline parallelism";
-    case Rule::kScheduleVpp:
-      return "schedule does not match VPP (interleaved >= 2, V-shape == 2, others 1)";
-    case Rule::kInterleavedMicrobatches:
-      return "interleaved schedule needs microbatches divisible by PP";
-    case Rule::kDualPipeMicrobatches:
-      return "dualpipev needs at least 2 x PP microbatches";
-    case Rule::kSplitBackwardRecompute:
-      return "zero-bubble / V-shape schedules cannot be combined with full recompute";
-    case Rule::kRecomputeBlock:
-      return "block recompute covers the whole chunk (use full) or is < 1";
-    case Rule::kCount:
-      break;
-  }
-  return "?";
 }
 
 // --------------------------------------------------------------------------------------- grid
@@ -419,7 +288,8 @@ Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions&
       // Balanced: the divisors of the layer count (only they can divide it with some PP). With
       // uneven layouts also the powers of two, which need not divide it.
       for (int v = 2; v <= f.layers; ++v) {
-        if (f.layers % v == 0 || (f.uneven && (v & (v - 1)) == 0)) variants.emplace_back(s, v);
+        if (f.layers % v == 0 || (f.uneven_layers && (v & (v - 1)) == 0))
+          variants.emplace_back(s, v);
       }
     } else {
       variants.emplace_back(s, is_vshape(s) ? 2 : 1);
@@ -472,8 +342,10 @@ Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions&
                         ++out.illegal_by_rule[static_cast<std::size_t>(r)];
                         continue;
                       }
-                      c.dp = f.world / (tp * pp * cp);
-                      c.expert_dp = f.world % (etp * ep * pp) == 0 ? f.world / (etp * ep * pp) : 1;
+                      const DataParallelSizes dps =
+                          data_parallel_sizes(f.world, tp, pp, cp, etp, ep);
+                      c.dp = static_cast<int>(dps.dp);
+                      c.expert_dp = static_cast<int>(dps.expert_dp > 0 ? dps.expert_dp : 1);
                       out.legal.push_back(c);
                     }
                   }
@@ -492,25 +364,13 @@ Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions&
 
 void apply_candidate(const Candidate& c, int nodes, JobSpec& job) {
   if (nodes > 0) job.cluster.nodes = nodes;
-  const int world = job.cluster.world_size();
+  apply_layout(job, choice_of(c));  // sizes, DP, expert DP, balanced stages, MBS, schedule
   ParallelSpec& p = job.parallel;
-  p.tp = c.tp;
-  p.pp = c.pp;
-  p.vpp = c.vpp;
-  p.cp = c.cp;
-  p.ep = c.ep;
-  p.etp = c.etp;
-  p.dp = world / (c.tp * c.pp * c.cp);
-  p.expert_dp = world % (c.etp * c.ep * c.pp) == 0 ? world / (c.etp * c.ep * c.pp) : 1;
   p.sequence_parallel = c.tp > 1;
-  p.stages = balanced_stages(job.model.num_layers(), c.pp, c.vpp, job.model.mtp_num_layers);
   p.distributed_optimizer = c.sharding == Sharding::kDistributedOptimizer;
   p.fsdp = c.sharding == Sharding::kFsdp ? FsdpKind::kZero3 : FsdpKind::kNone;
   p.ddp_bucket_size_bytes = c.bucket_bytes;
-  RuntimeSpec& rt = job.runtime;
-  rt.micro_batch_size = c.mbs;
-  rt.schedule = c.schedule;
-  RecomputeSpec& rc = rt.recompute;
+  RecomputeSpec& rc = job.runtime.recompute;
   rc.layer_ids.clear();
   rc.modules.clear();
   rc.method = RecomputeMethod::kUniform;
@@ -521,7 +381,7 @@ void apply_candidate(const Candidate& c, int nodes, JobSpec& job) {
       break;
     case RecomputeKind::kSelective:
       rc.granularity = RecomputeGranularity::kSelective;
-      rc.modules.emplace_back("core_attn");
+      rc.modules.add(RecomputeModule::kCoreAttn);
       break;
     case RecomputeKind::kFull:
       rc.granularity = RecomputeGranularity::kFull;

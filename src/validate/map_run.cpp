@@ -1,827 +1,274 @@
-// Mapping a published run (free-form, partly unstated) to a JobSpec. Every value not stated by the
-// source is the framework's documented default and is listed as an assumption; free text is read
-// by keywords and each reading is listed too.
+// Mapping a published run (free-form, partly unstated) to a JobSpec: the entry is read into a
+// neutral JobDraft (free text by keywords, each reading listed), the framework profile named by its
+// `framework:` text supplies the defaults, and the job builder derives and checks the job. Values
+// the entry leaves open never fail the run: they are defaulted and listed as assumptions.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cctype>
-#include <regex>
 
 #include "projector/frontend/layer_pattern.h"
 #include "projector/hardware/catalog.h"
+#include "projector/job/builder.h"
+#include "projector/job/rules.h"
 #include "projector/memory/memory.h"
 #include "projector/util/error.h"
 #include "projector/util/text.h"
-#include "projector/validate/validate.h"
+#include "validate/mapper.h"
 
 namespace projector {
 namespace {
 
-std::string lower(std::string_view s) {
-  return to_lower(s);
-}
+using validate_detail::has;
+using validate_detail::Mapper;
 
-bool has(const std::string& haystack_lower, const char* needle) {
-  return haystack_lower.find(needle) != std::string::npos;
-}
-
-enum class Framework {
-  kMegatronLm,
-  kMegatronCore,
-  kNemo,
-  kMegatronDeepSpeed,
-  kPrimus,
-  kTorchtitan,
-  kMaxText,
-  kUnknown
-};
-
-// The framework named first wins ("Megatron-Core (config follows NeMo ...)" is Megatron-Core,
-// "NeMo 24.07 (Megatron-Core)" is NeMo); at equal positions the longer keyword wins.
-Framework detect_framework(const std::string& text) {
-  static const std::pair<const char*, Framework> kKeywords[] = {
-      {"torchtitan", Framework::kTorchtitan},
-      {"maxtext", Framework::kMaxText},
-      {"primus", Framework::kPrimus},
-      {"megatron-deepspeed", Framework::kMegatronDeepSpeed},
-      {"deepspeed", Framework::kMegatronDeepSpeed},
-      {"nemo", Framework::kNemo},
-      {"megatron-bridge", Framework::kNemo},
-      {"megatron-core", Framework::kMegatronCore},
-      {"mcore", Framework::kMegatronCore},
-      {"megatron", Framework::kMegatronLm},
-  };
-  const std::string t = lower(text);
-  Framework best = Framework::kUnknown;
-  std::size_t best_pos = std::string::npos;
-  std::size_t best_len = 0;
-  for (const auto& [word, fw] : kKeywords) {
-    const std::size_t pos = t.find(word);
-    if (pos == std::string::npos) continue;
-    const std::size_t len = std::char_traits<char>::length(word);
-    if (pos < best_pos || (pos == best_pos && len > best_len)) {
-      best = fw;
-      best_pos = pos;
-      best_len = len;
-    }
-  }
-  return best;
-}
-
-const char* framework_name(Framework f) {
-  switch (f) {
-    case Framework::kMegatronLm:
-      return "megatron-lm";
-    case Framework::kMegatronCore:
-      return "megatron-core";
-    case Framework::kNemo:
-      return "nemo";
-    case Framework::kMegatronDeepSpeed:
-      return "megatron-deepspeed";
-    case Framework::kPrimus:
-      return "primus";
-    case Framework::kTorchtitan:
-      return "torchtitan";
-    case Framework::kMaxText:
-      return "maxtext";
-    case Framework::kUnknown:
-      break;
-  }
-  return "unknown";
-}
-
-// Megatron-family frameworks share Megatron-LM's argument defaults.
-bool megatron_family(Framework f) {
-  return f == Framework::kMegatronLm || f == Framework::kMegatronCore || f == Framework::kNemo ||
-         f == Framework::kMegatronDeepSpeed || f == Framework::kPrimus;
-}
-
-// Frameworks whose attention is a fused flash kernel by default (Transformer Engine / SDPA /
-// Pallas).
-bool flash_by_default(Framework f) {
-  return f == Framework::kMegatronCore || f == Framework::kNemo || f == Framework::kPrimus ||
-         f == Framework::kTorchtitan || f == Framework::kMaxText;
-}
-
-class Mapper {
- public:
-  Mapper(const RunEntry& e, MappedRun& out) : e_(e), out_(out) {}
-
-  void assume(const std::string& key, const std::string& value, const std::string& reason) {
-    out_.assumptions.push_back(fmt::format("{} = {} ({})", key, value, reason));
-    out_.job.defaults.push_back({key, value, reason});
-  }
-  void note(const std::string& text) { out_.assumptions.push_back(text); }
-  // Withdraws an earlier assumption about `key` that a later inference replaces.
-  void retract(const std::string& key) {
-    const std::string prefix = key + " = ";
-    std::erase_if(out_.assumptions, [&](const std::string& a) { return a.starts_with(prefix); });
-    std::erase_if(out_.job.defaults, [&](const auto& d) { return d.key == key; });
-  }
-
-  // Records the first reason the run cannot be mapped; mapping continues to fill what it can.
-  void fail(const std::string& reason) {
-    if (out_.reason.empty()) out_.reason = reason;
-  }
-
-  int int_or(const std::optional<int>& v, int fallback, const std::string& key,
-             const std::string& reason) {
-    if (v) return *v;
-    assume(key, std::to_string(fallback), reason);
-    return fallback;
-  }
-
-  const RunEntry& e_;
-  MappedRun& out_;
-};
-
-// ------------------------------------------------------------------------------------ model
-
-ActivationKind read_activation(Mapper& m, const std::string& text, Framework fw, bool& gated) {
-  const std::string t = lower(text);
-  gated = false;
-  if (t.empty()) {
-    m.assume("model.activation", "gelu",
-             fmt::format("not stated; {} GPT default", framework_name(fw)));
-    return ActivationKind::kGelu;
-  }
-  if (has(t, "swiglu")) {
-    gated = true;
-    if (has(t, "clamp")) m.note("model.activation: clamped SwiGLU counted as SwiGLU");
-    return ActivationKind::kSilu;
-  }
-  if (has(t, "geglu")) {
-    gated = true;
-    return ActivationKind::kGelu;
-  }
-  if (has(t, "squared_relu") || has(t, "squared relu") || has(t, "relu2")) {
-    return ActivationKind::kSquaredRelu;
-  }
-  if (has(t, "relu")) return ActivationKind::kRelu;
-  if (has(t, "gelu")) return ActivationKind::kGelu;
-  if (has(t, "silu") || has(t, "swish")) return ActivationKind::kSilu;
-  m.assume("model.activation", "gelu", "unrecognised text '" + text + "'");
-  return ActivationKind::kGelu;
-}
-
-void map_model(Mapper& m, Framework fw, int seq_len) {
-  const RunEntry::Model& src = m.e_.model;
-  ModelSpec& ms = m.out_.job.model;
-  ms.name = src.name;
-  if (!src.num_layers || *src.num_layers <= 0) return m.fail("model.num_layers not stated");
-  if (!src.hidden_size || *src.hidden_size <= 0) return m.fail("model.hidden_size not stated");
-  if (!src.num_attention_heads || *src.num_attention_heads <= 0) {
-    return m.fail("model.num_attention_heads not stated");
-  }
-  const std::int64_t h = *src.hidden_size;
-  const int heads = *src.num_attention_heads;
-  ms.hidden_size = h;
-  const std::string family = lower(src.family);
-  const bool gpt_like = has(family, "gpt") && !has(family, "gpt_oss") && !has(family, "gpt-oss");
-
-  if (src.vocab_size) {
-    ms.vocab_size = *src.vocab_size;
-  } else if (gpt_like) {
-    ms.vocab_size = 50257;
-    m.assume("model.vocab_size", "50257", "not stated; GPT-2 BPE, Megatron's GPT tokenizer");
-  } else {
-    return m.fail("model.vocab_size not stated");
-  }
-  ms.make_vocab_size_divisible_by = megatron_family(fw) ? 128 : 1;
-
-  const std::string norm = lower(src.norm);
-  if (norm.empty()) {
-    ms.norm = NormKind::kLayerNorm;
-    m.assume("model.norm", "layernorm", "not stated; Megatron default normalization");
-  } else if (has(norm, "rms")) {
-    ms.norm = NormKind::kRmsNorm;
-  } else if (has(norm, "layernorm") || has(norm, "layer_norm") || has(norm, "layer norm")) {
-    ms.norm = NormKind::kLayerNorm;
-    if (has(norm, "embedding")) m.note("model.norm: extra embedding LayerNorm not modelled");
-  } else {
-    ms.norm = NormKind::kRmsNorm;
-    m.assume("model.norm", "rmsnorm", "unrecognised text '" + src.norm + "'");
-  }
-
-  const std::string pos = lower(src.position_embedding);
-  if (pos.empty()) {
-    ms.position_embedding = PositionEmbeddingKind::kLearnedAbsolute;
-    m.assume("model.position_embedding", "learned_absolute",
-             "not stated; Megatron default position_embedding_type");
-  } else if (has(pos, "rope") || has(pos, "rotary")) {
-    ms.position_embedding = PositionEmbeddingKind::kRope;
-    if (has(pos, "percent") || has(pos, "yarn")) {
-      m.note("model.position_embedding: '" + src.position_embedding + "' counted as plain RoPE");
-    }
-  } else if (has(pos, "learned") || has(pos, "absolute")) {
-    ms.position_embedding = PositionEmbeddingKind::kLearnedAbsolute;
-  } else if (has(pos, "alibi") || has(pos, "none")) {
-    ms.position_embedding = PositionEmbeddingKind::kNone;  // ALiBi has no weights
-  } else {
-    ms.position_embedding = PositionEmbeddingKind::kRope;
-    m.assume("model.position_embedding", "rope",
-             "unrecognised text '" + src.position_embedding + "'");
-  }
-  ms.max_position_embeddings = seq_len;
-
-  if (src.tied_embeddings) {
-    ms.tied_embeddings = *src.tied_embeddings;
-  } else {
-    // Megatron and NeMo GPT share embeddings unless told not to; the modern families do not.
-    const bool tied = gpt_like || has(family, "bloom");
-    ms.tied_embeddings = tied;
-    m.assume("model.tied_embeddings", tied ? "true" : "false",
-             tied ? "not stated; Megatron GPT default (share_embeddings_and_output_weights)"
-                  : "not stated; untied output layer of the " + src.family + " family");
-  }
-  if (!src.block.empty()) m.note("model.block: '" + src.block + "' counted as a standard block");
-  // Megatron trains its GPT models with dropout 0.1 unless told otherwise (--attention-dropout,
-  // --hidden-dropout); the modern families' recipes (Llama, Mixtral, ...) set 0.
-  if (gpt_like && (fw == Framework::kMegatronLm || fw == Framework::kMegatronDeepSpeed ||
-                   fw == Framework::kMegatronCore)) {
-    ms.attention_dropout = 0.1;
-    ms.hidden_dropout = 0.1;
-    m.assume("model.dropout", "0.1", "not stated; Megatron's GPT default (attention and hidden)");
-  }
-
-  LayerSpec base;
-  AttentionSpec& a = base.attention;
-  a.num_heads = heads;
-  if (src.num_kv_heads) {
-    a.num_query_groups = *src.num_kv_heads;
-  } else {
-    a.num_query_groups = heads;
-    m.assume("model.num_kv_heads", std::to_string(heads), "not stated; multi-head attention");
-  }
-  if (src.head_dim) {
-    a.head_dim = *src.head_dim;
-  } else {
-    a.head_dim = static_cast<int>(h / heads);
-    m.assume("model.head_dim", std::to_string(a.head_dim), "not stated; hidden / heads");
-  }
-  a.qk_layernorm = src.qk_layernorm.value_or(false);
-  if (src.mla) {
-    const RunEntry::Mla& x = *src.mla;
-    if (!x.kv_lora_rank || !x.qk_nope_head_dim || !x.qk_rope_head_dim || !x.v_head_dim) {
-      return m.fail(
-          "model.mla: kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim "
-          "are required");
-    }
-    a.kind = AttentionKind::kMla;
-    a.q_lora_rank = x.q_lora_rank.value_or(0);
-    a.kv_lora_rank = *x.kv_lora_rank;
-    a.qk_head_dim = *x.qk_nope_head_dim;
-    a.qk_pos_emb_head_dim = *x.qk_rope_head_dim;
-    a.v_head_dim = *x.v_head_dim;
-    a.head_dim = a.qk_head_dim + a.qk_pos_emb_head_dim;
-    a.num_query_groups = heads;
-  }
-
-  bool gated = false;
-  base.mlp.activation = read_activation(m, src.activation, fw, gated);
-  base.mlp.gated = gated;
-
-  // Sliding windows: "alternating full / sliding-window (128)".
-  int window = 0;
-  bool alternating = false;
-  const std::string attn = lower(src.attention);
-  if (has(attn, "sliding")) {
-    std::smatch match;
-    if (std::regex_search(attn, match, std::regex(R"(\((\d+)\))"))) window = std::stoi(match[1]);
-    alternating = has(attn, "alternat");
-    if (window > 0) {
-      m.note(fmt::format("model.attention: sliding window {} on {} layers{}", window,
-                         alternating ? "alternate (even-index)" : "all",
-                         has(attn, "sink") ? "; attention sinks not modelled" : ""));
-    } else {
-      m.note("model.attention: sliding window size not found in '" + src.attention +
-             "'; full attention counted");
-    }
-  }
-
-  const int L = *src.num_layers;
-  const bool moe = src.moe.has_value() || lower(src.type) == "moe";
-  std::vector<int> is_moe(static_cast<std::size_t>(L), 0);
-  MoeSpec moe_spec;
-  if (moe) {
-    if (!src.moe) return m.fail("model.type is moe but the model.moe block is missing");
-    const RunEntry::Moe& x = *src.moe;
-    if (!x.num_experts || !x.topk || !x.moe_ffn_hidden_size) {
-      return m.fail("model.moe: num_experts, topk and moe_ffn_hidden_size are required");
-    }
-    moe_spec.num_experts = *x.num_experts;
-    moe_spec.topk = *x.topk;
-    moe_spec.expert_ffn_hidden_size = *x.moe_ffn_hidden_size;
-    const int shared = x.shared_experts.value_or(0);
-    if (!x.shared_experts) m.assume("model.moe.shared_experts", "0", "not stated");
-    if (shared > 0) {
-      if (x.shared_expert_ffn_hidden_size) {
-        moe_spec.shared_expert_ffn_hidden_size = *x.shared_expert_ffn_hidden_size;
-      } else {
-        moe_spec.shared_expert_ffn_hidden_size = shared * *x.moe_ffn_hidden_size;
-        m.assume("model.moe.shared_expert_ffn_hidden_size",
-                 std::to_string(moe_spec.shared_expert_ffn_hidden_size),
-                 "not stated; shared_experts x moe_ffn_hidden_size");
-      }
-    }
-    const std::string router = lower(x.router);
-    moe_spec.router_bias =
-        has(router, "bias") || has(router, "aux-loss-free") || has(router, "aux_loss_free");
-    moe_spec.capacity_factor = 0.0;  // dropless: Megatron's default and NVIDIA's benchmark rows
-    const int dense = x.dense_layers.value_or(0);
-    if (dense > L) return m.fail("model.moe.dense_layers exceeds num_layers");
-    const std::string freq = lower(x.moe_layer_freq);
-    if (freq.empty() || has(freq, "all")) {
-      if (freq.empty()) m.assume("model.moe.moe_layer_freq", "1", "not stated; every layer MoE");
-      std::fill(is_moe.begin(), is_moe.end(), 1);
-    } else {
-      std::string error;
-      const std::optional<PyValue> v = eval_list_expression(x.moe_layer_freq, error);
-      std::optional<std::vector<int>> pattern;
-      if (v) {
-        pattern = v->is_list ? moe_pattern_from_list(v->list, L, error)
-                             : moe_pattern_from_int(v->integer, L, error);
-      }
-      if (!pattern) return m.fail("model.moe.moe_layer_freq: " + error);
-      is_moe = *pattern;
-    }
-    for (int i = 0; i < dense; ++i) is_moe[static_cast<std::size_t>(i)] = 0;
-  }
-
-  std::int64_t dense_ffn = 0;
-  const bool any_dense = std::find(is_moe.begin(), is_moe.end(), 0) != is_moe.end();
-  if (any_dense) {
-    if (moe && src.moe->dense_ffn_hidden_size) {
-      dense_ffn = *src.moe->dense_ffn_hidden_size;
-    } else if (src.ffn_hidden_size) {
-      dense_ffn = *src.ffn_hidden_size;
-    } else {
-      // Megatron: 4h, or 2/3 of it rounded down to a multiple of 64 for gated units.
-      dense_ffn = gated ? (8 * h / 3) / 64 * 64 : 4 * h;
-      m.assume("model.ffn_hidden_size", std::to_string(dense_ffn),
-               "not stated; Megatron default (4h, 8h/3 for gated units)");
-    }
-  }
-
-  ms.layers.clear();
-  ms.layers.reserve(static_cast<std::size_t>(L));
-  for (int i = 0; i < L; ++i) {
-    LayerSpec layer = base;
-    if (window > 0 && (!alternating || i % 2 == 0)) layer.attention.sliding_window = window;
-    if (is_moe[static_cast<std::size_t>(i)]) {
-      layer.is_moe = true;
-      layer.moe = moe_spec;
-      layer.mlp.ffn_hidden_size = moe_spec.expert_ffn_hidden_size;
-    } else {
-      layer.mlp.ffn_hidden_size = dense_ffn;
-    }
-    ms.layers.push_back(layer);
-  }
-  ms.mtp_num_layers = src.mtp_layers.value_or(0);
-  m.out_.moe = moe;
-}
-
-// --------------------------------------------------------------------------------- training
-
-RecomputeSpec read_recompute(Mapper& m, const std::string& text, Framework fw) {
-  RecomputeSpec r;
-  const std::string t = lower(text);
-  if (t.empty()) {
-    m.assume("training.recompute", "none",
-             "not stated; no recomputation is every framework's default");
-    return r;
-  }
-  if (has(t, "selective")) {
-    r.granularity = RecomputeGranularity::kSelective;
-    // Megatron --recompute-modules named in the text.
-    static const char* const kModules[] = {"core_attn",      "moe_act", "layernorm", "mla_up_proj",
-                                           "shared_experts", "mlp",     "moe"};
-    std::string rest = t;
-    for (const char* mod : kModules) {
-      const std::size_t pos = rest.find(mod);
-      if (pos == std::string::npos) continue;
-      r.modules.emplace_back(mod);
-      rest.replace(pos, std::char_traits<char>::length(mod), " ");  // "moe_act" is not "moe"
-    }
-    if (!r.modules.empty()) {
-      m.note(
-          fmt::format("training.recompute: selective recompute of {}", fmt::join(r.modules, ", ")));
-      return r;
-    }
-    if (fw == Framework::kTorchtitan || has(t, "sac")) {
-      // torchtitan's per-op policy saves every second matmul output and recomputes the rest with
-      // the cheap ops around them; the closest Megatron saved set is selective "mlp".
-      r.modules = {"mlp"};
-      m.note("training.recompute: torchtitan per-op SAC read as selective recompute of the MLP");
-    } else {
-      r.modules = {"core_attn"};
-      m.note("training.recompute: selective read as Megatron's core_attn recomputation");
-    }
-    return r;
-  }
-  if (has(t, "full") || has(t, "checkpoint") || has(t, "remat")) {
-    r.granularity = RecomputeGranularity::kFull;
-    r.method = has(t, "block") ? RecomputeMethod::kBlock : RecomputeMethod::kUniform;
-    r.num_layers = 1;
-    if (r.method == RecomputeMethod::kBlock) {
-      r.num_layers = 1 << 20;  // block without a count: every layer of the stage
-      m.note("training.recompute: block without a layer count read as all layers");
-    }
-    return r;
-  }
-  if (t == "none" || t == "no" || t == "false" || has(t, "no recompute")) return r;
-  m.assume("training.recompute", "none", "unrecognised text '" + text + "'");
-  return r;
-}
-
-// The token dispatcher decides how many copies of a token cross the expert-parallel group.
-void read_dispatcher(Mapper& m, const std::string& text, RuntimeSpec& r) {
-  const std::string t = lower(text);
-  if (t.empty()) {
-    m.assume("training.moe_dispatcher", "alltoall",
-             "not stated; the all-to-all dispatcher Megatron recipes use with expert parallelism "
-             "(one copy per chosen expert)");
-    return;
-  }
-  if (has(t, "flex") || has(t, "deepep") || has(t, "hybridep")) {
-    r.moe_dedup_dispatch = true;
-    m.note("training.moe_dispatcher: '" + text +
-           "' read as a deduplicating dispatcher (one copy per destination node / GPU)");
-    return;
-  }
-  if (!has(t, "alltoall") && !has(t, "all-to-all")) {
-    m.assume("training.moe_dispatcher", "alltoall", "unrecognised text '" + text + "'");
-  }
-}
-
-void read_precision(Mapper& m, const std::string& text, Framework fw, PrecisionSpec& p) {
-  const std::string t = lower(text);
-  if (t.empty()) {
-    p.params_dtype = Dtype::kBf16;
-    m.assume("training.precision", "bf16", "not stated; 16-bit mixed precision assumed");
-    return;
-  }
-  const bool bf16 = has(t, "bf16") || has(t, "bfloat16");
-  const bool fp16 = has(t, "fp16") || (has(t, "float16") && !has(t, "bfloat16"));
-  if (bf16 && !fp16) {
-    p.params_dtype = Dtype::kBf16;
-  } else if (fp16 && !bf16) {
-    p.params_dtype = Dtype::kFp16;
-  } else {
-    p.params_dtype = Dtype::kBf16;
-    if (!has(t, "fp8") && !has(t, "float8")) {
-      m.assume("training.precision", "bf16",
-               "'" + text + "' does not name one 16-bit type (bf16 and fp16 peaks are equal)");
-    }
-  }
-  if (has(t, "mxfp8")) {
-    p.fp8 = Fp8Recipe::kMxfp8;
-  } else if (has(t, "fp8") || has(t, "float8")) {
-    if (has(t, "tensorwise") || has(t, "torchao")) {
-      p.fp8 = Fp8Recipe::kTensorwise;
-    } else if (has(t, "blockwise")) {
-      p.fp8 = Fp8Recipe::kBlockwise;
-    } else if (has(t, "delayed") || has(t, "hybrid") || has(t, "transformer engine")) {
-      p.fp8 = Fp8Recipe::kDelayed;
-    } else if (fw == Framework::kTorchtitan) {
-      p.fp8 = Fp8Recipe::kTensorwise;
-      m.assume("training.fp8_recipe", "tensorwise", "torchtitan's float8 default");
-    } else {
-      p.fp8 = Fp8Recipe::kDelayed;
-      m.assume("training.fp8_recipe", "delayed", "Transformer Engine's default FP8 recipe");
-    }
-  }
-  if (has(t, "assumed")) m.note("training.precision: the source entry marks it as assumed");
-}
-
-ScheduleKind read_schedule(Mapper& m, const std::string& text, int pp, int vpp) {
-  const std::string t = lower(text);
-  if (has(t, "dualpipe")) return ScheduleKind::kDualPipeV;
-  if (has(t, "zbv") || has(t, "zb-v") || has(t, "zero bubble v")) {
-    return ScheduleKind::kZbvFormatted;
-  }
-  if (has(t, "zero bubble") || has(t, "zero-bubble") || has(t, "zb")) {
-    return ScheduleKind::kZeroBubble;
-  }
-  if (has(t, "interleav") && !has(t, "non-interleav")) return ScheduleKind::kInterleaved;
-  if (has(t, "1f1b")) return vpp > 1 ? ScheduleKind::kInterleaved : ScheduleKind::k1F1B;
-  if (pp <= 1) return ScheduleKind::kAuto;
-  const ScheduleKind s = vpp > 1 ? ScheduleKind::kInterleaved : ScheduleKind::k1F1B;
-  if (t.empty() || t == "none") {
-    m.assume("training.pipeline_schedule", std::string(to_string(s)),
-             "not stated; Megatron's schedule for this pp / vpp");
-  } else {
-    m.assume("training.pipeline_schedule", std::string(to_string(s)),
-             "unrecognised text '" + text + "'");
-  }
-  return s;
-}
-
-void build_stages(Mapper& m, ParallelSpec& p, const ModelSpec& model) {
-  const int k = p.pp * p.vpp;
-  const int L = model.num_layers();
-  p.stages.assign(static_cast<std::size_t>(k), VirtualStage{});
-  const std::string& layout = m.e_.training.pipeline_layout;
-  if (!layout.empty()) {
-    std::string error;
-    const auto parsed = parse_pipeline_layout(layout, error);
-    if (!parsed) return m.fail("training.pipeline_layout: " + error);
-    if (static_cast<int>(parsed->size()) != k) {
-      return m.fail(
-          fmt::format("training.pipeline_layout has {} stages, pp x vpp = {}", parsed->size(), k));
-    }
-    int first = 0;
-    for (int z = 0; z < k; ++z) {
-      const LayoutStage& s = (*parsed)[static_cast<std::size_t>(z)];
-      p.stages[static_cast<std::size_t>(z)] = {first, s.decoder_layers, s.embedding, s.loss,
-                                               s.mtp_layers};
-      first += s.decoder_layers;
-    }
-    if (first != L) {
-      return m.fail(
-          fmt::format("training.pipeline_layout places {} layers, the model has {}", first, L));
-    }
-    return;
-  }
-  if (L < k) return m.fail(fmt::format("{} layers cannot fill pp x vpp = {} stages", L, k));
-  if (L % k != 0) {
-    m.assume(
-        "parallel.stages", "uneven",
-        fmt::format("{} layers over {} virtual stages: the first {} take one more", L, k, L % k));
-  }
-  int first = 0;
-  for (int z = 0; z < k; ++z) {
-    const int len = L / k + (z < L % k ? 1 : 0);
-    VirtualStage& s = p.stages[static_cast<std::size_t>(z)];
-    s.first_layer = first;
-    s.num_layers = len;
-    s.has_embedding = z == 0;
-    s.has_output = z == k - 1;
-    s.mtp_layers = z == k - 1 ? model.mtp_num_layers : 0;
-    first += len;
-  }
-}
-
-void map_training(Mapper& m, Framework fw, int world) {
-  const RunEntry::Training& t = m.e_.training;
-  JobSpec& job = m.out_.job;
-  ParallelSpec& p = job.parallel;
-  p.tp = m.int_or(t.tp, 1, "training.tp", "not stated; no tensor parallelism");
-  p.pp = m.int_or(t.pp, 1, "training.pp", "not stated; no pipeline parallelism");
-  p.vpp = t.vpp.value_or(1);
-  p.cp = m.int_or(t.cp, 1, "training.cp", "not stated; no context parallelism");
-  p.ep = m.int_or(t.ep, 1, "training.ep", "not stated; no expert parallelism");
-  if (p.tp < 1 || p.pp < 1 || p.vpp < 1 || p.cp < 1 || p.ep < 1) {
-    return m.fail("training: tp, pp, vpp, cp and ep must be at least 1");
-  }
-  if (t.etp) {
-    p.etp = *t.etp;
-  } else {
-    p.etp = m.out_.moe ? p.tp : 1;
-    if (m.out_.moe) m.assume("training.etp", std::to_string(p.etp), "Megatron default etp = tp");
-  }
-  const int mp = p.tp * p.pp * p.cp;
-  if (world % mp != 0) {
-    return m.fail(fmt::format("{} GPUs are not a multiple of tp x pp x cp = {}", world, mp));
-  }
-  p.dp = world / mp;
-  if (t.dp && *t.dp != p.dp) {
-    return m.fail(
-        fmt::format("training.dp {} disagrees with GPUs / (tp x pp x cp) = {}", *t.dp, p.dp));
-  }
-  if (!m.out_.moe && p.ep > 1) {
-    m.note("training.ep > 1 on a dense model ignored");
-    p.ep = 1;
-  }
-  const int expert_mp = p.etp * p.ep * p.pp;
-  if (world % expert_mp != 0) {
-    return m.fail(
-        fmt::format("{} GPUs are not a multiple of etp x ep x pp = {}", world, expert_mp));
-  }
-  p.expert_dp = world / expert_mp;
-
-  const std::string zero = lower(t.zero_stage);
-  const std::string fsdp = lower(t.fsdp);
-  if (has(fsdp, "yes") || has(fsdp, "fsdp2") || has(fsdp, "true")) {
-    p.fsdp = FsdpKind::kFsdp2;
-  } else if (has(zero, "fsdp") || has(zero, "zero-3") || has(zero, "zero3") || zero == "3") {
-    p.fsdp = FsdpKind::kZero3;
-  } else if (fsdp.empty() && fw == Framework::kTorchtitan) {
-    p.fsdp = FsdpKind::kFsdp2;
-    m.assume("training.fsdp", "fsdp2", "not stated; torchtitan shards with FSDP2 by default");
-  }
-  if (t.distributed_optimizer) {
-    p.distributed_optimizer = *t.distributed_optimizer;
-  } else if (has(zero, "zero-1") || has(zero, "zero1") || zero == "1") {
-    p.distributed_optimizer = true;
-    m.note("training.zero_stage: ZeRO-1 read as the distributed optimizer");
-  } else if (p.fsdp == FsdpKind::kNone) {
-    const bool on =
-        fw == Framework::kNemo || fw == Framework::kMegatronCore || fw == Framework::kPrimus;
-    p.distributed_optimizer = on;
-    m.assume("training.distributed_optimizer", on ? "true" : "false",
-             on ? fmt::format("not stated; {} performance recipes use it", framework_name(fw))
-                : fmt::format("not stated; {} default", framework_name(fw)));
-  }
-  if (t.sequence_parallel) {
-    p.sequence_parallel = *t.sequence_parallel;
-  } else if (p.tp > 1) {
-    const bool on =
-        fw == Framework::kNemo || fw == Framework::kMegatronCore || fw == Framework::kPrimus;
-    p.sequence_parallel = on;
-    m.assume("training.sequence_parallel", on ? "true" : "false",
-             on ? "not stated; NeMo / Megatron-Core recipes enable it with TP"
-                : fmt::format("not stated; {} default", framework_name(fw)));
-  }
-  const std::string overlap = lower(t.overlap);
-  if (!overlap.empty()) {
-    p.overlap_grad_reduce = has(overlap, "overlap-grad-reduce");
-    p.overlap_param_gather = has(overlap, "overlap-param-gather");
-    p.tp_comm_overlap = has(overlap, "tp-comm-overlap");
-  } else if (fw == Framework::kNemo) {
-    p.overlap_grad_reduce = true;
-    p.overlap_param_gather = p.distributed_optimizer;
-    p.tp_comm_overlap = p.tp > 1 && p.sequence_parallel;
-    m.assume("training.overlap", "grad reduce, param gather, TP comm",
-             "not stated; NeMo performance-recipe defaults");
-  }
-
-  build_stages(m, p, job.model);
-
-  // Runtime.
-  RuntimeSpec& r = job.runtime;
-  if (t.micro_batch_size) {
-    r.micro_batch_size = *t.micro_batch_size;
-  } else if (fw == Framework::kTorchtitan && t.local_batch_size) {
-    r.micro_batch_size = *t.local_batch_size;
-    m.note("training.micro_batch_size: torchtitan local_batch_size, no gradient accumulation");
-  } else if (fw == Framework::kMaxText && t.per_device_batch_size) {
-    r.micro_batch_size = *t.per_device_batch_size;
-    m.note("training.micro_batch_size: MaxText per_device_batch_size, no gradient accumulation");
-  } else {
-    r.micro_batch_size = 1;
-    m.assume("training.micro_batch_size", "1",
-             "not stated and required by Megatron; 1 is the NVIDIA recipes' usual value");
-  }
-  if (t.global_batch_size) {
-    r.global_batch_size = *t.global_batch_size;
-  } else if (p.pp > 1) {
-    // With pipeline parallelism the microbatch count sets the bubble: guessing it would decide
-    // the prediction, so the run is not compared.
-    return m.fail(
-        "training.global_batch_size not stated and pp > 1 (the microbatch count decides "
-        "the pipeline bubble)");
-  } else {
-    r.global_batch_size = r.micro_batch_size * p.dp;
-    m.assume("training.global_batch_size", std::to_string(r.global_batch_size),
-             "not stated; Megatron default micro_batch_size x dp (one microbatch)");
-  }
-  if (r.micro_batch_size < 1 || r.global_batch_size < 1 ||
-      r.global_batch_size % (r.micro_batch_size * p.dp) != 0) {
-    return m.fail(fmt::format("global batch {} is not a multiple of micro batch {} x dp {}",
-                              r.global_batch_size, r.micro_batch_size, p.dp));
-  }
-  r.recompute = read_recompute(m, t.recompute, fw);
-  if (fw == Framework::kTorchtitan) {
-    // torch.nn.functional.cross_entropy on .float() logits allocates a fresh fp32 gradient.
-    r.loss_grad_in_place = false;
-    m.note("runtime: torchtitan's loss allocates its fp32 logit gradient (not in place)");
-  }
-  read_precision(m, t.precision, fw, r.precision);
-  // NVIDIA's performance recipes accumulate and reduce gradients in bf16 (NeMo launcher
-  // grad_sync_dtype=bf16, Megatron-Bridge grad_reduce_in_fp32=False, the Megatron-LM examples'
-  // --grad-reduce-in-bf16); Megatron's own default is fp32.
-  if (fw == Framework::kNemo || has(lower(m.e_.framework), "nemo")) {
-    r.main_grads_dtype = Dtype::kBf16;
-    m.assume("training.grad_reduce_dtype", "bf16",
-             "not stated; NVIDIA's NeMo / Megatron-Bridge performance recipes reduce gradients "
-             "in bf16");
-  }
-  m.out_.fp8 = r.precision.fp8 != Fp8Recipe::kNone;
-  r.schedule = read_schedule(m, t.pipeline_schedule, p.pp, p.vpp);
-  if (t.flash_attention) {
-    r.flash_attention = *t.flash_attention;
-  } else {
-    r.flash_attention = flash_by_default(fw);
-    m.assume("training.flash_attention", r.flash_attention ? "true" : "false",
-             r.flash_attention ? fmt::format("not stated; {} uses fused flash attention by default",
-                                             framework_name(fw))
-                               : fmt::format("not stated; {} of that era has no flash attention",
-                                             framework_name(fw)));
-  }
-  if (r.flash_attention && fw == Framework::kTorchtitan) {
-    // torchtitan calls PyTorch's scaled_dot_product_attention, whose flash backend is
-    // FlashAttention-2.
-    r.attention_kernel = AttentionKernel::kFa2;
-    m.note("runtime: torchtitan attention runs PyTorch SDPA's FlashAttention-2 kernel");
-  }
-  if (m.out_.moe && p.ep > 1) read_dispatcher(m, t.moe_dispatcher, r);
-}
-
-FlopConvention read_convention(Mapper& m, const std::string& text, Framework fw) {
-  FlopConvention c;
-  const std::string t = lower(text);
-  c.options.causal_attention_half = false;
-  if (t.empty()) {
-    // SC'21-era Megatron-LM and Megatron-DeepSpeed logged hardware FLOPs; later tools model FLOPs.
-    c.hardware = fw == Framework::kMegatronLm || fw == Framework::kMegatronDeepSpeed;
-    c.description = c.hardware ? "hardware FLOPs incl. recompute (framework default of the era)"
-                               : "model FLOPs, full attention (framework default)";
-    m.assume("measured.flop_counting", c.hardware ? "hardware" : "model",
-             "not stated; " + std::string(framework_name(fw)) + " convention");
-    return c;
-  }
-  c.hardware = has(t, "hardware") || has(t, "incl. recompute") || has(t, "4*2") ||
-               has(t, "including recompute");
-  if (has(t, "no recompute")) c.hardware = false;
-  // "causal-halved" attention counting; "non-causal" / "full" attention is the whole s x s.
-  c.options.causal_attention_half =
-      (has(t, "causal-halved") || has(t, "causal halved") || has(t, "half")) &&
-      !has(t, "non-causal") && !has(t, "full (non-causal)");
-  c.description = text;
-  return c;
+// The entry's names for the draft fields, so rule violations and defaults read in its terms.
+void name_fields(JobDraft& d) {
+  const std::pair<DraftField, const char*> names[] = {
+      {DraftField::kModel, "model"},
+      {DraftField::kTp, "training.tp"},
+      {DraftField::kPp, "training.pp"},
+      {DraftField::kVpp, "training.vpp"},
+      {DraftField::kCp, "training.cp"},
+      {DraftField::kEp, "training.ep"},
+      {DraftField::kEtp, "training.etp"},
+      {DraftField::kLayerSplit, "training.pipeline_layout"},
+      {DraftField::kSequenceParallel, "training.sequence_parallel"},
+      {DraftField::kDistributedOptimizer, "training.distributed_optimizer"},
+      {DraftField::kOverlapGradReduce, "training.overlap_grad_reduce"},
+      {DraftField::kOverlapParamGather, "training.overlap_param_gather"},
+      {DraftField::kTpCommOverlap, "training.tp_comm_overlap"},
+      {DraftField::kFsdp, "training.fsdp"},
+      {DraftField::kMicroBatchSize, "training.micro_batch_size"},
+      {DraftField::kGlobalBatchSize, "training.global_batch_size"},
+      {DraftField::kSeqLength, "training.seq_len"},
+      {DraftField::kFlashAttention, "training.flash_attention"},
+      {DraftField::kFp8Recipe, "training.fp8_recipe"},
+      {DraftField::kGradReduceDtype, "training.grad_reduce_dtype"},
+      {DraftField::kAttentionDropout, "model.attention_dropout"},
+      {DraftField::kHiddenDropout, "model.hidden_dropout"},
+      {DraftField::kVocabPadding, "model.vocab_padding"},
+      {DraftField::kRecompute, "training.recompute"},
+      {DraftField::kRecomputeModules, "training.recompute_modules"},
+      {DraftField::kLossGradInPlace, "runtime.loss_grad_in_place"},
+      {DraftField::kSchedule, "training.pipeline_schedule"},
+      {DraftField::kHardware, "hardware.accelerator"},
+      {DraftField::kNodes, "hardware.count"},
+      {DraftField::kGpusPerNode, "hardware.per_node"}};
+  for (const auto& [field, key] : names) d.set_origin(field, key);
 }
 
 std::string accelerator_family(const AcceleratorSpec& a, const std::string& text) {
-  const std::string v = lower(a.vendor + " " + a.name + " " + text);
+  const std::string v = to_lower(a.vendor + " " + a.name + " " + text);
   if (has(v, "tpu") || has(v, "google")) return "TPU";
   if (has(v, "amd") || has(v, "instinct") || has(v, "mi3")) return "AMD";
   if (has(v, "nvidia") || has(v, "a100") || has(v, "h100") || has(v, "b200")) return "NVIDIA";
   return "other";
 }
 
-// --------------------------------------------------------------------------------- network
-
-// Link technologies whose per-port rate is a fixed fact (Gb/s per port).
-constexpr std::pair<const char*, double> kLinkGbps[] = {
-    {"omni-path", 100.0}, {"opa", 100.0}, {"edr", 100.0}, {"hdr", 200.0}, {"ndr", 400.0}};
-
-// Scale-out bandwidth per node in Gb/s stated by an interconnect description, or 0. Read:
-// "8x400 Gb/s per node", "400 Gb/s per GPU", "4x Omni-Path links per node", and a simulator
-// config's "inter_node_bandwidth 800" when the text gives its unit as Gb/s per node.
-double stated_node_gbps(const std::string& t, int gpus_per_node, std::string& how) {
-  // Units must be rates: "8x80GB per node" is memory, not a link.
-  static const std::regex kTimes(R"((\d+)\s*x\s*(\d+)\s*(gb/s|gbit/s|gbps))");
-  static const std::regex kPer(R"((\d+)\s*(gb/s|gbit/s|gbps)\s+per\s+(gpu|node))");
-  static const std::regex kTech(R"((\d+)\s*x\s*([a-z-]+))");
-  static const std::regex kSimCfg(R"(inter_node_bandwidth\s*[:=]?\s*(\d+))");
-  std::smatch mt;
-  if (std::regex_search(t, mt, kTimes) && has(t, "per node")) {
-    how = mt.str(0) + " per node";
-    return std::stod(mt.str(1)) * std::stod(mt.str(2));
-  }
-  if (std::regex_search(t, mt, kPer)) {
-    how = mt.str(0);
-    const double v = std::stod(mt.str(1));
-    return mt.str(3) == "gpu" ? v * gpus_per_node : v;
-  }
-  for (auto it = std::sregex_iterator(t.begin(), t.end(), kTech); it != std::sregex_iterator();
-       ++it) {
-    for (const auto& [tech, gbps] : kLinkGbps) {
-      if ((*it).str(2) == tech && has(t, "per node")) {
-        how = (*it).str(0) + fmt::format(" links per node ({:.0f} Gb/s each)", gbps);
-        return std::stod((*it).str(1)) * gbps;
+// The accelerator, its network, nodes x GPUs per node; 0 GPUs when not stated.
+int map_cluster(Mapper& m, const std::string& data_dir, ClusterSpec& cl) {
+  const RunEntry::Hardware& hw = m.e_.hardware;
+  if (hw.accelerator.empty()) {
+    m.fail("hardware.accelerator not stated");
+  } else {
+    try {
+      const std::optional<std::string> name = match_accelerator_name(hw.accelerator, data_dir);
+      if (!name) {
+        m.fail("hardware.accelerator '" + hw.accelerator + "' not in the catalogue");
+      } else {
+        cl.accelerator = load_accelerator(*name, data_dir);
+        m.out_.accelerator_name = *name;
+        m.note("hardware.accelerator: '" + hw.accelerator + "' -> catalogue '" + *name + "'");
+        try {
+          cl.network = default_network_for(cl.accelerator, data_dir);
+        } catch (const InputError& ex) {
+          m.assume("cluster.network", "built-in defaults", ex.what());
+        }
       }
+    } catch (const InputError& ex) {
+      m.fail(std::string("hardware catalogue: ") + ex.what());
     }
   }
-  if (std::regex_search(t, mt, kSimCfg) && (has(t, "gbps per node") || has(t, "gb/s per node"))) {
-    how = mt.str(0) + " read as Gb/s per node, the unit the description gives";
-    return std::stod(mt.str(1));
+  m.out_.accelerator_family = accelerator_family(cl.accelerator, hw.accelerator);
+  if (!hw.count || *hw.count <= 0) {
+    m.fail("hardware.count not stated");
+    return 0;
   }
-  return 0.0;
+  const int world = *hw.count;
+  int per_node = 0;
+  if (hw.per_node && *hw.per_node > 0) {
+    per_node = *hw.per_node;
+  } else {
+    per_node = cl.accelerator.default_gpus_per_node > 0 ? cl.accelerator.default_gpus_per_node : 8;
+    m.assume("hardware.per_node", std::to_string(per_node),
+             "not stated; the accelerator's usual node / host size");
+  }
+  if (world <= per_node) {
+    cl.nodes = 1;
+    cl.gpus_per_node = world;
+  } else if (world % per_node != 0) {
+    m.fail(fmt::format("{} GPUs do not fill nodes of {}", world, per_node));
+  } else {
+    cl.nodes = world / per_node;
+    cl.gpus_per_node = per_node;
+  }
+  validate_detail::read_interconnect(m, hw.interconnect, cl);
+  return world;
 }
 
-// The catalogue network assumes the accelerator's usual fabric; a description that states the
-// scale-out bandwidth replaces it (the pod and cluster bandwidths scale by the same ratio).
-void read_interconnect(Mapper& m, const std::string& text, ClusterSpec& cl) {
-  if (text.empty() || cl.nodes <= 1) return;
-  std::string how;
-  const double node_gbps = stated_node_gbps(lower(text), cl.gpus_per_node, how);
-  if (node_gbps <= 0.0) return;
-  NetworkSpec& n = cl.network;
-  const int nics = n.nics_per_node > 0 ? n.nics_per_node : cl.gpus_per_node;
-  const double catalogue_gb_s_per_gpu = n.pod_bw_gb_per_s * nics / cl.gpus_per_node;
-  const double stated_gb_s_per_gpu = node_gbps / 8.0 / cl.gpus_per_node;
-  if (catalogue_gb_s_per_gpu <= 0.0 ||
-      std::abs(stated_gb_s_per_gpu / catalogue_gb_s_per_gpu - 1.0) < 0.01) {
-    return;
+// Parallel sizes, the stage split and sharding as the entry states them.
+void map_parallel(Mapper& m) {
+  const RunEntry::Training& t = m.e_.training;
+  JobDraft& d = m.d_;
+  for (const std::optional<int>* v : {&t.tp, &t.pp, &t.vpp, &t.cp, &t.ep, &t.etp}) {
+    if (v->has_value() && **v < 1)
+      return m.fail("training: tp, pp, vpp, cp, ep and etp must be at least 1");
   }
-  const double ratio = stated_gb_s_per_gpu / catalogue_gb_s_per_gpu;
-  n.pod_bw_gb_per_s *= ratio;
-  n.cluster_bw_gb_per_s *= ratio;
-  m.note(fmt::format(
-      "hardware.interconnect: '{}' -> {:.0f} Gb/s per node, {:.2f} GB/s per GPU scale-out "
-      "(catalogue network '{}' has {:.2f})",
-      how, node_gbps, stated_gb_s_per_gpu, n.name, catalogue_gb_s_per_gpu));
+  d.tp = t.tp;
+  d.pp = t.pp;
+  d.vpp = t.vpp;
+  // V-shape schedules run two chunks per rank by construction; a stated VPP of 1 there means "no
+  // interleaving", not one chunk.
+  const std::string schedule = to_lower(t.pipeline_schedule);
+  if (t.vpp == 1 && (has(schedule, "dualpipe") || has(schedule, "zbv") || has(schedule, "zb-v"))) {
+    d.vpp.reset();
+    m.note("training.vpp: 1 with a V-shape schedule read as its two chunks per rank");
+  }
+  d.cp = t.cp;
+  d.ep = t.ep;
+  d.etp = t.etp;
+  if (!m.out_.moe && t.ep.value_or(1) > 1) {
+    m.note("training.ep > 1 on a dense model ignored");
+    d.ep = 1;
+  }
+  if (!t.pipeline_layout.empty()) {
+    std::string error;
+    const auto parsed = parse_pipeline_layout(t.pipeline_layout, error);
+    if (!parsed) return m.fail("training.pipeline_layout: " + error);
+    d.layer_split.kind = LayerSplit::Kind::kStated;
+    for (const LayoutStage& s : *parsed) {
+      d.layer_split.stages.push_back({s.decoder_layers, s.embedding, s.loss, s.mtp_layers});
+    }
+  } else {
+    // The run ran: its framework split the layers somehow, one more on the first stages.
+    d.layer_split.allow_uneven = true;
+  }
+  // TP beyond a node is a sanity check for configs; a published run that used it ran.
+  d.parallel.allow_tp_beyond_node = true;
+}
+
+// FSDP / ZeRO / distributed optimizer, sequence parallelism, overlap flags.
+void map_sharding(Mapper& m) {
+  const RunEntry::Training& t = m.e_.training;
+  JobDraft& d = m.d_;
+  const std::string zero = to_lower(t.zero_stage);
+  const std::string fsdp = to_lower(t.fsdp);
+  const bool fsdp_degree = !fsdp.empty() && fsdp.size() < 8 &&
+                           std::all_of(fsdp.begin(), fsdp.end(), ::isdigit) && std::stoi(fsdp) > 1;
+  if (has(fsdp, "yes") || has(fsdp, "fsdp2") || has(fsdp, "true")) {
+    d.fsdp = FsdpKind::kFsdp2;
+  } else if (has(zero, "fsdp") || has(zero, "zero-3") || has(zero, "zero3") || zero == "3") {
+    d.fsdp = FsdpKind::kZero3;
+  } else if (fsdp_degree || t.fsdp_shard_degree.value_or(1) > 1) {
+    // A number is the FSDP shard degree (MaxText's ici_fsdp_parallelism, torchtitan's
+    // data_parallel_shard_degree): weights, gradients and optimizer state are sharded.
+    d.fsdp = FsdpKind::kFsdp2;
+    m.note(fmt::format("training.fsdp: shard degree {} read as FSDP",
+                       fsdp_degree ? t.fsdp : std::to_string(*t.fsdp_shard_degree)));
+  } else if (!fsdp.empty() && (has(fsdp, "no") || fsdp == "false" || fsdp == "1")) {
+    d.fsdp = FsdpKind::kNone;
+  }
+  if (t.distributed_optimizer) {
+    d.distributed_optimizer = *t.distributed_optimizer;
+  } else if (has(zero, "zero-1") || has(zero, "zero1") || zero == "1") {
+    d.distributed_optimizer = true;
+    m.note("training.zero_stage: ZeRO-1 read as the distributed optimizer");
+  }
+  d.sequence_parallel = t.sequence_parallel;
+  const std::string overlap = to_lower(t.overlap);
+  if (!overlap.empty()) {
+    d.overlap_grad_reduce = has(overlap, "overlap-grad-reduce");
+    d.overlap_param_gather = has(overlap, "overlap-param-gather");
+    d.tp_comm_overlap = has(overlap, "tp-comm-overlap");
+  }
+}
+
+// Micro and global batch: stated, or a per-replica batch (torchtitan local_batch_size, MaxText
+// per_device_batch_size), or left to the profile's rule. With PP the microbatch count sets the
+// bubble, so an unstated global batch fails the run instead of being guessed.
+void map_batches(Mapper& m) {
+  const RunEntry::Training& t = m.e_.training;
+  JobDraft& d = m.d_;
+  const int pp = t.pp.value_or(1);
+  const MicrobatchRule rule =
+      d.profile.microbatch_rule.value.value_or(MicrobatchRule::kGlobalBatch);
+  std::optional<int> replica;
+  if (rule == MicrobatchRule::kLocalBatch && t.local_batch_size) replica = t.local_batch_size;
+  if (rule == MicrobatchRule::kPerDeviceBatch && t.per_device_batch_size) {
+    replica = t.per_device_batch_size;
+  }
+  if (rule == MicrobatchRule::kGlobalBatch && t.batch_size_per_gpu) replica = t.batch_size_per_gpu;
+  d.micro_batch_size = t.micro_batch_size;
+  if (!d.micro_batch_size && replica && pp == 1) {
+    d.micro_batch_size = replica;
+    m.note(
+        fmt::format("training.micro_batch_size: the per-replica batch {} ({}), no gradient "
+                    "accumulation",
+                    *replica, to_string(rule)));
+  }
+  if (!d.micro_batch_size) {
+    const ProfileDefault<int>& def = d.profile.micro_batch_size;
+    d.micro_batch_size = def.value.value_or(1);
+    m.assume("training.micro_batch_size", std::to_string(*d.micro_batch_size),
+             def.value ? "not stated; " + d.profile.name + ": " + def.source
+                       : "not stated and the framework has no default");
+  }
+  d.global_batch_size = t.global_batch_size;
+  if (d.global_batch_size) return;
+  if (replica) {
+    d.replica_batch_size = replica;
+  } else if (pp > 1) {
+    m.fail(
+        "training.global_batch_size not stated and pp > 1 (the microbatch count decides the "
+        "pipeline bubble)");
+  } else {
+    // Without PP the microbatch count only scales the step: one microbatch per replica.
+    d.replica_batch_size = d.micro_batch_size;
+    m.assume("training.global_batch_size", "micro_batch_size x dp",
+             "not stated; one microbatch per data-parallel replica");
+  }
+}
+
+void map_runtime(Mapper& m) {
+  const RunEntry::Training& t = m.e_.training;
+  JobDraft& d = m.d_;
+  validate_detail::read_recompute(m, t.recompute);
+  validate_detail::read_precision(m, t.precision);
+  // The entry says its configuration follows NeMo's recipes: NeMo's gradient-reduce dtype.
+  if (d.profile.name != "nemo" && has(to_lower(m.e_.framework), "nemo") && m.nemo != nullptr) {
+    d.main_grads_dtype = m.nemo->grad_reduce_dtype.value;
+    m.assume("training.grad_reduce_dtype", std::string(to_string(*d.main_grads_dtype)),
+             "the entry's configuration follows NeMo recipes: " + m.nemo->grad_reduce_dtype.source);
+  }
+  validate_detail::read_schedule(m, t.pipeline_schedule);
+  d.flash_attention = t.flash_attention;
+  if (m.out_.moe && t.ep.value_or(1) > 1) validate_detail::read_dispatcher(m, t.moe_dispatcher);
+}
+
+void map_training(Mapper& m) {
+  map_parallel(m);
+  map_sharding(m);
+  map_batches(m);
+  map_runtime(m);
 }
 
 // A measured run fit in memory. When the source does not state its recomputation and the job
-// without any is clearly out of memory, the run must have recomputed: take the lightest Megatron
+// without any is clearly out of memory, the run must have recomputed: take the lightest legal
 // setting that fits (selective core attention, then full recomputation of every layer).
 // "Clearly": the no-recompute peak is more than kClearlyOom x the capacity, beyond what the
-// memory projection's own error (allocator behaviour, framework buffers) could explain; a run
-// just above the capacity is projected as stated.
+// memory projection's own error could explain; a run just above the capacity is projected as
+// stated.
 void infer_recompute_from_fit(Mapper& m, JobSpec& job) {
   constexpr double kClearlyOom = 1.5;
   MemoryOptions opts;
@@ -832,7 +279,7 @@ void infer_recompute_from_fit(Mapper& m, JobSpec& job) {
   }
   RecomputeSpec selective;
   selective.granularity = RecomputeGranularity::kSelective;
-  selective.modules = {"core_attn"};
+  selective.modules = {RecomputeModule::kCoreAttn};
   RecomputeSpec full;
   full.granularity = RecomputeGranularity::kFull;
   full.method = RecomputeMethod::kUniform;
@@ -841,8 +288,14 @@ void infer_recompute_from_fit(Mapper& m, JobSpec& job) {
                                                                {full, "full (uniform, 1 layer)"}};
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   const RecomputeSpec stated = job.runtime.recompute;
+  RuleFacts facts = rule_facts(job.model, job.runtime.seq_length, job.runtime.global_batch_size,
+                               job.cluster.gpus_per_node, job.cluster.world_size());
+  facts.tp_beyond_node = true;
+  facts.uneven_layers = true;
+  facts.stated_stages = true;
   for (const auto& [spec, label] : kCandidates) {
     job.runtime.recompute = spec;
+    if (check_layout(facts, layout_choice(job)) != LayoutRule::kLegal) continue;
     const MemoryReport r = project_memory(job, opts);
     if (r.verdict == MemoryVerdict::kOom) continue;
     m.retract("training.recompute");
@@ -850,6 +303,7 @@ void infer_recompute_from_fit(Mapper& m, JobSpec& job) {
              fmt::format("not stated; without recomputation the projected peak is {:.0f} GiB of "
                          "{:.0f} GiB, and a measured run fit, so it recomputed at least this much",
                          none.peak_point_bytes / kGiB, none.capacity_bytes / kGiB));
+    job.defaults.push_back(m.d_.defaults.back());
     return;
   }
   job.runtime.recompute = stated;
@@ -858,95 +312,118 @@ void infer_recompute_from_fit(Mapper& m, JobSpec& job) {
       none.peak_point_bytes / kGiB, none.capacity_bytes / kGiB));
 }
 
+// What the draft says so far, for a run that cannot be finalized (regime labels, messages).
+JobSpec partial_job(const JobDraft& d, const ClusterSpec& cl) {
+  JobSpec job;
+  job.source = d.source;
+  job.model = d.model;
+  job.parallel = d.parallel;
+  job.parallel.tp = d.tp.value_or(1);
+  job.parallel.pp = d.pp.value_or(1);
+  job.parallel.vpp = d.vpp.value_or(1);
+  job.parallel.cp = d.cp.value_or(1);
+  job.parallel.ep = d.ep.value_or(1);
+  job.runtime = d.runtime;
+  job.cluster = cl;
+  job.defaults = d.defaults;
+  job.warnings = d.warnings;
+  return job;
+}
+
+void finalize(Mapper& m, const ClusterSpec& cl) {
+  ClusterRequest request;
+  request.accelerator = cl.accelerator;
+  request.loaded_network = cl.network;
+  request.nodes = cl.nodes;
+  request.gpus_per_node = cl.gpus_per_node;
+  try {
+    m.out_.job = finalize_job(m.d_, request);
+  } catch (const InputError& ex) {
+    m.fail(ex.key().empty() ? ex.message() : ex.key() + ": " + ex.message());
+    m.out_.job = partial_job(m.d_, cl);
+    return;
+  }
+  // The builder's choices are assumptions of this run too.
+  for (std::size_t i = m.d_.defaults.size(); i < m.out_.job.defaults.size(); ++i) {
+    const AppliedDefault& a = m.out_.job.defaults[i];
+    m.out_.assumptions.push_back(fmt::format("{} = {} ({}{})", a.key, a.value,
+                                             a.source.empty() ? "" : a.source + ": ", a.reason));
+  }
+  const std::optional<int>& stated_dp = m.e_.training.dp;
+  if (stated_dp && *stated_dp != m.out_.job.parallel.dp) {
+    m.fail(fmt::format("training.dp {} disagrees with GPUs / (tp x pp x cp) = {}", *stated_dp,
+                       m.out_.job.parallel.dp));
+  }
+}
+
 }  // namespace
 
-MappedRun map_run(const RunEntry& entry, const std::string& data_dir) {
+MappedRun map_run(const RunEntry& entry, const std::string& data_dir,
+                  const ProfileCatalog& profiles) {
   MappedRun out;
   out.id = entry.id;
   out.job.source = "<validation:" + entry.id + ">";
-  Mapper m(entry, out);
+  JobDraft draft;
+  draft.source = out.job.source;
+  Mapper m(entry, out, draft);
   if (!entry.ok()) {
     out.reason = entry.errors.front();
     return out;
   }
-  const Framework fw = detect_framework(entry.framework);
-  out.framework = framework_name(fw);
-  if (fw == Framework::kUnknown) m.note("framework '" + entry.framework + "' not recognised");
+  for (const std::string& w : entry.warnings) m.note("dropped: " + w);
+  const FrameworkProfile* profile = profiles.match(entry.framework);
+  m.nemo = profiles.find("nemo");
+  if (profile == nullptr) {
+    profile = profiles.find("unknown");
+    m.assume("framework", "unknown",
+             entry.framework.empty()
+                 ? "not stated; no framework's conventions assumed"
+                 : fmt::format("'{}' names no framework profile ({})", entry.framework,
+                               fmt::join(profiles.names(), ", ")));
+  }
+  if (profile == nullptr) {
+    out.reason = "no framework profile 'unknown' in " + data_dir + "/frameworks";
+    return out;
+  }
+  draft.profile = *profile;
+  out.framework = draft.profile.name;
+  out.backend = draft.profile.backend;
+  name_fields(draft);
 
-  // Cluster.
-  ClusterSpec& cl = out.job.cluster;
-  if (entry.hardware.accelerator.empty()) m.fail("hardware.accelerator not stated");
-  std::optional<std::string> name;
-  if (!entry.hardware.accelerator.empty()) {
-    try {
-      name = match_accelerator_name(entry.hardware.accelerator, data_dir);
-    } catch (const InputError& ex) {
-      m.fail(std::string("hardware catalogue: ") + ex.what());
-    }
-    if (name) {
-      try {
-        cl.accelerator = load_accelerator(*name, data_dir);
-        out.accelerator_name = *name;
-        m.note("hardware.accelerator: '" + entry.hardware.accelerator + "' -> catalogue '" + *name +
-               "'");
-        try {
-          cl.network = default_network_for(cl.accelerator, data_dir);
-        } catch (const InputError& ex) {
-          m.assume("cluster.network", "built-in defaults", ex.what());
-        }
-      } catch (const InputError& ex) {
-        m.fail(std::string("hardware catalogue: ") + ex.what());
-      }
-    } else {
-      m.fail("hardware.accelerator '" + entry.hardware.accelerator + "' not in the catalogue");
-    }
-  }
-  out.accelerator_family = accelerator_family(cl.accelerator, entry.hardware.accelerator);
-  int world = 0;
-  if (!entry.hardware.count || *entry.hardware.count <= 0) {
-    m.fail("hardware.count not stated");
-  } else {
-    world = *entry.hardware.count;
-    int per_node = 0;
-    if (entry.hardware.per_node && *entry.hardware.per_node > 0) {
-      per_node = *entry.hardware.per_node;
-    } else {
-      per_node =
-          cl.accelerator.default_gpus_per_node > 0 ? cl.accelerator.default_gpus_per_node : 8;
-      m.assume("hardware.per_node", std::to_string(per_node),
-               "not stated; the accelerator's usual node / host size");
-    }
-    if (world <= per_node) {
-      cl.nodes = 1;
-      cl.gpus_per_node = world;
-    } else if (world % per_node != 0) {
-      m.fail(fmt::format("{} GPUs do not fill nodes of {}", world, per_node));
-    } else {
-      cl.nodes = world / per_node;
-      cl.gpus_per_node = per_node;
-    }
-  }
+  ClusterSpec cl;
+  const int world = map_cluster(m, data_dir, cl);
   out.num_gpus = world;
-  if (world > 0) read_interconnect(m, entry.hardware.interconnect, cl);
-
-  // Sequence length: the training block, else the model block.
   int seq = 0;
   if (entry.training.seq_len) {
     seq = *entry.training.seq_len;
   } else if (entry.model.seq_len) {
     seq = *entry.model.seq_len;
     m.note("training.seq_len taken from model.seq_len");
+  } else if (to_lower(entry.model.type) == "dlrm" || entry.model.dlrm) {
+    seq = 1;  // a recommendation sample is one row
   } else {
     m.fail("seq_len not stated (no framework default)");
   }
-  out.job.runtime.seq_length = seq;
-
-  map_model(m, fw, seq);
-  if (world > 0 && !out.job.model.layers.empty()) map_training(m, fw, world);
-  out.flop_convention = read_convention(m, entry.measured.flop_counting, fw);
+  draft.seq_length = seq > 0 ? std::optional<int>(seq) : std::nullopt;
+  validate_detail::map_model(m, seq);
+  map_training(m);
+  out.flop_convention = validate_detail::read_convention(m, entry.measured.flop_counting);
+  if (out.reason.empty()) {
+    finalize(m, cl);
+  } else {
+    out.job = partial_job(draft, cl);
+  }
+  out.fp8 = out.job.runtime.precision.fp8 != Fp8Recipe::kNone;
   out.mapped = out.reason.empty();
-  if (out.mapped && entry.training.recompute.empty()) infer_recompute_from_fit(m, out.job);
+  if (out.mapped && entry.training.recompute.empty() &&
+      out.job.model.family == ModelFamily::kDecoderLm) {
+    infer_recompute_from_fit(m, out.job);
+  }
   return out;
+}
+
+MappedRun map_run(const RunEntry& entry, const std::string& data_dir) {
+  return map_run(entry, data_dir, load_framework_profiles(data_dir));
 }
 
 }  // namespace projector

@@ -85,6 +85,7 @@ std::string report_to_json(const ValidationReport& report) {
                     {"unmapped", s.unmapped},
                     {"invalid", s.invalid},
                     {"projection_failed", s.failed},
+                    {"not_modelled", s.not_modelled},
                     {"throughput", stats_json(s.throughput)},
                     {"memory", stats_json(s.memory)},
                     {"projected_oom", s.projected_oom},

@@ -1,5 +1,7 @@
-// Reading the validation runs file. Each entry is read on its own: a bad value is recorded as one
-// error line on that entry and the remaining entries still load.
+// Reading the validation runs file. Each entry is read on its own: a value of the wrong type is
+// dropped with a warning on that entry (the entry still maps from what it states correctly); only
+// a structural problem (an entry that is not a mapping, a missing or duplicate id) makes the entry
+// invalid. A block whose fields are all null is absent.
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
@@ -31,20 +33,51 @@ class EntryReader {
   explicit EntryReader(RunEntry& entry) : e_(entry) {}
 
   void error(const std::string& field, const std::string& message, int line) {
-    std::string s = e_.id + ": " + field + ": " + message;
-    if (line > 0) s += " (line " + std::to_string(line) + ")";
-    e_.errors.push_back(std::move(s));
+    e_.errors.push_back(describe(field, message, line));
+  }
+  // A wrongly typed value: dropped, the entry goes on.
+  void error_dropped(const std::string& field, const std::string& message, int line) {
+    e_.warnings.push_back(describe(field, message + "; ignored", line));
   }
 
-  // A mapping section, or an undefined node when absent or null. Anything else is an error.
+  // A mapping section, or an undefined node when absent, null or all of its fields are null.
+  // Anything else is dropped with a warning.
   YAML::Node section(const YAML::Node& parent, const char* key, const std::string& path) {
+    if (!parent.IsDefined()) return YAML::Node(YAML::NodeType::Undefined);
     const YAML::Node n = parent[key];
     if (is_null(n)) return YAML::Node(YAML::NodeType::Undefined);
     if (!n.IsMap()) {
-      error(path, "expected a mapping", line_of(n));
+      error_dropped(path, "expected a mapping", line_of(n));
       return YAML::Node(YAML::NodeType::Undefined);
     }
-    return n;
+    bool all_null = true;
+    for (const auto& kv : n) all_null = all_null && is_null(kv.second);
+    return all_null ? YAML::Node(YAML::NodeType::Undefined) : n;
+  }
+
+  // A list of non-negative integers; empty when absent or null.
+  std::vector<std::int64_t> integers(const YAML::Node& parent, const char* key,
+                                     const std::string& path) {
+    std::vector<std::int64_t> out;
+    if (!parent.IsDefined()) return out;
+    const YAML::Node n = parent[key];
+    if (is_null(n)) return out;
+    const std::string field = path + "." + key;
+    if (!n.IsSequence()) {
+      error_dropped(field, "expected a list of integers", line_of(n));
+      return out;
+    }
+    for (const YAML::Node& item : n) {
+      long long v = 0;
+      const std::string s = item.IsScalar() ? item.Scalar() : "";
+      const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || v < 0) {
+        error_dropped(field, "expected a list of non-negative integers", line_of(item));
+        return {};
+      }
+      out.push_back(v);
+    }
+    return out;
   }
 
   std::string text(const YAML::Node& parent, const char* key, const std::string& path) {
@@ -52,7 +85,7 @@ class EntryReader {
     const YAML::Node n = parent[key];
     if (is_null(n)) return {};
     if (!n.IsScalar()) {
-      error(path + "." + key, "expected text", line_of(n));
+      error_dropped(path + "." + key, "expected text", line_of(n));
       return {};
     }
     return n.Scalar();
@@ -65,18 +98,18 @@ class EntryReader {
     if (is_null(n)) return std::nullopt;
     const std::string field = path + "." + key;
     if (!n.IsScalar()) {
-      error(field, "expected an integer", line_of(n));
+      error_dropped(field, "expected an integer", line_of(n));
       return std::nullopt;
     }
     const std::string& s = n.Scalar();
     long long v = 0;
     const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc() || ptr != s.data() + s.size()) {
-      error(field, "expected an integer, got '" + s + "'", line_of(n));
+      error_dropped(field, "expected an integer, got '" + s + "'", line_of(n));
       return std::nullopt;
     }
     if (v < 0) {
-      error(field, "must not be negative, got " + s, line_of(n));
+      error_dropped(field, "must not be negative, got " + s, line_of(n));
       return std::nullopt;
     }
     return static_cast<Int>(v);
@@ -88,18 +121,18 @@ class EntryReader {
     if (is_null(n)) return std::nullopt;
     const std::string field = path + "." + key;
     if (!n.IsScalar()) {
-      error(field, "expected a number", line_of(n));
+      error_dropped(field, "expected a number", line_of(n));
       return std::nullopt;
     }
     const std::string& s = n.Scalar();
     char* end = nullptr;
     const double v = std::strtod(s.c_str(), &end);
     if (s.empty() || end != s.c_str() + s.size()) {
-      error(field, "expected a number, got '" + s + "'", line_of(n));
+      error_dropped(field, "expected a number, got '" + s + "'", line_of(n));
       return std::nullopt;
     }
     if (v < 0) {
-      error(field, "must not be negative, got " + s, line_of(n));
+      error_dropped(field, "must not be negative, got " + s, line_of(n));
       return std::nullopt;
     }
     return v;
@@ -111,14 +144,21 @@ class EntryReader {
     if (is_null(n)) return std::nullopt;
     bool v = false;
     if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) {
-      error(path + "." + key,
-            "expected true or false, got '" + (n.IsScalar() ? n.Scalar() : "") + "'", line_of(n));
+      error_dropped(path + "." + key,
+                    "expected true or false, got '" + (n.IsScalar() ? n.Scalar() : "") + "'",
+                    line_of(n));
       return std::nullopt;
     }
     return v;
   }
 
  private:
+  std::string describe(const std::string& field, const std::string& message, int line) const {
+    std::string s = e_.id + ": " + field + ": " + message;
+    if (line > 0) s += " (line " + std::to_string(line) + ")";
+    return s;
+  }
+
   RunEntry& e_;
 };
 
@@ -170,7 +210,7 @@ RunEntry read_entry(const YAML::Node& node, std::size_t index) {
   mo.mtp_layers = r.integer<int>(m, "mtp_layers", "model");
   mo.attention = r.text(m, "attention", "model");
   mo.block = r.text(m, "block", "model");
-  if (m.IsDefined()) {
+  {
     if (const YAML::Node moe = r.section(m, "moe", "model.moe"); moe.IsDefined()) {
       RunEntry::Moe x;
       x.num_experts = r.integer<int>(moe, "num_experts", "model.moe");
@@ -184,6 +224,20 @@ RunEntry read_entry(const YAML::Node& node, std::size_t index) {
       x.moe_layer_freq = r.text(moe, "moe_layer_freq", "model.moe");
       x.router = r.text(moe, "router", "model.moe");
       mo.moe = x;
+    }
+    if (const YAML::Node d = r.section(m, "dlrm", "model.dlrm"); d.IsDefined()) {
+      RunEntry::Dlrm x;
+      x.dense_features = r.integer<int>(d, "dense_features", "model.dlrm");
+      x.embedding_dim = r.integer<int>(d, "embedding_dim", "model.dlrm");
+      x.num_embeddings_per_feature = r.integers(d, "num_embeddings_per_feature", "model.dlrm");
+      x.multi_hot_sizes = r.integers(d, "multi_hot_sizes", "model.dlrm");
+      x.dense_arch_layer_sizes = r.integers(d, "dense_arch_layer_sizes", "model.dlrm");
+      x.over_arch_layer_sizes = r.integers(d, "over_arch_layer_sizes", "model.dlrm");
+      x.interaction_type = r.text(d, "interaction_type", "model.dlrm");
+      x.dcn_num_layers = r.integer<int>(d, "dcn_num_layers", "model.dlrm");
+      x.dcn_low_rank_dim = r.integer<int>(d, "dcn_low_rank_dim", "model.dlrm");
+      x.embedding_dtype = r.text(d, "embedding_dtype", "model.dlrm");
+      mo.dlrm = x;
     }
     if (const YAML::Node mla = r.section(m, "mla", "model.mla"); mla.IsDefined()) {
       RunEntry::Mla x;
@@ -222,11 +276,13 @@ RunEntry read_entry(const YAML::Node& node, std::size_t index) {
   tr.local_batch_size = r.integer<int>(t, "local_batch_size", "training");
   tr.per_device_batch_size = r.integer<int>(t, "per_device_batch_size", "training");
   tr.fsdp_shard_degree = r.integer<int>(t, "fsdp_shard_degree", "training");
+  tr.batch_size_per_gpu = r.integer<int>(t, "batch_size_per_gpu", "training");
 
   const YAML::Node me = r.section(node, "measured", "measured");
   auto& ms = e.measured;
   ms.tokens_per_sec_per_gpu = r.number(me, "tokens_per_sec_per_gpu", "measured");
   ms.tokens_per_sec_total = r.number(me, "tokens_per_sec_total", "measured");
+  ms.samples_per_sec_total = r.number(me, "samples_per_sec_total", "measured");
   ms.tflops_per_gpu = r.number(me, "tflops_per_gpu", "measured");
   if (!ms.tflops_per_gpu) ms.tflops_per_gpu = r.number(me, "tflops_per_chip", "measured");
   ms.flop_counting = r.text(me, "flop_counting", "measured");

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "projector/hardware/catalog.h"
+#include "projector/model/family.h"
 #include "projector/util/error.h"
 
 namespace projector {
@@ -164,6 +165,7 @@ ValidationSummary summarize(const std::vector<RunResult>& runs) {
     if (r.status == "unmapped") ++s.unmapped;
     if (r.status == "invalid") ++s.invalid;
     if (r.status == "projection_failed") ++s.failed;
+    if (r.status == "not_modelled") ++s.not_modelled;
     if (r.throughput_error_pct) tp.push_back(*r.throughput_error_pct);
     if (r.memory_error_pct) mem.push_back(*r.memory_error_pct);
     if (r.status == "ok") ++s.compared;
@@ -213,6 +215,7 @@ ValidationReport validate(const std::vector<RunEntry>& runs, const ProjectFn& pr
                           const std::string& data_dir) {
   ValidationReport report;
   report.runs.reserve(runs.size());
+  const ProfileCatalog profiles = load_framework_profiles(data_dir);
   for (const RunEntry& e : runs) {
     RunResult r;
     r.id = e.id;
@@ -223,7 +226,7 @@ ValidationReport validate(const std::vector<RunEntry>& runs, const ProjectFn& pr
       report.runs.push_back(std::move(r));
       continue;
     }
-    const MappedRun m = map_run(e, data_dir);
+    const MappedRun m = map_run(e, data_dir, profiles);
     r.assumptions = m.assumptions;
     r.moe = m.moe;
     r.accelerator_family = m.accelerator_family;
@@ -240,6 +243,11 @@ ValidationReport validate(const std::vector<RunEntry>& runs, const ProjectFn& pr
     }
     try {
       r.predicted = project(m.job);
+    } catch (const NotModelledError& ex) {
+      r.status = "not_modelled";
+      r.reason = ex.what();
+      report.runs.push_back(std::move(r));
+      continue;
     } catch (const InputError& ex) {
       r.status = "projection_failed";
       r.reason = ex.what();

@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "projector/model/accounting.h"
+#include "projector/model/family.h"
 #include "projector/workload/workload.h"
 
 namespace projector {
@@ -427,24 +428,27 @@ bool layer_fully_recomputed(const JobSpec& job, int layer_index) {
   return false;
 }
 
-bool module_selected(const JobSpec& job, const std::string& module) {
+bool module_selected(const JobSpec& job, RecomputeModule module) {
   const RecomputeSpec& r = job.runtime.recompute;
-  if (r.granularity != RecomputeGranularity::kSelective) return false;
-  if (r.modules.empty()) return module == "core_attn";  // Megatron's default selective set
-  return std::find(r.modules.begin(), r.modules.end(), module) != r.modules.end();
+  return r.granularity == RecomputeGranularity::kSelective && r.modules.has(module);
 }
 
 // Which forward ops a selective recompute replays.
 bool selectively_recomputed(const JobSpec& job, const Op& op) {
   const std::string& n = op.name;
   if (op.kind == OpKind::kCollective) return false;
-  if (module_selected(job, "core_attn") && n == "attn.core") return true;
-  if (module_selected(job, "layernorm") && (n == "attn.input_norm" || n == "mlp.norm")) return true;
-  if (module_selected(job, "mla_up_proj") && (n == "attn.q_up" || n == "attn.kv_up")) return true;
-  if (module_selected(job, "moe_act") && n == "moe.experts.act") return true;
-  if (module_selected(job, "mlp") && n.rfind("mlp.", 0) == 0 && n != "mlp.residual") return true;
-  if (module_selected(job, "moe") && n.rfind("moe.", 0) == 0) return true;
-  if (module_selected(job, "shared_experts") && n.rfind("moe.shared", 0) == 0) return true;
+  if (module_selected(job, RecomputeModule::kCoreAttn) && n == "attn.core") return true;
+  if (module_selected(job, RecomputeModule::kLayernorm) &&
+      (n == "attn.input_norm" || n == "mlp.norm"))
+    return true;
+  if (module_selected(job, RecomputeModule::kMlaUpProj) && (n == "attn.q_up" || n == "attn.kv_up"))
+    return true;
+  if (module_selected(job, RecomputeModule::kMoeAct) && n == "moe.experts.act") return true;
+  if (module_selected(job, RecomputeModule::kMlp) && n.rfind("mlp.", 0) == 0 && n != "mlp.residual")
+    return true;
+  if (module_selected(job, RecomputeModule::kMoe) && n.rfind("moe.", 0) == 0) return true;
+  if (module_selected(job, RecomputeModule::kSharedExperts) && n.rfind("moe.shared", 0) == 0)
+    return true;
   return false;
 }
 
@@ -559,6 +563,7 @@ LayerWork mtp_work(const Ctx& c, int depth) {
 }  // namespace
 
 Workload build_workload(const JobSpec& job) {
+  require_modelled(job.model, ProjectionStage::kWorkload);
   const Ctx c = make_ctx(job);
   const ParallelSpec& p = job.parallel;
   Workload wl;
@@ -642,13 +647,13 @@ Workload build_workload(const JobSpec& job) {
       }
     }
     rw.iteration.local_params = static_cast<std::int64_t>(dense_total + expert_total);
-    // Optimizer step over this rank's shard. Adam reads grad, fp32 master and two moments and
-    // writes master, moments and the working copy: 4*4 + 3*4 + 2 = 30 bytes per parameter.
+    // Optimizer step over this rank's shard: the bytes it reads and writes per parameter follow
+    // the optimizer and its dtypes (accounting.h, shared with the memory projection).
     const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
     const double shard_params =
         sharded ? dense_total / dense_dp + expert_total / std::max(1, p.expert_dp)
                 : dense_total + expert_total;
-    const double bytes_per_param = job.runtime.optimizer == OptimizerKind::kSgd ? 14.0 : 30.0;
+    const double bytes_per_param = optimizer_bytes_per_param(job.runtime).step_traffic_bytes;
     rw.iteration.optimizer =
         mem_op("optimizer.step", shard_params * bytes_per_param, MemOpClass::kOptimizer);
   }

@@ -3,9 +3,9 @@
 // small tensors the model does not carry (attention sinks, Grok's post-norms, router biases).
 #include <gtest/gtest.h>
 
-#include "projector/frontend/describe.h"
 #include "projector/frontend/loader.h"
 #include "projector/model/accounting.h"
+#include "projector/model/describe.h"
 
 namespace projector {
 namespace {

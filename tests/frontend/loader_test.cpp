@@ -270,7 +270,10 @@ TEST(Schedule, ZeroBubbleNeedsThePatch) {
       "      pipeline_model_parallel_size: 2\n      micro_batch_size: 1\n"
       "      global_batch_size: 64\n      seq_length: 4096\n      enable_zero_bubble: true\n";
   LoadRequest r = request(dir.write("zb.yaml", body));
-  EXPECT_EQ(load_job(r).runtime.schedule, ScheduleKind::kAuto);
+  // `auto` is resolved once, by the job builder with the schedule module's rule, and recorded.
+  const JobSpec plain = load_job(r);
+  EXPECT_EQ(plain.runtime.schedule, ScheduleKind::k1F1B);
+  EXPECT_TRUE(has_default(plain, "pipeline_schedule_algorithm"));
   r.cli.enable_zero_bubble = true;
   EXPECT_EQ(load_job(r).runtime.schedule, ScheduleKind::kZeroBubble);
   LoadRequest patched = request(dir.write("zb2.yaml", body + "      patch_zero_bubble: true\n"));
@@ -311,11 +314,20 @@ TEST(MergeOrder, SetParsesTypedValuesAndDashedKeys) {
   EXPECT_FALSE(job.model.layers[1].is_moe);
   EXPECT_EQ(job.runtime.seq_length, 2048);
   EXPECT_EQ(job.runtime.recompute.granularity, RecomputeGranularity::kSelective);
-  EXPECT_EQ(job.runtime.recompute.modules, (std::vector<std::string>{"core_attn"}));
+  EXPECT_EQ(job.runtime.recompute.modules, RecomputeModules{RecomputeModule::kCoreAttn});
 }
 
 TEST(MergeOrder, PrimusFlags) {
   LoadRequest r = request(kData + "/primus_mixtral_8x22B-BF16-pretrain.yaml");
+  // The example recomputes fully, which a split-backward schedule cannot do (Primus asserts it,
+  // spec 5.2): the rule names the schedule key.
+  r.cli.vpp = 2;
+  r.cli.micro_batch_size = 1;
+  r.cli.global_batch_size = 256;
+  r.cli.nodes = 8;
+  r.cli.pipeline_schedule = "zbv-greedy-half";
+  expect_input_error([&] { load_job(r); }, "pipeline_schedule_algorithm", 0, "full recompute");
+  r.set_overrides = {"recompute_granularity=null"};
   r.cli.vpp = 2;
   r.cli.micro_batch_size = 1;
   r.cli.global_batch_size = 256;
@@ -376,13 +388,12 @@ TEST(InlineModel, GptNoPreset) {
   EXPECT_EQ(job.parallel.dp, 4);
 }
 
+// A flat Megatron argument file: Megatron-LM's defaults (data/frameworks/megatron-lm.yaml).
 TEST(InlineModel, MegatronDefaultsAreRecorded) {
   testing::TempDir dir;
-  const std::string cfg = dir.write(
-      "exp.yaml",
-      "modules:\n  pre_trainer:\n    overrides:\n      num_layers: 4\n      hidden_size: 768\n"
-      "      num_attention_heads: 12\n      tokenizer_type: GPT2BPETokenizer\n"
-      "      seq_length: 1024\n");
+  const std::string cfg = dir.write("exp.yaml",
+                                    "num_layers: 4\nhidden_size: 768\nnum_attention_heads: 12\n"
+                                    "tokenizer_type: GPT2BPETokenizer\nseq_length: 1024\n");
   const JobSpec job = load_job(request(cfg));
   EXPECT_EQ(job.model.vocab_size, 50257);
   EXPECT_EQ(job.model.layers[0].mlp.ffn_hidden_size, 4 * 768);
@@ -453,10 +464,19 @@ TEST(Pipeline, FirstLastAndLayersPerVirtualStage) {
 
 TEST(Validation, HeadsAndKvHeadsNotDivisibleByTp) {
   LoadRequest r = request(kData + "/heads_not_divisible_by_tp.yaml");
-  // TP 16 on 8-GPU nodes needs the opt-in first.
-  expect_input_error([&] { load_job(r); }, "tensor_model_parallel_size", 9, "allow-tp-beyond");
-  r.allow_tp_beyond_node = true;  // 32 heads / 16 fine, 8 KV heads / 16 not
+  // The rules run in one order (job/rules.h): the model's head counts before the node size.
+  // 32 heads / 16 fine, 8 KV heads / 16 not.
   expect_input_error([&] { load_job(r); }, "tensor_model_parallel_size", 9, "KV heads");
+  r.allow_tp_beyond_node = true;
+  expect_input_error([&] { load_job(r); }, "tensor_model_parallel_size", 9, "KV heads");
+  // TP 8 (heads divide) on 4-GPU nodes needs the opt-in.
+  LoadRequest small = r;
+  small.allow_tp_beyond_node = false;
+  small.cli.tp = 8;
+  small.cli.gpus_per_node = 4;
+  expect_input_error([&] { load_job(small); }, "tensor_model_parallel_size", 0, "allow-tp-beyond");
+  small.allow_tp_beyond_node = true;
+  EXPECT_EQ(load_job(small).parallel.tp, 8);
   r.cli.tp = 3;
   expect_input_error([&] { load_job(r); }, "tensor_model_parallel_size", 0, "32 attention heads");
 }
@@ -542,7 +562,8 @@ TEST(Warnings, UnknownKeySuggestsNearest) {
 
 TEST(Keys, EditDistanceAndTokenizers) {
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3);
-  EXPECT_EQ(nearest_known_key("num_layer"), "num_layers");
+  const KeySchema keys = builtin_adapters().find("megatron")->key_schema(kRepoData);
+  EXPECT_EQ(keys.nearest("num_layer"), "num_layers");
   EXPECT_EQ(tokenizer_vocab_size("HuggingFaceTokenizer", "meta-llama/Llama-3.1-8B"), 128256);
   EXPECT_EQ(tokenizer_vocab_size("DeepSeekV3Tokenizer", ""), 129280);
   EXPECT_EQ(tokenizer_vocab_size("HuggingFaceTokenizer", "Qwen/Qwen2.5-3B"), 151936);

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "projector/job/layout.h"
 #include "projector/memory/memory.h"
 #include "support/model_builders.h"
 
@@ -63,7 +64,7 @@ JobSpec torchtitan_job(const MeasuredRun& run) {
     rc.num_layers = 1;
   } else {
     rc.granularity = RecomputeGranularity::kSelective;
-    rc.modules = {"mlp"};
+    rc.modules = {RecomputeModule::kMlp};
   }
   if (run.fp8) j.runtime.precision.fp8 = Fp8Recipe::kTensorwise;
   auto& cal = j.cluster.accelerator.calibration;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "projector/job/layout.h"
 #include "projector/model/accounting.h"
 #include "support/model_builders.h"
 
@@ -170,7 +171,7 @@ TEST(Activations, KorthikantiTensorParallel) {
 TEST(Activations, KorthikantiSequenceParallelSelective) {
   JobSpec j = gpt3_korthikanti(8, true);
   j.runtime.recompute.granularity = RecomputeGranularity::kSelective;
-  j.runtime.recompute.modules = {"core_attn"};
+  j.runtime.recompute.modules = {RecomputeModule::kCoreAttn};
   EXPECT_DOUBLE_EQ(layer_activation(j, j.model.layers[0]).total_bytes, 25165824.0 * 34.0 / 8.0);
   // SP without recompute: sbh (34 + 80) / 8.
   j.runtime.recompute = RecomputeSpec{};
@@ -221,7 +222,7 @@ TEST(Activations, MoeActRecompute) {
   JobSpec j = make_job(testing::mixtral_8x7b(), {.dp = 8, .ep = 8}, 1, 4096);
   const double base = layer_activation(j, j.model.layers[0]).moe_bytes;
   j.runtime.recompute.granularity = RecomputeGranularity::kSelective;
-  j.runtime.recompute.modules = {"moe_act"};
+  j.runtime.recompute.modules = {RecomputeModule::kMoeAct};
   EXPECT_DOUBLE_EQ(base - layer_activation(j, j.model.layers[0]).moe_bytes, 4096.0 * 2 * 2 * 14336);
 }
 

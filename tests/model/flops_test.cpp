@@ -191,8 +191,9 @@ TEST(Flops, RecomputeVariants) {
   EXPECT_DOUBLE_EQ(recompute_forward_flops_per_token(m, 8192, r, {}, 4), 32.0 * l.total());
   RecomputeSpec s;
   s.granularity = RecomputeGranularity::kSelective;
+  s.modules = {RecomputeModule::kCoreAttn};  // the default set, resolved by the job builder
   EXPECT_DOUBLE_EQ(recompute_forward_flops_per_token(m, 8192, s, {}, 1), 32.0 * l.attn_core_flops);
-  s.modules = {"mlp", "layernorm"};
+  s.modules = {RecomputeModule::kMlp, RecomputeModule::kLayernorm};
   EXPECT_DOUBLE_EQ(recompute_forward_flops_per_token(m, 8192, s, {}, 1), 32.0 * l.mlp_flops);
   RecomputeSpec none;
   none.layer_ids = {0, 31};

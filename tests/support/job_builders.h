@@ -1,28 +1,16 @@
-// Hand-assembled JobSpecs for tests of the workload, performance and sweep layers. The hardware
-// comes from the bundled catalogue (data/hardware), the model from model_builders.h.
+// Hand-assembled jobs for tests of the workload, performance and sweep layers, built by the job
+// builder (job/builder.h) like every other producer: the test states the layout, the builder
+// derives DP, expert DP and the stages and checks the rules. The hardware comes from the bundled
+// catalogue (data/hardware), the model from model_builders.h.
 #pragma once
 
 #include "projector/hardware/catalog.h"
+#include "projector/job/builder.h"
+#include "projector/job/layout.h"
 #include "projector/model/job.h"
 #include "support/model_builders.h"
 
 namespace projector::testing {
-
-// Balanced layout: base = L / (pp*vpp), the first L mod (pp*vpp) stages get one more layer.
-inline std::vector<VirtualStage> balanced(int layers, int pp, int vpp) {
-  const int z = pp * vpp;
-  std::vector<VirtualStage> out(static_cast<std::size_t>(z));
-  int first = 0;
-  for (int i = 0; i < z; ++i) {
-    VirtualStage& s = out[static_cast<std::size_t>(i)];
-    s.first_layer = first;
-    s.num_layers = layers / z + (i < layers % z ? 1 : 0);
-    first += s.num_layers;
-  }
-  out.front().has_embedding = true;
-  out.back().has_output = true;
-  return out;
-}
 
 struct JobShape {
   int tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1;
@@ -32,37 +20,50 @@ struct JobShape {
   bool dist_opt = true;
   bool overlap_grad = true;
   const char* accelerator = "h100_sxm";
+  ScheduleKind schedule = ScheduleKind::kAuto;
 };
 
+// A draft stating every setting the shape fixes (nothing is left to a framework default except
+// the Megatron-LM profile's: fp32 gradients, core_attn selective set, in-place loss gradient).
+inline JobDraft make_draft(ModelSpec model, const JobShape& s) {
+  JobDraft d;
+  d.source = "<test>";
+  d.profile = load_framework_profile(default_data_dir() + "/frameworks/megatron-lm.yaml");
+  d.attention_dropout = model.attention_dropout;
+  d.hidden_dropout = model.hidden_dropout;
+  d.vocab_padding = model.make_vocab_size_divisible_by;
+  d.model = std::move(model);
+  d.tp = s.tp;
+  d.pp = s.pp;
+  d.vpp = s.vpp;
+  d.cp = s.cp;
+  d.ep = s.ep;
+  d.etp = s.tp;
+  d.layer_split.allow_uneven = true;
+  d.sequence_parallel = s.sp;
+  d.distributed_optimizer = s.dist_opt;
+  d.fsdp = FsdpKind::kNone;
+  d.overlap_grad_reduce = s.overlap_grad;
+  d.overlap_param_gather = s.overlap_grad;
+  d.tp_comm_overlap = false;
+  d.micro_batch_size = s.mbs;
+  d.global_batch_size = s.gbs;
+  d.seq_length = s.seq;
+  d.flash_attention = true;
+  d.schedule = s.schedule;
+  return d;
+}
+
+inline ClusterRequest make_cluster(const JobShape& s) {
+  ClusterRequest c;
+  c.hardware = s.accelerator;
+  c.nodes = s.nodes;
+  c.gpus_per_node = s.gpn;
+  return c;
+}
+
 inline JobSpec make_job(ModelSpec model, const JobShape& s) {
-  JobSpec job;
-  job.source = "<test>";
-  job.model = std::move(model);
-  ParallelSpec& p = job.parallel;
-  p.tp = s.tp;
-  p.pp = s.pp;
-  p.vpp = s.vpp;
-  p.cp = s.cp;
-  p.ep = s.ep;
-  p.etp = s.tp;
-  p.sequence_parallel = s.sp;
-  p.distributed_optimizer = s.dist_opt;
-  p.overlap_grad_reduce = s.overlap_grad;
-  p.overlap_param_gather = s.overlap_grad;
-  const int world = s.nodes * s.gpn;
-  p.dp = world / (s.tp * s.pp * s.cp);
-  p.expert_dp = world / (p.etp * s.ep * s.pp);
-  p.stages = balanced(job.model.num_layers(), s.pp, s.vpp);
-  job.runtime.micro_batch_size = s.mbs;
-  job.runtime.global_batch_size = s.gbs;
-  job.runtime.seq_length = s.seq;
-  job.runtime.flash_attention = true;
-  job.cluster.nodes = s.nodes;
-  job.cluster.gpus_per_node = s.gpn;
-  const std::string data = default_data_dir();
-  job.cluster.accelerator = load_accelerator(s.accelerator, data);
-  job.cluster.network = default_network_for(job.cluster.accelerator, data);
-  return job;
+  return finalize_job(make_draft(std::move(model), s), make_cluster(s));
 }
 
 }  // namespace projector::testing

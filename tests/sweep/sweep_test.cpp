@@ -40,7 +40,9 @@ JobSpec hand_job(const Candidate& c) {
   p.dp = 8 / (c.tp * c.pp * c.cp);
   p.expert_dp = 8 / (c.tp * c.pp);
   p.sequence_parallel = c.tp > 1;
-  p.stages = testing::balanced(16, c.pp, c.vpp);
+  // Legal candidates split the 16 layers evenly (no uneven layouts in these sweeps).
+  const int z = c.pp * c.vpp;
+  for (int i = 0; i < z; ++i) p.stages.push_back({i * 16 / z, 16 / z, i == 0, i == z - 1, 0});
   p.distributed_optimizer = c.sharding == Sharding::kDistributedOptimizer;
   if (c.sharding == Sharding::kFsdp) p.fsdp = FsdpKind::kZero3;
   p.overlap_grad_reduce = true;  // as testing::make_job sets it for the base
@@ -56,7 +58,7 @@ JobSpec hand_job(const Candidate& c) {
       break;
     case RecomputeKind::kSelective:
       r.granularity = RecomputeGranularity::kSelective;
-      r.modules = {"core_attn"};
+      r.modules = {RecomputeModule::kCoreAttn};
       break;
     case RecomputeKind::kFull:
       r.granularity = RecomputeGranularity::kFull;

@@ -79,26 +79,36 @@ TEST(LoadRuns, MalformedEntriesAreReportedPerEntry) {
   ASSERT_EQ(runs.size(), 7u);
   EXPECT_TRUE(runs[0].ok());
   EXPECT_EQ(runs[0].model.num_layers, 2);
-  ASSERT_EQ(runs[1].errors.size(), 1u);
-  EXPECT_EQ(runs[1].errors[0], "bad-tp: training.tp: expected an integer, got 'eight' (line 8)");
-  EXPECT_EQ(runs[1].training.pp, 1);  // the rest of the entry still loads
-  ASSERT_EQ(runs[2].errors.size(), 1u);
-  EXPECT_EQ(runs[2].errors[0], "bad-hardware: hardware: expected a mapping (line 10)");
+  // A value of the wrong type drops that field with a warning; the rest of the entry loads.
+  EXPECT_TRUE(runs[1].ok());
+  ASSERT_EQ(runs[1].warnings.size(), 1u);
+  EXPECT_EQ(runs[1].warnings[0],
+            "bad-tp: training.tp: expected an integer, got 'eight'; ignored (line 8)");
+  EXPECT_FALSE(runs[1].training.tp);
+  EXPECT_EQ(runs[1].training.pp, 1);
+  EXPECT_TRUE(runs[2].ok());
+  ASSERT_EQ(runs[2].warnings.size(), 1u);
+  EXPECT_EQ(runs[2].warnings[0], "bad-hardware: hardware: expected a mapping; ignored (line 10)");
+  // Structural problems make the entry invalid.
   ASSERT_EQ(runs[3].errors.size(), 1u);
   EXPECT_EQ(runs[3].id, "#4");
   EXPECT_EQ(runs[3].errors[0], "#4: id: missing (line 11)");
-  EXPECT_NE(runs[4].errors.at(0).find("bad-number: measured.tokens_per_sec_per_gpu"),
+  EXPECT_NE(runs[4].warnings.at(0).find("bad-number: measured.tokens_per_sec_per_gpu"),
             std::string::npos);
   EXPECT_EQ(runs[5].errors.at(0), "good-1: id: duplicate id (line 14)");
-  EXPECT_NE(runs[6].errors.at(0).find("good-2: training.sequence_parallel"), std::string::npos);
+  EXPECT_NE(runs[6].warnings.at(0).find("good-2: training.sequence_parallel"), std::string::npos);
 
-  // validate() keeps going: invalid entries are reported, not dropped.
+  // validate() keeps going: invalid entries are reported, not dropped; the dropped fields are
+  // listed with the run's assumptions.
   const ValidationReport r = validate(
       runs, [](const JobSpec&) { return Prediction{}; }, kDataDir);
   ASSERT_EQ(r.runs.size(), 7u);
-  EXPECT_EQ(r.runs[1].status, "invalid");
-  EXPECT_EQ(r.runs[1].reason, runs[1].errors[0]);
-  EXPECT_EQ(r.summary.invalid, 6);  // every entry but the first
+  EXPECT_EQ(r.runs[3].status, "invalid");
+  EXPECT_EQ(r.runs[3].reason, runs[3].errors[0]);
+  EXPECT_EQ(r.runs[1].status, "unmapped");  // no model: unmapped, not invalid
+  EXPECT_TRUE(std::any_of(r.runs[1].assumptions.begin(), r.runs[1].assumptions.end(),
+                          [](const std::string& a) { return a.starts_with("dropped: bad-tp"); }));
+  EXPECT_EQ(r.summary.invalid, 2);  // the missing and the duplicate id
 }
 
 TEST(LoadRuns, WholeFileErrorsThrow) {
@@ -219,7 +229,9 @@ TEST(MapRun, DropoutDefault) {
   const MappedRun g = map_run(find_run("megatron-sc21-gpt-1.7b-a100x32"), kDataDir);
   EXPECT_DOUBLE_EQ(g.job.model.attention_dropout, 0.1);
   EXPECT_DOUBLE_EQ(g.job.model.hidden_dropout, 0.1);
-  EXPECT_TRUE(has_assumption(g, "model.dropout = 0.1"));
+  // Megatron-LM's default, from its profile (data/frameworks/megatron-lm.yaml).
+  EXPECT_TRUE(has_assumption(g, "model.attention_dropout = 0.1 (megatron-lm: "));
+  EXPECT_TRUE(has_assumption(g, "model.hidden_dropout = 0.1 (megatron-lm: "));
   // Without flash attention the dropout is an op of its own: 2 x 2 B + a 1-byte mask per score.
   const LayerWork lw = build_layer_work(g.job, 0);
   const auto it = std::find_if(lw.ops.begin(), lw.ops.end(),
@@ -488,7 +500,8 @@ TEST(MapRun, MoeDispatcher) {
   EXPECT_TRUE(has_assumption(g, "training.moe_dispatcher = alltoall"));
   // The recipe's selective modules are read from the text.
   EXPECT_EQ(g.job.runtime.recompute.granularity, RecomputeGranularity::kSelective);
-  EXPECT_EQ(g.job.runtime.recompute.modules, (std::vector<std::string>{"moe_act", "layernorm"}));
+  EXPECT_EQ(g.job.runtime.recompute.modules,
+            (RecomputeModules{RecomputeModule::kMoeAct, RecomputeModule::kLayernorm}));
   const MappedRun x = map_run(find_run("megatron-core-mixtral-8x7b-bf16-h100x64"), kDataDir);
   EXPECT_FALSE(x.job.runtime.moe_dedup_dispatch);  // stated: alltoall
   EXPECT_FALSE(has_assumption(x, "training.moe_dispatcher"));

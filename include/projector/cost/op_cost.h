@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "projector/model/dtype.h"
+#include "projector/util/dtype.h"
 
 namespace projector {
 

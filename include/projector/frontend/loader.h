@@ -1,14 +1,22 @@
 // The front-end: Primus experiment YAML (+ environment, --set, CLI flags) -> JobSpec.
 //
-// Merge order (later wins): module preset (`config:`, from a Primus checkout) with the model preset
-// (`model:`) filling only keys the module preset does not define; other keys of the module entry;
-// `overrides:`; environment overrides (PRIMUS_TP, ...); `--set key=value`; first-class CLI flags.
+//   resolve_config (frontend/primus/)   the experiment, its presets, `--set`: the trainer namespace
+//   back-end adapter (frontend/<name>/) selected by modules.<trainer>.framework: -> JobDraft
+//   overrides (frontend/primus/)        PRIMUS_* environment, then CLI flags, on the neutral draft
+//   finalize_job (job/builder.h)        derive, apply the framework profile, check the rules
+//
+// Merge order (later wins): module preset (`config:`, from a Primus checkout, else the bundled copy
+// in data/frameworks/primus/) with the model preset (`model:`) filling only keys the module preset
+// does not define; other keys of the module entry; `overrides:`; `--set key=value`; then, on the
+// draft, environment overrides (PRIMUS_TP, ...; a value given with --set wins) and CLI flags.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "projector/frontend/adapter.h"
 #include "projector/frontend/config_value.h"
 #include "projector/model/job.h"
 
@@ -35,14 +43,18 @@ struct LoadRequest {
   std::string hardware;         // --hardware NAME|FILE or --gpu-arch; empty: PRIMUS_GPU_ARCH
   std::string hardware_config;  // Primus hardware_config YAML (network); empty: accelerator's
   bool allow_tp_beyond_node = false;
+  const AdapterRegistry* adapters = nullptr;  // nullptr: builtin_adapters()
 };
 
-// The merged Megatron argument namespace, before interpretation.
+// The merged trainer namespace (Megatron arguments for the Megatron back-end), before
+// interpretation.
 struct ResolvedConfig {
-  std::string source;             // the experiment file
-  std::string model_preset_path;  // empty when the config names no model preset
+  std::string source;              // the experiment file
+  std::string framework;           // the back-end adapter's name (modules.<trainer>.framework)
+  bool primus_experiment = false;  // a Primus experiment (modules:), not a flat argument file
+  std::string model_preset_path;   // empty when the config names no model preset
   std::string module_preset_path;
-  ConfigValue args;  // a map: Megatron argument name -> value (with file:line)
+  ConfigValue args;  // a map: argument name -> value (with file:line)
   // Keys the user wrote (experiment file, --set, flags): only these are checked for typos, since
   // presets carry many keys that are irrelevant to a projection.
   std::vector<std::string> user_keys;
@@ -50,15 +62,20 @@ struct ResolvedConfig {
   std::vector<std::string> warnings;
 };
 
-// Reads and merges the experiment; no interpretation of values yet.
+// Reads and merges the experiment; no interpretation of values yet. An unknown
+// `framework:` is an InputError listing the registered back-ends.
 ResolvedConfig resolve_config(const LoadRequest& request);
 
 // Megatron arguments -> ModelSpec (every default applied is appended to `defaults`).
 ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defaults,
                       std::vector<std::string>& warnings);
 
-// Megatron arguments -> the whole job (model, parallel, runtime, cluster), validated. Throws
-// InputError naming file, line and key for inconsistent input. Loads hardware from the catalogue.
+// The neutral draft of a resolved config: its back-end adapter's reading, then the environment
+// and CLI overrides.
+JobDraft build_job_draft(const ResolvedConfig& config, const LoadRequest& request);
+
+// The whole job (model, parallel, runtime, cluster), derived and checked by the job builder.
+// Throws InputError naming file, line and key for inconsistent input. Loads the hardware.
 JobSpec build_job_spec(const ResolvedConfig& config, const LoadRequest& request);
 
 // resolve_config + build_job_spec.
@@ -77,12 +94,8 @@ ModelSpec load_model_preset(const std::string& name, const std::string& data_dir
 // The `source:` citation of a bundled preset (empty if none).
 std::string model_preset_source(const std::string& name, const std::string& data_dir);
 
-// Megatron / Primus keys the front-end understands or deliberately ignores.
-bool is_known_key(const std::string& key);
-// The known key nearest to `key` by edit distance (empty if nothing is close).
-std::string nearest_known_key(const std::string& key);
 // Levenshtein distance (exposed for tests and for nearest-name suggestions elsewhere).
-int edit_distance(const std::string& a, const std::string& b);
+int edit_distance(std::string_view a, std::string_view b);
 
 // Megatron's vocabulary for a tokenizer (tokenizer_model, else tokenizer_type); nullopt if
 // unknown.

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "projector/model/dtype.h"
+#include "projector/util/dtype.h"
 
 namespace projector {
 

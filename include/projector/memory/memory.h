@@ -175,11 +175,8 @@ struct MemoryReport {
   std::array<std::string, kNumMemoryComponents> sources{};
 };
 
+// Refuses a malformed job (check_job_invariants, model/job.h) with an InputError.
 MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options);
 MemoryReport project_memory(const JobSpec& job);
-
-// Balanced pipeline layout (Megatron's default: the first L mod Z stages get one more layer),
-// embedding on stage 0, output and MTP on the last; used by the remedies and tests.
-std::vector<VirtualStage> balanced_stages(int num_layers, int pp, int vpp, int mtp_layers);
 
 }  // namespace projector

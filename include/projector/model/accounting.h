@@ -48,6 +48,19 @@ ModelParams model_params(const ModelSpec& model);
 // Params of one MTP module: eh projection (2h x h), two input norms, one decoder layer and a norm.
 std::int64_t mtp_module_params(const ModelSpec& model);
 
+// Bytes per parameter the optimizer keeps and moves, from the optimizer and the configured dtypes;
+// the memory projection (state held) and the workload (optimizer-step traffic) both read this.
+struct OptimizerBytes {
+  double master_bytes = 0.0;  // fp32 master weights (0 when the weights are fp32 themselves)
+  double state_bytes = 0.0;   // Adam: exp_avg + exp_avg_sq in their dtypes; SGD (Megatron's
+                              // --sgd-momentum 0.9) and Muon: one fp32 momentum buffer
+  // One step reads the gradient (main_grads_dtype), the master weights and the states, writes
+  // master and states back and the working weights (their storage dtype): Adam in fp32 with bf16
+  // weights 4 + 2*4 + 2*8 + 2 = 30 bytes.
+  double step_traffic_bytes = 0.0;
+};
+OptimizerBytes optimizer_bytes_per_param(const RuntimeSpec& rt);
+
 }  // namespace projector
 
 // ------------------------------------------------------------------------------------------ FLOPs
@@ -110,8 +123,7 @@ struct ModelFlops {
 // each recomputed layer (RecomputeSpec: uniform -> every layer; block -> the first num_layers of
 // each virtual stage in `stages`, or of pp*vpp balanced stages when `stages` is empty; layer_ids ->
 // those layers); selective repeats the listed modules (core_attn, mlp, moe, shared_experts,
-// mla_up_proj; moe_act / layernorm / others hold no GEMMs). Selective with no modules means
-// Megatron's default, core_attn.
+// mla_up_proj; moe_act / layernorm hold no GEMMs).
 double recompute_forward_flops_per_token(const ModelSpec& model, std::int64_t seq_len,
                                          const RecomputeSpec& recompute,
                                          const std::vector<VirtualStage>& stages, int num_stages,

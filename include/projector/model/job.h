@@ -7,11 +7,16 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "projector/hardware/hardware.h"
-#include "projector/model/dtype.h"
+#include "projector/model/recommendation.h"
+#include "projector/util/bounds.h"
+#include "projector/util/dtype.h"
 
 namespace projector {
 
@@ -64,7 +69,14 @@ struct LayerSpec {
   MoeSpec moe;  // meaningful only when is_moe
 };
 
+// Which kind of model a ModelSpec describes. Memory, workload and accounting are chosen per family
+// (model/family.h); the decoder-LM family is modelled end to end, the recommendation family
+// (DLRM-style) carries its data types only, for the TorchRec backend.
+enum class ModelFamily : std::uint8_t { kDecoderLm, kRecommendation };
+std::string_view to_string(ModelFamily f);
+
 struct ModelSpec {
+  ModelFamily family = ModelFamily::kDecoderLm;
   std::string name;
   std::int64_t hidden_size = 0;
   std::int64_t vocab_size = 0;  // the tokenizer's vocabulary; padded per padded_vocab_size()
@@ -77,6 +89,7 @@ struct ModelSpec {
   int mtp_num_layers = 0;  // multi-token-prediction depth; each MTP layer is layers.back()-shaped
   double attention_dropout = 0.0;
   double hidden_dropout = 0.0;
+  RecommendationSpec recommendation;  // family == kRecommendation only
 
   int num_layers() const { return static_cast<int>(layers.size()); }
 };
@@ -129,12 +142,46 @@ struct ParallelSpec {
 enum class RecomputeGranularity { kNone, kFull, kSelective };
 enum class RecomputeMethod { kUniform, kBlock };
 
+// Megatron's --recompute-modules, resolved once from their names by the adapters; every model reads
+// the set, never the names.
+enum class RecomputeModule : std::uint8_t {
+  kCoreAttn,       // core_attn: the attention core (QK^T, softmax, AV)
+  kMlp,            // mlp: the dense MLP (and, on MoE layers, the whole MoE block)
+  kMoe,            // moe: the MoE block
+  kMoeAct,         // moe_act: the experts' activation function
+  kLayernorm,      // layernorm: input and pre-MLP norms
+  kMlaUpProj,      // mla_up_proj: MLA up-projections
+  kSharedExperts,  // shared_experts
+  kCount
+};
+inline constexpr int kNumRecomputeModules = static_cast<int>(RecomputeModule::kCount);
+std::string_view to_string(RecomputeModule m);
+std::optional<RecomputeModule> parse_recompute_module(std::string_view name);
+
+class RecomputeModules {
+ public:
+  constexpr RecomputeModules() = default;
+  constexpr RecomputeModules(std::initializer_list<RecomputeModule> modules) {
+    for (const RecomputeModule m : modules) add(m);
+  }
+  constexpr bool has(RecomputeModule m) const { return (bits_ >> static_cast<int>(m)) & 1U; }
+  constexpr void add(RecomputeModule m) { bits_ |= 1U << static_cast<int>(m); }
+  constexpr bool empty() const { return bits_ == 0; }
+  constexpr void clear() { bits_ = 0; }
+  // The names, in enum order (core_attn, mlp, ...).
+  std::vector<std::string> names() const;
+  friend constexpr bool operator==(RecomputeModules, RecomputeModules) = default;
+
+ private:
+  std::uint32_t bits_ = 0;
+};
+
 struct RecomputeSpec {
   RecomputeGranularity granularity = RecomputeGranularity::kNone;
   RecomputeMethod method = RecomputeMethod::kUniform;
-  int num_layers = 0;                // full: layers per chunk (uniform) or per stage (block)
-  std::vector<std::string> modules;  // selective: core_attn, mlp, moe, moe_act, layernorm, ...
-  std::vector<int> layer_ids;        // explicit decoder layers to recompute fully (Primus)
+  int num_layers = 0;          // full: layers per chunk (uniform) or per stage (block)
+  RecomputeModules modules;    // selective: never empty (the framework's default set if unstated)
+  std::vector<int> layer_ids;  // explicit decoder layers to recompute fully (Primus)
 };
 
 enum class Fp8Recipe { kNone, kDelayed, kTensorwise, kBlockwise, kMxfp8 };
@@ -201,7 +248,8 @@ struct ClusterSpec {
   AcceleratorSpec accelerator;
   NetworkSpec network;
 
-  int world_size() const { return nodes * gpus_per_node; }
+  // 64-bit: nodes x GPUs per node is computed before any bound is checked.
+  std::int64_t world_size() const { return static_cast<std::int64_t>(nodes) * gpus_per_node; }
 };
 
 // ------------------------------------------------------------------------------------------ job
@@ -211,6 +259,7 @@ struct AppliedDefault {
   std::string key;
   std::string value;
   std::string reason;
+  std::string source = "";  // the framework profile it came from (data/frameworks/<name>.yaml)
 };
 
 struct JobSpec {
@@ -224,12 +273,21 @@ struct JobSpec {
 
   // Microbatches per iteration on each data-parallel replica: gbs / (mbs x dp).
   int num_microbatches() const {
-    return runtime.global_batch_size / (runtime.micro_batch_size * parallel.dp);
+    const std::int64_t per_step = static_cast<std::int64_t>(runtime.micro_batch_size) * parallel.dp;
+    return per_step > 0 ? static_cast<int>(runtime.global_batch_size / per_step) : 0;
   }
   std::int64_t tokens_per_iteration() const {
     return static_cast<std::int64_t>(runtime.global_batch_size) * runtime.seq_length;
   }
 };
+
+// The invariants every projection relies on: positive sizes, TP x PP x CP x DP and, with experts,
+// ETP x EP x PP x expert-DP equal to the world, pp x vpp contiguous stages covering every layer
+// once, a schedule that matches VPP, a global batch divisible by MBS x DP, a non-empty selective
+// recompute set. The job builder (job/builder.h) produces only such jobs; project_memory and
+// project_performance call this and refuse a malformed job with an InputError (key "job") instead
+// of repairing it. Also refuses a model family the projections do not model yet.
+void check_job_invariants(const JobSpec& job);
 
 std::string_view to_string(ScheduleKind s);
 std::string_view to_string(RecomputeGranularity g);

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "projector/job/rules.h"
 #include "projector/model/job.h"
 #include "projector/perf/perf.h"
 
@@ -108,30 +109,13 @@ struct SpaceOptions {
   std::vector<int> default_mbs = {1, 2, 4, 8};
 };
 
-// Legality rules, in checking order; a candidate is reported under the first it breaks.
-enum class Rule : std::uint8_t {
-  kLegal,
-  kTpHeads,                  // attention heads % TP
-  kTpKvHeads,                // KV heads (query groups) % TP
-  kTpBeyondNode,             // TP > GPUs per node
-  kWorldDense,               // world % (TP x PP x CP)
-  kLayers,                   // layers % (PP x VPP) (balanced), or fewer layers than stages
-  kNotMoe,                   // EP > 1 or ETP != TP on a dense model
-  kExpertsEp,                // experts % EP
-  kWorldExpert,              // world % (ETP x EP x PP)
-  kSeqCp,                    // CP > 1 and seq % (2 x CP)
-  kGbs,                      // GBS % (MBS x DP)
-  kScheduleNeedsPp,          // a pipeline schedule other than 1f1b with PP == 1
-  kScheduleVpp,              // schedule and VPP do not match (interleaved >= 2, V-shape == 2)
-  kInterleavedMicrobatches,  // interleaved: microbatches % PP != 0
-  kDualPipeMicrobatches,     // dualpipev: microbatches < 2 x PP
-  kSplitBackwardRecompute,   // zero-bubble / V-shape schedules split B and W: no full recompute
-  kRecomputeBlock,           // block recompute of >= the layers of the smallest chunk
-  kCount
-};
-inline constexpr int kNumRules = static_cast<int>(Rule::kCount);
-std::string_view to_string(Rule r);    // short id, e.g. "tp_heads"
-std::string_view explanation(Rule r);  // one line for the report
+// Legality rules: the job builder's one rule set (job/rules.h), in its checking order; a candidate
+// is reported under the first it breaks. The sweep checks them in search mode (RuleFacts::search),
+// which also rejects layouts that only duplicate another candidate.
+using Rule = LayoutRule;
+inline constexpr int kNumRules = kNumLayoutRules;
+using projector::explanation;
+using projector::to_string;
 
 // The first rule `c` breaks for `base` on `nodes` nodes (0: base's), or kLegal.
 Rule check_legality(const JobSpec& base, const Candidate& c, const SpaceOptions& options);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "projector/job/profile.h"
 #include "projector/model/accounting.h"
 #include "projector/model/job.h"
 
@@ -49,10 +50,23 @@ struct RunEntry {
     std::optional<int> qk_rope_head_dim;
     std::optional<int> v_head_dim;
   };
+  // A recommendation model (model.type dlrm), in TorchRec dlrm_main.py's argument names.
+  struct Dlrm {
+    std::optional<int> dense_features;
+    std::optional<int> embedding_dim;
+    std::vector<std::int64_t> num_embeddings_per_feature;
+    std::vector<std::int64_t> multi_hot_sizes;  // empty: one-hot
+    std::vector<std::int64_t> dense_arch_layer_sizes;
+    std::vector<std::int64_t> over_arch_layer_sizes;
+    std::string interaction_type;  // dot, dcn, ...
+    std::optional<int> dcn_num_layers;
+    std::optional<int> dcn_low_rank_dim;
+    std::string embedding_dtype;
+  };
   struct Model {
     std::string name;
     std::string family;
-    std::string type;  // dense / moe
+    std::string type;  // dense / moe / dlrm
     std::optional<int> num_layers;
     std::optional<std::int64_t> hidden_size;
     std::optional<std::int64_t> ffn_hidden_size;
@@ -71,6 +85,7 @@ struct RunEntry {
     std::string block;      // free text for non-standard blocks
     std::optional<Moe> moe;
     std::optional<Mla> mla;
+    std::optional<Dlrm> dlrm;
   } model;
 
   struct Training {
@@ -92,12 +107,14 @@ struct RunEntry {
     std::optional<int> local_batch_size;       // torchtitan per-rank batch
     std::optional<int> per_device_batch_size;  // MaxText per-chip batch
     std::optional<int> fsdp_shard_degree;
+    std::optional<int> batch_size_per_gpu;  // TorchRec --batch_size (per rank)
   } training;
 
   struct Measured {
     std::optional<double> tokens_per_sec_per_gpu;
     std::optional<double> tokens_per_sec_total;
-    std::optional<double> tflops_per_gpu;  // also read from tflops_per_chip
+    std::optional<double> samples_per_sec_total;  // recommendation models
+    std::optional<double> tflops_per_gpu;         // also read from tflops_per_chip
     std::string flop_counting;
     std::optional<double> mfu_pct;
     std::optional<double> step_time_s;
@@ -112,8 +129,12 @@ struct RunEntry {
   } derived;
 
   // Per-entry problems, one line each: "<id>: <field>: <message> (line N)". An entry with errors
-  // is reported as status "invalid"; the other entries are unaffected.
+  // (not a mapping, no id, a duplicate id) is reported as status "invalid"; the other entries are
+  // unaffected.
   std::vector<std::string> errors;
+  // A field whose value has the wrong type is dropped with one of these instead: the entry maps
+  // from what it states correctly, and the warning is listed with its assumptions.
+  std::vector<std::string> warnings;
   bool ok() const { return errors.empty(); }
 };
 
@@ -139,8 +160,8 @@ struct MappedRun {
   std::string reason;            // why not mapped (empty when mapped)
   JobSpec job;                   // filled as far as possible even when not mapped
   std::string accelerator_name;  // catalogue key ("" when not found)
-  std::string framework;         // megatron-lm, megatron-core, nemo, megatron-deepspeed, primus,
-                                 // torchtitan, maxtext, unknown
+  std::string framework;  // the framework profile (data/frameworks/<name>.yaml) it was read with
+  std::string backend;    // that framework's back-end adapter name (megatron, torchtitan, ...)
   FlopConvention flop_convention;
   // Regime labels used to group errors.
   bool moe = false;
@@ -151,7 +172,11 @@ struct MappedRun {
   std::vector<std::string> assumptions;
 };
 
+// Maps one entry with the framework profiles of `data_dir` (read once per call; pass the catalogue
+// when mapping many entries).
 MappedRun map_run(const RunEntry& entry, const std::string& data_dir);
+MappedRun map_run(const RunEntry& entry, const std::string& data_dir,
+                  const ProfileCatalog& profiles);
 
 // ------------------------------------------------------------------------------------ validation
 
@@ -184,7 +209,8 @@ struct MetricComparison {
 
 struct RunResult {
   std::string id;
-  // ok, invalid (entry errors), unmapped, projection_failed, no_measurement
+  // ok, invalid (entry errors), unmapped, projection_failed, not_modelled (a model family the
+  // projections do not model yet), no_measurement
   std::string status;
   std::string reason;
   Prediction predicted;
@@ -225,6 +251,7 @@ struct ValidationSummary {
   int unmapped = 0;
   int invalid = 0;
   int failed = 0;
+  int not_modelled = 0;
   ErrorStats throughput;
   ErrorStats memory;
   // Compared runs whose projection says out of memory although they ran.

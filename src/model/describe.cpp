@@ -1,4 +1,4 @@
-#include "projector/frontend/describe.h"
+#include "projector/model/describe.h"
 
 #include <fmt/format.h>
 

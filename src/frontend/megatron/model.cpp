@@ -1,10 +1,11 @@
-// Megatron arguments -> ModelSpec (one LayerSpec per decoder layer).
+// Megatron arguments -> ModelSpec (one LayerSpec per decoder layer). Values the framework profile
+// decides (dropout, vocabulary padding) are left to the job builder when not stated.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 
-#include "frontend/arg_reader.h"
+#include "frontend/megatron/arg_reader.h"
 #include "projector/frontend/layer_pattern.h"
 #include "projector/frontend/loader.h"
 #include "projector/util/text.h"
@@ -84,34 +85,26 @@ ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defa
     r.fail("position_embedding_type",
            fmt::format("unknown position embedding '{}' (rope, learned_absolute, none)", pos));
   }
-  const std::int64_t seq = r.int_quiet("seq_length", 0);
-  if (r.has("max_position_embeddings")) {
-    m.max_position_embeddings = r.int_quiet("max_position_embeddings", 0);
-  } else {
-    m.max_position_embeddings = seq;
-    if (m.position_embedding == PositionEmbeddingKind::kLearnedAbsolute) {
-      r.note("max_position_embeddings", fmt::format("{}", seq), "Megatron default: seq_length");
-    }
-  }
+  // Unstated: the sequence length (the job builder fills it once the sequence is final).
+  m.max_position_embeddings = r.int_quiet("max_position_embeddings", 0);
   if (r.has("share_embeddings_and_output_weights")) {
     m.tied_embeddings = r.bool_quiet("share_embeddings_and_output_weights", true);
   } else {
     m.tied_embeddings = !r.bool_or("untie_embeddings_and_output_weights", false,
                                    "Megatron default: input embedding and output layer tied");
   }
-  m.attention_dropout =
-      r.float_or("attention_dropout", 0.1, r.has("attention_dropout") ? "" : "Megatron default");
-  m.hidden_dropout =
-      r.float_or("hidden_dropout", 0.1, r.has("hidden_dropout") ? "" : "Megatron default");
+  m.attention_dropout = r.float_or("attention_dropout", 0.0, "");
+  m.hidden_dropout = r.float_or("hidden_dropout", 0.0, "");
 
   // Vocabulary: padded_vocab_size > vocab_size > the tokenizer's published size.
   if (r.has("padded_vocab_size")) {
     m.vocab_size = r.require_int("padded_vocab_size");
     m.make_vocab_size_divisible_by = 1;
   } else {
-    m.make_vocab_size_divisible_by =
-        checked_int(r, "make_vocab_size_divisible_by",
-                    r.int_or("make_vocab_size_divisible_by", 128, "Megatron default"), 1);
+    if (r.has("make_vocab_size_divisible_by")) {
+      m.make_vocab_size_divisible_by = checked_int(r, "make_vocab_size_divisible_by",
+                                                   r.require_int("make_vocab_size_divisible_by"), 1);
+    }
     if (r.has("vocab_size")) {
       m.vocab_size = r.require_int("vocab_size");
     } else {

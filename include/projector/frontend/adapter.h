@@ -1,0 +1,88 @@
+// Back-end adapters and their registry. A back-end adapter reads one training framework's
+// configuration namespace (Megatron arguments today; torchtitan, MaxText and TorchRec DLRM next)
+// and turns it into the neutral JobDraft that the job builder finalizes (job/builder.h). The
+// experiment format in front of it (Primus' modules / presets / overrides, frontend/primus/) and
+// the overrides after it (PRIMUS_* environment, CLI flags) are shared by every back-end.
+//
+// Adding a back-end: one adapter (a BackendAdapter subclass registered below), its key schema
+// (data/frameworks/keys/<name>.txt), its framework profile (data/frameworks/<name>.yaml), tests.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "projector/frontend/config_value.h"
+#include "projector/job/draft.h"
+
+namespace projector {
+
+// The keys a back-end reads or deliberately ignores, for typo warnings with a suggestion.
+class KeySchema {
+ public:
+  KeySchema() = default;
+  explicit KeySchema(std::vector<std::string> keys);
+  bool known(std::string_view key) const;
+  // The known key nearest by edit distance, when the key is plausibly a misspelling of it (at
+  // most a third of it differs); empty otherwise.
+  std::string nearest(std::string_view key) const;
+  const std::vector<std::string>& keys() const { return keys_; }
+
+ private:
+  std::vector<std::string> keys_;  // sorted
+};
+// One key per line, '#' comments. InputError when the file cannot be read.
+KeySchema load_key_schema(const std::string& path);
+
+// What a back-end adapter reads: the trainer namespace the experiment format resolved.
+struct AdapterInput {
+  ConfigValue args;  // a map: the back-end's keys -> values (file:line kept); normalized in place
+  std::vector<std::string> user_keys;  // keys the user wrote (the only ones checked for typos)
+  std::string source;                  // the experiment file
+  std::string model_name;              // the model preset's name, or "(inline)"
+  FrameworkProfile profile;            // the framework whose defaults apply
+  std::string data_dir;                // catalogues (key schemas, presets)
+  std::vector<AppliedDefault> defaults;
+  std::vector<std::string> warnings;
+};
+
+class BackendAdapter {
+ public:
+  virtual ~BackendAdapter() = default;
+  // The `framework:` value that selects it ("megatron") and its other spellings.
+  virtual std::string_view name() const = 0;
+  virtual std::vector<std::string> aliases() const = 0;
+  // The profile of this back-end's defaults: for a Primus experiment or for its own config files.
+  virtual std::string_view profile(bool primus_experiment) const = 0;
+  // Where a Primus checkout keeps this back-end's presets: primus/configs/{modules,models}/<dir>.
+  virtual std::string_view preset_dir() const = 0;
+  virtual KeySchema key_schema(const std::string& data_dir) const = 0;
+  // Rewrites `input.args` into the adapter's canonical keys (aliases folded) and reads the draft
+  // from them. Idempotent: normalizing an already normalized input changes nothing and gives the
+  // same draft, so a caller may rewrite the normalized namespace and normalize again. Throws
+  // InputError naming the key and file:line of a bad value.
+  virtual JobDraft normalize(AdapterInput& input) const = 0;
+};
+
+// Adapters by name and alias. Immutable once built; no process-wide mutable state.
+class AdapterRegistry {
+ public:
+  // InputError when the name or an alias is taken.
+  void add(std::shared_ptr<const BackendAdapter> adapter);
+  // By name or alias (case-insensitive); nullptr when none.
+  const BackendAdapter* find(std::string_view name) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<std::shared_ptr<const BackendAdapter>> adapters_;
+};
+
+void register_backend_adapter(AdapterRegistry& registry,
+                              std::shared_ptr<const BackendAdapter> adapter);
+
+// The adapters that ship with projector (Megatron). Out-of-tree code copies it, registers its own
+// adapter and passes the copy in LoadRequest::adapters.
+const AdapterRegistry& builtin_adapters();
+
+}  // namespace projector

@@ -1,0 +1,162 @@
+// The neutral job draft: what a back-end adapter (Megatron, Primus, torchtitan, ...) or the
+// validation mapper read from its input, before anything is derived. Whatever the input may leave
+// unsaid is optional here; the job builder (job/builder.h) fills it from the framework profile or
+// its own rules and records every value it chose.
+//
+// Every field carries, in `origins`, the adapter's name for it and where it was stated, so a rule
+// the job breaks is reported against the adapter's own key, file and line.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "projector/job/profile.h"
+#include "projector/model/job.h"
+#include "projector/util/error.h"
+
+namespace projector {
+
+enum class DraftField : std::uint8_t {
+  kModel,
+  kTp,
+  kPp,
+  kVpp,
+  kCp,
+  kEp,
+  kEtp,
+  kLayerSplit,
+  kSequenceParallel,
+  kDistributedOptimizer,
+  kOverlapGradReduce,
+  kOverlapParamGather,
+  kTpCommOverlap,
+  kFsdp,
+  kMicroBatchSize,
+  kGlobalBatchSize,
+  kSeqLength,
+  kFlashAttention,
+  kFp8Recipe,
+  kGradReduceDtype,
+  kAttentionDropout,
+  kHiddenDropout,
+  kVocabPadding,
+  kRecompute,
+  kRecomputeModules,
+  kLossGradInPlace,
+  kSchedule,
+  kHardware,
+  kNodes,
+  kGpusPerNode,
+  kCount
+};
+inline constexpr int kNumDraftFields = static_cast<int>(DraftField::kCount);
+// The neutral name ("tp", "micro_batch_size", ...), used when an adapter names no key.
+std::string_view to_string(DraftField f);
+
+// The adapter's key for a field and, when the input stated it, where.
+struct FieldOrigin {
+  std::string key;
+  SourceLocation where;
+};
+
+// One virtual stage of a stated layout (Megatron's pipeline_model_parallel_layout).
+struct StatedStage {
+  int decoder_layers = 0;
+  bool embedding = false;
+  bool loss = false;
+  int mtp_layers = 0;
+};
+
+// How the decoder layers are split over the PP x VPP virtual stages.
+struct LayerSplit {
+  enum class Kind : std::uint8_t {
+    kBalanced,   // Megatron's default: the layers must divide (or allow_uneven)
+    kFirstLast,  // stated layer counts of the first and / or last stage, the rest balanced
+    kStated,     // every stage stated (`stages`); VPP follows from their count when unstated
+  };
+  Kind kind = Kind::kBalanced;
+  // kBalanced: the first L mod (PP x VPP) stages take one more layer instead of failing (the
+  // validation mapper: a published run ran, so its framework split the layers somehow).
+  bool allow_uneven = false;
+  std::optional<int> first_stage_layers, last_stage_layers;  // kFirstLast
+  std::vector<StatedStage> stages;                           // kStated
+};
+
+struct JobDraft {
+  std::string source;        // config path or "<validation:id>"
+  FrameworkProfile profile;  // the framework whose defaults apply
+  ModelSpec model;
+
+  // Parallel sizes. Unset: 1 (TP, PP, CP, EP), the profile's choice (ETP), or derived (VPP: from
+  // layers_per_virtual_stage, a stated layout, or the schedule).
+  std::optional<int> tp, pp, vpp, cp, ep, etp;
+  std::optional<int> layers_per_virtual_stage;
+  LayerSplit layer_split;
+
+  // Behaviour the framework profile decides when the input does not.
+  std::optional<bool> sequence_parallel, distributed_optimizer;
+  std::optional<bool> overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
+  std::optional<FsdpKind> fsdp;
+  std::optional<bool> flash_attention;
+  std::optional<AttentionKernel> attention_kernel;
+  std::optional<Fp8Recipe> fp8_recipe;  // read only when `fp8` is set
+  bool fp8 = false;
+  std::optional<Dtype> main_grads_dtype;
+  std::optional<double> attention_dropout, hidden_dropout;
+  std::optional<int> vocab_padding;  // make_vocab_size_divisible_by
+  std::optional<bool> loss_grad_in_place;
+
+  // Batches: unset MBS / sequence from the profile; unset GBS is the replica batch x DP when
+  // stated (torchtitan's local_batch_size, MaxText's per-device batch), else MBS x DP (one
+  // microbatch, the profile's microbatch rule).
+  std::optional<int> micro_batch_size, global_batch_size, seq_length;
+  std::optional<int> replica_batch_size;
+
+  // kAuto: the schedule module's selection rule; prefer_zero_bubble asks for the zero-bubble
+  // schedules when they are legal (Primus enable_zero_bubble + patch_zero_bubble).
+  ScheduleKind schedule = ScheduleKind::kAuto;
+  bool prefer_zero_bubble = false;
+
+  // Everything else is taken as is: parallel (cp_comm_type, ddp bucket, allow_tp_beyond_node),
+  // runtime (precision, optimizer, recompute with possibly empty selective modules, MoE dispatch,
+  // ...). Their fields listed above are overwritten.
+  ParallelSpec parallel;
+  RuntimeSpec runtime;
+
+  std::vector<AppliedDefault> defaults;
+  std::vector<std::string> warnings;
+  std::array<FieldOrigin, kNumDraftFields> origins;
+
+  // Names `f` in the adapter's vocabulary and, optionally, where the input stated it.
+  void set_origin(DraftField f, std::string key, SourceLocation where = {}) {
+    origins[static_cast<std::size_t>(f)] = {std::move(key), std::move(where)};
+  }
+  const FieldOrigin& origin(DraftField f) const { return origins[static_cast<std::size_t>(f)]; }
+  // The adapter's key for `f`, else the neutral name.
+  std::string key(DraftField f) const;
+};
+
+// Where the job runs.
+struct ClusterRequest {
+  std::string data_dir;  // catalogue; empty: default_data_dir()
+  // Accelerator name, alias or file; empty: default_hardware (recorded with its reason).
+  std::string hardware;
+  std::string default_hardware = "mi300x";
+  std::string default_hardware_reason = "no hardware given";
+  std::string network;  // network file or name; empty: the accelerator's default network
+  // Already loaded hardware (the sweep, tests): used instead of the catalogue when set.
+  std::optional<AcceleratorSpec> accelerator;
+  std::optional<NetworkSpec> loaded_network;
+  // Stated GPUs per node (else the accelerator's default) and nodes (else the minimum the
+  // parallel groups need). With nodes_at_least_minimum, fewer nodes than that minimum are raised
+  // to it with a warning (Primus' NNODES); otherwise they break a rule.
+  std::optional<std::int64_t> gpus_per_node;
+  std::optional<std::int64_t> nodes;
+  bool nodes_at_least_minimum = false;
+};
+
+}  // namespace projector

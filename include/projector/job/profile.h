@@ -1,0 +1,106 @@
+// Framework profiles: what each training framework does when a config (or a published run) does
+// not say. One data file per framework, data/frameworks/<name>.yaml, every value with its source;
+// the back-end adapters and the validation mapper read the same profile, and the job builder
+// applies it (job/builder.h), recording each default with the profile it came from.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "projector/model/job.h"
+
+namespace projector {
+
+// A default that may depend on the layout: "with_tp" is true when TP > 1, and so on.
+enum class WhenRule : std::uint8_t {
+  kNever,
+  kAlways,
+  kWithTp,                    // TP > 1
+  kWithDistributedOptimizer,  // the distributed optimizer (or FSDP) is on
+  kWithSequenceParallel,      // sequence parallelism is on (implies TP > 1)
+};
+std::string_view to_string(WhenRule w);
+
+// How a framework forms microbatches when the input gives no global batch.
+enum class MicrobatchRule : std::uint8_t {
+  kGlobalBatch,     // Megatron: GBS / (MBS x DP) microbatches; GBS defaults to MBS x DP
+  kLocalBatch,      // torchtitan: a per-rank local batch, split into pipeline microbatches of
+                    // pipeline_parallel_microbatch_size (default 1) only with PP
+  kPerDeviceBatch,  // MaxText: per_device_batch_size x gradient_accumulation_steps (default 1)
+};
+std::string_view to_string(MicrobatchRule r);
+
+// Which FLOPs a framework's logs count in TFLOP/s and MFU.
+enum class FlopCounting : std::uint8_t { kModel, kHardware };
+
+// Expert tensor parallelism when unstated, in order of preference: "tp" (= TP) or a fixed size.
+// The first choice that makes a legal layout is taken (and recorded).
+struct EtpChoice {
+  bool equal_to_tp = false;
+  int size = 1;
+  friend bool operator==(const EtpChoice&, const EtpChoice&) = default;
+};
+
+template <typename T>
+struct ProfileDefault {
+  std::optional<T> value;  // nullopt: the framework has no default (the input must say)
+  std::string source;      // where the value is documented (file:line, paper, doc page)
+};
+
+struct FrameworkProfile {
+  std::string name;     // file stem: megatron-lm, primus, nemo, torchtitan, ...
+  std::string title;    // "Megatron-LM", "NVIDIA NeMo / Megatron-Bridge recipes", ...
+  std::string backend;  // the back-end adapter that reads its configs (megatron, torchtitan, ...)
+  std::string file;     // the data file (for messages)
+  std::vector<std::string> match;  // lower-case keywords that name it in free text
+
+  ProfileDefault<bool> distributed_optimizer;
+  ProfileDefault<WhenRule> sequence_parallel;
+  ProfileDefault<bool> overlap_grad_reduce;
+  ProfileDefault<WhenRule> overlap_param_gather;
+  ProfileDefault<WhenRule> tp_comm_overlap;
+  ProfileDefault<bool> flash_attention;              // flash / fused attention on when unstated
+  ProfileDefault<AttentionKernel> attention_kernel;  // the kernel when it is on
+  ProfileDefault<Fp8Recipe> fp8_recipe;              // when FP8 is on but no recipe is named
+  ProfileDefault<Dtype> grad_reduce_dtype;           // gradient buffer and DP reduction
+  ProfileDefault<FsdpKind> fsdp;
+  ProfileDefault<int> vocab_padding;  // make_vocab_size_divisible_by (x TP)
+  ProfileDefault<double> dropout;     // attention and hidden dropout
+  ProfileDefault<RecomputeModules> selective_recompute;
+  ProfileDefault<bool> loss_grad_in_place;
+  ProfileDefault<MicrobatchRule> microbatch_rule;
+  ProfileDefault<FlopCounting> flop_counting;
+  ProfileDefault<std::vector<EtpChoice>> expert_tensor_parallel;
+  ProfileDefault<int> micro_batch_size;
+  ProfileDefault<int> global_batch_size;
+  ProfileDefault<int> seq_length;
+};
+
+// Every profile of a data directory (data/frameworks/*.yaml), `extends:` resolved.
+class ProfileCatalog {
+ public:
+  ProfileCatalog() = default;
+  explicit ProfileCatalog(std::vector<FrameworkProfile> profiles);
+
+  // By name; nullptr when unknown.
+  const FrameworkProfile* find(std::string_view name) const;
+  // The profile named first in free text ("NeMo 24.07 (Megatron-Core)" is NeMo); at one position
+  // the longer keyword wins. nullptr when no keyword occurs.
+  const FrameworkProfile* match(std::string_view text) const;
+  const std::vector<FrameworkProfile>& all() const { return profiles_; }
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<FrameworkProfile> profiles_;
+};
+
+// Reads <data_dir>/frameworks/*.yaml. A malformed file, an unknown key, a value without a source or
+// a missing `extends:` parent is an InputError naming the file, line and key.
+ProfileCatalog load_framework_profiles(const std::string& data_dir);
+// One file (its parent, if any, looked up in the same directory).
+FrameworkProfile load_framework_profile(const std::string& path);
+
+}  // namespace projector

@@ -1,0 +1,67 @@
+// Key schemas of the back-end adapters (data/frameworks/keys/<name>.txt) and the nearest-key
+// suggestion for a misspelt key.
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+#include "projector/frontend/adapter.h"
+#include "projector/frontend/loader.h"
+#include "projector/util/error.h"
+
+namespace projector {
+
+int edit_distance(std::string_view a, std::string_view b) {
+  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = static_cast<int>(i);
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const int sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+KeySchema::KeySchema(std::vector<std::string> keys) : keys_(std::move(keys)) {
+  std::sort(keys_.begin(), keys_.end());
+  keys_.erase(std::unique(keys_.begin(), keys_.end()), keys_.end());
+}
+
+bool KeySchema::known(std::string_view key) const {
+  return std::binary_search(keys_.begin(), keys_.end(), key);
+}
+
+std::string KeySchema::nearest(std::string_view key) const {
+  std::string best;
+  int best_d = 1 << 30;
+  for (const std::string& k : keys_) {
+    const int d = edit_distance(key, k);
+    if (d < best_d) {
+      best_d = d;
+      best = k;
+    }
+  }
+  // Only suggest when the key is plausibly a misspelling (at most a third of it differs).
+  if (best_d > std::max<int>(2, static_cast<int>(key.size()) / 3)) return "";
+  return best;
+}
+
+KeySchema load_key_schema(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError({path, 0, 0}, "", "cannot read the key schema");
+  std::vector<std::string> keys;
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    const auto last = line.find_last_not_of(" \t\r");
+    keys.push_back(line.substr(first, last - first + 1));
+  }
+  return KeySchema(std::move(keys));
+}
+
+}  // namespace projector

@@ -1,0 +1,63 @@
+// load_job: experiment -> trainer namespace -> back-end adapter -> draft -> overrides -> job.
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "frontend/primus/overrides.h"
+#include "projector/frontend/loader.h"
+#include "projector/hardware/catalog.h"
+#include "projector/job/builder.h"
+
+namespace projector {
+namespace {
+
+std::string model_name(const ResolvedConfig& config) {
+  if (config.model_preset_path.empty()) return "(inline)";
+  std::string name = std::filesystem::path(config.model_preset_path).filename().string();
+  if (name.ends_with(".yaml")) name.resize(name.size() - 5);
+  return name;
+}
+
+}  // namespace
+
+JobDraft build_job_draft(const ResolvedConfig& config, const LoadRequest& request) {
+  const AdapterRegistry& registry =
+      request.adapters != nullptr ? *request.adapters : builtin_adapters();
+  const BackendAdapter* adapter = registry.find(config.framework);
+  if (adapter == nullptr) {
+    throw InputError({config.source, 0, 0}, "framework",
+                     fmt::format("no back-end adapter '{}' registered", config.framework));
+  }
+  const std::string data_dir = request.data_dir.empty() ? default_data_dir() : request.data_dir;
+  const ProfileCatalog profiles = load_framework_profiles(data_dir);
+  const std::string_view profile_name = adapter->profile(config.primus_experiment);
+  const FrameworkProfile* profile = profiles.find(profile_name);
+  if (profile == nullptr) {
+    throw InputError({data_dir + "/frameworks", 0, 0}, "framework",
+                     fmt::format("no framework profile '{}'", profile_name));
+  }
+  AdapterInput in;
+  in.args = config.args;
+  in.user_keys = config.user_keys;
+  in.source = config.source;
+  in.model_name = model_name(config);
+  in.profile = *profile;
+  in.data_dir = data_dir;
+  in.defaults = config.defaults;
+  in.warnings = config.warnings;
+  JobDraft draft = adapter->normalize(in);
+  frontend_detail::apply_overrides(request, draft);
+  return draft;
+}
+
+JobSpec build_job_spec(const ResolvedConfig& config, const LoadRequest& request) {
+  JobDraft draft = build_job_draft(config, request);
+  const ClusterRequest cluster = frontend_detail::cluster_request(request, draft);
+  return finalize_job(draft, cluster);
+}
+
+JobSpec load_job(const LoadRequest& request) {
+  return build_job_spec(resolve_config(request), request);
+}
+
+}  // namespace projector

@@ -1,0 +1,101 @@
+// The Megatron back-end adapter (frontend/megatron/adapter.h).
+#include "frontend/megatron/adapter.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <set>
+
+#include "projector/frontend/loader.h"
+
+namespace projector::frontend_detail {
+namespace {
+
+// Megatron accepts several spellings of a few arguments; the adapter keeps one.
+struct Alias {
+  const char* from;
+  const char* to;
+};
+constexpr Alias kAliases[] = {
+    {"virtual_pipeline_model_parallel_size", "num_virtual_stages_per_pipeline_rank"},
+    {"use_custom_fsdp", "use_megatron_fsdp"},
+};
+
+void warn_unknown_keys(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
+  std::set<std::string> warned;
+  for (const std::string& key : in.user_keys) {
+    if (schema.known(key) || !warned.insert(key).second) continue;
+    const std::string nearest = schema.nearest(key);
+    const ConfigValue* v = in.args.find(key);
+    const SourceLocation where = v != nullptr ? v->where : SourceLocation{};
+    const std::string loc =
+        where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
+    d.warnings.push_back(
+        nearest.empty()
+            ? fmt::format("{}unknown key '{}' (ignored)", loc, key)
+            : fmt::format("{}unknown key '{}' (ignored); did you mean '{}'?", loc, key, nearest));
+  }
+}
+
+void name_model_fields(const ArgReader& r, JobDraft& d) {
+  const std::pair<DraftField, const char*> keys[] = {
+      {DraftField::kAttentionDropout, "attention_dropout"},
+      {DraftField::kHiddenDropout, "hidden_dropout"},
+      {DraftField::kVocabPadding, "make_vocab_size_divisible_by"},
+      {DraftField::kLossGradInPlace, "loss_grad_in_place"},
+      {DraftField::kModel, "num_layers"},
+      {DraftField::kHardware, "hardware"},
+      {DraftField::kNodes, "nodes"},
+      {DraftField::kGpusPerNode, "gpus_per_node"}};
+  for (const auto& [field, key] : keys) {
+    d.set_origin(field, key, r.has(key) ? r.where(key) : SourceLocation{});
+  }
+  if (r.has("attention_dropout")) d.attention_dropout = d.model.attention_dropout;
+  if (r.has("hidden_dropout")) d.hidden_dropout = d.model.hidden_dropout;
+  if (r.has("padded_vocab_size") || r.has("make_vocab_size_divisible_by")) {
+    d.vocab_padding = d.model.make_vocab_size_divisible_by;
+  }
+}
+
+}  // namespace
+
+void normalize_megatron_args(ConfigValue& args) {
+  for (const Alias& a : kAliases) {
+    ConfigValue* from = args.find(a.from);
+    if (from == nullptr) continue;
+    const ConfigValue* to = args.find(a.to);
+    if (to == nullptr || to->is_null()) args.set(a.to, *from);
+    args.erase(a.from);
+  }
+  // share_embeddings_and_output_weights is the negation of untie_embeddings_and_output_weights.
+  if (const ConfigValue* share = args.find("share_embeddings_and_output_weights");
+      share != nullptr && share->kind == ConfigValue::Kind::kBool) {
+    args.set("untie_embeddings_and_output_weights",
+             ConfigValue::make_bool(!share->b, share->where));
+    args.erase("share_embeddings_and_output_weights");
+  }
+}
+
+KeySchema MegatronAdapter::key_schema(const std::string& data_dir) const {
+  return load_key_schema(
+      (std::filesystem::path(data_dir) / "frameworks" / "keys" / "megatron.txt").string());
+}
+
+JobDraft MegatronAdapter::normalize(AdapterInput& in) const {
+  normalize_megatron_args(in.args);
+  JobDraft d;
+  d.source = in.source;
+  d.profile = in.profile;
+  d.defaults = in.defaults;
+  d.warnings = in.warnings;
+  warn_unknown_keys(in, key_schema(in.data_dir), d);
+  d.model = build_model(in.args, d.defaults, d.warnings);
+  d.model.name = in.model_name;
+  ArgReader r(in.args, d.defaults);
+  name_model_fields(r, d);
+  read_parallel(r, d.model, d);
+  read_runtime(r, d.model, d);
+  return d;
+}
+
+}  // namespace projector::frontend_detail

@@ -1,0 +1,48 @@
+// The Megatron back-end adapter: Megatron-LM / Megatron-Core arguments (flat files, or the
+// trainer namespace of a Primus experiment) -> JobDraft. Internal to the frontend module.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frontend/megatron/arg_reader.h"
+#include "projector/frontend/adapter.h"
+#include "projector/job/draft.h"
+
+namespace projector::frontend_detail {
+
+class MegatronAdapter final : public BackendAdapter {
+ public:
+  std::string_view name() const override { return "megatron"; }
+  std::vector<std::string> aliases() const override {
+    return {"megatron-lm", "megatron_lm", "megatron-core", "megatron_core", "mcore"};
+  }
+  std::string_view profile(bool primus_experiment) const override {
+    return primus_experiment ? "primus" : "megatron-lm";
+  }
+  std::string_view preset_dir() const override { return "megatron"; }
+  KeySchema key_schema(const std::string& data_dir) const override;
+  JobDraft normalize(AdapterInput& input) const override;
+};
+
+// Folds the argument aliases into one spelling each (idempotent).
+void normalize_megatron_args(ConfigValue& args);
+
+// The parallel layout, sharding and overlap settings (megatron/parallel.cpp).
+void read_parallel(ArgReader& r, const ModelSpec& model, JobDraft& d);
+// Batches, precision, recompute, attention, MoE dispatch, schedule, optimizer (runtime.cpp).
+void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d);
+
+// Megatron / Primus pipeline schedule names (pipeline_schedule_algorithm, Primus pp_algorithm,
+// --pipeline-schedule-algorithm); nullopt for an unknown name.
+std::optional<ScheduleKind> parse_schedule_name(std::string_view text);
+inline constexpr const char* kScheduleNames =
+    "auto, 1f1b, interleaved, zerobubble, zbv-formatted, zbv-greedy-min, zbv-greedy-half, "
+    "dualpipev";
+
+// A stated integer within [1, kMaxCount]; nullopt when the key is absent.
+std::optional<int> positive_arg(ArgReader& r, const std::string& key);
+
+}  // namespace projector::frontend_detail

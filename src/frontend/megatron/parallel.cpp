@@ -1,0 +1,161 @@
+// Megatron arguments -> the draft's parallel layout: sizes, virtual stages, stage split, sharding,
+// overlap. Nothing is derived here (DP, stages, defaults: the job builder).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "frontend/megatron/adapter.h"
+#include "projector/frontend/layer_pattern.h"
+#include "projector/util/text.h"
+
+namespace projector::frontend_detail {
+namespace {
+
+// Names a draft field by its Megatron key and, when the input states it, its location.
+void name_field(const ArgReader& r, JobDraft& d, DraftField f, const std::string& key) {
+  d.set_origin(f, key, r.has(key) ? r.where(key) : SourceLocation{});
+}
+
+void read_sizes(ArgReader& r, JobDraft& d) {
+  const std::pair<DraftField, const char*> keys[] = {
+      {DraftField::kTp, "tensor_model_parallel_size"},
+      {DraftField::kPp, "pipeline_model_parallel_size"},
+      {DraftField::kCp, "context_parallel_size"},
+      {DraftField::kEp, "expert_model_parallel_size"},
+      {DraftField::kEtp, "expert_tensor_parallel_size"}};
+  for (const auto& [field, key] : keys) name_field(r, d, field, key);
+  d.tp = positive_arg(r, "tensor_model_parallel_size");
+  d.pp = positive_arg(r, "pipeline_model_parallel_size");
+  d.cp = positive_arg(r, "context_parallel_size");
+  d.ep = positive_arg(r, "expert_model_parallel_size");
+  d.etp = positive_arg(r, "expert_tensor_parallel_size");
+  name_field(r, d, DraftField::kVpp, "num_virtual_stages_per_pipeline_rank");
+  d.vpp = positive_arg(r, "num_virtual_stages_per_pipeline_rank");
+  if (!d.vpp && r.has("num_layers_per_virtual_pipeline_stage")) {
+    name_field(r, d, DraftField::kVpp, "num_layers_per_virtual_pipeline_stage");
+    d.layers_per_virtual_stage = positive_arg(r, "num_layers_per_virtual_pipeline_stage");
+  }
+}
+
+// pipeline_model_parallel_layout, else decoder_first/last_pipeline_num_layers, else balanced.
+void read_layer_split(ArgReader& r, JobDraft& d) {
+  LayerSplit& s = d.layer_split;
+  if (const ConfigValue* layout = r.get("pipeline_model_parallel_layout")) {
+    const std::string key = "pipeline_model_parallel_layout";
+    name_field(r, d, DraftField::kLayerSplit, key);
+    std::string error;
+    const auto stages = parse_pipeline_layout(layout->to_text(), error);
+    if (!stages) r.fail(key, error);
+    s.kind = LayerSplit::Kind::kStated;
+    for (const LayoutStage& st : *stages) {
+      s.stages.push_back({st.decoder_layers, st.embedding, st.loss, st.mtp_layers});
+    }
+    return;
+  }
+  const bool first = r.has("decoder_first_pipeline_num_layers");
+  const bool last = r.has("decoder_last_pipeline_num_layers");
+  if (first || last) {
+    s.kind = LayerSplit::Kind::kFirstLast;
+    name_field(r, d, DraftField::kLayerSplit,
+               first ? "decoder_first_pipeline_num_layers" : "decoder_last_pipeline_num_layers");
+    if (first) {
+      s.first_stage_layers = static_cast<int>(r.require_int("decoder_first_pipeline_num_layers"));
+    }
+    if (last) {
+      s.last_stage_layers = static_cast<int>(r.require_int("decoder_last_pipeline_num_layers"));
+    }
+    return;
+  }
+  name_field(r, d, DraftField::kLayerSplit, "num_layers");
+}
+
+void read_sharding(ArgReader& r, JobDraft& d) {
+  name_field(r, d, DraftField::kDistributedOptimizer, "use_distributed_optimizer");
+  if (r.has("use_distributed_optimizer")) {
+    d.distributed_optimizer = r.bool_quiet("use_distributed_optimizer", false);
+  }
+  name_field(r, d, DraftField::kFsdp, "use_torch_fsdp2");
+  if (r.bool_quiet("use_torch_fsdp2", false)) {
+    d.fsdp = FsdpKind::kFsdp2;
+  } else if (r.bool_quiet("use_megatron_fsdp", false)) {
+    name_field(r, d, DraftField::kFsdp, "data_parallel_sharding_strategy");
+    const std::string strategy =
+        r.string_or("data_parallel_sharding_strategy", "no_shard", "Megatron default");
+    if (strategy == "optim_grads_params") {
+      d.fsdp = FsdpKind::kZero3;
+    } else if (strategy == "optim_grads" || strategy == "optim") {
+      d.fsdp = FsdpKind::kNone;
+      d.distributed_optimizer = true;
+    } else if (strategy != "no_shard") {
+      r.fail("data_parallel_sharding_strategy",
+             fmt::format("unknown strategy '{}' (no_shard, optim, optim_grads, "
+                         "optim_grads_params)",
+                         strategy));
+    } else {
+      d.fsdp = FsdpKind::kNone;
+    }
+  } else if (r.has("use_torch_fsdp2") || r.has("use_megatron_fsdp")) {
+    d.fsdp = FsdpKind::kNone;
+  }
+}
+
+void read_overlap(ArgReader& r, JobDraft& d) {
+  const std::pair<DraftField, const char*> flags[] = {
+      {DraftField::kSequenceParallel, "sequence_parallel"},
+      {DraftField::kOverlapGradReduce, "overlap_grad_reduce"},
+      {DraftField::kOverlapParamGather, "overlap_param_gather"},
+      {DraftField::kTpCommOverlap, "tp_comm_overlap"}};
+  std::optional<bool>* targets[] = {&d.sequence_parallel, &d.overlap_grad_reduce,
+                                    &d.overlap_param_gather, &d.tp_comm_overlap};
+  for (std::size_t i = 0; i < std::size(flags); ++i) {
+    const auto& [field, key] = flags[i];
+    name_field(r, d, field, key);
+    if (r.has(key)) *targets[i] = r.bool_quiet(key, false);
+  }
+}
+
+CpCommType cp_comm_type(ArgReader& r, JobDraft& d) {
+  const ConfigValue* cct = r.get("cp_comm_type");
+  if (cct == nullptr) return CpCommType::kP2p;
+  std::string text =
+      cct->is_list() && !cct->items.empty() ? cct->items[0].to_text() : cct->to_text();
+  if (cct->is_list()) {
+    for (const ConfigValue& item : cct->items) {
+      if (item.to_text() != text) {
+        d.warnings.push_back(
+            fmt::format("cp_comm_type differs per layer; projecting every layer with '{}'", text));
+        break;
+      }
+    }
+  }
+  text = to_lower(text);
+  if (text == "p2p") return CpCommType::kP2p;
+  if (text == "all_gather" || text == "allgather") return CpCommType::kAllGather;
+  if (text == "a2a") return CpCommType::kA2a;
+  if (text == "a2a+p2p") return CpCommType::kA2aP2p;
+  r.fail("cp_comm_type", fmt::format("unknown '{}' (p2p, all_gather, a2a, a2a+p2p)", text));
+}
+
+}  // namespace
+
+std::optional<int> positive_arg(ArgReader& r, const std::string& key) {
+  if (!r.has(key)) return std::nullopt;
+  const std::int64_t v = r.require_int(key);
+  if (v < 1 || v > kMaxCount) {
+    r.fail(key, fmt::format("must be a positive integer up to {}, got {}", kMaxCount, v));
+  }
+  return static_cast<int>(v);
+}
+
+void read_parallel(ArgReader& r, const ModelSpec& /*model*/, JobDraft& d) {
+  read_sizes(r, d);
+  read_layer_split(r, d);
+  read_sharding(r, d);
+  read_overlap(r, d);
+  d.parallel.cp_comm_type = cp_comm_type(r, d);
+  d.parallel.ddp_bucket_size_bytes = r.int_quiet("ddp_bucket_size", 0);
+  d.parallel.allow_tp_beyond_node = r.bool_quiet("allow_tp_beyond_node", false);
+}
+
+}  // namespace projector::frontend_detail

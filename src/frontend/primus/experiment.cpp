@@ -1,0 +1,242 @@
+// The Primus experiment format -> the trainer namespace of one back-end (Primus' resolution
+// order, spec 3.1): module preset, model preset, the module's own keys, `overrides:`, `--set`.
+// Environment and CLI overrides apply later, to the neutral draft (primus/overrides.cpp).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "projector/frontend/loader.h"
+#include "projector/hardware/catalog.h"
+
+namespace projector {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string with_yaml_suffix(const std::string& name) {
+  if (name.size() >= 5 && (name.ends_with(".yaml") || name.ends_with(".yml"))) return name;
+  return name + ".yaml";
+}
+
+std::string primus_path_of(const LoadRequest& request) {
+  if (!request.primus_path.empty()) return request.primus_path;
+  if (request.env) {
+    if (auto p = request.env("PRIMUS_PATH")) return *p;
+  }
+  return "";
+}
+
+std::string data_dir_of(const LoadRequest& request) {
+  return request.data_dir.empty() ? default_data_dir() : request.data_dir;
+}
+
+const AdapterRegistry& registry_of(const LoadRequest& request) {
+  return request.adapters != nullptr ? *request.adapters : builtin_adapters();
+}
+
+void collect_keys(const ConfigValue& map, std::vector<std::string>& out) {
+  for (const auto& [k, v] : map.entries) out.push_back(k);
+}
+
+// Sets `dotted` (a.b.c) in `root`, creating maps on the way.
+void set_dotted(ConfigValue& root, const std::string& dotted, ConfigValue value) {
+  ConfigValue* node = &root;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = dotted.find('.', start);
+    const std::string part = dotted.substr(start, dot - start);
+    if (dot == std::string::npos) {
+      node->set(part, std::move(value));
+      return;
+    }
+    ConfigValue* child = node->find(part);
+    if (child == nullptr || !child->is_map()) {
+      node->set(part, ConfigValue::make_map(value.where));
+      child = node->find(part);
+    }
+    node = child;
+    start = dot + 1;
+  }
+}
+
+// The trainer module: modules.pre_trainer, else the first module whose name has "trainer";
+// nullptr for a flat argument file.
+const ConfigValue* find_trainer(const ConfigValue& experiment, std::string& name) {
+  const ConfigValue* modules = experiment.find("modules");
+  if (modules == nullptr) return nullptr;
+  if (!modules->is_map()) throw InputError(modules->where, "modules", "must be a mapping");
+  const ConfigValue* module = modules->find("pre_trainer");
+  name = "pre_trainer";
+  if (module == nullptr) {
+    for (const auto& [k, v] : modules->entries) {
+      if (k.find("trainer") != std::string::npos) {
+        module = &v;
+        name = k;
+        break;
+      }
+    }
+  }
+  if (module == nullptr) {
+    throw InputError(modules->where, "modules", "no trainer module (expected modules.pre_trainer)");
+  }
+  if (!module->is_map()) throw InputError(module->where, name, "must be a mapping");
+  return module;
+}
+
+// `framework:` -> a registered back-end adapter; unknown frameworks list the registered ones.
+std::string select_framework(const ConfigValue& module, const std::string& prefix,
+                             const AdapterRegistry& registry, ResolvedConfig& out) {
+  const ConfigValue* fw = module.find("framework");
+  if (fw == nullptr || fw->is_null()) {
+    out.defaults.push_back({prefix + "framework", "megatron", "not given", ""});
+    return "megatron";
+  }
+  const BackendAdapter* adapter =
+      fw->kind == ConfigValue::Kind::kString ? registry.find(fw->s) : nullptr;
+  if (adapter == nullptr) {
+    throw InputError(fw->where, prefix + "framework",
+                     fmt::format("framework '{}' has no back-end adapter (registered: {})",
+                                 fw->to_text(), fmt::join(registry.names(), ", ")));
+  }
+  return std::string(adapter->name());
+}
+
+// The module preset (`config:`): from a Primus checkout, else the bundled copy of its
+// projection-relevant keys (data/frameworks/primus/modules/<back-end>/), else nothing.
+ConfigValue module_preset(const ConfigValue& module, const std::string& prefix,
+                          const BackendAdapter& adapter, const LoadRequest& request,
+                          ResolvedConfig& out) {
+  const ConfigValue* cfg = module.find("config");
+  if (cfg == nullptr || cfg->is_null()) return ConfigValue::make_map();
+  const std::string file = with_yaml_suffix(cfg->to_text());
+  const std::string primus = primus_path_of(request);
+  const std::string dir = std::string(adapter.preset_dir());
+  std::error_code ec;
+  if (!primus.empty()) {
+    const fs::path path = fs::path(primus) / "primus/configs/modules" / dir / file;
+    if (fs::is_regular_file(path, ec)) {
+      out.module_preset_path = path.string();
+      return load_yaml_with_extends(path.string(), request.env);
+    }
+  }
+  const std::string why = primus.empty() ? "no Primus checkout (--primus-path or PRIMUS_PATH)"
+                                         : fmt::format("not found under {}", primus);
+  const fs::path copy = fs::path(data_dir_of(request)) / "frameworks/primus/modules" / dir / file;
+  if (!fs::is_regular_file(copy, ec)) {
+    out.defaults.push_back({prefix + "config", file, "module preset not read: " + why, ""});
+    return ConfigValue::make_map();
+  }
+  out.defaults.push_back(
+      {prefix + "config", file,
+       fmt::format("{}; its projection-relevant keys from the bundled copy {}", why, copy.string()),
+       ""});
+  ConfigValue preset = parse_yaml_file(copy.string(), EnvLookup{});
+  for (const auto& [k, v] : preset.entries) {
+    out.defaults.push_back(
+        {k, v.to_text(), fmt::format("value of Primus' {} (bundled copy)", file), ""});
+  }
+  return preset;
+}
+
+// The module preset wins over the model preset for keys it defines (a null counts as undefined);
+// then the module's own keys and its `overrides:`.
+ConfigValue merge_module(const ConfigValue& module, const std::string& prefix, ConfigValue preset,
+                         const ConfigValue& model_preset, ResolvedConfig& out) {
+  ConfigValue args = std::move(preset);
+  for (const auto& [k, v] : model_preset.entries) {
+    const ConfigValue* existing = args.find(k);
+    if (existing == nullptr || existing->is_null()) args.set(k, v);
+  }
+  for (const auto& [k, v] : module.entries) {
+    if (k == "framework" || k == "config" || k == "model" || k == "overrides") continue;
+    ConfigValue top = ConfigValue::make_map();
+    top.set(k, v);
+    deep_merge(args, top);
+    out.user_keys.push_back(k);
+  }
+  if (const ConfigValue* ov = module.find("overrides"); ov != nullptr && !ov->is_null()) {
+    if (!ov->is_map()) throw InputError(ov->where, prefix + "overrides", "must be a mapping");
+    deep_merge(args, *ov);
+    collect_keys(*ov, out.user_keys);
+  }
+  return args;
+}
+
+void resolve_module(const ConfigValue& module, const std::string& module_name,
+                    const LoadRequest& request, ResolvedConfig& out) {
+  const std::string prefix = "modules." + module_name + ".";
+  const AdapterRegistry& registry = registry_of(request);
+  out.framework = select_framework(module, prefix, registry, out);
+  out.primus_experiment = true;
+  const BackendAdapter& adapter = *registry.find(out.framework);
+  ConfigValue preset = module_preset(module, prefix, adapter, request, out);
+  ConfigValue model_preset = ConfigValue::make_map();
+  if (const ConfigValue* m = module.find("model"); m != nullptr && !m->is_null()) {
+    if (m->kind != ConfigValue::Kind::kString) {
+      throw InputError(m->where, prefix + "model", "must be a preset name such as llama3_8B.yaml");
+    }
+    out.model_preset_path =
+        find_model_preset(m->s, data_dir_of(request), primus_path_of(request), m->where);
+    model_preset = load_yaml_with_extends(out.model_preset_path, request.env);
+  }
+  out.args = merge_module(module, prefix, std::move(preset), model_preset, out);
+}
+
+// --set key=value (typed like a plain YAML scalar; dotted keys reach into nested maps).
+void apply_set_overrides(const LoadRequest& request, ResolvedConfig& out) {
+  for (const std::string& kv : request.set_overrides) {
+    const std::size_t eq = kv.find('=');
+    const SourceLocation where{"--set", 0, 0};
+    if (eq == std::string::npos || eq == 0) throw InputError(where, kv, "expected key=value");
+    std::string key = kv.substr(0, eq);
+    while (key.starts_with("-")) key.erase(0, 1);
+    std::replace(key.begin(), key.end(), '-', '_');
+    const std::string text = kv.substr(eq + 1);
+    ConfigValue v = resolve_plain_scalar(text, where);
+    if (text.size() >= 2 && ((text.front() == '[' && text.back() == ']') ||
+                             (text.front() == '{' && text.back() == '}'))) {
+      // A flow list or map; anything else starting with '[' (e.g. "[0]*3+[1]*58") stays a string.
+      try {
+        v = parse_yaml_text(text, "--set", request.env);
+      } catch (const InputError&) {
+        v = ConfigValue::make_string(text, where);
+      }
+    }
+    v.where = where;
+    set_dotted(out.args, key, v);
+    out.user_keys.push_back(key.substr(0, key.find('.')));
+  }
+}
+
+}  // namespace
+
+ResolvedConfig resolve_config(const LoadRequest& request) {
+  ResolvedConfig out;
+  out.source = request.config_path;
+  if (request.config_path.empty()) {
+    throw InputError({}, "--config", "no experiment config given (--config FILE)");
+  }
+  const ConfigValue experiment = load_yaml_with_extends(request.config_path, request.env);
+  std::string module_name;
+  if (const ConfigValue* module = find_trainer(experiment, module_name)) {
+    resolve_module(*module, module_name, request, out);
+  } else {
+    // A flat file of Megatron arguments (no Primus experiment structure).
+    out.args = experiment;
+    for (const char* meta : {"work_group", "user_name", "exp_name", "workspace", "platform"}) {
+      out.args.erase(meta);
+    }
+    collect_keys(out.args, out.user_keys);
+    out.framework = "megatron";
+    out.defaults.push_back({"modules.pre_trainer", "(none)",
+                            "no Primus experiment structure: the file is read as flat Megatron "
+                            "arguments",
+                            ""});
+  }
+  apply_set_overrides(request, out);
+  return out;
+}
+
+}  // namespace projector

@@ -1,0 +1,152 @@
+// Overrides that apply to the neutral draft whatever the back-end: Primus' environment variables
+// (PRIMUS_TP ... PRIMUS_ETP, NNODES, GPUS_PER_NODE, PRIMUS_GPU_ARCH) and the first-class CLI flags.
+// Command line beats environment beats file; a value given with --set (a back-end key) also beats
+// the environment.
+#include "frontend/primus/overrides.h"
+
+#include <fmt/format.h>
+
+#include "frontend/megatron/adapter.h"
+#include "projector/hardware/catalog.h"
+
+namespace projector::frontend_detail {
+namespace {
+
+std::optional<std::int64_t> env_int(const LoadRequest& request, const char* var) {
+  if (!request.env) return std::nullopt;
+  const std::optional<std::string> v = request.env(var);
+  if (!v || v->empty()) return std::nullopt;
+  const SourceLocation where{fmt::format("environment {}", var), 0, 0};
+  const ConfigValue c = resolve_plain_scalar(*v, where);
+  if (c.kind != ConfigValue::Kind::kInt || c.i < 1 || c.i > kMaxCount) {
+    throw InputError(where, var,
+                     fmt::format("expected a positive integer up to {}, got '{}'", kMaxCount, *v));
+  }
+  return c.i;
+}
+
+std::optional<int>* size_field(JobDraft& d, DraftField f) {
+  switch (f) {
+    case DraftField::kTp:
+      return &d.tp;
+    case DraftField::kPp:
+      return &d.pp;
+    case DraftField::kCp:
+      return &d.cp;
+    case DraftField::kEp:
+      return &d.ep;
+    case DraftField::kEtp:
+      return &d.etp;
+    case DraftField::kVpp:
+      return &d.vpp;
+    case DraftField::kMicroBatchSize:
+      return &d.micro_batch_size;
+    case DraftField::kGlobalBatchSize:
+      return &d.global_batch_size;
+    case DraftField::kSeqLength:
+      return &d.seq_length;
+    default:
+      return nullptr;
+  }
+}
+
+void set_size(JobDraft& d, DraftField f, int value, SourceLocation where) {
+  *size_field(d, f) = value;
+  if (f == DraftField::kVpp) d.layers_per_virtual_stage.reset();
+  d.set_origin(f, d.key(f), std::move(where));
+}
+
+void apply_environment(const LoadRequest& request, JobDraft& d) {
+  static constexpr std::pair<const char*, DraftField> kVars[] = {
+      {"PRIMUS_TP", DraftField::kTp},   {"PRIMUS_PP", DraftField::kPp},
+      {"PRIMUS_EP", DraftField::kEp},   {"PRIMUS_CP", DraftField::kCp},
+      {"PRIMUS_VPP", DraftField::kVpp}, {"PRIMUS_ETP", DraftField::kEtp}};
+  for (const auto& [var, field] : kVars) {
+    const std::optional<std::int64_t> v = env_int(request, var);
+    if (!v) continue;
+    const FieldOrigin& o = d.origin(field);
+    if (o.where.file == "--set") continue;  // the command line beats the environment
+    const std::optional<int>& old = *size_field(d, field);
+    if (old && *old != *v) {
+      d.warnings.push_back(fmt::format("{}={} overrides {}: {} ({}:{})", var, *v, d.key(field),
+                                       *old, o.where.file, o.where.line));
+    }
+    set_size(d, field, static_cast<int>(*v), {fmt::format("environment {}", var), 0, 0});
+  }
+}
+
+void apply_cli(const CliOverrides& c, JobDraft& d) {
+  const std::tuple<const std::optional<int>&, const char*, DraftField> sizes[] = {
+      {c.tp, "--tp", DraftField::kTp},
+      {c.pp, "--pp", DraftField::kPp},
+      {c.cp, "--cp", DraftField::kCp},
+      {c.ep, "--ep", DraftField::kEp},
+      {c.etp, "--etp", DraftField::kEtp},
+      {c.vpp, "--vpp", DraftField::kVpp},
+      {c.micro_batch_size, "--mbs", DraftField::kMicroBatchSize},
+      {c.global_batch_size, "--gbs", DraftField::kGlobalBatchSize},
+      {c.seq_length, "--seq", DraftField::kSeqLength}};
+  for (const auto& [value, flag, field] : sizes) {
+    if (value) set_size(d, field, *value, {flag, 0, 0});
+  }
+  if (c.enable_zero_bubble) d.prefer_zero_bubble = *c.enable_zero_bubble;
+  if (c.enable_deepep) {
+    d.runtime.deepep = *c.enable_deepep;
+    if (*c.enable_deepep) d.runtime.moe_dedup_dispatch = true;
+  }
+  if (c.sync_free_stage) {
+    if (*c.sync_free_stage < 0 || *c.sync_free_stage > 3) {
+      throw InputError({"--sync-free-stage", 0, 0}, "turbo_sync_free_moe_stage", "must be 0..3");
+    }
+    d.runtime.sync_free_moe_stage = *c.sync_free_stage;
+    if (*c.sync_free_stage > 0) d.runtime.deepep = d.runtime.moe_dedup_dispatch = true;
+  }
+  if (c.pipeline_schedule) {
+    const std::optional<ScheduleKind> s = parse_schedule_name(*c.pipeline_schedule);
+    const SourceLocation where{"--pipeline-schedule-algorithm", 0, 0};
+    if (!s) {
+      throw InputError(
+          where, d.key(DraftField::kSchedule),
+          fmt::format("unknown pipeline schedule '{}' ({})", *c.pipeline_schedule, kScheduleNames));
+    }
+    d.schedule = *s;
+    d.set_origin(DraftField::kSchedule, d.key(DraftField::kSchedule), where);
+  }
+}
+
+}  // namespace
+
+void apply_overrides(const LoadRequest& request, JobDraft& d) {
+  apply_environment(request, d);
+  apply_cli(request.cli, d);
+  if (request.allow_tp_beyond_node) d.parallel.allow_tp_beyond_node = true;
+}
+
+ClusterRequest cluster_request(const LoadRequest& request, JobDraft& d) {
+  ClusterRequest c;
+  c.data_dir = request.data_dir.empty() ? default_data_dir() : request.data_dir;
+  c.hardware = request.hardware;
+  if (c.hardware.empty() && request.env) {
+    if (auto arch = request.env("PRIMUS_GPU_ARCH"); arch && !arch->empty()) c.hardware = *arch;
+  }
+  c.default_hardware_reason = "no --hardware / --gpu-arch / PRIMUS_GPU_ARCH";
+  c.network = request.hardware_config;
+  if (request.cli.gpus_per_node) {
+    c.gpus_per_node = *request.cli.gpus_per_node;
+    d.set_origin(DraftField::kGpusPerNode, "gpus_per_node", {"--gpus-per-node", 0, 0});
+  } else if (const auto g = env_int(request, "GPUS_PER_NODE")) {
+    c.gpus_per_node = *g;
+    d.set_origin(DraftField::kGpusPerNode, "gpus_per_node", {"environment GPUS_PER_NODE", 0, 0});
+  }
+  if (request.cli.nodes) {
+    c.nodes = *request.cli.nodes;
+    d.set_origin(DraftField::kNodes, "nodes", {"--nodes", 0, 0});
+  } else if (const auto n = env_int(request, "NNODES")) {
+    c.nodes = *n;
+    c.nodes_at_least_minimum = true;
+    d.set_origin(DraftField::kNodes, "NNODES", {"environment NNODES", 0, 0});
+  }
+  return c;
+}
+
+}  // namespace projector::frontend_detail

@@ -1,0 +1,94 @@
+// Model presets: the bundled catalogue (data/models/) and a Primus checkout's model presets.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "projector/frontend/loader.h"
+#include "projector/hardware/catalog.h"
+
+namespace projector {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string with_yaml_suffix(const std::string& name) {
+  if (name.size() >= 5 && (name.ends_with(".yaml") || name.ends_with(".yml"))) return name;
+  return name + ".yaml";
+}
+
+std::string strip_yaml_suffix(const std::string& name) {
+  if (name.ends_with(".yaml")) return name.substr(0, name.size() - 5);
+  if (name.ends_with(".yml")) return name.substr(0, name.size() - 4);
+  return name;
+}
+
+}  // namespace
+
+std::vector<std::string> list_model_presets(const std::string& data_dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  const fs::path dir = fs::path(data_dir) / "models";
+  if (!fs::is_directory(dir, ec)) return names;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string file = entry.path().filename().string();
+    if (!file.ends_with(".yaml") || file.starts_with("_")) continue;
+    names.push_back(strip_yaml_suffix(file));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string find_model_preset(const std::string& name, const std::string& data_dir,
+                              const std::string& primus_path, const SourceLocation& where) {
+  std::error_code ec;
+  const std::string file = with_yaml_suffix(name);
+  // An explicit path (relative to the experiment file, or absolute).
+  if (!where.file.empty() && fs::path(name).has_parent_path()) {
+    fs::path p = name;
+    if (p.is_relative()) p = fs::path(where.file).parent_path() / p;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  if (fs::path(name).is_absolute() && fs::is_regular_file(name, ec)) return name;
+  const fs::path bundled = fs::path(data_dir) / "models" / file;
+  if (fs::is_regular_file(bundled, ec)) return bundled.string();
+  if (!primus_path.empty()) {
+    const fs::path primus = fs::path(primus_path) / "primus/configs/models/megatron" / file;
+    if (fs::is_regular_file(primus, ec)) return primus.string();
+  }
+  std::string nearest;
+  int best = 1 << 30;
+  for (const std::string& candidate : list_model_presets(data_dir)) {
+    const int d = edit_distance(strip_yaml_suffix(name), candidate);
+    if (d < best) {
+      best = d;
+      nearest = candidate;
+    }
+  }
+  std::string msg = fmt::format("unknown model preset '{}' (not in {}/models", name, data_dir);
+  msg += primus_path.empty() ? "; no Primus checkout given: --primus-path or PRIMUS_PATH)"
+                             : fmt::format(" nor {}/primus/configs/models/megatron)", primus_path);
+  if (!nearest.empty()) msg += fmt::format("; did you mean '{}'?", nearest);
+  throw InputError(where, "model", msg);
+}
+
+std::string model_preset_source(const std::string& name, const std::string& data_dir) {
+  const std::string path = find_model_preset(name, data_dir, "");
+  const ConfigValue v = parse_yaml_file(path, EnvLookup{});
+  const ConfigValue* s = v.find("source");
+  return s != nullptr && !s->is_null() ? s->to_text() : "";
+}
+
+ModelSpec load_model_preset(const std::string& name, const std::string& data_dir,
+                            const std::string& primus_path, std::vector<AppliedDefault>* defaults) {
+  const std::string path = find_model_preset(name, data_dir, primus_path);
+  const ConfigValue args = load_yaml_with_extends(path, EnvLookup{});
+  std::vector<AppliedDefault> local_defaults;
+  std::vector<std::string> warnings;
+  ModelSpec model = build_model(args, defaults != nullptr ? *defaults : local_defaults, warnings);
+  model.name = strip_yaml_suffix(fs::path(path).filename().string());
+  return model;
+}
+
+}  // namespace projector

@@ -1,0 +1,743 @@
+// The job builder (job/builder.h): JobDraft -> JobSpec. The steps, in order: sizes, cluster,
+// expert TP, data parallelism, batches, virtual stages, schedule, framework defaults, rules.
+#include "projector/job/builder.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "projector/hardware/catalog.h"
+#include "projector/job/layout.h"
+#include "projector/schedule/schedule.h"
+
+namespace projector {
+namespace {
+
+std::string show(bool v) {
+  return v ? "true" : "false";
+}
+std::string show(int v) {
+  return fmt::format("{}", v);
+}
+std::string show(double v) {
+  return fmt::format("{}", v);
+}
+std::string show(Dtype v) {
+  return std::string(to_string(v));
+}
+std::string show(Fp8Recipe v) {
+  return std::string(to_string(v));
+}
+std::string show(FsdpKind v) {
+  return std::string(to_string(v));
+}
+std::string show(const RecomputeModules& v) {
+  return fmt::format("[{}]", fmt::join(v.names(), ", "));
+}
+
+bool is_vshape(ScheduleKind s) {
+  return s == ScheduleKind::kZbvFormatted || s == ScheduleKind::kZbvGreedyMin ||
+         s == ScheduleKind::kZbvGreedyHalf || s == ScheduleKind::kDualPipeV;
+}
+
+bool has_moe(const ModelSpec& m) {
+  return std::any_of(m.layers.begin(), m.layers.end(), [](const LayerSpec& l) { return l.is_moe; });
+}
+
+// The schedule module's selection rule for `auto`, through the shared schedule names.
+schedule::ScheduleSelection auto_schedule(int pp, int vpp) {
+  return schedule::select_schedule(schedule::ScheduleAlgorithm::kAuto, pp, vpp, false);
+}
+ScheduleKind kind_of(schedule::ScheduleAlgorithm a) {
+  for (const ScheduleKind k :
+       {ScheduleKind::k1F1B, ScheduleKind::kInterleaved, ScheduleKind::kZeroBubble,
+        ScheduleKind::kZbvFormatted, ScheduleKind::kZbvGreedyMin, ScheduleKind::kZbvGreedyHalf,
+        ScheduleKind::kDualPipeV}) {
+    if (to_string(k) == schedule::to_string(a)) return k;
+  }
+  return ScheduleKind::kAuto;
+}
+
+class Builder {
+ public:
+  explicit Builder(const JobDraft& d) : d_(d) {
+    job_.source = d.source;
+    job_.model = d.model;
+    job_.parallel = d.parallel;
+    job_.runtime = d.runtime;
+    job_.defaults = d.defaults;
+    job_.warnings = d.warnings;
+  }
+
+  JobSpec build(const ClusterRequest& request) {
+    sizes();
+    cluster(request);
+    expert_tensor_parallel();
+    data_parallel();
+    batches();
+    virtual_stages();
+    schedule_choice();
+    parallel_defaults();
+    runtime_defaults();
+    check_rules();
+    return std::move(job_);
+  }
+
+ private:
+  [[noreturn]] void fail(LayoutRule rule, DraftField f, const std::string& message) const {
+    const FieldOrigin& o = d_.origin(f);
+    SourceLocation where = o.where;
+    if (where.file.empty() && where.line == 0) where.file = d_.source;
+    throw JobRuleError(rule, f, std::move(where), d_.key(f), message);
+  }
+  void record(DraftField f, std::string value, std::string reason, bool from_profile = false) {
+    job_.defaults.push_back(
+        {d_.key(f), std::move(value), std::move(reason), from_profile ? d_.profile.name : ""});
+  }
+  // The stated value, else the profile's (recorded), else `fallback` (recorded as unset).
+  template <typename T>
+  T decide(DraftField f, const std::optional<T>& stated, const ProfileDefault<T>& def, T fallback) {
+    if (stated) return *stated;
+    if (def.value) {
+      record(f, show(*def.value), def.source, true);
+      return *def.value;
+    }
+    record(f, show(fallback), fmt::format("{} has no default", d_.profile.name), true);
+    return fallback;
+  }
+  bool decide_when(DraftField f, const std::optional<bool>& stated,
+                   const ProfileDefault<WhenRule>& def) {
+    if (stated) return *stated;
+    const ParallelSpec& p = job_.parallel;
+    bool v = false;
+    switch (def.value.value_or(WhenRule::kNever)) {
+      case WhenRule::kNever:
+        break;
+      case WhenRule::kAlways:
+        v = true;
+        break;
+      case WhenRule::kWithTp:
+        v = p.tp > 1;
+        break;
+      case WhenRule::kWithDistributedOptimizer:
+        v = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
+        break;
+      case WhenRule::kWithSequenceParallel:
+        v = p.sequence_parallel && p.tp > 1;
+        break;
+    }
+    record(f, show(v),
+           def.value ? fmt::format("{} ({})", to_string(*def.value), def.source)
+                     : fmt::format("{} has no default", d_.profile.name),
+           true);
+    return v;
+  }
+
+  int size_or(DraftField f, const std::optional<int>& v, int fallback, const char* reason) {
+    if (!v) {
+      if (reason != nullptr) record(f, show(fallback), reason);
+      return fallback;
+    }
+    if (*v < 1 || *v > kMaxCount) {
+      fail(LayoutRule::kSizes, f,
+           fmt::format("must be a positive integer up to {}, got {}", kMaxCount, *v));
+    }
+    return *v;
+  }
+
+  void sizes();
+  void cluster(const ClusterRequest& request);
+  void expert_tensor_parallel();
+  void data_parallel();
+  void batches();
+  void virtual_stages();
+  int derived_vpp();
+  void stated_stages(const std::vector<StatedStage>& stages);
+  void first_last_stages();
+  void balanced_split();
+  void schedule_choice();
+  void parallel_defaults();
+  void runtime_defaults();
+  void check_rules() const;
+  std::string rule_message(LayoutRule rule) const;
+
+  const JobDraft& d_;
+  JobSpec job_;
+  std::int64_t world_ = 0;
+  std::vector<int> etp_choices_;  // in order of preference (one when stated)
+};
+
+void Builder::sizes() {
+  ParallelSpec& p = job_.parallel;
+  p.tp = size_or(DraftField::kTp, d_.tp, 1, "not stated; no tensor parallelism");
+  p.pp = size_or(DraftField::kPp, d_.pp, 1, "not stated; no pipeline parallelism");
+  p.cp = size_or(DraftField::kCp, d_.cp, 1, "not stated; no context parallelism");
+  const bool moe = has_moe(job_.model);
+  p.ep = size_or(DraftField::kEp, d_.ep, 1, moe ? "not stated; no expert parallelism" : nullptr);
+  if (d_.vpp) size_or(DraftField::kVpp, d_.vpp, 1, nullptr);
+  if (d_.layers_per_virtual_stage)
+    size_or(DraftField::kVpp, d_.layers_per_virtual_stage, 1, nullptr);
+  etp_choices_.clear();
+  if (d_.etp) {
+    etp_choices_.push_back(size_or(DraftField::kEtp, d_.etp, 1, nullptr));
+  } else if (!moe) {
+    etp_choices_.push_back(p.tp);  // no experts: ETP has no meaning
+  } else {
+    for (const EtpChoice& c :
+         d_.profile.expert_tensor_parallel.value.value_or(std::vector<EtpChoice>{{true, 1}})) {
+      const int v = c.equal_to_tp ? p.tp : c.size;
+      if (std::find(etp_choices_.begin(), etp_choices_.end(), v) == etp_choices_.end()) {
+        etp_choices_.push_back(v);
+      }
+    }
+  }
+  p.etp = etp_choices_.front();
+}
+
+void Builder::cluster(const ClusterRequest& req) {
+  ClusterSpec& cl = job_.cluster;
+  const std::string data_dir = req.data_dir.empty() ? default_data_dir() : req.data_dir;
+  if (req.accelerator) {
+    cl.accelerator = *req.accelerator;
+  } else {
+    std::string hw = req.hardware;
+    if (hw.empty()) {
+      hw = req.default_hardware;
+      record(DraftField::kHardware, hw, req.default_hardware_reason);
+    }
+    cl.accelerator = load_accelerator(hw, data_dir);
+  }
+  if (req.loaded_network) {
+    cl.network = *req.loaded_network;
+  } else {
+    cl.network = req.network.empty() ? default_network_for(cl.accelerator, data_dir)
+                                     : load_network(req.network, data_dir);
+  }
+  for (const std::string& k : cl.network.unknown_keys) {
+    job_.warnings.push_back(fmt::format("network: unknown key '{}' (ignored)", k));
+  }
+  if (req.gpus_per_node) {
+    if (*req.gpus_per_node < 1 || *req.gpus_per_node > kMaxCount) {
+      fail(LayoutRule::kSizes, DraftField::kGpusPerNode,
+           fmt::format("must be a positive integer up to {}, got {}", kMaxCount,
+                       *req.gpus_per_node));
+    }
+    cl.gpus_per_node = static_cast<int>(*req.gpus_per_node);
+  } else {
+    cl.gpus_per_node =
+        cl.accelerator.default_gpus_per_node > 0 ? cl.accelerator.default_gpus_per_node : 8;
+    record(DraftField::kGpusPerNode, show(cl.gpus_per_node),
+           fmt::format("{} default", cl.accelerator.name));
+  }
+  // The fewest nodes whose GPUs both parallel groups divide.
+  const ParallelSpec& p = job_.parallel;
+  const std::int64_t dense = static_cast<std::int64_t>(p.tp) * p.pp * p.cp;
+  const std::int64_t expert = static_cast<std::int64_t>(p.etp) * p.ep * p.pp;
+  const std::int64_t min_world = std::lcm(dense, expert);
+  const std::int64_t min_nodes = min_world / std::gcd(min_world, std::int64_t{cl.gpus_per_node});
+  std::int64_t nodes = min_nodes;
+  if (req.nodes) {
+    nodes = *req.nodes;
+    if (nodes < 1 || nodes > kMaxCount) {
+      fail(LayoutRule::kSizes, DraftField::kNodes,
+           fmt::format("must be a positive integer up to {}, got {}", kMaxCount, nodes));
+    }
+    if (req.nodes_at_least_minimum && nodes < min_nodes) {
+      job_.warnings.push_back(fmt::format(
+          "{}={} is fewer than the {} node(s) the parallelism needs; projecting {} node(s)",
+          d_.key(DraftField::kNodes), nodes, min_nodes, min_nodes));
+      nodes = min_nodes;
+    }
+  } else {
+    record(DraftField::kNodes, fmt::format("{}", min_nodes),
+           "minimum nodes for TP x PP x CP and ETP x EP x PP");
+  }
+  world_ = nodes * cl.gpus_per_node;
+  if (nodes > kMaxWorldSize || world_ > kMaxWorldSize) {
+    fail(LayoutRule::kWorldSize, DraftField::kNodes,
+         fmt::format("{} nodes x {} GPUs = {} GPUs is more than the {} this tool models", nodes,
+                     cl.gpus_per_node, world_, kMaxWorldSize));
+  }
+  cl.nodes = static_cast<int>(nodes);
+}
+
+void Builder::expert_tensor_parallel() {
+  ParallelSpec& p = job_.parallel;
+  if (d_.etp || !has_moe(job_.model)) return;
+  const ProfileDefault<std::vector<EtpChoice>>& def = d_.profile.expert_tensor_parallel;
+  for (std::size_t i = 0; i < etp_choices_.size(); ++i) {
+    const int etp = etp_choices_[i];
+    const std::int64_t group = static_cast<std::int64_t>(etp) * p.ep * p.pp;
+    if (world_ % group != 0 && i + 1 < etp_choices_.size()) continue;
+    p.etp = etp;
+    record(DraftField::kEtp, show(etp),
+           i == 0 ? def.source
+                  : fmt::format("ETP {} would make ETP x EP x PP = {} not divide the world of {} "
+                                "GPUs; the framework's other documented choice ({})",
+                                etp_choices_.front(),
+                                static_cast<std::int64_t>(etp_choices_.front()) * p.ep * p.pp,
+                                world_, def.source),
+           true);
+    return;
+  }
+}
+
+void Builder::data_parallel() {
+  ParallelSpec& p = job_.parallel;
+  const DataParallelSizes s = data_parallel_sizes(world_, p.tp, p.pp, p.cp, p.etp, p.ep);
+  p.dp = static_cast<int>(s.dp);  // 0 when the world does not divide: a rule reports it
+  p.expert_dp = static_cast<int>(s.expert_dp > 0 ? s.expert_dp : 1);
+}
+
+void Builder::batches() {
+  RuntimeSpec& rt = job_.runtime;
+  const FrameworkProfile& prof = d_.profile;
+  if (d_.micro_batch_size) {
+    rt.micro_batch_size = size_or(DraftField::kMicroBatchSize, d_.micro_batch_size, 1, nullptr);
+  } else if (prof.micro_batch_size.value) {
+    rt.micro_batch_size = *prof.micro_batch_size.value;
+    record(DraftField::kMicroBatchSize, show(rt.micro_batch_size), prof.micro_batch_size.source,
+           true);
+  } else {
+    fail(LayoutRule::kSizes, DraftField::kMicroBatchSize,
+         fmt::format("required ({})", prof.micro_batch_size.source));
+  }
+  if (d_.seq_length) {
+    rt.seq_length = size_or(DraftField::kSeqLength, d_.seq_length, 1, nullptr);
+  } else if (prof.seq_length.value) {
+    rt.seq_length = *prof.seq_length.value;
+    record(DraftField::kSeqLength, show(rt.seq_length), prof.seq_length.source, true);
+  } else {
+    fail(LayoutRule::kSizes, DraftField::kSeqLength,
+         fmt::format("required ({})", prof.seq_length.source));
+  }
+  const int dp = std::max(1, job_.parallel.dp);
+  if (d_.global_batch_size) {
+    rt.global_batch_size = size_or(DraftField::kGlobalBatchSize, d_.global_batch_size, 1, nullptr);
+  } else if (d_.replica_batch_size) {
+    const std::int64_t gbs = static_cast<std::int64_t>(*d_.replica_batch_size) * dp;
+    rt.global_batch_size = static_cast<int>(std::min<std::int64_t>(gbs, kMaxCount));
+    record(DraftField::kGlobalBatchSize, show(rt.global_batch_size),
+           fmt::format("per-replica batch {} x DP {}", *d_.replica_batch_size, dp));
+  } else if (prof.global_batch_size.value) {
+    rt.global_batch_size = *prof.global_batch_size.value;
+    record(DraftField::kGlobalBatchSize, show(rt.global_batch_size), prof.global_batch_size.source,
+           true);
+  } else {
+    const std::int64_t gbs = static_cast<std::int64_t>(rt.micro_batch_size) * dp;
+    rt.global_batch_size = static_cast<int>(std::min<std::int64_t>(gbs, kMaxCount));
+    record(DraftField::kGlobalBatchSize, show(rt.global_batch_size),
+           fmt::format("micro_batch_size x DP, one microbatch ({}: {})",
+                       to_string(prof.microbatch_rule.value.value_or(MicrobatchRule::kGlobalBatch)),
+                       prof.microbatch_rule.source),
+           true);
+  }
+  ModelSpec& m = job_.model;
+  if (m.max_position_embeddings == 0) {
+    m.max_position_embeddings = rt.seq_length;
+    if (m.position_embedding == PositionEmbeddingKind::kLearnedAbsolute) {
+      job_.defaults.push_back(
+          {"max_position_embeddings", show(rt.seq_length), "not stated: the sequence length", ""});
+    }
+  }
+}
+
+// VPP when the draft does not state it: from layers per virtual stage, a stated layout's stage
+// count, or the schedule (V-shape: 2; interleaved: the smallest legal, recorded).
+int Builder::derived_vpp() {
+  const int pp = job_.parallel.pp;
+  const int layers = job_.model.num_layers();
+  if (d_.layers_per_virtual_stage) {
+    const std::int64_t per = static_cast<std::int64_t>(*d_.layers_per_virtual_stage) * pp;
+    if (layers % per != 0) {
+      fail(LayoutRule::kLayerSplit, DraftField::kVpp,
+           fmt::format("{} layers are not divisible by {} layers per virtual stage x PP {}", layers,
+                       *d_.layers_per_virtual_stage, pp));
+    }
+    return static_cast<int>(layers / per);
+  }
+  const LayerSplit& split = d_.layer_split;
+  if (split.kind == LayerSplit::Kind::kStated) {
+    const int count = static_cast<int>(split.stages.size());
+    if (count % pp == 0 && count / pp > 1) {
+      record(DraftField::kVpp, show(count / pp),
+             fmt::format("{} layout stages / PP {}", count, pp));
+      return count / pp;
+    }
+    return 1;
+  }
+  if (pp > 1 && is_vshape(d_.schedule)) {
+    record(DraftField::kVpp, "2",
+           fmt::format("not stated; {} runs two chunks per rank", to_string(d_.schedule)));
+    return 2;
+  }
+  if (pp > 1 && d_.schedule == ScheduleKind::kInterleaved) {
+    for (int v = 2; static_cast<std::int64_t>(pp) * v <= layers; ++v) {
+      if (split.allow_uneven || layers % (pp * v) == 0) {
+        record(DraftField::kVpp, show(v),
+               "not stated; the smallest VPP the interleaved schedule can split the layers into");
+        return v;
+      }
+    }
+  }
+  return 1;
+}
+
+void Builder::virtual_stages() {
+  ParallelSpec& p = job_.parallel;
+  p.vpp = d_.vpp ? *d_.vpp : derived_vpp();
+  if (p.vpp > 1 && p.pp == 1) {
+    fail(LayoutRule::kScheduleNeedsPp, DraftField::kPp,
+         fmt::format("virtual pipeline stages ({}) need PP > 1", p.vpp));
+  }
+  switch (d_.layer_split.kind) {
+    case LayerSplit::Kind::kStated:
+      stated_stages(d_.layer_split.stages);
+      break;
+    case LayerSplit::Kind::kFirstLast:
+      first_last_stages();
+      break;
+    case LayerSplit::Kind::kBalanced:
+      balanced_split();
+      break;
+  }
+}
+
+void Builder::stated_stages(const std::vector<StatedStage>& stages) {
+  ParallelSpec& p = job_.parallel;
+  const ModelSpec& model = job_.model;
+  const int count = static_cast<int>(stages.size());
+  if (count != p.pp * p.vpp) {
+    fail(LayoutRule::kLayerSplit, DraftField::kLayerSplit,
+         fmt::format("layout has {} stages but PP x VPP = {} x {} = {}", count, p.pp, p.vpp,
+                     p.pp * p.vpp));
+  }
+  p.stages.clear();
+  int total = 0;
+  int mtp = 0;
+  for (const StatedStage& s : stages) {
+    p.stages.push_back({total, s.decoder_layers, s.embedding, s.loss, s.mtp_layers});
+    total += s.decoder_layers;
+    mtp += s.mtp_layers;
+  }
+  if (total != model.num_layers()) {
+    fail(LayoutRule::kLayerSplit, DraftField::kLayerSplit,
+         fmt::format("layout places {} decoder layers but the model has {}", total,
+                     model.num_layers()));
+  }
+  if (mtp != 0 && mtp != model.mtp_num_layers) {
+    fail(
+        LayoutRule::kLayerSplit, DraftField::kLayerSplit,
+        fmt::format("layout places {} MTP layers but the model has {}", mtp, model.mtp_num_layers));
+  }
+  if (mtp == 0 && model.mtp_num_layers > 0) {
+    // Megatron puts MTP layers with the loss when the layout does not place them.
+    for (VirtualStage& v : p.stages) {
+      if (v.has_output) v.mtp_layers = model.mtp_num_layers;
+    }
+  }
+}
+
+void Builder::first_last_stages() {
+  ParallelSpec& p = job_.parallel;
+  const LayerSplit& s = d_.layer_split;
+  const int layers = job_.model.num_layers();
+  const int z = p.pp * p.vpp;
+  std::vector<int> counts(static_cast<std::size_t>(z), 0);
+  const bool has_first = s.first_stage_layers.has_value();
+  const bool has_last = s.last_stage_layers.has_value();
+  const int first = s.first_stage_layers.value_or(0);
+  const int last = s.last_stage_layers.value_or(0);
+  if (z == 1) {
+    counts[0] = layers;
+  } else {
+    const int lo = has_first ? 1 : 0;
+    const int hi = has_last ? z - 1 : z;
+    const int middle = hi - lo;
+    const int rest = layers - first - last;
+    if (first < 0 || last < 0 || rest < 0 || (middle <= 0 && rest != 0)) {
+      fail(LayoutRule::kLayerSplit, DraftField::kLayerSplit,
+           fmt::format("first {} + last {} layers do not fit {} layers over {} stages", first, last,
+                       layers, z));
+    }
+    if (has_first) counts[0] = first;
+    if (has_last) counts[static_cast<std::size_t>(z - 1)] = last;
+    for (int i = 0; i < middle; ++i) {
+      counts[static_cast<std::size_t>(lo + i)] = rest / middle + (i < rest % middle ? 1 : 0);
+    }
+  }
+  p.stages.clear();
+  int first_layer = 0;
+  for (int i = 0; i < z; ++i) {
+    const int n = counts[static_cast<std::size_t>(i)];
+    p.stages.push_back(
+        {first_layer, n, i == 0, i == z - 1, i == z - 1 ? job_.model.mtp_num_layers : 0});
+    first_layer += n;
+  }
+}
+
+void Builder::balanced_split() {
+  ParallelSpec& p = job_.parallel;
+  const int layers = job_.model.num_layers();
+  const int z = p.pp * p.vpp;
+  if (z > layers && job_.model.family == ModelFamily::kDecoderLm) {
+    fail(LayoutRule::kLayers, DraftField::kLayerSplit,
+         fmt::format("{} layers cannot fill PP x VPP = {} x {} = {} stages", layers, p.pp, p.vpp,
+                     z));
+  }
+  if (z > 1 && layers % z != 0) {
+    if (!d_.layer_split.allow_uneven) {
+      fail(LayoutRule::kLayers, DraftField::kLayerSplit,
+           fmt::format("{} layers are not divisible by PP x VPP = {} x {} = {}; state the layout "
+                       "or the first / last stage layer counts",
+                       layers, p.pp, p.vpp, z));
+    }
+    record(DraftField::kLayerSplit, "uneven",
+           fmt::format("{} layers over {} virtual stages: the first {} take one more", layers, z,
+                       layers % z));
+  }
+  balanced_stages_into(p.stages, layers, p.pp, p.vpp, job_.model.mtp_num_layers);
+}
+
+void Builder::schedule_choice() {
+  RuntimeSpec& rt = job_.runtime;
+  const ParallelSpec& p = job_.parallel;
+  rt.schedule = d_.schedule;
+  if (rt.schedule != ScheduleKind::kAuto) return;
+  if (p.pp == 1) {
+    rt.schedule = ScheduleKind::k1F1B;  // no pipeline: the schedule is moot
+    return;
+  }
+  const bool full_recompute = rt.recompute.granularity == RecomputeGranularity::kFull;
+  if (d_.prefer_zero_bubble && !full_recompute && p.vpp <= 2) {
+    rt.schedule = p.vpp == 1 ? ScheduleKind::kZeroBubble : ScheduleKind::kZbvFormatted;
+    record(DraftField::kSchedule, std::string(to_string(rt.schedule)),
+           fmt::format("auto with zero bubble requested and VPP {}", p.vpp));
+    return;
+  }
+  const schedule::ScheduleSelection sel = auto_schedule(p.pp, p.vpp);
+  rt.schedule = kind_of(sel.algorithm);
+  record(DraftField::kSchedule, std::string(to_string(rt.schedule)), sel.reason);
+}
+
+void Builder::parallel_defaults() {
+  ParallelSpec& p = job_.parallel;
+  const FrameworkProfile& prof = d_.profile;
+  p.fsdp = decide(DraftField::kFsdp, d_.fsdp, prof.fsdp, FsdpKind::kNone);
+  if (p.fsdp == FsdpKind::kNone || d_.distributed_optimizer) {
+    p.distributed_optimizer = decide(DraftField::kDistributedOptimizer, d_.distributed_optimizer,
+                                     prof.distributed_optimizer, false);
+  }
+  p.sequence_parallel =
+      decide_when(DraftField::kSequenceParallel, d_.sequence_parallel, prof.sequence_parallel);
+  if (d_.sequence_parallel && *d_.sequence_parallel && p.tp == 1) {
+    job_.warnings.push_back(
+        fmt::format("{} has no effect with TP = 1", d_.key(DraftField::kSequenceParallel)));
+  }
+  p.overlap_grad_reduce = decide(DraftField::kOverlapGradReduce, d_.overlap_grad_reduce,
+                                 prof.overlap_grad_reduce, false);
+  p.overlap_param_gather = decide_when(DraftField::kOverlapParamGather, d_.overlap_param_gather,
+                                       prof.overlap_param_gather);
+  p.tp_comm_overlap =
+      decide_when(DraftField::kTpCommOverlap, d_.tp_comm_overlap, prof.tp_comm_overlap);
+  if (has_moe(job_.model) && p.tp > 1 && !p.sequence_parallel) {
+    job_.warnings.push_back(
+        "MoE with TP > 1 needs sequence parallelism (Megatron-Core asserts it)");
+  }
+}
+
+void Builder::runtime_defaults() {
+  RuntimeSpec& rt = job_.runtime;
+  ModelSpec& m = job_.model;
+  const FrameworkProfile& prof = d_.profile;
+  rt.flash_attention =
+      decide(DraftField::kFlashAttention, d_.flash_attention, prof.flash_attention, false);
+  rt.attention_kernel =
+      d_.attention_kernel
+          ? *d_.attention_kernel
+          : (rt.flash_attention ? prof.attention_kernel.value.value_or(AttentionKernel::kFused)
+                                : AttentionKernel::kFused);
+  rt.precision.fp8 =
+      d_.fp8 ? decide(DraftField::kFp8Recipe, d_.fp8_recipe, prof.fp8_recipe, Fp8Recipe::kDelayed)
+             : Fp8Recipe::kNone;
+  rt.main_grads_dtype = decide(DraftField::kGradReduceDtype, d_.main_grads_dtype,
+                               prof.grad_reduce_dtype, Dtype::kFp32);
+  rt.loss_grad_in_place =
+      decide(DraftField::kLossGradInPlace, d_.loss_grad_in_place, prof.loss_grad_in_place, true);
+  RecomputeSpec& rc = rt.recompute;
+  if (rc.granularity == RecomputeGranularity::kSelective && rc.modules.empty()) {
+    rc.modules = decide(DraftField::kRecomputeModules, std::optional<RecomputeModules>{},
+                        prof.selective_recompute, RecomputeModules{RecomputeModule::kCoreAttn});
+  }
+  if (m.family != ModelFamily::kDecoderLm) return;
+  m.attention_dropout =
+      decide(DraftField::kAttentionDropout, d_.attention_dropout, prof.dropout, 0.0);
+  m.hidden_dropout = decide(DraftField::kHiddenDropout, d_.hidden_dropout, prof.dropout, 0.0);
+  m.make_vocab_size_divisible_by =
+      decide(DraftField::kVocabPadding, d_.vocab_padding, prof.vocab_padding, 1);
+}
+
+void Builder::check_rules() const {
+  const ClusterSpec& cl = job_.cluster;
+  RuleFacts f = rule_facts(job_.model, job_.runtime.seq_length, job_.runtime.global_batch_size,
+                           cl.gpus_per_node, world_);
+  f.tp_beyond_node = job_.parallel.allow_tp_beyond_node;
+  f.uneven_layers = d_.layer_split.allow_uneven;
+  f.stated_stages = d_.layer_split.kind != LayerSplit::Kind::kBalanced ||
+                    job_.model.family != ModelFamily::kDecoderLm;
+  const LayoutRule rule = check_layout(f, layout_choice(job_));
+  if (rule != LayoutRule::kLegal) fail(rule, field_of(rule), rule_message(rule));
+}
+
+std::string Builder::rule_message(LayoutRule rule) const {
+  const ParallelSpec& p = job_.parallel;
+  const RuntimeSpec& rt = job_.runtime;
+  const ClusterSpec& cl = job_.cluster;
+  const LayerSpec* layer = job_.model.layers.empty() ? nullptr : &job_.model.layers.front();
+  const std::int64_t per_step = static_cast<std::int64_t>(rt.micro_batch_size) * p.dp;
+  const std::int64_t m = per_step > 0 ? rt.global_batch_size / per_step : 0;
+  switch (rule) {
+    case LayoutRule::kTpHeads:
+      return fmt::format("{} attention heads are not divisible by TP {}",
+                         layer ? layer->attention.num_heads : 0, p.tp);
+    case LayoutRule::kTpKvHeads:
+      return fmt::format("{} KV heads (query groups) are not divisible by TP {}",
+                         layer ? layer->attention.num_query_groups : 0, p.tp);
+    case LayoutRule::kTpBeyondNode:
+      return fmt::format(
+          "TP {} spans more than one node of {} GPUs (--allow-tp-beyond-node / "
+          "allow_tp_beyond_node to project it anyway)",
+          p.tp, cl.gpus_per_node);
+    case LayoutRule::kWorldDense:
+      return fmt::format(
+          "world size {} ({} nodes x {} GPUs) is not divisible by TP x PP x CP = "
+          "{} x {} x {} = {}",
+          world_, cl.nodes, cl.gpus_per_node, p.tp, p.pp, p.cp,
+          static_cast<std::int64_t>(p.tp) * p.pp * p.cp);
+    case LayoutRule::kNotMoe:
+      return fmt::format("expert parallelism {} on a model without experts", p.ep);
+    case LayoutRule::kExpertsEp: {
+      int experts = 0;
+      for (const LayerSpec& l : job_.model.layers) experts = l.is_moe ? l.moe.num_experts : experts;
+      return fmt::format("{} experts are not divisible by EP {}", experts, p.ep);
+    }
+    case LayoutRule::kWorldExpert:
+      return fmt::format("world size {} is not divisible by ETP x EP x PP = {} x {} x {} = {}",
+                         world_, p.etp, p.ep, p.pp, static_cast<std::int64_t>(p.etp) * p.ep * p.pp);
+    case LayoutRule::kSeqCp:
+      return fmt::format(
+          "sequence length {} is not divisible by 2 x CP = {} (load-balanced "
+          "context parallelism)",
+          rt.seq_length, 2 * p.cp);
+    case LayoutRule::kGbs:
+      return fmt::format("global batch {} is not divisible by micro_batch_size x DP = {} x {} = {}",
+                         rt.global_batch_size, rt.micro_batch_size, p.dp, per_step);
+    case LayoutRule::kScheduleVpp:
+      return fmt::format(
+          "schedule {} does not fit VPP {} (interleaved needs >= 2, the V-shape "
+          "schedules exactly 2, the others 1)",
+          to_string(rt.schedule), p.vpp);
+    case LayoutRule::kInterleavedMicrobatches:
+      return fmt::format(
+          "{} microbatches are not a multiple of PP {}: the interleaved schedule "
+          "requires it",
+          m, p.pp);
+    case LayoutRule::kDualPipeMicrobatches:
+      return fmt::format("dualpipev needs at least 2 x PP = {} microbatches, got {}", 2 * p.pp, m);
+    case LayoutRule::kSplitBackwardRecompute:
+      return fmt::format(
+          "schedule {} splits the backward into B and W and cannot be combined "
+          "with full recompute",
+          to_string(rt.schedule));
+    default:
+      return std::string(explanation(rule));
+  }
+}
+
+}  // namespace
+
+std::string JobDraft::key(DraftField f) const {
+  const FieldOrigin& o = origin(f);
+  return o.key.empty() ? std::string(to_string(f)) : o.key;
+}
+
+std::string_view to_string(DraftField f) {
+  static constexpr std::string_view kNames[] = {"model",
+                                                "tp",
+                                                "pp",
+                                                "vpp",
+                                                "cp",
+                                                "ep",
+                                                "etp",
+                                                "layer_split",
+                                                "sequence_parallel",
+                                                "distributed_optimizer",
+                                                "overlap_grad_reduce",
+                                                "overlap_param_gather",
+                                                "tp_comm_overlap",
+                                                "fsdp",
+                                                "micro_batch_size",
+                                                "global_batch_size",
+                                                "seq_length",
+                                                "flash_attention",
+                                                "fp8_recipe",
+                                                "grad_reduce_dtype",
+                                                "attention_dropout",
+                                                "hidden_dropout",
+                                                "vocab_padding",
+                                                "recompute",
+                                                "recompute_modules",
+                                                "loss_grad_in_place",
+                                                "schedule",
+                                                "hardware",
+                                                "nodes",
+                                                "gpus_per_node"};
+  static_assert(std::size(kNames) == kNumDraftFields);
+  const auto i = static_cast<std::size_t>(f);
+  return i < std::size(kNames) ? kNames[i] : "?";
+}
+
+DraftField field_of(LayoutRule rule) {
+  switch (rule) {
+    case LayoutRule::kTpHeads:
+    case LayoutRule::kTpKvHeads:
+    case LayoutRule::kTpBeyondNode:
+    case LayoutRule::kWorldDense:
+      return DraftField::kTp;
+    case LayoutRule::kLayers:
+    case LayoutRule::kLayerSplit:
+      return DraftField::kLayerSplit;
+    case LayoutRule::kNotMoe:
+    case LayoutRule::kExpertsEp:
+    case LayoutRule::kWorldExpert:
+      return DraftField::kEp;
+    case LayoutRule::kSeqCp:
+      return DraftField::kSeqLength;
+    case LayoutRule::kGbs:
+      return DraftField::kGlobalBatchSize;
+    case LayoutRule::kScheduleNeedsPp:
+      return DraftField::kPp;
+    case LayoutRule::kScheduleVpp:
+    case LayoutRule::kInterleavedMicrobatches:
+    case LayoutRule::kDualPipeMicrobatches:
+    case LayoutRule::kSplitBackwardRecompute:
+      return DraftField::kSchedule;
+    case LayoutRule::kRecomputeBlock:
+      return DraftField::kRecompute;
+    case LayoutRule::kWorldSize:
+      return DraftField::kNodes;
+    case LayoutRule::kSizes:
+    case LayoutRule::kLegal:
+    case LayoutRule::kCount:
+      break;
+  }
+  return DraftField::kModel;
+}
+
+JobSpec finalize_job(const JobDraft& draft, const ClusterRequest& cluster) {
+  return Builder(draft).build(cluster);
+}
+
+}  // namespace projector

@@ -1,0 +1,308 @@
+// The model block of a published run -> the draft's ModelSpec: a decoder LM (per-layer attention,
+// MLP or MoE, MLA, sliding windows) or a recommendation model (model.type dlrm).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <regex>
+
+#include "projector/frontend/layer_pattern.h"
+#include "projector/util/text.h"
+#include "validate/mapper.h"
+
+namespace projector::validate_detail {
+namespace {
+
+// Families whose reference configurations (HF config.json attention_dropout / hidden_dropout
+// 0.0; BLOOM: Le Scao et al. 2022, no dropout) train without dropout. Other families (GPT) take
+// the framework profile's default.
+constexpr const char* kNoDropoutFamilies[] = {"llama",   "mistral", "mixtral",  "qwen", "deepseek",
+                                              "gpt-oss", "gpt_oss", "nemotron", "bloom"};
+
+void read_dropout(Mapper& m, const std::string& family) {
+  for (const char* f : kNoDropoutFamilies) {
+    if (!has(family, f)) continue;
+    m.d_.attention_dropout = 0.0;
+    m.d_.hidden_dropout = 0.0;
+    m.assume("model.dropout", "0",
+             fmt::format("not stated; the {} family's reference configuration has no dropout",
+                         m.e_.model.family));
+    return;
+  }
+}
+
+// Vocabulary, normalisation, position embedding, tied output layer, dropout.
+bool map_embeddings(Mapper& m, int seq_len) {
+  const RunEntry::Model& src = m.e_.model;
+  ModelSpec& ms = m.d_.model;
+  const std::string family = to_lower(src.family);
+  const bool gpt_like = has(family, "gpt") && !has(family, "gpt_oss") && !has(family, "gpt-oss");
+  if (src.vocab_size) {
+    ms.vocab_size = *src.vocab_size;
+  } else if (gpt_like) {
+    ms.vocab_size = 50257;
+    m.assume("model.vocab_size", "50257", "not stated; GPT-2 BPE, Megatron's GPT tokenizer");
+  } else {
+    m.fail("model.vocab_size not stated");
+    return false;
+  }
+  const std::string norm = to_lower(src.norm);
+  if (norm.empty()) {
+    ms.norm = NormKind::kLayerNorm;
+    m.assume("model.norm", "layernorm", "not stated; Megatron default normalization");
+  } else if (has(norm, "rms")) {
+    ms.norm = NormKind::kRmsNorm;
+  } else if (has(norm, "layernorm") || has(norm, "layer_norm") || has(norm, "layer norm")) {
+    ms.norm = NormKind::kLayerNorm;
+    if (has(norm, "embedding")) m.note("model.norm: extra embedding LayerNorm not modelled");
+  } else {
+    ms.norm = NormKind::kRmsNorm;
+    m.assume("model.norm", "rmsnorm", "unrecognised text '" + src.norm + "'");
+  }
+  const std::string pos = to_lower(src.position_embedding);
+  if (pos.empty()) {
+    ms.position_embedding = PositionEmbeddingKind::kLearnedAbsolute;
+    m.assume("model.position_embedding", "learned_absolute",
+             "not stated; Megatron default position_embedding_type");
+  } else if (has(pos, "rope") || has(pos, "rotary")) {
+    ms.position_embedding = PositionEmbeddingKind::kRope;
+    if (has(pos, "percent") || has(pos, "yarn")) {
+      m.note("model.position_embedding: '" + src.position_embedding + "' counted as plain RoPE");
+    }
+  } else if (has(pos, "learned") || has(pos, "absolute")) {
+    ms.position_embedding = PositionEmbeddingKind::kLearnedAbsolute;
+  } else if (has(pos, "alibi") || has(pos, "none")) {
+    ms.position_embedding = PositionEmbeddingKind::kNone;  // ALiBi has no weights
+  } else {
+    ms.position_embedding = PositionEmbeddingKind::kRope;
+    m.assume("model.position_embedding", "rope",
+             "unrecognised text '" + src.position_embedding + "'");
+  }
+  ms.max_position_embeddings = seq_len;
+  if (src.tied_embeddings) {
+    ms.tied_embeddings = *src.tied_embeddings;
+  } else {
+    // Megatron and NeMo GPT share embeddings unless told not to; the modern families do not.
+    const bool tied = gpt_like || has(family, "bloom");
+    ms.tied_embeddings = tied;
+    m.assume("model.tied_embeddings", tied ? "true" : "false",
+             tied ? "not stated; Megatron GPT default (share_embeddings_and_output_weights)"
+                  : "not stated; untied output layer of the " + src.family + " family");
+  }
+  read_dropout(m, family);
+  if (!src.block.empty()) m.note("model.block: '" + src.block + "' counted as a standard block");
+  return true;
+}
+
+// The attention of every layer: standard (GQA / MHA) or MLA from the mla block.
+bool map_attention(Mapper& m, AttentionSpec& a) {
+  const RunEntry::Model& src = m.e_.model;
+  const int heads = *src.num_attention_heads;
+  a.num_heads = heads;
+  a.qk_layernorm = src.qk_layernorm.value_or(false);
+  if (!src.mla) {
+    if (src.num_kv_heads) {
+      a.num_query_groups = *src.num_kv_heads;
+    } else {
+      a.num_query_groups = heads;
+      m.assume("model.num_kv_heads", std::to_string(heads), "not stated; multi-head attention");
+    }
+    if (src.head_dim) {
+      a.head_dim = *src.head_dim;
+    } else {
+      a.head_dim = static_cast<int>(*src.hidden_size / heads);
+      m.assume("model.head_dim", std::to_string(a.head_dim), "not stated; hidden / heads");
+    }
+    return true;
+  }
+  // MLA: the attention dimensions come from the mla block, never from hidden / heads.
+  const RunEntry::Mla& x = *src.mla;
+  if (!x.kv_lora_rank || !x.qk_nope_head_dim || !x.qk_rope_head_dim || !x.v_head_dim) {
+    m.fail(
+        "model.mla: kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim are "
+        "required");
+    return false;
+  }
+  a.kind = AttentionKind::kMla;
+  a.q_lora_rank = x.q_lora_rank.value_or(0);
+  a.kv_lora_rank = *x.kv_lora_rank;
+  a.qk_head_dim = *x.qk_nope_head_dim;
+  a.qk_pos_emb_head_dim = *x.qk_rope_head_dim;
+  a.v_head_dim = *x.v_head_dim;
+  a.head_dim = a.qk_head_dim + a.qk_pos_emb_head_dim;
+  a.num_query_groups = heads;
+  return true;
+}
+
+// Sliding windows: "alternating full / sliding-window (128)".
+int read_window(Mapper& m, bool& alternating) {
+  const std::string& text = m.e_.model.attention;
+  const std::string attn = to_lower(text);
+  alternating = false;
+  if (!has(attn, "sliding")) return 0;
+  int window = 0;
+  std::smatch match;
+  if (std::regex_search(attn, match, std::regex(R"(\((\d+)\))"))) window = std::stoi(match[1]);
+  alternating = has(attn, "alternat");
+  if (window > 0) {
+    m.note(fmt::format("model.attention: sliding window {} on {} layers{}", window,
+                       alternating ? "alternate (even-index)" : "all",
+                       has(attn, "sink") ? "; attention sinks not modelled" : ""));
+  } else {
+    m.note("model.attention: sliding window size not found in '" + text +
+           "'; full attention counted");
+  }
+  return window;
+}
+
+// The MoE block and which layers are MoE (1) or dense (0).
+bool map_moe(Mapper& m, MoeSpec& spec, std::vector<int>& is_moe) {
+  const RunEntry::Moe& x = *m.e_.model.moe;
+  const int layers = *m.e_.model.num_layers;
+  if (!x.num_experts || !x.topk || !x.moe_ffn_hidden_size) {
+    m.fail("model.moe: num_experts, topk and moe_ffn_hidden_size are required");
+    return false;
+  }
+  spec.num_experts = *x.num_experts;
+  spec.topk = *x.topk;
+  spec.expert_ffn_hidden_size = *x.moe_ffn_hidden_size;
+  const int shared = x.shared_experts.value_or(0);
+  if (!x.shared_experts) m.assume("model.moe.shared_experts", "0", "not stated");
+  if (shared > 0 && x.shared_expert_ffn_hidden_size) {
+    spec.shared_expert_ffn_hidden_size = *x.shared_expert_ffn_hidden_size;
+  } else if (shared > 0) {
+    spec.shared_expert_ffn_hidden_size = shared * *x.moe_ffn_hidden_size;
+    m.assume("model.moe.shared_expert_ffn_hidden_size",
+             std::to_string(spec.shared_expert_ffn_hidden_size),
+             "not stated; shared_experts x moe_ffn_hidden_size");
+  }
+  const std::string router = to_lower(x.router);
+  spec.router_bias =
+      has(router, "bias") || has(router, "aux-loss-free") || has(router, "aux_loss_free");
+  spec.capacity_factor = 0.0;  // dropless: Megatron's default and NVIDIA's benchmark rows
+  const int dense = x.dense_layers.value_or(0);
+  if (dense > layers) {
+    m.fail("model.moe.dense_layers exceeds num_layers");
+    return false;
+  }
+  const std::string freq = to_lower(x.moe_layer_freq);
+  if (freq.empty() || has(freq, "all")) {
+    if (freq.empty()) m.assume("model.moe.moe_layer_freq", "1", "not stated; every layer MoE");
+    std::fill(is_moe.begin(), is_moe.end(), 1);
+  } else {
+    std::string error;
+    const std::optional<PyValue> v = eval_list_expression(x.moe_layer_freq, error);
+    std::optional<std::vector<int>> pattern;
+    if (v) {
+      pattern = v->is_list ? moe_pattern_from_list(v->list, layers, error)
+                           : moe_pattern_from_int(v->integer, layers, error);
+    }
+    if (!pattern) {
+      m.fail("model.moe.moe_layer_freq: " + error);
+      return false;
+    }
+    is_moe = *pattern;
+  }
+  for (int i = 0; i < dense; ++i) is_moe[static_cast<std::size_t>(i)] = 0;
+  return true;
+}
+
+void map_decoder_lm(Mapper& m, int seq_len) {
+  const RunEntry::Model& src = m.e_.model;
+  ModelSpec& ms = m.d_.model;
+  if (!src.num_layers || *src.num_layers <= 0) return m.fail("model.num_layers not stated");
+  if (!src.hidden_size || *src.hidden_size <= 0) return m.fail("model.hidden_size not stated");
+  if (!src.num_attention_heads || *src.num_attention_heads <= 0) {
+    return m.fail("model.num_attention_heads not stated");
+  }
+  const std::int64_t h = *src.hidden_size;
+  ms.hidden_size = h;
+  if (!map_embeddings(m, seq_len)) return;
+  LayerSpec base;
+  if (!map_attention(m, base.attention)) return;
+  bool gated = false;
+  base.mlp.activation = read_activation(m, src.activation, gated);
+  base.mlp.gated = gated;
+  bool alternating = false;
+  const int window = read_window(m, alternating);
+
+  const int layers = *src.num_layers;
+  const bool moe = src.moe.has_value() || to_lower(src.type) == "moe";
+  std::vector<int> is_moe(static_cast<std::size_t>(layers), 0);
+  MoeSpec moe_spec;
+  if (moe && !src.moe) return m.fail("model.type is moe but the model.moe block is missing");
+  if (moe && !map_moe(m, moe_spec, is_moe)) return;
+  std::int64_t dense_ffn = 0;
+  if (std::find(is_moe.begin(), is_moe.end(), 0) != is_moe.end()) {
+    if (moe && src.moe->dense_ffn_hidden_size) {
+      dense_ffn = *src.moe->dense_ffn_hidden_size;
+    } else if (src.ffn_hidden_size) {
+      dense_ffn = *src.ffn_hidden_size;
+    } else {
+      // Megatron: 4h, or 2/3 of it rounded down to a multiple of 64 for gated units.
+      dense_ffn = gated ? (8 * h / 3) / 64 * 64 : 4 * h;
+      m.assume("model.ffn_hidden_size", std::to_string(dense_ffn),
+               "not stated; Megatron default (4h, 8h/3 for gated units)");
+    }
+  }
+  ms.layers.clear();
+  ms.layers.reserve(static_cast<std::size_t>(layers));
+  for (int i = 0; i < layers; ++i) {
+    LayerSpec layer = base;
+    if (window > 0 && (!alternating || i % 2 == 0)) layer.attention.sliding_window = window;
+    layer.is_moe = is_moe[static_cast<std::size_t>(i)] != 0;
+    if (layer.is_moe) layer.moe = moe_spec;
+    layer.mlp.ffn_hidden_size = layer.is_moe ? moe_spec.expert_ffn_hidden_size : dense_ffn;
+    ms.layers.push_back(layer);
+  }
+  ms.mtp_num_layers = src.mtp_layers.value_or(0);
+  m.out_.moe = moe;
+}
+
+// model.type dlrm: embedding tables, bottom / top MLPs, interaction (TorchRec dlrm_main.py).
+void map_recommendation(Mapper& m) {
+  const RunEntry::Model& src = m.e_.model;
+  ModelSpec& ms = m.d_.model;
+  ms.family = ModelFamily::kRecommendation;
+  if (!src.dlrm) return m.fail("model.type is dlrm but the model.dlrm block is missing");
+  const RunEntry::Dlrm& x = *src.dlrm;
+  if (!x.embedding_dim || x.num_embeddings_per_feature.empty() ||
+      x.dense_arch_layer_sizes.empty() || x.over_arch_layer_sizes.empty()) {
+    return m.fail(
+        "model.dlrm: embedding_dim, num_embeddings_per_feature, dense_arch_layer_sizes and "
+        "over_arch_layer_sizes are required");
+  }
+  RecommendationSpec& r = ms.recommendation;
+  r.dense_features = x.dense_features.value_or(0);
+  const std::optional<Dtype> dtype =
+      parse_dtype(x.embedding_dtype.empty() ? "fp32" : x.embedding_dtype);
+  for (std::size_t i = 0; i < x.num_embeddings_per_feature.size(); ++i) {
+    EmbeddingTableSpec t;
+    t.name = fmt::format("t_cat_{}", i);
+    t.num_embeddings = x.num_embeddings_per_feature[i];
+    t.embedding_dim = *x.embedding_dim;
+    t.pooling_factor = i < x.multi_hot_sizes.size() ? static_cast<int>(x.multi_hot_sizes[i]) : 1;
+    t.dtype = dtype.value_or(Dtype::kFp32);
+    r.tables.push_back(std::move(t));
+  }
+  r.bottom_mlp.layer_sizes = x.dense_arch_layer_sizes;
+  r.top_mlp.layer_sizes = x.over_arch_layer_sizes;
+  const std::string interaction = to_lower(x.interaction_type);
+  r.interaction = has(interaction, "dcn")   ? FeatureInteraction::kDcn
+                  : has(interaction, "cat") ? FeatureInteraction::kConcat
+                                            : FeatureInteraction::kDot;
+  r.dcn_num_layers = x.dcn_num_layers.value_or(0);
+  r.dcn_low_rank_dim = x.dcn_low_rank_dim.value_or(0);
+  m.note(fmt::format("model: recommendation model, {} embedding tables of dim {}", r.tables.size(),
+                     *x.embedding_dim));
+}
+
+}  // namespace
+
+void map_model(Mapper& m, int seq_len) {
+  m.d_.model.name = m.e_.model.name;
+  const std::string type = to_lower(m.e_.model.type);
+  if (type == "dlrm" || m.e_.model.dlrm) return map_recommendation(m);
+  map_decoder_lm(m, seq_len);
+}
+
+}  // namespace projector::validate_detail

@@ -1,0 +1,260 @@
+// Free-text readings of a published run: activation, recompute, dispatcher, precision, schedule,
+// interconnect bandwidth, FLOP convention. Each reading is listed as an assumption; whatever the
+// text leaves open is left to the framework profile (data/frameworks/).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <regex>
+
+#include "projector/util/text.h"
+#include "validate/mapper.h"
+
+namespace projector::validate_detail {
+
+bool has(const std::string& haystack_lower, const char* needle) {
+  return haystack_lower.find(needle) != std::string::npos;
+}
+
+void Mapper::retract(const std::string& key) {
+  const std::string prefix = key + " = ";
+  std::erase_if(out_.assumptions, [&](const std::string& a) { return a.starts_with(prefix); });
+  std::erase_if(out_.job.defaults, [&](const AppliedDefault& d) { return d.key == key; });
+  std::erase_if(d_.defaults, [&](const AppliedDefault& d) { return d.key == key; });
+}
+
+ActivationKind read_activation(Mapper& m, const std::string& text, bool& gated) {
+  const std::string t = to_lower(text);
+  gated = false;
+  if (t.empty()) {
+    m.assume("model.activation", "gelu", "not stated; the GPT default of Megatron-family recipes");
+    return ActivationKind::kGelu;
+  }
+  if (has(t, "swiglu")) {
+    gated = true;
+    if (has(t, "clamp")) m.note("model.activation: clamped SwiGLU counted as SwiGLU");
+    return ActivationKind::kSilu;
+  }
+  if (has(t, "geglu")) {
+    gated = true;
+    return ActivationKind::kGelu;
+  }
+  if (has(t, "squared_relu") || has(t, "squared relu") || has(t, "relu2")) {
+    return ActivationKind::kSquaredRelu;
+  }
+  if (has(t, "relu")) return ActivationKind::kRelu;
+  if (has(t, "gelu")) return ActivationKind::kGelu;
+  if (has(t, "silu") || has(t, "swish")) return ActivationKind::kSilu;
+  m.assume("model.activation", "gelu", "unrecognised text '" + text + "'");
+  return ActivationKind::kGelu;
+}
+
+void read_recompute(Mapper& m, const std::string& text) {
+  RecomputeSpec& r = m.d_.runtime.recompute;
+  r = RecomputeSpec{};
+  const std::string t = to_lower(text);
+  if (t.empty()) {
+    m.assume("training.recompute", "none",
+             "not stated; no recomputation is every framework's default");
+    return;
+  }
+  if (has(t, "selective")) {
+    r.granularity = RecomputeGranularity::kSelective;
+    // Megatron --recompute-modules named in the text ("moe_act" is not "moe").
+    std::string rest = t;
+    for (const char* name :
+         {"core_attn", "moe_act", "layernorm", "mla_up_proj", "shared_experts", "mlp", "moe"}) {
+      const std::size_t pos = rest.find(name);
+      if (pos == std::string::npos) continue;
+      r.modules.add(*parse_recompute_module(name));
+      rest.replace(pos, std::char_traits<char>::length(name), " ");
+    }
+    if (!r.modules.empty()) {
+      m.note(fmt::format("training.recompute: selective recompute of {}",
+                         fmt::join(r.modules.names(), ", ")));
+    } else if (has(t, "sac")) {
+      // A per-op selective-AC policy saves every second matmul output: closest to selective mlp.
+      r.modules.add(RecomputeModule::kMlp);
+      m.note("training.recompute: per-op SAC read as selective recompute of the MLP");
+    }  // else: the framework profile's selective set
+    return;
+  }
+  if (has(t, "full") || has(t, "checkpoint") || has(t, "remat")) {
+    r.granularity = RecomputeGranularity::kFull;
+    r.method = has(t, "block") ? RecomputeMethod::kBlock : RecomputeMethod::kUniform;
+    r.num_layers = 1;
+    if (r.method == RecomputeMethod::kBlock) {
+      r.num_layers = 1 << 20;  // block without a count: every layer of the stage
+      m.note("training.recompute: block without a layer count read as all layers");
+    }
+    return;
+  }
+  if (t == "none" || t == "no" || t == "false" || has(t, "no recompute")) return;
+  m.assume("training.recompute", "none", "unrecognised text '" + text + "'");
+}
+
+// The token dispatcher decides how many copies of a token cross the expert-parallel group.
+void read_dispatcher(Mapper& m, const std::string& text) {
+  const std::string t = to_lower(text);
+  if (t.empty()) {
+    m.assume("training.moe_dispatcher", "alltoall",
+             "not stated; the all-to-all dispatcher Megatron recipes use with expert parallelism "
+             "(one copy per chosen expert)");
+    return;
+  }
+  if (has(t, "flex") || has(t, "deepep") || has(t, "hybridep")) {
+    m.d_.runtime.moe_dedup_dispatch = true;
+    m.note("training.moe_dispatcher: '" + text +
+           "' read as a deduplicating dispatcher (one copy per destination node / GPU)");
+    return;
+  }
+  if (!has(t, "alltoall") && !has(t, "all-to-all")) {
+    m.assume("training.moe_dispatcher", "alltoall", "unrecognised text '" + text + "'");
+  }
+}
+
+void read_precision(Mapper& m, const std::string& text) {
+  PrecisionSpec& p = m.d_.runtime.precision;
+  const std::string t = to_lower(text);
+  if (t.empty()) {
+    p.params_dtype = Dtype::kBf16;
+    m.assume("training.precision", "bf16", "not stated; 16-bit mixed precision assumed");
+    return;
+  }
+  const bool bf16 = has(t, "bf16") || has(t, "bfloat16");
+  const bool fp16 = has(t, "fp16") || (has(t, "float16") && !has(t, "bfloat16"));
+  p.params_dtype = fp16 && !bf16 ? Dtype::kFp16 : Dtype::kBf16;
+  if (bf16 == fp16 && !has(t, "fp8") && !has(t, "float8")) {
+    m.assume("training.precision", "bf16",
+             "'" + text + "' does not name one 16-bit type (bf16 and fp16 peaks are equal)");
+  }
+  JobDraft& d = m.d_;
+  if (has(t, "mxfp8")) {
+    d.fp8 = true;
+    d.fp8_recipe = Fp8Recipe::kMxfp8;
+  } else if (has(t, "fp8") || has(t, "float8")) {
+    d.fp8 = true;
+    if (has(t, "tensorwise") || has(t, "torchao")) {
+      d.fp8_recipe = Fp8Recipe::kTensorwise;
+    } else if (has(t, "blockwise")) {
+      d.fp8_recipe = Fp8Recipe::kBlockwise;
+    } else if (has(t, "delayed") || has(t, "hybrid") || has(t, "transformer engine")) {
+      d.fp8_recipe = Fp8Recipe::kDelayed;
+    }  // else: the framework profile's recipe
+  }
+  if (has(t, "assumed")) m.note("training.precision: the source entry marks it as assumed");
+}
+
+// A named schedule; an unnamed or unrecognised one is left to the job builder's `auto` rule.
+void read_schedule(Mapper& m, const std::string& text) {
+  const std::string t = to_lower(text);
+  ScheduleKind& s = m.d_.schedule;
+  if (has(t, "dualpipe")) {
+    s = ScheduleKind::kDualPipeV;
+  } else if (has(t, "zbv") || has(t, "zb-v") || has(t, "zero bubble v")) {
+    s = ScheduleKind::kZbvFormatted;
+  } else if (has(t, "zero bubble") || has(t, "zero-bubble") || has(t, "zb")) {
+    s = ScheduleKind::kZeroBubble;
+  } else if (has(t, "interleav") && !has(t, "non-interleav")) {
+    s = ScheduleKind::kInterleaved;
+  } else if (has(t, "1f1b")) {
+    s = m.d_.vpp.value_or(1) > 1 ? ScheduleKind::kInterleaved : ScheduleKind::k1F1B;
+  } else if (!t.empty() && t != "none") {
+    m.note("training.pipeline_schedule: unrecognised text '" + text + "'; the builder's rule");
+  }
+}
+
+// Link technologies whose per-port rate is a fixed fact (Gb/s per port).
+constexpr std::pair<const char*, double> kLinkGbps[] = {
+    {"omni-path", 100.0}, {"opa", 100.0}, {"edr", 100.0}, {"hdr", 200.0}, {"ndr", 400.0}};
+
+// Gb/s per unit as written: bits (Gb/s, Gbit/s, Gbps) or bytes (GB/s, GBps, GByte/s).
+double gbps_per_unit(const std::string& unit) {
+  if (unit == "GB/s" || unit == "GBps" || unit == "GByte/s") return 8.0;
+  return 1.0;
+}
+
+double stated_node_gbps(const std::string& text, int gpus_per_node, std::string& how) {
+  // Units must be rates: "8x80GB per node" is memory, not a link. Case matters: B is bytes.
+  static const std::regex kTimes(
+      R"((\d+)\s*[xX]\s*(\d+(?:\.\d+)?)\s*(Gb/s|Gbit/s|Gbps|GB/s|GBps))");
+  static const std::regex kPer(
+      R"((\d+(?:\.\d+)?)\s*(Gb/s|Gbit/s|Gbps|GB/s|GBps)\s*(?:per|/)\s*(GPU|gpu|node|Node|host))");
+  static const std::regex kTech(R"((\d+)\s*x\s*([a-z-]+))");
+  static const std::regex kSimCfg(R"(inter_node_bandwidth\s*[:=]?\s*(\d+))");
+  const std::string t = to_lower(text);
+  std::smatch mt;
+  if (std::regex_search(text, mt, kTimes) && has(t, "per node")) {
+    how = mt.str(0) + " per node";
+    return std::stod(mt.str(1)) * std::stod(mt.str(2)) * gbps_per_unit(mt.str(3));
+  }
+  if (std::regex_search(text, mt, kPer)) {
+    how = mt.str(0);
+    const double v = std::stod(mt.str(1)) * gbps_per_unit(mt.str(2));
+    return to_lower(mt.str(3)) == "gpu" ? v * gpus_per_node : v;
+  }
+  for (auto it = std::sregex_iterator(t.begin(), t.end(), kTech); it != std::sregex_iterator();
+       ++it) {
+    for (const auto& [tech, gbps] : kLinkGbps) {
+      if ((*it).str(2) == tech && has(t, "per node")) {
+        how = (*it).str(0) + fmt::format(" links per node ({:.0f} Gb/s each)", gbps);
+        return std::stod((*it).str(1)) * gbps;
+      }
+    }
+  }
+  if (std::regex_search(t, mt, kSimCfg) && (has(t, "gbps per node") || has(t, "gb/s per node"))) {
+    how = mt.str(0) + " read as Gb/s per node, the unit the description gives";
+    return std::stod(mt.str(1));
+  }
+  return 0.0;
+}
+
+// The catalogue network assumes the accelerator's usual fabric; a description that states the
+// scale-out bandwidth replaces it (the pod and cluster bandwidths scale by the same ratio).
+void read_interconnect(Mapper& m, const std::string& text, ClusterSpec& cl) {
+  if (text.empty() || cl.nodes <= 1) return;
+  std::string how;
+  const double node_gbps = stated_node_gbps(text, cl.gpus_per_node, how);
+  if (node_gbps <= 0.0) return;
+  NetworkSpec& n = cl.network;
+  const int nics = n.nics_per_node > 0 ? n.nics_per_node : cl.gpus_per_node;
+  const double catalogue_gb_s_per_gpu = n.pod_bw_gb_per_s * nics / cl.gpus_per_node;
+  const double stated_gb_s_per_gpu = node_gbps / 8.0 / cl.gpus_per_node;
+  if (catalogue_gb_s_per_gpu <= 0.0 ||
+      std::abs(stated_gb_s_per_gpu / catalogue_gb_s_per_gpu - 1.0) < 0.01) {
+    return;
+  }
+  const double ratio = stated_gb_s_per_gpu / catalogue_gb_s_per_gpu;
+  n.pod_bw_gb_per_s *= ratio;
+  n.cluster_bw_gb_per_s *= ratio;
+  m.note(fmt::format(
+      "hardware.interconnect: '{}' -> {:.0f} Gb/s per node, {:.2f} GB/s per GPU scale-out "
+      "(catalogue network '{}' has {:.2f})",
+      how, node_gbps, stated_gb_s_per_gpu, n.name, catalogue_gb_s_per_gpu));
+}
+
+FlopConvention read_convention(Mapper& m, const std::string& text) {
+  FlopConvention c;
+  const std::string t = to_lower(text);
+  c.options.causal_attention_half = false;
+  if (t.empty()) {
+    const FrameworkProfile& p = m.d_.profile;
+    c.hardware = p.flop_counting.value.value_or(FlopCounting::kModel) == FlopCounting::kHardware;
+    c.description = c.hardware ? "hardware FLOPs incl. recompute (framework default of the era)"
+                               : "model FLOPs, full attention (framework default)";
+    m.assume("measured.flop_counting", c.hardware ? "hardware" : "model",
+             fmt::format("not stated; {}: {}", p.name, p.flop_counting.source));
+    return c;
+  }
+  c.hardware = has(t, "hardware") || has(t, "incl. recompute") || has(t, "4*2") ||
+               has(t, "including recompute");
+  if (has(t, "no recompute")) c.hardware = false;
+  // "causal-halved" attention counting; "non-causal" / "full" attention is the whole s x s.
+  c.options.causal_attention_half =
+      (has(t, "causal-halved") || has(t, "causal halved") || has(t, "half")) &&
+      !has(t, "non-causal") && !has(t, "full (non-causal)");
+  c.description = text;
+  return c;
+}
+
+}  // namespace projector::validate_detail
