@@ -15,6 +15,7 @@
 #include "projector/report/memory_report.h"
 #include "projector/report/perf_report.h"
 #include "projector/schedule/schedule.h"
+#include "projector/util/bounds.h"
 #include "projector/util/error.h"
 
 namespace projector::cli {
@@ -54,9 +55,11 @@ void add_perf_options(CLI::App* cmd, PerfCliOptions& o) {
   cmd->add_option("--backend_path,--backend-path", o.backend_path,
                   "accepted for Primus compatibility (no backend is imported)");
   cmd->add_option("--benchmark-gpus", o.benchmark_gpus,
-                  "GPUs a benchmark run would use (benchmark mode only)");
+                  "GPUs a benchmark run would use (benchmark mode only)")
+      ->check(CLI::Range(std::int64_t{0}, kMaxCount));
   cmd->add_option("--gpu-clock-mhz", o.gpu_clock_mhz,
-                  "sustained GPU clock for compute (env PRIMUS_GPU_CLOCK_MHZ)");
+                  "sustained GPU clock for compute (env PRIMUS_GPU_CLOCK_MHZ)")
+      ->check(CLI::Range(0.0, 1e5));
   cmd->add_option("--scan-nodes", o.scan_nodes,
                   "comma-separated node counts: print a scaling table (e.g. 1,2,4,8)");
 }
@@ -117,8 +120,9 @@ std::vector<int> parse_node_list(const std::string& text) {
   while (std::getline(ss, item, ',')) {
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v <= 0) {
-      throw InputError({}, "--scan-nodes", fmt::format("'{}' is not a positive node count", item));
+    if (item.empty() || *end != '\0' || v <= 0 || v > kMaxCount) {
+      throw InputError({}, "--scan-nodes",
+                       fmt::format("'{}' is not a node count in 1..{}", item, kMaxCount));
     }
     out.push_back(static_cast<int>(v));
   }

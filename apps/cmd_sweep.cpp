@@ -38,8 +38,8 @@ struct SweepCliOptions {
   bool prune_upper = false;
 };
 
-void pin(std::vector<int>& axis, int flag) {
-  if (flag > 0 && axis.empty()) axis = {flag};
+void pin(std::vector<int>& axis, std::int64_t flag) {
+  if (flag > 0 && axis.empty()) axis = {static_cast<int>(flag)};  // range-checked on parse
 }
 
 std::string exposed_text(const sweep::Entry& e) {
@@ -91,7 +91,7 @@ int run(const SweepCliOptions& o) {
   for (const std::string& w : base.warnings) fmt::print(stderr, "projector: warning: {}\n", w);
 
   sweep::SpaceOptions space;
-  space.nodes = o.job.nodes > 0 ? o.job.nodes : base.cluster.nodes;
+  space.nodes = o.job.nodes > 0 ? static_cast<int>(o.job.nodes) : base.cluster.nodes;
   space.include_vshape = o.include_vshape;
   space.allow_uneven_layers = o.allow_uneven_layers;
   space.allow_tp_beyond_node = o.job.allow_tp_beyond_node;
@@ -202,11 +202,12 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--objective", opts->objective, "tokens_per_s_per_gpu, iteration_time or mfu");
   cmd->add_option("--memory-limit", opts->memory_limit,
                   "fraction of HBM a layout's peak may use (default 0.9)");
-  cmd->add_option("--top", opts->top, "layouts to print (default 10)");
+  cmd->add_option("--top", opts->top, "layouts to print (default 10)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--csv", opts->csv_path, "write every projected layout as CSV to FILE");
   cmd->add_option("--json", opts->json_path, "write the sweep as JSON to FILE ('-': stdout)");
   cmd->add_option("-j,--threads", opts->threads, "worker threads (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 4096));
   cmd->add_flag("--include-vshape", opts->include_vshape,
                 "also sweep the V-shape schedules (zbv-*, dualpipev)");
   cmd->add_flag("--allow-uneven-layers", opts->allow_uneven_layers,

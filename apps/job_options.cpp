@@ -2,39 +2,47 @@
 
 #include <CLI/CLI.hpp>
 
+#include "projector/util/bounds.h"
+
 namespace projector::cli {
+
+// Every count a flag takes is bounded like a config integer (util/bounds.h); the values are read
+// as 64-bit integers so an out-of-range number is reported as such, not as unparsable.
+const CLI::Range& count_range() {
+  static const CLI::Range range(std::int64_t{1}, kMaxCount);
+  return range;
+}
 
 void add_job_options(CLI::App* cmd, JobOptions& o) {
   cmd->add_option("-c,--config,--exp", o.config, "Primus experiment YAML")->required();
   cmd->add_option("--data-dir", o.data_dir, "catalogue directory (default: the bundled data/)");
   cmd->add_option("--primus-path", o.primus_path,
                   "Primus checkout for model/module presets (default: PRIMUS_PATH)");
-  cmd->add_option("--set", o.set, "override a Megatron argument: key=value (repeatable)")
+  cmd->add_option("--set", o.set,
+                  "override a back-end argument (Megatron: any argument): key=value (repeatable)")
       ->take_all();
-  cmd->add_option("--tp", o.tp, "tensor_model_parallel_size")->check(CLI::PositiveNumber);
-  cmd->add_option("--pp", o.pp, "pipeline_model_parallel_size")->check(CLI::PositiveNumber);
+  cmd->add_option("--tp", o.tp, "tensor parallel size")->check(count_range());
+  cmd->add_option("--pp", o.pp, "pipeline parallel size")->check(count_range());
   cmd->add_option("--vpp,--num-virtual-stages-per-pipeline-rank", o.vpp,
                   "virtual pipeline stages per pipeline rank")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--cp", o.cp, "context_parallel_size")->check(CLI::PositiveNumber);
-  cmd->add_option("--ep,--target-ep-size", o.ep, "expert_model_parallel_size")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--etp", o.etp, "expert_tensor_parallel_size")->check(CLI::PositiveNumber);
+      ->check(count_range());
+  cmd->add_option("--cp", o.cp, "context parallel size")->check(count_range());
+  cmd->add_option("--ep,--target-ep-size", o.ep, "expert parallel size")->check(count_range());
+  cmd->add_option("--etp", o.etp, "expert tensor parallel size")->check(count_range());
   cmd->add_option("--nodes,--target-nodes,--target-num-nodes", o.nodes,
                   "nodes (default: NNODES, else the minimum the parallelism needs)")
-      ->check(CLI::PositiveNumber);
+      ->check(count_range());
   cmd->add_option("--gpus-per-node", o.gpus_per_node,
                   "GPUs per node (default: GPUS_PER_NODE, else the accelerator's)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--mbs,--micro-batch-size", o.mbs, "micro_batch_size")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--gbs,--global-batch-size", o.gbs, "global_batch_size")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--seq,--seq-length", o.seq, "seq_length")->check(CLI::PositiveNumber);
+      ->check(count_range());
+  cmd->add_option("--mbs,--micro-batch-size", o.mbs, "micro batch size")->check(count_range());
+  cmd->add_option("--gbs,--global-batch-size", o.gbs, "global batch size")->check(count_range());
+  cmd->add_option("--seq,--seq-length", o.seq, "sequence length")->check(count_range());
   cmd->add_flag("--enable-zero-bubble", o.enable_zero_bubble, "zero-bubble pipeline schedule");
-  cmd->add_flag("--enable-deepep", o.enable_deepep, "DeepEP dispatch/combine (use_turbo_deepep)");
+  cmd->add_flag("--enable-deepep", o.enable_deepep,
+                "DeepEP dispatch / combine (deduplicated token dispatch)");
   cmd->add_option("--sync-free-stage", o.sync_free_stage,
-                  "turbo_sync_free_moe_stage 0-3 (> 0 also enables DeepEP)")
+                  "Primus sync-free MoE stage 0-3 (> 0 also enables DeepEP)")
       ->check(CLI::Range(0, 3));
   cmd->add_option("--pipeline-schedule-algorithm,--schedule", o.pipeline_schedule,
                   "auto, 1f1b, interleaved, zerobubble, zbv-formatted, zbv-greedy-min, "
@@ -54,7 +62,10 @@ LoadRequest to_load_request(const JobOptions& o) {
   r.data_dir = o.data_dir;  // empty: the bundled catalogue (no hidden environment switch)
   r.primus_path = o.primus_path;
   r.set_overrides = o.set;
-  auto opt = [](int v) { return v > 0 ? std::optional<int>(v) : std::nullopt; };
+  // Flags are range-checked on parse (count_range), so the values fit an int.
+  auto opt = [](std::int64_t v) {
+    return v > 0 ? std::optional<int>(static_cast<int>(v)) : std::nullopt;
+  };
   r.cli.tp = opt(o.tp);
   r.cli.pp = opt(o.pp);
   r.cli.vpp = opt(o.vpp);

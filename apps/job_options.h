@@ -2,6 +2,7 @@
 // workload, sweep): one place defines the flags, their aliases and how they become a JobSpec.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,9 +21,9 @@ struct JobOptions {
   std::string primus_path;       // --primus-path (else PRIMUS_PATH)
   std::vector<std::string> set;  // --set key=value (repeatable)
   // First-class overrides; 0 (or -1 for sync_free_stage) means "not given".
-  int tp = 0, pp = 0, vpp = 0, cp = 0, ep = 0, etp = 0;
-  int nodes = 0, gpus_per_node = 0;
-  int mbs = 0, gbs = 0, seq = 0;
+  std::int64_t tp = 0, pp = 0, vpp = 0, cp = 0, ep = 0, etp = 0;
+  std::int64_t nodes = 0, gpus_per_node = 0;
+  std::int64_t mbs = 0, gbs = 0, seq = 0;
   int sync_free_stage = -1;
   bool enable_zero_bubble = false;
   bool enable_deepep = false;

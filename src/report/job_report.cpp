@@ -129,7 +129,9 @@ std::string summary_text(const JobSpec& job) {
       cl.network.name.empty() ? "(default)" : cl.network.name);
   out += fmt::format("\ndefaults applied ({}):\n", job.defaults.size());
   for (const AppliedDefault& d : job.defaults) {
-    out += fmt::format("  {} = {}  ({})\n", d.key, d.value, d.reason);
+    out += d.source.empty()
+               ? fmt::format("  {} = {}  ({})\n", d.key, d.value, d.reason)
+               : fmt::format("  {} = {}  ({}: {})\n", d.key, d.value, d.source, d.reason);
   }
   out += fmt::format("\nwarnings ({}):\n", job.warnings.size());
   for (const std::string& w : job.warnings) out += fmt::format("  {}\n", w);

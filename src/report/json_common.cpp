@@ -22,7 +22,8 @@ Json parallel_json(const ParallelSpec& p) {
 Json defaults_json(const JobSpec& job) {
   Json out = Json::array();
   for (const AppliedDefault& d : job.defaults) {
-    out.push_back({{"key", d.key}, {"value", d.value}, {"reason", d.reason}});
+    out.push_back(
+        {{"key", d.key}, {"value", d.value}, {"reason", d.reason}, {"profile", d.source}});
   }
   return out;
 }

@@ -113,6 +113,12 @@ Facts facts_of(const JobSpec& base, const SpaceOptions& o) {
   static_cast<RuleFacts&>(f) = rule_facts(
       base.model, base.runtime.seq_length, base.runtime.global_batch_size,
       base.cluster.gpus_per_node, static_cast<std::int64_t>(f.nodes) * base.cluster.gpus_per_node);
+  if (f.world > kMaxWorldSize) {
+    throw InputError(
+        SourceLocation{"--nodes", 0, 0}, "nodes",
+        fmt::format("{} nodes x {} GPUs = {} GPUs is more than the {} this tool models", f.nodes,
+                    base.cluster.gpus_per_node, f.world, kMaxWorldSize));
+  }
   f.tp_beyond_node = o.allow_tp_beyond_node || base.parallel.allow_tp_beyond_node;
   f.uneven_layers = o.allow_uneven_layers;
   f.search = true;

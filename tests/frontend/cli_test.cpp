@@ -87,3 +87,31 @@ TEST(Cli, ModelsListAndShow) {
 }
 
 }  // namespace
+
+namespace {
+
+// World sizes are computed in 64 bits and bounded; every CLI integer is bounded like a config
+// integer. (300,000,000 nodes x 8 GPUs used to print DP = -1894967296.)
+TEST(Cli, HugeNodeCountsAreRefusedNotWrapped) {
+  const std::string cfg = kRepo + "/examples/llama3.1_8B-BF16-pretrain.yaml";
+  Result r = run("performance -c " + cfg + " --nodes 300000000");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("2400000000 GPUs is more than"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("-1894967296"), std::string::npos) << r.out;
+  r = run("performance -c " + cfg + " --nodes 3000000000");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("not in range"), std::string::npos) << r.out;
+  r = run("sweep -c " + cfg + " --nodes 300000000");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  r = run("config -c " + cfg + " --gbs 99999999999");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+}
+
+TEST(Cli, UnknownFrameworkListsTheRegisteredBackEnds) {
+  const Result r = run("config -c " + kTestData + "/torchtitan_framework.yaml");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("torchtitan_framework.yaml:3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("registered: megatron"), std::string::npos) << r.out;
+}
+
+}  // namespace

@@ -1,0 +1,130 @@
+// Framework profiles (data/frameworks/*.yaml): every bundled profile loads, every value it sets
+// has a source, `extends:` inherits, free text names the right framework, and a malformed file is
+// an error naming its file, line and key.
+#include "projector/job/profile.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "projector/hardware/catalog.h"
+#include "support/temp_dir.h"
+
+namespace projector {
+namespace {
+
+const std::string kData = PROJECTOR_DEFAULT_DATA_DIR;
+
+// The frameworks issue 11 names, plus the fallback for runs that name none.
+TEST(Profiles, EveryFrameworkHasOne) {
+  const ProfileCatalog c = load_framework_profiles(kData);
+  const std::vector<std::string> list = c.names();
+  const std::set<std::string> names(list.begin(), list.end());
+  for (const char* n : {"megatron-lm", "megatron-core", "primus", "nemo", "megatron-deepspeed",
+                        "deepspeed", "torchtitan", "maxtext", "torchrec", "unknown"}) {
+    EXPECT_TRUE(names.count(n)) << n;
+  }
+}
+
+// Every value a profile sets carries its source; the LLM profiles set every behaviour default.
+TEST(Profiles, EveryValueHasASource) {
+  const ProfileCatalog catalog = load_framework_profiles(kData);
+  for (const FrameworkProfile& p : catalog.all()) {
+    EXPECT_FALSE(p.backend.empty()) << p.name;
+    auto check = [&](const auto& d, const char* what) {
+      if (d.value) {
+        EXPECT_FALSE(d.source.empty()) << p.name << " " << what;
+      }
+    };
+    check(p.distributed_optimizer, "distributed_optimizer");
+    check(p.sequence_parallel, "sequence_parallel");
+    check(p.overlap_grad_reduce, "overlap_grad_reduce");
+    check(p.flash_attention, "flash_attention");
+    check(p.fp8_recipe, "fp8_recipe");
+    check(p.grad_reduce_dtype, "grad_reduce_dtype");
+    check(p.dropout, "dropout");
+    check(p.selective_recompute, "selective_recompute");
+    check(p.flop_counting, "flop_counting");
+    if (p.name == "torchrec") continue;
+    EXPECT_TRUE(p.distributed_optimizer.value && p.sequence_parallel.value &&
+                p.overlap_grad_reduce.value && p.overlap_param_gather.value &&
+                p.tp_comm_overlap.value && p.flash_attention.value &&
+                p.attention_kernel.value && p.fp8_recipe.value && p.grad_reduce_dtype.value &&
+                p.fsdp.value && p.vocab_padding.value && p.dropout.value &&
+                p.selective_recompute.value && p.loss_grad_in_place.value &&
+                p.microbatch_rule.value && p.flop_counting.value &&
+                p.expert_tensor_parallel.value)
+        << p.name << " leaves a behaviour default unset";
+  }
+}
+
+// Megatron-LM's argument defaults (arguments.py) and what the others change.
+TEST(Profiles, KnownValues) {
+  const ProfileCatalog c = load_framework_profiles(kData);
+  const FrameworkProfile& m = *c.find("megatron-lm");
+  EXPECT_FALSE(*m.distributed_optimizer.value);
+  EXPECT_DOUBLE_EQ(*m.dropout.value, 0.1);
+  EXPECT_EQ(*m.vocab_padding.value, 128);
+  EXPECT_EQ(*m.selective_recompute.value, RecomputeModules{RecomputeModule::kCoreAttn});
+  EXPECT_EQ(*m.expert_tensor_parallel.value, (std::vector<EtpChoice>{{true, 1}, {false, 1}}));
+  const FrameworkProfile& primus = *c.find("primus");
+  EXPECT_TRUE(*primus.distributed_optimizer.value);
+  EXPECT_EQ(*primus.sequence_parallel.value, WhenRule::kWithTp);
+  EXPECT_EQ(*primus.vocab_padding.value, 128);  // inherited from megatron-lm.yaml
+  EXPECT_EQ(primus.vocab_padding.source, m.vocab_padding.source);
+  const FrameworkProfile& tt = *c.find("torchtitan");
+  EXPECT_EQ(*tt.fsdp.value, FsdpKind::kFsdp2);
+  EXPECT_EQ(*tt.attention_kernel.value, AttentionKernel::kFa2);
+  EXPECT_FALSE(*tt.loss_grad_in_place.value);
+  EXPECT_EQ(*c.find("nemo")->grad_reduce_dtype.value, Dtype::kBf16);
+  EXPECT_EQ(*c.find("megatron-deepspeed")->flop_counting.value, FlopCounting::kHardware);
+}
+
+// The framework named first wins; at one position the longer keyword.
+TEST(Profiles, MatchFreeText) {
+  const ProfileCatalog c = load_framework_profiles(kData);
+  const std::pair<const char*, const char*> cases[] = {
+      {"NeMo 24.07 (Megatron-Core)", "nemo"},
+      {"Megatron-Core (config follows NeMo performance recipes)", "megatron-core"},
+      {"Megatron-DeepSpeed (BigScience fork) + DeepSpeed", "megatron-deepspeed"},
+      {"Megatron-LM (2022)", "megatron-lm"},
+      {"Megatron-Bridge / Megatron-Core (NeMo 26.04)", "nemo"},
+      {"Primus (Megatron-LM backend)", "primus"},
+      {"torchtitan 9dec370", "torchtitan"},
+      {"MaxText (JAX/XLA)", "maxtext"},
+      {"TorchRec (torchrec_dlrm/dlrm_main.py)", "torchrec"}};
+  for (const auto& [text, name] : cases) {
+    const FrameworkProfile* p = c.match(text);
+    ASSERT_NE(p, nullptr) << text;
+    EXPECT_EQ(p->name, name) << text;
+  }
+  EXPECT_EQ(c.match("JAX on a toaster"), nullptr);
+}
+
+TEST(Profiles, MalformedFilesNameFileLineAndKey) {
+  testing::TempDir dir;
+  auto error_of = [&](const std::string& body) -> InputError {
+    const std::string path = dir.write("frameworks/x.yaml", body);
+    try {
+      load_framework_profile(path);
+    } catch (const InputError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "expected an error for " << body;
+    return InputError({}, "", "");
+  };
+  InputError e = error_of("backend: megatron\ndefaults:\n  dropout: {value: 0.1}\n");
+  EXPECT_EQ(e.key(), "defaults.dropout.source");
+  EXPECT_EQ(e.where().line, 3);
+  e = error_of("backend: megatron\ndefaults:\n  dropuot: {value: 0.1, source: s}\n");
+  EXPECT_EQ(e.key(), "defaults.dropuot");
+  e = error_of("backend: megatron\nextends: nowhere\n");
+  EXPECT_EQ(e.key(), "extends");
+  e = error_of("defaults: {}\n");
+  EXPECT_EQ(e.key(), "backend");
+  e = error_of("backend: megatron\ndefaults:\n  fsdp: {value: zero9, source: s}\n");
+  EXPECT_EQ(e.key(), "defaults.fsdp.value");
+}
+
+}  // namespace
+}  // namespace projector
