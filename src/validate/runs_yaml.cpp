@@ -162,33 +162,56 @@ class EntryReader {
   RunEntry& e_;
 };
 
-RunEntry read_entry(const YAML::Node& node, std::size_t index) {
-  RunEntry e;
-  e.line = line_of(node);
-  e.id = "#" + std::to_string(index + 1);
-  EntryReader r(e);
-  if (!node.IsMap()) {
-    r.error("entry", "expected a mapping", e.line);
-    return e;
-  }
-  const YAML::Node id = node["id"];
-  if (is_null(id) || !id.IsScalar() || id.Scalar().empty()) {
-    r.error("id", "missing", e.line);
-  } else {
-    e.id = id.Scalar();
-  }
-  e.confidence = r.text(node, "confidence", "");
-  e.framework = r.text(node, "framework", "");
-  if (const YAML::Node src = r.section(node, "source", "source"); src.IsDefined()) {
-    e.source_title = r.text(src, "title", "source");
-  }
-
+void read_hardware(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   const YAML::Node hw = r.section(node, "hardware", "hardware");
   e.hardware.accelerator = r.text(hw, "accelerator", "hardware");
   e.hardware.count = r.integer<int>(hw, "count", "hardware");
   e.hardware.per_node = r.integer<int>(hw, "per_node", "hardware");
   e.hardware.interconnect = r.text(hw, "interconnect", "hardware");
+}
 
+// The model's moe / mla / dlrm blocks.
+void read_model_blocks(EntryReader& r, const YAML::Node& m, RunEntry::Model& mo) {
+  if (const YAML::Node moe = r.section(m, "moe", "model.moe"); moe.IsDefined()) {
+    RunEntry::Moe x;
+    x.num_experts = r.integer<int>(moe, "num_experts", "model.moe");
+    x.topk = r.integer<int>(moe, "topk", "model.moe");
+    x.moe_ffn_hidden_size = r.integer<std::int64_t>(moe, "moe_ffn_hidden_size", "model.moe");
+    x.shared_experts = r.integer<int>(moe, "shared_experts", "model.moe");
+    x.shared_expert_ffn_hidden_size =
+        r.integer<std::int64_t>(moe, "shared_expert_ffn_hidden_size", "model.moe");
+    x.dense_layers = r.integer<int>(moe, "dense_layers", "model.moe");
+    x.dense_ffn_hidden_size = r.integer<std::int64_t>(moe, "dense_ffn_hidden_size", "model.moe");
+    x.moe_layer_freq = r.text(moe, "moe_layer_freq", "model.moe");
+    x.router = r.text(moe, "router", "model.moe");
+    mo.moe = x;
+  }
+  if (const YAML::Node d = r.section(m, "dlrm", "model.dlrm"); d.IsDefined()) {
+    RunEntry::Dlrm x;
+    x.dense_features = r.integer<int>(d, "dense_features", "model.dlrm");
+    x.embedding_dim = r.integer<int>(d, "embedding_dim", "model.dlrm");
+    x.num_embeddings_per_feature = r.integers(d, "num_embeddings_per_feature", "model.dlrm");
+    x.multi_hot_sizes = r.integers(d, "multi_hot_sizes", "model.dlrm");
+    x.dense_arch_layer_sizes = r.integers(d, "dense_arch_layer_sizes", "model.dlrm");
+    x.over_arch_layer_sizes = r.integers(d, "over_arch_layer_sizes", "model.dlrm");
+    x.interaction_type = r.text(d, "interaction_type", "model.dlrm");
+    x.dcn_num_layers = r.integer<int>(d, "dcn_num_layers", "model.dlrm");
+    x.dcn_low_rank_dim = r.integer<int>(d, "dcn_low_rank_dim", "model.dlrm");
+    x.embedding_dtype = r.text(d, "embedding_dtype", "model.dlrm");
+    mo.dlrm = x;
+  }
+  if (const YAML::Node mla = r.section(m, "mla", "model.mla"); mla.IsDefined()) {
+    RunEntry::Mla x;
+    x.q_lora_rank = r.integer<int>(mla, "q_lora_rank", "model.mla");
+    x.kv_lora_rank = r.integer<int>(mla, "kv_lora_rank", "model.mla");
+    x.qk_nope_head_dim = r.integer<int>(mla, "qk_nope_head_dim", "model.mla");
+    x.qk_rope_head_dim = r.integer<int>(mla, "qk_rope_head_dim", "model.mla");
+    x.v_head_dim = r.integer<int>(mla, "v_head_dim", "model.mla");
+    mo.mla = x;
+  }
+}
+
+void read_model(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   const YAML::Node m = r.section(node, "model", "model");
   auto& mo = e.model;
   mo.name = r.text(m, "name", "model");
@@ -210,46 +233,10 @@ RunEntry read_entry(const YAML::Node& node, std::size_t index) {
   mo.mtp_layers = r.integer<int>(m, "mtp_layers", "model");
   mo.attention = r.text(m, "attention", "model");
   mo.block = r.text(m, "block", "model");
-  {
-    if (const YAML::Node moe = r.section(m, "moe", "model.moe"); moe.IsDefined()) {
-      RunEntry::Moe x;
-      x.num_experts = r.integer<int>(moe, "num_experts", "model.moe");
-      x.topk = r.integer<int>(moe, "topk", "model.moe");
-      x.moe_ffn_hidden_size = r.integer<std::int64_t>(moe, "moe_ffn_hidden_size", "model.moe");
-      x.shared_experts = r.integer<int>(moe, "shared_experts", "model.moe");
-      x.shared_expert_ffn_hidden_size =
-          r.integer<std::int64_t>(moe, "shared_expert_ffn_hidden_size", "model.moe");
-      x.dense_layers = r.integer<int>(moe, "dense_layers", "model.moe");
-      x.dense_ffn_hidden_size = r.integer<std::int64_t>(moe, "dense_ffn_hidden_size", "model.moe");
-      x.moe_layer_freq = r.text(moe, "moe_layer_freq", "model.moe");
-      x.router = r.text(moe, "router", "model.moe");
-      mo.moe = x;
-    }
-    if (const YAML::Node d = r.section(m, "dlrm", "model.dlrm"); d.IsDefined()) {
-      RunEntry::Dlrm x;
-      x.dense_features = r.integer<int>(d, "dense_features", "model.dlrm");
-      x.embedding_dim = r.integer<int>(d, "embedding_dim", "model.dlrm");
-      x.num_embeddings_per_feature = r.integers(d, "num_embeddings_per_feature", "model.dlrm");
-      x.multi_hot_sizes = r.integers(d, "multi_hot_sizes", "model.dlrm");
-      x.dense_arch_layer_sizes = r.integers(d, "dense_arch_layer_sizes", "model.dlrm");
-      x.over_arch_layer_sizes = r.integers(d, "over_arch_layer_sizes", "model.dlrm");
-      x.interaction_type = r.text(d, "interaction_type", "model.dlrm");
-      x.dcn_num_layers = r.integer<int>(d, "dcn_num_layers", "model.dlrm");
-      x.dcn_low_rank_dim = r.integer<int>(d, "dcn_low_rank_dim", "model.dlrm");
-      x.embedding_dtype = r.text(d, "embedding_dtype", "model.dlrm");
-      mo.dlrm = x;
-    }
-    if (const YAML::Node mla = r.section(m, "mla", "model.mla"); mla.IsDefined()) {
-      RunEntry::Mla x;
-      x.q_lora_rank = r.integer<int>(mla, "q_lora_rank", "model.mla");
-      x.kv_lora_rank = r.integer<int>(mla, "kv_lora_rank", "model.mla");
-      x.qk_nope_head_dim = r.integer<int>(mla, "qk_nope_head_dim", "model.mla");
-      x.qk_rope_head_dim = r.integer<int>(mla, "qk_rope_head_dim", "model.mla");
-      x.v_head_dim = r.integer<int>(mla, "v_head_dim", "model.mla");
-      mo.mla = x;
-    }
-  }
+  read_model_blocks(r, m, mo);
+}
 
+void read_training(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   const YAML::Node t = r.section(node, "training", "training");
   auto& tr = e.training;
   tr.global_batch_size = r.integer<int>(t, "global_batch_size", "training");
@@ -277,7 +264,9 @@ RunEntry read_entry(const YAML::Node& node, std::size_t index) {
   tr.per_device_batch_size = r.integer<int>(t, "per_device_batch_size", "training");
   tr.fsdp_shard_degree = r.integer<int>(t, "fsdp_shard_degree", "training");
   tr.batch_size_per_gpu = r.integer<int>(t, "batch_size_per_gpu", "training");
+}
 
+void read_measured(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   const YAML::Node me = r.section(node, "measured", "measured");
   auto& ms = e.measured;
   ms.tokens_per_sec_per_gpu = r.number(me, "tokens_per_sec_per_gpu", "measured");
@@ -295,6 +284,33 @@ RunEntry read_entry(const YAML::Node& node, std::size_t index) {
   const YAML::Node de = r.section(node, "derived", "derived");
   e.derived.tokens_per_sec_per_gpu = r.number(de, "tokens_per_sec_per_gpu", "derived");
   e.derived.step_time_s = r.number(de, "step_time_s", "derived");
+}
+
+RunEntry read_entry(const YAML::Node& node, std::size_t index) {
+  RunEntry e;
+  e.line = line_of(node);
+  e.id = "#" + std::to_string(index + 1);
+  EntryReader r(e);
+  if (!node.IsMap()) {
+    r.error("entry", "expected a mapping", e.line);
+    return e;
+  }
+  const YAML::Node id = node["id"];
+  if (is_null(id) || !id.IsScalar() || id.Scalar().empty()) {
+    r.error("id", "missing", e.line);
+  } else {
+    e.id = id.Scalar();
+  }
+  e.confidence = r.text(node, "confidence", "");
+  e.framework = r.text(node, "framework", "");
+  if (const YAML::Node src = r.section(node, "source", "source"); src.IsDefined()) {
+    e.source_title = r.text(src, "title", "source");
+  }
+
+  read_hardware(r, node, e);
+  read_model(r, node, e);
+  read_training(r, node, e);
+  read_measured(r, node, e);
   return e;
 }
 

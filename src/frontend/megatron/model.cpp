@@ -54,17 +54,8 @@ std::vector<int> moe_pattern(ArgReader& r, int num_layers) {
   return *pattern;
 }
 
-}  // namespace
-
-ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defaults,
-                      std::vector<std::string>& warnings) {
-  ArgReader r(args, defaults);
-  ModelSpec m;
-  const int num_layers = checked_int(r, "num_layers", r.require_int("num_layers"), 1);
-  m.hidden_size = checked_int(r, "hidden_size", r.require_int("hidden_size"), 1);
-  const int heads = checked_int(r, "num_attention_heads", r.require_int("num_attention_heads"), 1);
-
-  // Normalisation, position embedding, embeddings.
+// Normalisation, position embedding, tied output layer, stated dropout.
+void read_embeddings(ArgReader& r, ModelSpec& m) {
   const std::string norm = r.string_or("normalization", "LayerNorm", "Megatron default");
   if (lower(norm) == "rmsnorm") {
     m.norm = NormKind::kRmsNorm;
@@ -95,15 +86,17 @@ ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defa
   }
   m.attention_dropout = r.float_or("attention_dropout", 0.0, "");
   m.hidden_dropout = r.float_or("hidden_dropout", 0.0, "");
+}
 
-  // Vocabulary: padded_vocab_size > vocab_size > the tokenizer's published size.
+// Vocabulary: padded_vocab_size > vocab_size > the tokenizer's published size.
+void read_vocabulary(ArgReader& r, ModelSpec& m) {
   if (r.has("padded_vocab_size")) {
     m.vocab_size = r.require_int("padded_vocab_size");
     m.make_vocab_size_divisible_by = 1;
   } else {
     if (r.has("make_vocab_size_divisible_by")) {
-      m.make_vocab_size_divisible_by = checked_int(r, "make_vocab_size_divisible_by",
-                                                   r.require_int("make_vocab_size_divisible_by"), 1);
+      m.make_vocab_size_divisible_by = checked_int(
+          r, "make_vocab_size_divisible_by", r.require_int("make_vocab_size_divisible_by"), 1);
     }
     if (r.has("vocab_size")) {
       m.vocab_size = r.require_int("vocab_size");
@@ -122,8 +115,10 @@ ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defa
     }
   }
   if (m.vocab_size <= 0) r.fail("vocab_size", "must be positive");
+}
 
-  // Attention.
+AttentionSpec read_attention(ArgReader& r, const ModelSpec& m, int heads,
+                             std::vector<std::string>& warnings) {
   AttentionSpec attn;
   attn.num_heads = heads;
   attn.qk_layernorm = r.bool_quiet("qk_layernorm", false);
@@ -175,7 +170,11 @@ ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defa
     }
   }
 
-  // Dense MLP.
+  return attn;
+}
+
+MlpSpec read_mlp(ArgReader& r, const ModelSpec& m) {
+  const bool bias_linear = r.bool_quiet("add_bias_linear", true);
   MlpSpec mlp;
   const bool swiglu = r.bool_or("swiglu", false, "Megatron default");
   if (swiglu) {
@@ -198,8 +197,13 @@ ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defa
   }
   if (mlp.ffn_hidden_size <= 0) r.fail("ffn_hidden_size", "must be positive");
 
-  // Sliding-window attention: window_size [left, right] (or an int), with every
-  // window_attn_skip_freq-th layer (1-based) using full attention (gpt-oss alternates).
+  return mlp;
+}
+
+// Sliding-window attention: window_size [left, right] (or an int), with every
+// window_attn_skip_freq-th layer (1-based) using full attention (gpt-oss alternates). Returns the
+// window and, per layer, whether it attends fully.
+int read_window(ArgReader& r, int num_layers, std::vector<int>& full_attention_layer) {
   int window = 0;
   if (const ConfigValue* w = r.get("window_size")) {
     if (w->is_list() && !w->items.empty()) {
@@ -215,7 +219,7 @@ ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defa
     }
     if (window < 0) window = 0;  // Megatron uses -1 for "unbounded"
   }
-  std::vector<int> full_attention_layer(static_cast<std::size_t>(num_layers), window > 0 ? 0 : 1);
+  full_attention_layer.assign(static_cast<std::size_t>(num_layers), window > 0 ? 0 : 1);
   if (window > 0) {
     if (const ConfigValue* skip = r.get("window_attn_skip_freq")) {
       if (skip->is_list()) {
@@ -229,9 +233,13 @@ ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defa
     }
   }
 
-  // MoE.
+  return window;
+}
+
+// MoE: the routed-expert shape and which layers are MoE (moe_layer_freq).
+MoeSpec read_moe(ArgReader& r, int num_layers, const MlpSpec& mlp, std::vector<int>& pattern) {
   const int num_experts = static_cast<int>(r.int_quiet("num_experts", 0));
-  std::vector<int> pattern(static_cast<std::size_t>(num_layers), 0);
+  pattern.assign(static_cast<std::size_t>(num_layers), 0);
   MoeSpec moe;
   if (num_experts > 0) {
     pattern = moe_pattern(r, num_layers);
@@ -257,6 +265,26 @@ ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defa
     r.fail("num_experts", "must not be negative");
   }
 
+  return moe;
+}
+
+}  // namespace
+
+ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defaults,
+                      std::vector<std::string>& warnings) {
+  ArgReader r(args, defaults);
+  ModelSpec m;
+  const int num_layers = checked_int(r, "num_layers", r.require_int("num_layers"), 1);
+  m.hidden_size = checked_int(r, "hidden_size", r.require_int("hidden_size"), 1);
+  const int heads = checked_int(r, "num_attention_heads", r.require_int("num_attention_heads"), 1);
+  read_embeddings(r, m);
+  read_vocabulary(r, m);
+  const AttentionSpec attn = read_attention(r, m, heads, warnings);
+  const MlpSpec mlp = read_mlp(r, m);
+  std::vector<int> full_attention_layer;
+  const int window = read_window(r, num_layers, full_attention_layer);
+  std::vector<int> pattern;
+  const MoeSpec moe = read_moe(r, num_layers, mlp, pattern);
   m.layers.resize(static_cast<std::size_t>(num_layers));
   for (int i = 0; i < num_layers; ++i) {
     LayerSpec& layer = m.layers[i];
