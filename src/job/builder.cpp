@@ -37,11 +37,6 @@ std::string show(const RecomputeModules& v) {
   return fmt::format("[{}]", fmt::join(v.names(), ", "));
 }
 
-bool is_vshape(ScheduleKind s) {
-  return s == ScheduleKind::kZbvFormatted || s == ScheduleKind::kZbvGreedyMin ||
-         s == ScheduleKind::kZbvGreedyHalf || s == ScheduleKind::kDualPipeV;
-}
-
 bool has_moe(const ModelSpec& m) {
   return std::any_of(m.layers.begin(), m.layers.end(), [](const LayerSpec& l) { return l.is_moe; });
 }
@@ -368,7 +363,7 @@ int Builder::derived_vpp() {
     }
     return 1;
   }
-  if (pp > 1 && is_vshape(d_.schedule)) {
+  if (pp > 1 && is_v_shape(d_.schedule)) {
     record(DraftField::kVpp, "2",
            fmt::format("not stated; {} runs two chunks per rank", to_string(d_.schedule)));
     return 2;

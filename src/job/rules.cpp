@@ -6,12 +6,8 @@
 namespace projector {
 namespace {
 
-bool is_vshape(ScheduleKind s) {
-  return s == ScheduleKind::kZbvFormatted || s == ScheduleKind::kZbvGreedyMin ||
-         s == ScheduleKind::kZbvGreedyHalf || s == ScheduleKind::kDualPipeV;
-}
 bool splits_backward(ScheduleKind s) {
-  return s == ScheduleKind::kZeroBubble || is_vshape(s);
+  return s == ScheduleKind::kZeroBubble || is_v_shape(s);
 }
 
 LayoutRule check_model_fit(const RuleFacts& f, const LayoutChoice& c) {

@@ -20,11 +20,6 @@ static_assert(std::size(kRecomputeModuleNames) == kNumRecomputeModules);
   throw InputError({job.source, 0, 0}, "job", "malformed job: " + message);
 }
 
-bool is_v_shape(ScheduleKind s) {
-  return s == ScheduleKind::kZbvFormatted || s == ScheduleKind::kZbvGreedyMin ||
-         s == ScheduleKind::kZbvGreedyHalf || s == ScheduleKind::kDualPipeV;
-}
-
 void check_sizes(const JobSpec& job) {
   const ParallelSpec& p = job.parallel;
   const RuntimeSpec& rt = job.runtime;

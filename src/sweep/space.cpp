@@ -89,11 +89,6 @@ Sharding parse_sharding(std::string_view text) {
   bad_grid(fmt::format("sharding: unknown '{}' (distopt, fsdp)", text));
 }
 
-bool is_vshape(ScheduleKind s) {
-  return s == ScheduleKind::kZbvFormatted || s == ScheduleKind::kZbvGreedyMin ||
-         s == ScheduleKind::kZbvGreedyHalf || s == ScheduleKind::kDualPipeV;
-}
-
 std::vector<int> divisors(std::int64_t n, std::int64_t max_value) {
   std::vector<int> out;
   for (std::int64_t d = 1; d <= std::min(n, max_value); ++d) {
@@ -298,7 +293,7 @@ Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions&
           variants.emplace_back(s, v);
       }
     } else {
-      variants.emplace_back(s, is_vshape(s) ? 2 : 1);
+      variants.emplace_back(s, is_v_shape(s) ? 2 : 1);
     }
   }
   const std::vector<RecomputeOption> recomputes =

@@ -211,6 +211,12 @@ enum class ScheduleKind {
   kDualPipeV,
 };
 
+// The V-shape schedules (two chunks per rank folded in a V): ZB-V variants and DualPipeV.
+constexpr bool is_v_shape(ScheduleKind s) {
+  return s == ScheduleKind::kZbvFormatted || s == ScheduleKind::kZbvGreedyMin ||
+         s == ScheduleKind::kZbvGreedyHalf || s == ScheduleKind::kDualPipeV;
+}
+
 struct RuntimeSpec {
   int micro_batch_size = 1;
   int global_batch_size = 1;

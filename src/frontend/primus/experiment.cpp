@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "frontend/primus/preset_names.h"
 #include "projector/frontend/loader.h"
 #include "projector/hardware/catalog.h"
 
@@ -14,11 +15,8 @@ namespace projector {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string with_yaml_suffix(const std::string& name) {
-  if (name.size() >= 5 && (name.ends_with(".yaml") || name.ends_with(".yml"))) return name;
-  return name + ".yaml";
-}
+using frontend_detail::strip_yaml_suffix;
+using frontend_detail::with_yaml_suffix;
 
 std::string primus_path_of(const LoadRequest& request) {
   if (!request.primus_path.empty()) return request.primus_path;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "frontend/primus/preset_names.h"
 #include "projector/frontend/loader.h"
 #include "projector/hardware/catalog.h"
 
@@ -11,17 +12,8 @@ namespace projector {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string with_yaml_suffix(const std::string& name) {
-  if (name.size() >= 5 && (name.ends_with(".yaml") || name.ends_with(".yml"))) return name;
-  return name + ".yaml";
-}
-
-std::string strip_yaml_suffix(const std::string& name) {
-  if (name.ends_with(".yaml")) return name.substr(0, name.size() - 5);
-  if (name.ends_with(".yml")) return name.substr(0, name.size() - 4);
-  return name;
-}
+using frontend_detail::strip_yaml_suffix;
+using frontend_detail::with_yaml_suffix;
 
 }  // namespace
 
