@@ -4,68 +4,6 @@
 #include <numeric>
 
 namespace projector {
-namespace {
-
-bool splits_backward(ScheduleKind s) {
-  return s == ScheduleKind::kZeroBubble || is_v_shape(s);
-}
-
-LayoutRule check_model_fit(const RuleFacts& f, const LayoutChoice& c) {
-  if (f.heads_gcd % c.tp != 0) return LayoutRule::kTpHeads;
-  if (f.kv_gcd > 0 && f.kv_gcd % c.tp != 0) return LayoutRule::kTpKvHeads;
-  if (c.tp > f.gpus_per_node && !f.tp_beyond_node) return LayoutRule::kTpBeyondNode;
-  const std::int64_t dense_group = static_cast<std::int64_t>(c.tp) * c.pp * c.cp;
-  if (f.world % dense_group != 0) return LayoutRule::kWorldDense;
-  const int stages = c.pp * c.vpp;
-  if (!f.stated_stages && (f.uneven_layers ? f.layers < stages : f.layers % stages != 0)) {
-    return LayoutRule::kLayers;
-  }
-  if (f.experts_gcd == 0) {
-    if (c.ep != 1 || (f.search && c.etp != c.tp)) return LayoutRule::kNotMoe;
-  } else {
-    if (f.experts_gcd % c.ep != 0) return LayoutRule::kExpertsEp;
-    if (f.world % (static_cast<std::int64_t>(c.etp) * c.ep * c.pp) != 0) {
-      return LayoutRule::kWorldExpert;
-    }
-  }
-  if (c.cp > 1 && f.seq % (2 * c.cp) != 0) return LayoutRule::kSeqCp;
-  return LayoutRule::kLegal;
-}
-
-LayoutRule check_schedule(const RuleFacts& f, const LayoutChoice& c, std::int64_t m) {
-  if (c.pp == 1 && (f.search ? c.schedule != ScheduleKind::k1F1B : c.vpp > 1)) {
-    return LayoutRule::kScheduleNeedsPp;
-  }
-  switch (c.schedule) {
-    case ScheduleKind::k1F1B:
-    case ScheduleKind::kZeroBubble:
-      if (c.vpp != 1) return LayoutRule::kScheduleVpp;
-      break;
-    case ScheduleKind::kInterleaved:
-      if (c.vpp < 2) return LayoutRule::kScheduleVpp;
-      break;
-    case ScheduleKind::kAuto:
-      return LayoutRule::kScheduleVpp;  // resolved before any check
-    default:
-      if (c.vpp != 2) return LayoutRule::kScheduleVpp;
-      break;
-  }
-  if (c.schedule == ScheduleKind::kInterleaved && m % c.pp != 0) {
-    return LayoutRule::kInterleavedMicrobatches;
-  }
-  if (c.schedule == ScheduleKind::kDualPipeV && m < 2 * c.pp) {
-    return LayoutRule::kDualPipeMicrobatches;
-  }
-  if (c.full_recompute && splits_backward(c.schedule)) return LayoutRule::kSplitBackwardRecompute;
-  const int stages = c.pp * c.vpp;
-  if (f.search && c.recompute_block_layers != 0 &&
-      (c.recompute_block_layers < 1 || c.recompute_block_layers >= f.layers / stages)) {
-    return LayoutRule::kRecomputeBlock;
-  }
-  return LayoutRule::kLegal;
-}
-
-}  // namespace
 
 RuleFacts rule_facts(const ModelSpec& model, int seq, int gbs, int gpus_per_node,
                      std::int64_t world) {
@@ -101,14 +39,6 @@ LayoutChoice layout_choice(const JobSpec& job) {
   c.recompute_block_layers =
       c.full_recompute && rc.method == RecomputeMethod::kBlock ? rc.num_layers : 0;
   return c;
-}
-
-LayoutRule check_layout(const RuleFacts& f, const LayoutChoice& c) {
-  if (const LayoutRule r = check_model_fit(f, c); r != LayoutRule::kLegal) return r;
-  const std::int64_t dp = f.world / (static_cast<std::int64_t>(c.tp) * c.pp * c.cp);
-  const std::int64_t per_step = static_cast<std::int64_t>(c.mbs) * dp;
-  if (f.gbs % per_step != 0) return LayoutRule::kGbs;
-  return check_schedule(f, c, f.gbs / per_step);
 }
 
 std::string_view to_string(LayoutRule r) {

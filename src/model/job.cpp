@@ -50,10 +50,10 @@ void check_groups(const JobSpec& job) {
     malformed(job, fmt::format("TP x PP x CP x DP = {} x {} x {} x {} = {} but the world is {}",
                                p.tp, p.pp, p.cp, p.dp, dense, world));
   }
-  const bool moe = std::any_of(job.model.layers.begin(), job.model.layers.end(),
-                               [](const LayerSpec& l) { return l.is_moe; });
   const std::int64_t expert = static_cast<std::int64_t>(p.etp) * p.ep * p.pp * p.expert_dp;
-  if (moe && expert != world) {
+  // Only a model with experts has expert groups (scanned only when the product differs).
+  if (expert != world && std::any_of(job.model.layers.begin(), job.model.layers.end(),
+                                     [](const LayerSpec& l) { return l.is_moe; })) {
     malformed(job, fmt::format("ETP x EP x PP x EDP = {} x {} x {} x {} = {} but the world is {}",
                                p.etp, p.ep, p.pp, p.expert_dp, expert, world));
   }

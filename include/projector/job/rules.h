@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string_view>
 
 #include "projector/model/job.h"
@@ -74,6 +75,103 @@ struct LayoutChoice {
 };
 LayoutChoice layout_choice(const JobSpec& job);
 
+// Defined inline below: the sweep checks every candidate, so the call must not cost more than the
+// few integer divisions it makes.
 LayoutRule check_layout(const RuleFacts& facts, const LayoutChoice& choice);
+
+// ------------------------------------------------------------------------------ implementation
+
+namespace rules_detail {
+
+inline bool splits_backward(ScheduleKind s) {
+  return s == ScheduleKind::kZeroBubble || is_v_shape(s);
+}
+
+// `Int` is the width of the world-size arithmetic: 32 bits whenever the world fits (the sweep's
+// hot path; 32-bit division is several times faster), 64 bits otherwise. Group sizes above the
+// world cannot divide it and are rejected before any narrowing.
+template <typename Int>
+inline LayoutRule check_model_fit(const RuleFacts& f, const LayoutChoice& c) {
+  if (f.heads_gcd % c.tp != 0) return LayoutRule::kTpHeads;
+  if (f.kv_gcd > 0 && f.kv_gcd % c.tp != 0) return LayoutRule::kTpKvHeads;
+  if (c.tp > f.gpus_per_node && !f.tp_beyond_node) return LayoutRule::kTpBeyondNode;
+  const Int world = static_cast<Int>(f.world);
+  const std::int64_t dense_group = static_cast<std::int64_t>(c.tp) * c.pp * c.cp;
+  if (dense_group > f.world || world % static_cast<Int>(dense_group) != 0) {
+    return LayoutRule::kWorldDense;
+  }
+  const int stages = c.pp * c.vpp;
+  if (!f.stated_stages && (f.uneven_layers ? f.layers < stages : f.layers % stages != 0)) {
+    return LayoutRule::kLayers;
+  }
+  if (f.experts_gcd == 0) {
+    if (c.ep != 1 || (f.search && c.etp != c.tp)) return LayoutRule::kNotMoe;
+  } else {
+    if (f.experts_gcd % c.ep != 0) return LayoutRule::kExpertsEp;
+    const std::int64_t expert_group = static_cast<std::int64_t>(c.etp) * c.ep * c.pp;
+    if (expert_group > f.world || world % static_cast<Int>(expert_group) != 0) {
+      return LayoutRule::kWorldExpert;
+    }
+  }
+  if (c.cp > 1 && f.seq % (2 * c.cp) != 0) return LayoutRule::kSeqCp;
+  return LayoutRule::kLegal;
+}
+
+inline LayoutRule check_schedule(const RuleFacts& f, const LayoutChoice& c, std::int64_t m) {
+  if (c.pp == 1 && (f.search ? c.schedule != ScheduleKind::k1F1B : c.vpp > 1)) {
+    return LayoutRule::kScheduleNeedsPp;
+  }
+  switch (c.schedule) {
+    case ScheduleKind::k1F1B:
+    case ScheduleKind::kZeroBubble:
+      if (c.vpp != 1) return LayoutRule::kScheduleVpp;
+      break;
+    case ScheduleKind::kInterleaved:
+      if (c.vpp < 2) return LayoutRule::kScheduleVpp;
+      break;
+    case ScheduleKind::kAuto:
+      return LayoutRule::kScheduleVpp;  // resolved before any check
+    default:
+      if (c.vpp != 2) return LayoutRule::kScheduleVpp;
+      break;
+  }
+  if (c.schedule == ScheduleKind::kInterleaved && m % c.pp != 0) {
+    return LayoutRule::kInterleavedMicrobatches;
+  }
+  if (c.schedule == ScheduleKind::kDualPipeV && m < 2 * c.pp) {
+    return LayoutRule::kDualPipeMicrobatches;
+  }
+  if (c.full_recompute && splits_backward(c.schedule)) return LayoutRule::kSplitBackwardRecompute;
+  const int stages = c.pp * c.vpp;
+  if (f.search && c.recompute_block_layers != 0 &&
+      (c.recompute_block_layers < 1 || c.recompute_block_layers >= f.layers / stages)) {
+    return LayoutRule::kRecomputeBlock;
+  }
+  return LayoutRule::kLegal;
+}
+
+}  // namespace rules_detail
+
+inline LayoutRule check_layout(const RuleFacts& f, const LayoutChoice& c) {
+  if (f.world <= std::numeric_limits<std::int32_t>::max()) {
+    if (const LayoutRule r = rules_detail::check_model_fit<std::int32_t>(f, c);
+        r != LayoutRule::kLegal) {
+      return r;
+    }
+    // DP <= world and MBS x DP > GBS cannot divide GBS: both stay in 32 bits.
+    const std::int32_t dp = static_cast<std::int32_t>(f.world) / (c.tp * c.pp * c.cp);
+    if (static_cast<std::int64_t>(c.mbs) * dp > f.gbs) return LayoutRule::kGbs;
+    const std::int32_t per_step = c.mbs * dp;
+    if (f.gbs % per_step != 0) return LayoutRule::kGbs;
+    return rules_detail::check_schedule(f, c, f.gbs / per_step);
+  }
+  if (const LayoutRule r = rules_detail::check_model_fit<std::int64_t>(f, c);
+      r != LayoutRule::kLegal)
+    return r;
+  const std::int64_t dp = f.world / (static_cast<std::int64_t>(c.tp) * c.pp * c.cp);
+  const std::int64_t per_step = static_cast<std::int64_t>(c.mbs) * dp;
+  if (f.gbs % per_step != 0) return LayoutRule::kGbs;
+  return rules_detail::check_schedule(f, c, f.gbs / per_step);
+}
 
 }  // namespace projector
