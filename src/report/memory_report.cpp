@@ -89,7 +89,9 @@ std::string summary_text(const JobSpec& job, const MemoryReport& rep) {
     for (const std::string& n : rep.notes) out += fmt::format("  - {}\n", n);
   }
   for (const AppliedDefault& d : job.defaults) {
-    out += fmt::format("  default {} = {} ({})\n", d.key, d.value, d.reason);
+    out += d.source.empty()
+               ? fmt::format("  default {} = {} ({})\n", d.key, d.value, d.reason)
+               : fmt::format("  default {} = {} ({}: {})\n", d.key, d.value, d.source, d.reason);
   }
   for (const std::string& w : job.warnings) out += fmt::format("  warning: {}\n", w);
   return out;

@@ -54,6 +54,7 @@ struct ResolvedConfig {
   bool primus_experiment = false;  // a Primus experiment (modules:), not a flat argument file
   std::string model_preset_path;   // empty when the config names no model preset
   std::string module_preset_path;
+  std::string bundled_preset_path;  // the bundled copy read instead of a checkout's preset
   ConfigValue args;  // a map: argument name -> value (with file:line)
   // Keys the user wrote (experiment file, --set, flags): only these are checked for typos, since
   // presets carry many keys that are irrelevant to a projection.

@@ -75,7 +75,8 @@ void read_sharding(ArgReader& r, JobDraft& d) {
   if (r.has("use_distributed_optimizer")) {
     d.distributed_optimizer = r.bool_quiet("use_distributed_optimizer", false);
   }
-  name_field(r, d, DraftField::kFsdp, "use_torch_fsdp2");
+  d.set_origin(DraftField::kFsdp, "fsdp");  // Megatron has one switch per FSDP flavour
+  if (r.has("use_torch_fsdp2")) name_field(r, d, DraftField::kFsdp, "use_torch_fsdp2");
   if (r.bool_quiet("use_torch_fsdp2", false)) {
     d.fsdp = FsdpKind::kFsdp2;
   } else if (r.bool_quiet("use_megatron_fsdp", false)) {

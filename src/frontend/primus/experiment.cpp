@@ -130,12 +130,8 @@ ConfigValue module_preset(const ConfigValue& module, const std::string& prefix,
       {prefix + "config", file,
        fmt::format("{}; its projection-relevant keys from the bundled copy {}", why, copy.string()),
        ""});
-  ConfigValue preset = parse_yaml_file(copy.string(), EnvLookup{});
-  for (const auto& [k, v] : preset.entries) {
-    out.defaults.push_back(
-        {k, v.to_text(), fmt::format("value of Primus' {} (bundled copy)", file), ""});
-  }
-  return preset;
+  out.bundled_preset_path = copy.string();
+  return parse_yaml_file(copy.string(), EnvLookup{});
 }
 
 // The module preset wins over the model preset for keys it defines (a null counts as undefined);
@@ -234,6 +230,12 @@ ResolvedConfig resolve_config(const LoadRequest& request) {
                             ""});
   }
   apply_set_overrides(request, out);
+  // The bundled preset's values that nothing later replaced are defaults of this job.
+  for (const auto& [k, v] : out.args.entries) {
+    if (!out.bundled_preset_path.empty() && v.where.file == out.bundled_preset_path) {
+      out.defaults.push_back({k, v.to_text(), "value of Primus' module preset (bundled copy)", ""});
+    }
+  }
   return out;
 }
 
