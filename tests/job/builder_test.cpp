@@ -67,8 +67,7 @@ TEST(Builder, ResolvesAutoScheduleWithTheSelectionRule) {
             ScheduleKind::kInterleaved);
   d.vpp = 1;
   d.prefer_zero_bubble = true;
-  EXPECT_EQ(finalize_job(d, make_cluster(two_nodes())).runtime.schedule,
-            ScheduleKind::kZeroBubble);
+  EXPECT_EQ(finalize_job(d, make_cluster(two_nodes())).runtime.schedule, ScheduleKind::kZeroBubble);
   d.runtime.recompute.granularity = RecomputeGranularity::kFull;
   d.runtime.recompute.num_layers = 1;
   EXPECT_EQ(finalize_job(d, make_cluster(two_nodes())).runtime.schedule, ScheduleKind::k1F1B);
@@ -211,8 +210,8 @@ TEST(Builder, ProfileDefaultsAreRecordedWithTheirProfile) {
   d.attention_dropout.reset();
   d.profile = load_framework_profile(default_data_dir() + "/frameworks/primus.yaml");
   const JobSpec j = finalize_job(d, make_cluster(two_nodes()));
-  EXPECT_TRUE(j.parallel.distributed_optimizer);  // primus.yaml
-  EXPECT_TRUE(j.parallel.sequence_parallel);      // with_tp, TP 2
+  EXPECT_TRUE(j.parallel.distributed_optimizer);     // primus.yaml
+  EXPECT_TRUE(j.parallel.sequence_parallel);         // with_tp, TP 2
   EXPECT_DOUBLE_EQ(j.model.attention_dropout, 0.1);  // inherited from megatron-lm.yaml
   for (const char* key : {"distributed_optimizer", "sequence_parallel", "attention_dropout"}) {
     const AppliedDefault* a = find_default(j, key);

@@ -48,11 +48,10 @@ TEST(Profiles, EveryValueHasASource) {
     if (p.name == "torchrec") continue;
     EXPECT_TRUE(p.distributed_optimizer.value && p.sequence_parallel.value &&
                 p.overlap_grad_reduce.value && p.overlap_param_gather.value &&
-                p.tp_comm_overlap.value && p.flash_attention.value &&
-                p.attention_kernel.value && p.fp8_recipe.value && p.grad_reduce_dtype.value &&
-                p.fsdp.value && p.vocab_padding.value && p.dropout.value &&
-                p.selective_recompute.value && p.loss_grad_in_place.value &&
-                p.microbatch_rule.value && p.flop_counting.value &&
+                p.tp_comm_overlap.value && p.flash_attention.value && p.attention_kernel.value &&
+                p.fp8_recipe.value && p.grad_reduce_dtype.value && p.fsdp.value &&
+                p.vocab_padding.value && p.dropout.value && p.selective_recompute.value &&
+                p.loss_grad_in_place.value && p.microbatch_rule.value && p.flop_counting.value &&
                 p.expert_tensor_parallel.value)
         << p.name << " leaves a behaviour default unset";
   }

@@ -55,7 +55,7 @@ struct ResolvedConfig {
   std::string model_preset_path;   // empty when the config names no model preset
   std::string module_preset_path;
   std::string bundled_preset_path;  // the bundled copy read instead of a checkout's preset
-  ConfigValue args;  // a map: argument name -> value (with file:line)
+  ConfigValue args;                 // a map: argument name -> value (with file:line)
   // Keys the user wrote (experiment file, --set, flags): only these are checked for typos, since
   // presets carry many keys that are irrelevant to a projection.
   std::vector<std::string> user_keys;
