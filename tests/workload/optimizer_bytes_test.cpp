@@ -50,14 +50,15 @@ TEST(OptimizerBytes, MemoryAndWorkloadAgree) {
 
     MemoryOptions mo;
     mo.suggest_remedies = false;
-    const RankMemory& r = project_memory(j, mo).ranks.at(0);
+    const MemoryReport report = project_memory(j, mo);
+    const RankMemory& r = report.ranks.at(0);
     const double params = r.params.dense_params + r.params.expert_params;
     const double held = r.point[static_cast<int>(MemoryComponent::kOptimizerStates)] / params;
     EXPECT_DOUBLE_EQ(held, c.state_bytes) << c.name;
     EXPECT_DOUBLE_EQ(r.point[static_cast<int>(MemoryComponent::kMasterWeights)] / params, 4.0);
 
     const Workload w = build_workload(j);
-    const IterationWork& it = w.ranks.at(0).iteration;
+    const IterationWork& it = w.ranks.at(0).iteration;  // w outlives it
     const double moved = it.optimizer.bytes / static_cast<double>(it.local_params);
     EXPECT_NEAR(moved, c.traffic_bytes, 1e-9 * c.traffic_bytes) << c.name;
     // The state bytes the workload moves are the ones memory holds: traffic minus gradient,
