@@ -54,6 +54,17 @@ std::string recompute_text(const RecomputeSpec& r) {
   return s;
 }
 
+// What the reader must know about the accelerator's numbers: an announced part's figures are
+// vendor targets, and a derived entry's efficiencies were measured on another part.
+std::string hardware_note(const AcceleratorSpec& acc) {
+  std::string note;
+  if (acc.status == "announced") note = acc.name + " is announced: vendor figures, not measured";
+  if (!acc.calibration_note().empty()) {
+    note += (note.empty() ? "" : "; ") + acc.calibration_note();
+  }
+  return note;
+}
+
 }  // namespace
 
 std::string describe_op_shape(const Op& op) {
@@ -87,6 +98,9 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
                      job.model.hidden_size);
   out += fmt::format("Cluster      {} node(s) x {} {} = {} GPUs\n", job.cluster.nodes,
                      job.cluster.gpus_per_node, job.cluster.accelerator.name, rep.world_size);
+  if (const std::string hw = hardware_note(job.cluster.accelerator); !hw.empty()) {
+    out += fmt::format("Hardware     {}\n", hw);
+  }
   out += fmt::format("Parallelism  TP {} PP {} VPP {} CP {} EP {} ETP {} DP {}{}{}{}\n", p.tp, p.pp,
                      p.vpp, p.cp, p.ep, p.etp, p.dp, p.sequence_parallel ? ", SP" : "",
                      p.distributed_optimizer ? ", distributed optimizer" : "",
@@ -167,6 +181,11 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
   jj["model"] = job.model.name;
   jj["num_layers"] = job.model.num_layers();
   jj["accelerator"] = job.cluster.accelerator.name;
+  jj["accelerator_status"] = job.cluster.accelerator.status;
+  jj["calibration_derived_from"] = job.cluster.accelerator.derived_from.empty()
+                                       ? ordered_json()
+                                       : ordered_json(job.cluster.accelerator.derived_from);
+  jj["calibration_note"] = job.cluster.accelerator.calibration_note();
   jj["network"] = job.cluster.network.name;
   jj["nodes"] = job.cluster.nodes;
   jj["gpus_per_node"] = job.cluster.gpus_per_node;
@@ -269,6 +288,9 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                    {"verdict", std::string(to_string(rep.memory.verdict))}};
   }
   j["notes"] = rep.notes;
+  if (const std::string hw = hardware_note(job.cluster.accelerator); !hw.empty()) {
+    j["notes"].push_back(hw);
+  }
   return j.dump(indent);
 }
 
