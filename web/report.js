@@ -724,7 +724,8 @@
 
   function renderInputs() {
     const s = section("Inputs", "What this report was made from; the file alone explains the result.");
-    s.append(h("h3", {}, "Command"), h("pre", {}, h("code", {}, data.command)));
+    s.append(h("h3", {}, "Command"),
+             h("pre", { class: "command" }, h("code", {}, data.command)));
     if (data.input && data.input.path) {
       s.append(h("h3", {}, `Input file: ${data.input.path}`));
       if (data.input.text) {

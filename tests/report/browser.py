@@ -164,15 +164,18 @@ class Browser:
                     out.append("network request: " + url)
         return out
 
-    def screenshot(self, path):
-        """Full-page PNG."""
+    def screenshot(self, path, max_height=None):
+        """Full-page PNG (the top `max_height` CSS pixels when given)."""
         metrics = self.call("Page.getLayoutMetrics")
         size = metrics.get("cssContentSize") or metrics["contentSize"]
-        height = int(min(size["height"], 16000))
+        height = int(min(size["height"], max_height or 16000))
         self.call("Emulation.setDeviceMetricsOverride",
                   {"width": self.width, "height": height, "deviceScaleFactor": 1,
                    "mobile": False})
-        data = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
+        params = {"format": "png", "captureBeyondViewport": True}
+        if max_height:
+            params["clip"] = {"x": 0, "y": 0, "width": self.width, "height": height, "scale": 1}
+        data = self.call("Page.captureScreenshot", params)
         with open(path, "wb") as f:
             f.write(base64.b64decode(data["data"]))
         self.call("Emulation.setDeviceMetricsOverride",

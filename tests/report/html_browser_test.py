@@ -202,8 +202,14 @@ def check_report(b, name, path, expected, out):
             errors.append(f"{chart_id}: empty drawing surface {s}")
     shot = os.path.join(out, name + ".png")
     b.screenshot(shot)
+    if "timeline" in expected:  # the first screens, down to the timeline (docs/images/)
+        bottom = b.evaluate("document.getElementById('chart-timeline').closest('figure')"
+                            ".getBoundingClientRect().bottom + window.scrollY + 16", False)
+        b.screenshot(os.path.join(out, name + "-top.png"), max_height=bottom)
     size = os.path.getsize(path)
-    print(f"{name:<12} {size / 1e6:6.2f} MB  load {load_s:5.2f} s  rendered {rendered_s:5.2f} s  "
+    page_ms = b.evaluate("window.projectorReport.renderMs", False)
+    print(f"{name:<12} {size / 1e6:6.2f} MB  load {load_s:5.2f} s  rendered {rendered_s:5.2f} s "
+          f"(page: {page_ms / 1000:5.2f} s after navigation start)  "
           f"charts {', '.join(f'{c}:{sum(counts.get(c, {}).values())}' for c in expected)}  "
           f"-> {shot}")
     return errors, size, rendered_s
