@@ -77,18 +77,28 @@ Csv parse_csv(const std::string& text) {
   return csv;
 }
 
+// `projector COMMAND -c CONFIG --csv A --json B`: the CSV and the JSON document it came from.
+struct CsvAndJson {
+  Csv csv;
+  nlohmann::json doc;
+};
+
+CsvAndJson run_both_outputs(const std::string& command, const std::string& config) {
+  testing::TempDir tmp;
+  const std::string csv_path = tmp.path() + "/out.csv";
+  const std::string json_path = tmp.path() + "/out.json";
+  const auto r = run_cli(command + " -c " + config + " --csv " + csv_path + " --json " + json_path);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  if (r.exit_code != 0) return {};
+  return {parse_csv(read(csv_path)), nlohmann::json::parse(read(json_path))};
+}
+
 // DeepSeek-V3 at PP16 VPP2: sixteen rank classes; each row's point components sum to its total,
 // and the totals are the JSON's bytes in GiB.
 TEST(MemoryCsv, OneRowPerRankClassMatchingTheJson) {
-  testing::TempDir tmp;
-  const std::string csv_path = tmp.path() + "/m.csv";
-  const std::string json_path = tmp.path() + "/m.json";
-  const auto r = run_cli("memory -c " + kDeepSeek + " --csv " + csv_path + " --json " + json_path);
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  const nlohmann::json doc = nlohmann::json::parse(read(json_path));
-  const Csv csv = parse_csv(read(csv_path));
+  const auto [csv, doc] = run_both_outputs("memory", kDeepSeek);
+  ASSERT_EQ(csv.rows.size(), 16u);  // first: a failed run leaves both empty
   ASSERT_EQ(csv.rows.size(), doc["ranks"].size());
-  ASSERT_EQ(csv.rows.size(), 16u);
   for (std::size_t i = 0; i < csv.rows.size(); ++i) {
     const nlohmann::json& rank = doc["ranks"][i];
     EXPECT_EQ(csv.num(i, "pp_rank"), rank["pp_rank"].get<double>());
@@ -105,13 +115,7 @@ TEST(MemoryCsv, OneRowPerRankClassMatchingTheJson) {
 
 // Per rank: busy + idle is the simulated pipeline makespan; `both` adds that rank's memory.
 TEST(PerformanceCsv, RanksAddUpToThePipelineAndBothAddsMemory) {
-  testing::TempDir tmp;
-  const std::string csv_path = tmp.path() + "/b.csv";
-  const std::string json_path = tmp.path() + "/b.json";
-  const auto r = run_cli("both -c " + kDeepSeek + " --csv " + csv_path + " --json " + json_path);
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  const nlohmann::json doc = nlohmann::json::parse(read(json_path));
-  const Csv csv = parse_csv(read(csv_path));
+  const auto [csv, doc] = run_both_outputs("both", kDeepSeek);
   ASSERT_EQ(csv.rows.size(), 16u);
   const double pipeline_ms = doc["results"]["pipeline_time_ms"].get<double>();
   for (std::size_t i = 0; i < csv.rows.size(); ++i) {
