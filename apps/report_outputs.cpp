@@ -54,7 +54,7 @@ std::string command_line(const CLI::App& command) {
     if (opt->count() == 0 || opt->get_name() == "--help") continue;
     const bool positional = !opt->nonpositional();
     const std::string name = positional ? "" : option_name(*opt);
-    if (opt->get_type_size() == 0) {  // a flag
+    if (opt->get_items_expected_max() == 0) {  // a flag
       out += " " + name;
       continue;
     }

@@ -116,8 +116,8 @@ TEST(HtmlReport, TrimsAVeryLargeSweep) {
 TEST(HtmlReportCli, EmbedsTheJsonDocument) {
   testing::TempDir tmp;
   const std::string example = testing::repo_root() + "/examples/llama3.1_8B-BF16-pretrain.yaml";
-  const auto r = testing::run_cli("both -c " + example + " --html " + tmp.path() +
-                                  "/r.html --json " + tmp.path() + "/r.json");
+  const auto r = testing::run_cli("both -c " + example + " --allow-tp-beyond-node --html " +
+                                  tmp.path() + "/r.html --json " + tmp.path() + "/r.json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   std::ifstream html_in(tmp.path() + "/r.html"), json_in(tmp.path() + "/r.json");
   const std::string html((std::istreambuf_iterator<char>(html_in)), {});
@@ -126,7 +126,11 @@ TEST(HtmlReportCli, EmbedsTheJsonDocument) {
   EXPECT_EQ(data["documents"]["performance"], nlohmann::json::parse(json_in));
   EXPECT_TRUE(data["documents"]["trace"].contains("traceEvents"));
   EXPECT_EQ(data["documents"]["job"]["model"]["name"], "llama3.1_8B");
-  EXPECT_NE(data["command"].get<std::string>().find("projector both --config"), std::string::npos);
+  // The command as given, long option names, flags without a value.
+  const std::string command = data["command"];
+  EXPECT_EQ(command.rfind("projector both --config " + example, 0), 0u) << command;
+  EXPECT_NE(command.find(" --allow-tp-beyond-node"), std::string::npos) << command;
+  EXPECT_EQ(command.find("true"), std::string::npos) << command;
 }
 
 }  // namespace
