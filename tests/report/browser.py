@@ -49,7 +49,7 @@ class Browser:
             executable, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe",
             "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
             "--disable-component-update", "--disable-sync", "--disable-quic",
-            "--disable-extensions", "--mute-audio", "--hide-scrollbars",
+            "--disable-extensions", "--mute-audio", "--hide-scrollbars", "--disable-dev-shm-usage",
             "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
             f"--user-data-dir={self._profile}", f"--window-size={width},{height}", "about:blank",
         ]
