@@ -114,7 +114,14 @@ py::object sweep_layouts(const Job& job, const py::object& nodes, const py::obje
   return document_to_python(doc);
 }
 
-py::object validate_runs(const std::string& path, const std::string& data_dir) {
+// A str or any os.PathLike (pathlib.Path) as a path string.
+std::string path_text(const py::object& path) {
+  return py::str(py::module_::import("os").attr("fspath")(path));
+}
+
+py::object validate_runs(const py::object& runs_path, const py::object& data_dir_path) {
+  const std::string path = path_text(runs_path);
+  const std::string data_dir = data_dir_path.is_none() ? "" : path_text(data_dir_path);
   std::string doc;
   {
     py::gil_scoped_release unlocked;
@@ -163,9 +170,9 @@ PYBIND11_MODULE(projector, m) {
 
   m.def(
       "load",
-      [](const std::string& path, const py::object& overrides) {
-        return Job{
-            python::load(path, overrides.is_none() ? py::dict() : overrides.cast<py::dict>())};
+      [](const py::object& path, const py::object& overrides) {
+        return Job{python::load(path_text(path),
+                                overrides.is_none() ? py::dict() : overrides.cast<py::dict>())};
       },
       py::arg("path"), py::arg("overrides") = py::none(),
       "Loads a Primus / Megatron experiment YAML. overrides: {'tp': 2, 'nodes': 4, "
@@ -180,6 +187,6 @@ PYBIND11_MODULE(projector, m) {
         "`projector sweep --json` as a dict: every legal layout of the job's model on `nodes` "
         "nodes (default: the job's), restricted by `grid` ({'tp': [1, 2], 'pp': [1, 2]} or "
         "'tp=1,2; pp=1,2').");
-  m.def("validate", &validate_runs, py::arg("path"), py::arg("data_dir") = "",
+  m.def("validate", &validate_runs, py::arg("path"), py::arg("data_dir") = py::none(),
         "`projector validate PATH --json` as a dict.");
 }

@@ -1,6 +1,7 @@
 """`import projector` against the CLI: the same JSON documents, bad input named, a sweep."""
 import glob
 import os
+import pathlib
 
 import pytest
 
@@ -28,6 +29,12 @@ def test_performance_is_the_cli_document(config, cli_json):
 
 def test_job_is_the_config_document(cli_json):
     assert projector.load(LLAMA_8B).to_dict() == cli_json("config", "--config", LLAMA_8B, flag=True)
+
+
+def test_paths_may_be_pathlib():
+    job = projector.load(pathlib.Path(LLAMA_8B))
+    assert job.source == LLAMA_8B
+    assert job.model == "llama3.1_8B"
 
 
 def test_overrides_act_like_the_cli_flags(cli_json):
