@@ -31,7 +31,7 @@ asan:
 	@$(MAKE) test PRESET=asan
 
 format:
-	@clang-format -i $$(git ls-files '*.cpp' '*.h')
+	@clang-format -i $$(git ls-files '*.cpp' '*.h' 'web/*.js')
 
 clean:
 	rm -rf build

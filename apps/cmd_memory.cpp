@@ -1,17 +1,21 @@
-// `projector memory --config X [--hardware H] [--json FILE] [--memory-mode simulate|benchmark]`:
+// `projector memory --config X [--hardware H] [--json FILE] [--csv FILE] [--html FILE]
+// [--memory-mode simulate|benchmark]`:
 // per-GPU memory of every pipeline rank class, the peak, the verdict against HBM and, when it
 // does not fit, what would make it fit.
 #include <fmt/core.h>
 
-#include <fstream>
 #include <memory>
 #include <string>
 
 #include "commands.h"
 #include "job_options.h"
 #include "projector/memory/memory.h"
+#include "projector/report/csv_report.h"
+#include "projector/report/html_report.h"
+#include "projector/report/job_report.h"
 #include "projector/report/memory_report.h"
 #include "projector/util/error.h"
+#include "report_outputs.h"
 
 namespace projector::cli {
 namespace {
@@ -19,6 +23,8 @@ namespace {
 struct MemoryCommandOptions {
   JobOptions job;
   std::string json_path;
+  std::string csv_path;
+  std::string html_path;
   std::string mode = "simulate";
   bool strict = false;
 };
@@ -32,10 +38,13 @@ void add_memory_command(CLI::App& app, int& exit_code) {
       "per-GPU memory of every pipeline rank, the peak and a FITS / AT RISK / OOM verdict");
   add_job_options(cmd, opts->job);
   cmd->add_option("--json", opts->json_path, "also write the full report (every intermediate)");
+  cmd->add_option("--csv", opts->csv_path, "write one row per pipeline rank class as CSV to FILE");
+  cmd->add_option("--html", opts->html_path,
+                  "write a self-contained offline HTML report (charts) to FILE");
   cmd->add_option("--memory-mode", opts->mode, "simulate (analytical) or benchmark")
       ->check(CLI::IsMember({"simulate", "benchmark"}));
   cmd->add_flag("--strict", opts->strict, "exit 1 when the verdict is OOM or AT RISK");
-  cmd->callback([opts, &exit_code] {
+  cmd->callback([opts, cmd, &exit_code] {
     if (opts->mode == "benchmark") {
       fmt::print(stderr,
                  "projector: error: --memory-mode benchmark needs a measured memory profile of a "
@@ -47,12 +56,19 @@ void add_memory_command(CLI::App& app, int& exit_code) {
     const JobSpec job = build_job(opts->job);
     const MemoryReport rep = project_memory(job);
     if (opts->json_path != "-") fmt::print("{}", memory_summary_text(job, rep));
-    if (opts->json_path == "-") {
-      fmt::print("{}\n", memory_json(job, rep));
-    } else if (!opts->json_path.empty()) {
-      std::ofstream out(opts->json_path);
-      if (!out) throw InputError({}, "--json", "cannot write " + opts->json_path);
-      out << memory_json(job, rep) << "\n";
+    const std::string doc = memory_json(job, rep);
+    if (!opts->json_path.empty()) write_output(opts->json_path, doc, "--json");
+    if (!opts->csv_path.empty()) write_output(opts->csv_path, memory_csv(doc), "--csv");
+    if (!opts->html_path.empty()) {
+      HtmlReportInput in;
+      in.kind = "memory";
+      in.title = "projector memory: " + job.model.name;
+      in.command = command_line(*cmd);
+      in.input_path = job.source;
+      in.input_text = read_input_text(job.source);
+      in.job_json = job_json(job);
+      in.memory_json = doc;
+      write_output(opts->html_path, html_report(in), "--html");
     }
     const bool bad = rep.verdict == MemoryVerdict::kOom || rep.verdict == MemoryVerdict::kAtRisk;
     exit_code = (opts->strict && bad) ? kExitFailure : kExitOk;

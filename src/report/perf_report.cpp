@@ -294,6 +294,31 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
   return j.dump(indent);
 }
 
+std::string scaling_json(const std::vector<ScalingPoint>& points, int indent) {
+  ordered_json out = ordered_json::array();
+  const ScalingPoint* first = nullptr;
+  for (const ScalingPoint& p : points) {
+    ordered_json j;
+    j["nodes"] = p.nodes;
+    if (!p.error.empty()) {
+      j["error"] = p.error;
+      out.push_back(std::move(j));
+      continue;
+    }
+    if (first == nullptr) first = &p;
+    j["world_size"] = p.world_size;
+    j["dp"] = p.dp;
+    j["num_microbatches"] = p.num_microbatches;
+    j["iteration_time_ms"] = ms(p.iteration_s);
+    j["tokens_per_s"] = p.tokens_per_s;
+    j["tokens_per_s_per_gpu"] = p.tokens_per_s_per_gpu;
+    j["mfu_pct"] = 100.0 * p.mfu;
+    j["speedup"] = p.tokens_per_s / first->tokens_per_s;
+    out.push_back(std::move(j));
+  }
+  return out.dump(indent);
+}
+
 std::string chrome_trace_json(const PerfReport& rep) {
   ordered_json events = ordered_json::array();
   const auto& names = rep.simulation.stream_names;
