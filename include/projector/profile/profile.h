@@ -106,6 +106,7 @@ struct ModelComparison {
   int microbatches_in_step = 1;                    // microbatches the traced step runs on this rank
   bool has_embedding = false, has_output = false;  // blocks the trace shows
   std::array<double, kNumCostClasses> measured_ms{}, model_ms{}, ratio{};  // per step
+  std::array<double, kNumCostClasses> measured_kernel_ms{};  // kernel time only (no launch gaps)
   std::vector<CollectiveRatio> collectives;
   double unmapped_ms = 0.0;            // per step: kernels no modelled op stands for (copies, ...)
   double host_idle_ms = 0.0;           // per step: GPU idle longer than a launch gap
@@ -164,5 +165,41 @@ struct Repeat {
 };
 Repeat find_repeat(const std::vector<std::uint32_t>& seq, std::size_t min_period,
                    std::size_t max_period);
+
+}  // namespace projector::profile
+
+namespace projector::profile {
+
+struct CompareOptions {
+  int pp_rank = 0;       // the pipeline rank the trace was taken on
+  std::string data_dir;  // hardware catalogue for naming the trace's device (empty: default)
+};
+
+// The job a bench node of `benchmark_gpus` GPUs runs for `target`, reduced the way Primus'
+// projection does (PP flattened first, then EP capped with the experts per rank kept, then TP);
+// every reduction is appended to `reductions`. Unchanged (bar the world size) when it fits.
+JobSpec reduce_to_bench(const JobSpec& target, int benchmark_gpus,
+                        std::vector<std::string>& reductions);
+
+// Compares the trace with the cost models on the bench job's ops and fills `profile.model`.
+// Throws InputError when the trace cannot be of this job: no transformer layer, a layer count
+// the job's layers do not divide, no GEMM of the job's hidden size, or another accelerator.
+void compare_with_job(MeasuredProfile& profile, const JobSpec& bench,
+                      const CompareOptions& options = {});
+
+}  // namespace projector::profile
+
+namespace projector::profile {
+
+// Versioned JSON (docs/json-schema.md, "profile --json"), and back: read_profile accepts what
+// profile_json writes and throws InputError naming the file and key for anything else.
+std::string profile_json(const MeasuredProfile& profile, int indent = 2);
+MeasuredProfile read_profile(const std::string& path);
+MeasuredProfile parse_profile(const std::string& json, const std::string& label);
+
+// The human report of `projector profile`.
+std::string profile_text(const MeasuredProfile& profile);
+// The fitted efficiencies as an accelerator-file `calibration:` fragment with sources.
+std::string fitted_yaml(const MeasuredProfile& profile);
 
 }  // namespace projector::profile
