@@ -73,8 +73,10 @@ void add_perf_options(CLI::App* cmd, PerfCliOptions& o) {
 JobSpec make_job(const PerfCliOptions& o) {
   if ((o.profiling_mode != "simulate" || o.memory_mode != "simulate") && o.profile_path.empty()) {
     throw InputError({}, "--profile",
-                     "benchmark modes need a measured profile: write one with `projector profile "
-                     "--trace TRACE.json.gz --config X --json PROFILE.json`, then pass --profile");
+                     fmt::format("--profiling-mode {} --memory-mode {} needs a measured profile: "
+                                 "write one with `projector profile --trace TRACE.json.gz --config "
+                                 "X --json PROFILE.json`, then pass --profile PROFILE.json",
+                                 o.profiling_mode, o.memory_mode));
   }
   JobSpec job = build_job(o.job);
   double clock = o.gpu_clock_mhz;

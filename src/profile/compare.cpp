@@ -261,7 +261,9 @@ JobSpec reduce_to_bench(const JobSpec& target, int benchmark_gpus,
   if (min_gpus(t) > n) {
     c.pp = 1;
     c.vpp = 1;
-    reductions.push_back(fmt::format("PP {} -> 1 (flattened; the pipeline is simulated)", t.pp));
+    if (t.pp > 1) {
+      reductions.push_back(fmt::format("PP {} -> 1 (flattened; the pipeline is simulated)", t.pp));
+    }
     if (c.tp * (c.ep > 1 ? c.ep : c.cp) > n && c.ep > 1) {
       c.ep = std::min(c.ep, std::max(1, n / (c.tp * c.cp)));
       reductions.push_back(fmt::format("EP {} -> {} (experts per rank kept)", t.ep, c.ep));

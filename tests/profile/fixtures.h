@@ -13,6 +13,10 @@ inline std::string profile_data(const std::string& name) {
   return std::string(PROJECTOR_TEST_DATA_DIR) + "/../profile/data/" + name;
 }
 
+inline std::string repo_examples(const std::string& name) {
+  return std::string(PROJECTOR_DEFAULT_DATA_DIR) + "/../examples/" + name;
+}
+
 inline const profile::TraceData& fixture_trace(const std::string& name) {
   static std::map<std::string, profile::TraceData> cache;
   auto it = cache.find(name);
