@@ -84,11 +84,11 @@ int microbatches_in_step(const MeasuredProfile& p, const JobSpec& bench, int lay
   if (layers <= 0 || ls.repeats % layers != 0 || ls.repeats / layers > max_mb) {
     throw InputError(
         {bench.source, 0, 0}, "num_layers",
-        fmt::format("the trace runs {} transformer layers per step (one attention kernel each) "
-                    "but pipeline rank {} of the job has {} layers and {} microbatch(es) per "
+        fmt::format("the trace runs {} transformer layers per step (counted by {}) but "
+                    "pipeline rank {} of the job has {} layers and {} microbatch(es) per "
                     "iteration: the trace is of another model or layout (--pp-rank picks the "
                     "rank)",
-                    ls.repeats, p.model.bench.pp_rank, layers, max_mb));
+                    ls.repeats, ls.method, p.model.bench.pp_rank, layers, max_mb));
   }
   return ls.repeats / layers;
 }

@@ -24,11 +24,9 @@ Json group_json(const CommGroup& g) {
 }
 
 Json layers_json(const LayerStructure& l) {
-  Json j = {{"found", l.found},
-            {"layers", l.repeats},
-            {"kernels_per_layer", l.period_kernels},
-            {"coverage", l.coverage},
-            {"layer_ms", l.layer_ms}};
+  Json j = {{"found", l.found},       {"method", l.method},
+            {"layers", l.repeats},    {"kernels_per_layer", l.period_kernels},
+            {"coverage", l.coverage}, {"layer_ms", l.layer_ms}};
   Json c = Json::object();
   for (int k = 0; k < kNumKernelClasses; ++k) {
     const double v = l.layer_class_ms[static_cast<std::size_t>(k)];

@@ -85,6 +85,7 @@ LayerStructure layers_by_anchor(const std::vector<const Event*>& ev) {
     if (ev[i]->gpu->name == anchor) at.push_back(i);
   }
   ls.found = true;
+  ls.method = "attention kernels";
   ls.repeats = static_cast<int>(at.size());
   const double layers = static_cast<double>(at.size() - 1);
   ls.period_kernels = static_cast<int>(std::lround((at.back() - at.front()) / layers));
@@ -106,6 +107,7 @@ LayerStructure layers_of(const std::vector<const Event*>& ev, std::size_t max_ke
   const Repeat r = find_repeat(seq, 4, seq.size() / 2);
   if (r.reps < 2) return ls;
   ls.found = true;
+  ls.method = "repeating kernel block";
   ls.repeats = static_cast<int>(r.reps);
   ls.period_kernels = static_cast<int>(r.period);
   ls.coverage = static_cast<double>(r.period * r.reps) / static_cast<double>(seq.size());

@@ -45,6 +45,7 @@ struct LayerStructure {
   int period_kernels = 0;  // kernels per layer
   int repeats = 0;         // layers seen in one step (all microbatches)
   double coverage = 0.0;   // fraction of the phase's kernels inside the layers
+  std::string method;      // "attention kernels" or "repeating kernel block"
   double layer_ms = 0.0;   // kernel time of one layer
   std::array<double, kNumKernelClasses> layer_class_ms{};
 };
