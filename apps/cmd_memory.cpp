@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "job_options.h"
 #include "projector/memory/memory.h"
+#include "projector/profile/benchmark.h"
 #include "projector/report/csv_report.h"
 #include "projector/report/html_report.h"
 #include "projector/report/job_report.h"
@@ -26,6 +27,7 @@ struct MemoryCommandOptions {
   std::string csv_path;
   std::string html_path;
   std::string mode = "simulate";
+  std::string profile_path;
   bool strict = false;
 };
 
@@ -44,17 +46,27 @@ void add_memory_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--memory-mode", opts->mode, "simulate (analytical) or benchmark")
       ->check(CLI::IsMember({"simulate", "benchmark"}));
   cmd->add_flag("--strict", opts->strict, "exit 1 when the verdict is OOM or AT RISK");
+  cmd->add_option("--profile", opts->profile_path,
+                  "measured profile (`projector profile --json`) for --memory-mode benchmark");
   cmd->callback([opts, cmd, &exit_code] {
-    if (opts->mode == "benchmark") {
-      fmt::print(stderr,
-                 "projector: error: --memory-mode benchmark needs a measured memory profile of a "
-                 "small run on the target GPU, which this build cannot take; use "
-                 "--memory-mode simulate\n");
-      exit_code = kExitBadInput;
-      return;
+    if (opts->mode == "benchmark" && opts->profile_path.empty()) {
+      throw InputError({}, "--profile",
+                       "--memory-mode benchmark needs a measured profile with allocator samples: "
+                       "`projector profile --trace TRACE --config X --json PROFILE.json`");
     }
     const JobSpec job = build_job(opts->job);
     const MemoryReport rep = project_memory(job);
+    if (opts->mode == "benchmark") {
+      const profile::MeasuredProfile prof = profile::read_profile(opts->profile_path);
+      const profile::MemoryAnchor a = profile::anchor_memory(prof, rep);
+      if (opts->json_path != "-") {
+        fmt::print("{}{}", memory_summary_text(job, rep), profile::memory_anchor_text(a, prof));
+      } else {
+        fmt::print("{}\n", profile::memory_anchor_json(a, prof));
+      }
+      exit_code = opts->strict && a.verdict == MemoryVerdict::kOom ? kExitFailure : kExitOk;
+      return;
+    }
     if (opts->json_path != "-") fmt::print("{}", memory_summary_text(job, rep));
     const std::string doc = memory_json(job, rep);
     if (!opts->json_path.empty()) write_output(opts->json_path, doc, "--json");

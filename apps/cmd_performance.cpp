@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "job_options.h"
 #include "projector/perf/perf.h"
+#include "projector/profile/benchmark.h"
 #include "projector/report/csv_report.h"
 #include "projector/report/html_report.h"
 #include "projector/report/job_report.h"
@@ -36,6 +37,8 @@ struct PerfCliOptions {
   std::string scan_nodes;
   int benchmark_gpus = 0;
   double gpu_clock_mhz = 0.0;
+  std::string profile_path;  // --profile: measured profile for benchmark / both
+  std::string memory_mode = "simulate";
 };
 
 void add_perf_options(CLI::App* cmd, PerfCliOptions& o) {
@@ -67,14 +70,21 @@ void add_perf_options(CLI::App* cmd, PerfCliOptions& o) {
                   "sustained GPU clock for compute (env PRIMUS_GPU_CLOCK_MHZ)");
   cmd->add_option("--scan-nodes", o.scan_nodes,
                   "comma-separated node counts: print a scaling table (e.g. 1,2,4,8)");
+  cmd->add_option(
+      "--profile", o.profile_path,
+      "measured profile (`projector profile --json`) for --profiling-mode benchmark|both");
+  cmd->add_option("--memory-mode", o.memory_mode,
+                  "simulate, or benchmark (anchor memory on the profile's allocator peak)")
+      ->check(CLI::IsMember({"simulate", "benchmark"}));
 }
 
 JobSpec make_job(const PerfCliOptions& o) {
-  if (o.profiling_mode != "simulate") {
-    throw InputError({}, "--profiling-mode",
-                     fmt::format("'{}' needs a measured single-node profile, which this version "
-                                 "cannot record yet; use --profiling-mode simulate",
-                                 o.profiling_mode));
+  if ((o.profiling_mode != "simulate" || o.memory_mode != "simulate") && o.profile_path.empty()) {
+    throw InputError({}, "--profile",
+                     fmt::format("--profiling-mode {} --memory-mode {} needs a measured profile: "
+                                 "write one with `projector profile --trace TRACE.json.gz --config "
+                                 "X --json PROFILE.json`, then pass --profile PROFILE.json",
+                                 o.profiling_mode, o.memory_mode));
   }
   JobSpec job = build_job(o.job);
   double clock = o.gpu_clock_mhz;
@@ -102,7 +112,7 @@ JobSpec make_job(const PerfCliOptions& o) {
   }
   if (!o.data_path.empty()) job.warnings.push_back("--data_path is accepted but not used");
   if (!o.backend_path.empty()) job.warnings.push_back("--backend_path is accepted but not used");
-  if (o.benchmark_gpus > 0) {
+  if (o.benchmark_gpus > 0 && o.profiling_mode == "simulate") {
     job.warnings.push_back("--benchmark-gpus only applies to benchmark mode; ignored in simulate");
   }
   return job;
@@ -245,13 +255,27 @@ int run_performance(const PerfCliOptions& o, const CLI::App& cmd, bool both) {
   if (!o.export_config.empty()) write_output(o.export_config, job_json(job), "--export_config");
   PerfOptions po;
   po.record_timeline = !o.trace_path.empty() || !o.html_path.empty();
-  const PerfReport rep = project_performance(job, po);
+  const bool measured = o.profiling_mode != "simulate";
+  profile::MeasuredProfile prof;
+  profile::BenchmarkProjection bench;
+  if (!o.profile_path.empty()) prof = profile::read_profile(o.profile_path);
+  if (o.benchmark_gpus > 0 && measured && o.benchmark_gpus != prof.model.bench.world) {
+    throw InputError({o.profile_path, 0, 0}, "--benchmark-gpus",
+                     fmt::format("{} GPUs, but the profile's bench ran on {}", o.benchmark_gpus,
+                                 prof.model.bench.world));
+  }
+  if (measured) bench = profile::project_benchmark(job, prof, po, o.profiling_mode == "both");
+  const PerfReport rep = measured ? bench.report : project_performance(job, po);
   const std::vector<ScalingPoint> scan =
       o.scan_nodes.empty() ? std::vector<ScalingPoint>{} : scan_nodes(o);
   const bool doc_to_stdout = o.json_path == "-" || o.csv_path == "-";
   if (!doc_to_stdout) {
     if (both) fmt::print("{}\n", memory_summary_text(job, rep.memory));
     fmt::print("{}", perf_summary_text(job, rep));
+    if (measured) fmt::print("{}", profile::benchmark_text(bench, prof));
+    if (o.memory_mode == "benchmark") {
+      fmt::print("{}", profile::memory_anchor_text(profile::anchor_memory(prof, rep.memory), prof));
+    }
     if (o.job.pipeline_schedule == "all") print_schedule_comparison(o);
     if (!scan.empty()) print_node_scan(scan, job);
     if (!job.defaults.empty()) {
@@ -260,7 +284,18 @@ int run_performance(const PerfCliOptions& o, const CLI::App& cmd, bool both) {
     }
   }
   if (!o.json_path.empty() || !o.csv_path.empty() || !o.html_path.empty()) {
-    const std::string doc = performance_document(job, rep, both, scan);
+    std::string doc = performance_document(job, rep, both, scan);
+    if (measured || o.memory_mode == "benchmark") {
+      auto j = nlohmann::ordered_json::parse(doc);
+      if (measured) {
+        j["benchmark"] = nlohmann::ordered_json::parse(profile::benchmark_json(bench, prof));
+      }
+      if (o.memory_mode == "benchmark") {
+        j["memory_benchmark"] = nlohmann::ordered_json::parse(
+            profile::memory_anchor_json(profile::anchor_memory(prof, rep.memory), prof));
+      }
+      doc = j.dump(2);
+    }
     if (!o.json_path.empty()) write_output(o.json_path, doc, "--json");
     if (!o.csv_path.empty()) write_output(o.csv_path, performance_csv(doc), "--csv");
     if (!o.html_path.empty()) write_html(o, cmd, job, rep, both, doc);

@@ -17,5 +17,6 @@ void add_workload_command(CLI::App& app, int& exit_code);
 void add_performance_commands(CLI::App& app, int& exit_code);  // `performance` and `both`
 void add_validate_command(CLI::App& app, int& exit_code);
 void add_sweep_command(CLI::App& app, int& exit_code);
+void add_profile_command(CLI::App& app, int& exit_code);
 
 }  // namespace projector::cli

@@ -130,6 +130,7 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
       po.time_s = t;
       po.exposed_s = op.kind == OpKind::kCollective ? exposed : t;
       po.provenance = costs[i].provenance;
+      po.detail = costs[i].source;
       po.repeat = lw.count;
       table->push_back(std::move(po));
     }

@@ -151,6 +151,13 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
   return out;
 }
 
+// "measured: trace.json.gz" when the cost provider named its source, else the provenance alone.
+static std::string provenance_text(const PricedOp& po) {
+  std::string s(to_string(po.provenance));
+  if (!po.detail.empty()) s += ": " + po.detail;
+  return s;
+}
+
 std::string op_table_text(const JobSpec& job, const PerfReport& rep) {
   (void)job;
   std::string out;
@@ -165,7 +172,7 @@ std::string op_table_text(const JobSpec& job, const PerfReport& rep) {
                          po.block.substr(0, 30), po.op.name.substr(0, 28), to_string(po.op.phase),
                          describe_op_shape(po.op).substr(0, 40), human_count(po.op.flops),
                          human_count(po.op.bytes), us(po.time_s), us(po.exposed_s),
-                         to_string(po.provenance));
+                         provenance_text(po));
     }
   }
   return out;
@@ -245,7 +252,7 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                      {"exposed_us", us(po.exposed_s)},
                      {"recompute", po.op.recompute},
                      {"layers", po.repeat},
-                     {"provenance", std::string(to_string(po.provenance))}});
+                     {"provenance", provenance_text(po)}});
     }
     jc["ops"] = ops;
     chunks.push_back(jc);
