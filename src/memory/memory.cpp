@@ -63,11 +63,6 @@ SelectiveSet selective_set(const RecomputeSpec& r) {
   return s;
 }
 
-bool is_v_schedule(ScheduleKind s) {
-  return s == ScheduleKind::kZbvFormatted || s == ScheduleKind::kZbvGreedyMin ||
-         s == ScheduleKind::kZbvGreedyHalf || s == ScheduleKind::kDualPipeV;
-}
-
 double gemm_input_bytes(const PrecisionSpec& p) {
   switch (p.fp8) {
     case Fp8Recipe::kNone:
@@ -197,7 +192,7 @@ int interleaved_forward_chunk(int k, int pp, int vpp) {
 }
 
 int virtual_stage_index(ScheduleKind schedule, int pp, int pp_rank, int chunk) {
-  if (is_v_schedule(schedule)) return chunk == 0 ? pp_rank : 2 * pp - 1 - pp_rank;
+  if (is_v_shape(schedule)) return chunk == 0 ? pp_rank : 2 * pp - 1 - pp_rank;
   return chunk * pp + pp_rank;
 }
 
@@ -213,7 +208,7 @@ InFlight in_flight_microbatches(ScheduleKind schedule, int pp, int vpp, int pp_r
   }
   const ScheduleKind s = resolve_schedule(schedule, pp, v);
   const double r = pp_rank;
-  if (is_v_schedule(s) && v == 2) {
+  if (is_v_shape(s) && v == 2) {
     double c0 = 2.0 * pp - r;
     double c1 = r + 1.0;
     if (s == ScheduleKind::kZbvGreedyHalf) {
@@ -637,7 +632,7 @@ MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
   if (rt.schedule == ScheduleKind::kAuto) {
     report.notes.push_back(std::string("schedule auto -> ") + std::string(to_string(schedule)));
   }
-  if (is_v_schedule(schedule) && vpp != 2) {
+  if (is_v_shape(schedule) && vpp != 2) {
     report.notes.push_back("V schedule needs 2 chunks per rank; vpp != 2, modelled as interleaved");
     schedule = ScheduleKind::kInterleaved;
   }

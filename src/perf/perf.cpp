@@ -11,7 +11,6 @@ namespace projector {
 namespace {
 
 using schedule::Phase;
-using schedule::ScheduleAlgorithm;
 
 CommGroup group_for(const JobSpec& job, const Op& op) {
   if (op.collective == CollectiveKind::kSendRecv) {
@@ -160,28 +159,6 @@ std::string block_label(const LayerWork& lw) {
 
 }  // namespace
 
-ScheduleAlgorithm to_algorithm(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::kAuto:
-      return ScheduleAlgorithm::kAuto;
-    case ScheduleKind::k1F1B:
-      return ScheduleAlgorithm::k1F1B;
-    case ScheduleKind::kInterleaved:
-      return ScheduleAlgorithm::kInterleaved;
-    case ScheduleKind::kZeroBubble:
-      return ScheduleAlgorithm::kZeroBubble;
-    case ScheduleKind::kZbvFormatted:
-      return ScheduleAlgorithm::kZbvFormatted;
-    case ScheduleKind::kZbvGreedyMin:
-      return ScheduleAlgorithm::kZbvGreedyMin;
-    case ScheduleKind::kZbvGreedyHalf:
-      return ScheduleAlgorithm::kZbvGreedyHalf;
-    case ScheduleKind::kDualPipeV:
-      return ScheduleAlgorithm::kDualPipeV;
-  }
-  return ScheduleAlgorithm::kAuto;
-}
-
 PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfOptions& options) {
   const ParallelSpec& p = job.parallel;
   PerfReport rep;
@@ -228,7 +205,7 @@ PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfO
 
   // 2. Schedule.
   schedule::ScheduleRequest req;
-  req.algorithm = to_algorithm(job.runtime.schedule);
+  req.algorithm = job.runtime.schedule;
   req.pp = p.pp;
   req.vpp = p.vpp;
   req.microbatches = rep.num_microbatches;

@@ -54,19 +54,15 @@ int positive_int(std::string_view key, std::string_view text) {
 }
 
 ScheduleKind parse_schedule_name(std::string_view text) {
-  const std::string t = lower(text);
-  if (t == "zerobubble" || t == "zb" || t == "zb-h1") return ScheduleKind::kZeroBubble;
-  static constexpr std::array<ScheduleKind, 7> kAll = {
-      ScheduleKind::k1F1B,         ScheduleKind::kInterleaved,  ScheduleKind::kZeroBubble,
-      ScheduleKind::kZbvFormatted, ScheduleKind::kZbvGreedyMin, ScheduleKind::kZbvGreedyHalf,
-      ScheduleKind::kDualPipeV};
-  for (const ScheduleKind k : kAll) {
-    if (to_string(k) == t) return k;
+  const std::optional<ScheduleKind> s = parse_schedule_kind(text);
+  // The sweep always names its schedule: "auto" is not an axis value.
+  if (!s || *s == ScheduleKind::kAuto) {
+    bad_grid(
+        fmt::format("schedule: unknown '{}' (1f1b, interleaved, zero-bubble, zbv-formatted, "
+                    "zbv-greedy-min, zbv-greedy-half, dualpipev)",
+                    text));
   }
-  bad_grid(fmt::format(
-      "schedule: unknown '{}' (1f1b, interleaved, zero-bubble, zbv-formatted, zbv-greedy-min, "
-      "zbv-greedy-half, dualpipev)",
-      text));
+  return *s;
 }
 
 RecomputeOption parse_recompute(std::string_view text) {
@@ -87,14 +83,6 @@ Sharding parse_sharding(std::string_view text) {
   }
   if (t == "fsdp") return Sharding::kFsdp;
   bad_grid(fmt::format("sharding: unknown '{}' (distopt, fsdp)", text));
-}
-
-bool is_vshape(ScheduleKind s) {
-  return s == ScheduleKind::kZbvFormatted || s == ScheduleKind::kZbvGreedyMin ||
-         s == ScheduleKind::kZbvGreedyHalf || s == ScheduleKind::kDualPipeV;
-}
-bool splits_backward(ScheduleKind s) {
-  return s == ScheduleKind::kZeroBubble || is_vshape(s);
 }
 
 std::vector<int> divisors(int n, int max_value) {
@@ -422,7 +410,7 @@ Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions&
         if (f.layers % v == 0 || (f.uneven && (v & (v - 1)) == 0)) variants.emplace_back(s, v);
       }
     } else {
-      variants.emplace_back(s, is_vshape(s) ? 2 : 1);
+      variants.emplace_back(s, is_v_shape(s) ? 2 : 1);
     }
   }
   const std::vector<RecomputeOption> recomputes =
