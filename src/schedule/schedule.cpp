@@ -41,8 +41,9 @@ class TableBuilder {
     table_.microbatches = m;
     table_.rank_offsets.reserve(static_cast<std::size_t>(pp) + 1);
     table_.rank_offsets.push_back(0);
-    // F + B + W per (stage, microbatch) at most.
-    table_.actions.reserve(static_cast<std::size_t>(pp) * vpp * m * 3);
+    // F + BW per (stage, microbatch), or F + B + W where the backward is split.
+    table_.actions.reserve(static_cast<std::size_t>(pp) * vpp * m *
+                           (splits_backward(algorithm) ? 3 : 2));
   }
   void push(int chunk, int mb, Phase phase, bool overlap_with_next = false) {
     table_.actions.push_back(Action{static_cast<std::int32_t>(mb), static_cast<std::int16_t>(chunk),
