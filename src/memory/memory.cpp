@@ -648,7 +648,12 @@ void resolve_pipeline(Context& cx, MemoryReport& report) {
   }
   report.num_microbatches = m;
   const schedule::ScheduleRequest request{cx.schedule, cx.pp, cx.vpp, m};
-  if (cx.options.in_flight_cache != nullptr) {
+  const schedule::ScheduleTable* given = cx.options.table;
+  if (given != nullptr && given->algorithm == cx.schedule && given->pp == cx.pp &&
+      given->vpp == cx.vpp && given->microbatches == m) {
+    cx.own_in_flight.emplace(*given);
+    cx.in_flight = &*cx.own_in_flight;
+  } else if (cx.options.in_flight_cache != nullptr) {
     cx.in_flight = &cx.options.in_flight_cache->get(request);
   } else {
     cx.own_in_flight.emplace(schedule::build_schedule(request));

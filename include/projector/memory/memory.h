@@ -85,6 +85,10 @@ struct MemoryOptions {
   // Optional memo of the schedule tables' in-flight states (one per thread, e.g. a sweep worker's);
   // null: each projection builds the table it needs.
   schedule::InFlightCache* in_flight_cache = nullptr;
+  // Optional: the table the job's schedule resolves to, when the caller has already built it (the
+  // performance projection). Used only when it matches the job's schedule, PP, VPP and
+  // microbatches.
+  const schedule::ScheduleTable* table = nullptr;
 };
 
 // Saved bytes of `layer` for one microbatch under the job's parallelism, precision and recompute
