@@ -1,6 +1,7 @@
 #include "projector/schedule/in_flight.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace projector::schedule {
 namespace {
@@ -28,6 +29,53 @@ void offer(std::vector<int>& states, std::size_t first, const int* s, std::size_
   states.insert(states.end(), s, s + width);
 }
 
+// States a rank has already offered, for up to two chunks (four counts below 2^16 packed in one
+// word): steady phases repeat the same few states hundreds of times, and a repeat is dropped with
+// one hash probe instead of a pass over the frontier. Wider states go straight to offer().
+class SeenStates {
+ public:
+  explicit SeenStates(std::size_t width) : enabled_(width <= 4) {}
+  void clear() {
+    std::fill(slots_.begin(), slots_.end(), 0);
+    used_ = 0;
+  }
+  // False when `s` was offered before (only ever for packable states).
+  bool first_time(const int* s, std::size_t width) {
+    if (!enabled_) return true;
+    std::uint64_t key = 1;  // never 0: 0 marks an empty slot
+    for (std::size_t k = 0; k < width; ++k) {
+      if (s[k] < 0 || s[k] > 0xffff) return true;
+      key = (key << 16) | static_cast<std::uint64_t>(s[k]);
+    }
+    if (2 * (used_ + 1) > slots_.size()) grow();
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t h = (key * 0x9E3779B97F4A7C15ull) >> 40 & mask;; h = (h + 1) & mask) {
+      if (slots_[h] == key) return false;
+      if (slots_[h] == 0) {
+        slots_[h] = key;
+        ++used_;
+        return true;
+      }
+    }
+  }
+
+ private:
+  void grow() {
+    std::vector<std::uint64_t> old(std::max<std::size_t>(64, 2 * slots_.size()), 0);
+    old.swap(slots_);
+    const std::size_t mask = slots_.size() - 1;
+    for (const std::uint64_t key : old) {
+      if (key == 0) continue;
+      std::size_t h = (key * 0x9E3779B97F4A7C15ull) >> 40 & mask;
+      while (slots_[h] != 0) h = (h + 1) & mask;
+      slots_[h] = key;
+    }
+  }
+  bool enabled_;
+  std::size_t used_ = 0;
+  std::vector<std::uint64_t> slots_;
+};
+
 }  // namespace
 
 InFlightProfile::InFlightProfile(const ScheduleTable& table) : chunks_(table.vpp) {
@@ -41,7 +89,9 @@ InFlightProfile::InFlightProfile(const ScheduleTable& table) : chunks_(table.vpp
   static constexpr int kWOnly[4] = {0, 1, -1, 0};
   static constexpr int kTotal[4] = {1, 0, -1, -1};
   std::vector<int> cur(width);
+  SeenStates seen(width);
   for (int r = 0; r < table.pp; ++r) {
+    seen.clear();
     const std::size_t first = states_.size();
     offsets_.push_back(static_cast<int>(first / width));
     std::fill(cur.begin(), cur.end(), 0);
@@ -58,15 +108,16 @@ InFlightProfile::InFlightProfile(const ScheduleTable& table) : chunks_(table.vpp
     };
     if (v == 1) {  // one chunk (1F1B, ZB-H1): the counts stay in registers
       int f = 0, w = 0;
+      int last_f = -1, last_w = -1;  // the state kept last (1F1B's steady state repeats it)
       for (const Action* a = list.data(); a != end; ++a) {
         const int ph = static_cast<int>(a->phase);
         f += kFull[ph];
         w += kWOnly[ph];
         peak = std::max(peak, f + w);
-        if (keep(a, ph)) {
-          full[0] = f;
-          w_only[0] = w;
-          offer(states_, first, full, width);
+        if (keep(a, ph) && (f != last_f || w != last_w)) {
+          full[0] = last_f = f;
+          w_only[0] = last_w = w;
+          if (seen.first_time(full, width)) offer(states_, first, full, width);
         }
       }
     } else {
@@ -76,7 +127,7 @@ InFlightProfile::InFlightProfile(const ScheduleTable& table) : chunks_(table.vpp
         w_only[a->chunk] += kWOnly[ph];
         total += kTotal[ph];
         peak = std::max(peak, total);
-        if (keep(a, ph)) offer(states_, first, full, width);
+        if (keep(a, ph) && seen.first_time(full, width)) offer(states_, first, full, width);
       }
     }
     if (states_.size() == first) states_.resize(first + width, 0);  // an empty rank
