@@ -139,21 +139,14 @@ void print_warnings(const JobSpec& job) {
 
 // `--pipeline-schedule-algorithm all`: every schedule that fits the layout, side by side.
 void print_schedule_comparison(const PerfCliOptions& o) {
-  static constexpr ScheduleKind kAll[] = {ScheduleKind::k1F1B,         ScheduleKind::kInterleaved,
-                                          ScheduleKind::kZeroBubble,   ScheduleKind::kZbvFormatted,
-                                          ScheduleKind::kZbvGreedyMin, ScheduleKind::kZbvGreedyHalf,
-                                          ScheduleKind::kDualPipeV};
   fmt::print("\n-- Pipeline schedules compared --\n");
   fmt::print("  {:<18} {:>12} {:>10} {:>14} {:>12}  {}\n", "schedule", "iter ms", "bubble %",
              "tokens/s/GPU", "peak GiB", "note");
   PerfCliOptions base = o;
-  for (ScheduleKind kind : kAll) {
+  for (const ScheduleKind kind : kAllSchedules) {
     base.job.pipeline_schedule = std::string(to_string(kind));
-    const bool v_shape = kind == ScheduleKind::kZbvFormatted ||
-                         kind == ScheduleKind::kZbvGreedyMin ||
-                         kind == ScheduleKind::kZbvGreedyHalf || kind == ScheduleKind::kDualPipeV;
     PerfCliOptions attempt = base;
-    if (v_shape) attempt.job.vpp = 2;
+    if (is_v_shape(kind)) attempt.job.vpp = 2;
     if (kind == ScheduleKind::k1F1B || kind == ScheduleKind::kZeroBubble) attempt.job.vpp = 1;
     if (kind == ScheduleKind::kInterleaved && attempt.job.vpp < 2) attempt.job.vpp = 2;
     try {

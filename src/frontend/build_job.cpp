@@ -35,23 +35,12 @@ Dtype dtype_arg(ArgReader& r, const std::string& key, Dtype fallback) {
 }
 
 ScheduleKind parse_schedule(ArgReader& r, const std::string& key, const std::string& text) {
-  const std::string s = lower(text);
-  if (s == "auto" || s == "all") return ScheduleKind::kAuto;
-  if (s == "1f1b") return ScheduleKind::k1F1B;
-  if (s == "interleaved" || s == "1f1b-interleaved" || s == "interleaved-1f1b" ||
-      s == "interleaved_1f1b") {
-    return ScheduleKind::kInterleaved;
+  if (lower(text) == "all") return ScheduleKind::kAuto;  // the CLI's "compare every schedule"
+  const std::optional<ScheduleKind> s = parse_schedule_kind(text);
+  if (!s) {
+    r.fail(key, fmt::format("unknown pipeline schedule '{}' ({})", text, schedule_kind_names()));
   }
-  if (s == "zerobubble" || s == "zero-bubble" || s == "zb-h1" || s == "zerobubble-heuristic") {
-    return ScheduleKind::kZeroBubble;
-  }
-  if (s == "zbv-formatted" || s == "zbv") return ScheduleKind::kZbvFormatted;
-  if (s == "zbv-greedy-min") return ScheduleKind::kZbvGreedyMin;
-  if (s == "zbv-greedy-half") return ScheduleKind::kZbvGreedyHalf;
-  if (s == "dualpipev" || s == "dualpipe-v") return ScheduleKind::kDualPipeV;
-  r.fail(key, fmt::format("unknown pipeline schedule '{}' (auto, 1f1b, interleaved, zerobubble, "
-                          "zbv-formatted, zbv-greedy-min, zbv-greedy-half, dualpipev)",
-                          text));
+  return *s;
 }
 
 // Parses "0,3,4" or a list of ints.

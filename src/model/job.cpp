@@ -37,28 +37,6 @@ std::optional<Dtype> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view to_string(ScheduleKind s) {
-  switch (s) {
-    case ScheduleKind::kAuto:
-      return "auto";
-    case ScheduleKind::k1F1B:
-      return "1f1b";
-    case ScheduleKind::kInterleaved:
-      return "interleaved";
-    case ScheduleKind::kZeroBubble:
-      return "zero-bubble";
-    case ScheduleKind::kZbvFormatted:
-      return "zbv-formatted";
-    case ScheduleKind::kZbvGreedyMin:
-      return "zbv-greedy-min";
-    case ScheduleKind::kZbvGreedyHalf:
-      return "zbv-greedy-half";
-    case ScheduleKind::kDualPipeV:
-      return "dualpipev";
-  }
-  return "?";
-}
-
 std::string_view to_string(RecomputeGranularity g) {
   switch (g) {
     case RecomputeGranularity::kNone:

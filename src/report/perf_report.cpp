@@ -110,8 +110,7 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
                      job.runtime.seq_length, rep.num_microbatches);
   out += fmt::format("Precision    {}; recompute {}\n", precision_text(job.runtime),
                      recompute_text(job.runtime.recompute));
-  out +=
-      fmt::format("Schedule     {} ({})\n", schedule::to_string(rep.schedule), rep.schedule_reason);
+  out += fmt::format("Schedule     {} ({})\n", to_string(rep.schedule), rep.schedule_reason);
   out += "\n-- Per-microbatch chunk times (ms) --\n";
   out += fmt::format("  {:>4} {:>5} {:>5} {:>10} {:>10} {:>10}\n", "rank", "chunk", "stage", "F",
                      "B", "W");
@@ -204,7 +203,7 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                    {"precision", precision_text(job.runtime)},
                    {"recompute", recompute_text(job.runtime.recompute)},
                    {"num_microbatches", rep.num_microbatches}};
-  jj["schedule"] = {{"algorithm", std::string(schedule::to_string(rep.schedule))},
+  jj["schedule"] = {{"algorithm", std::string(to_string(rep.schedule))},
                     {"reason", rep.schedule_reason}};
   j["job"] = jj;
   j["defaults"] = report_detail::defaults_json(job);

@@ -497,6 +497,9 @@ void read_precision(Mapper& m, const std::string& text, Framework fw, PrecisionS
 
 ScheduleKind read_schedule(Mapper& m, const std::string& text, int pp, int vpp) {
   const std::string t = lower(text);
+  // A schedule name (the shared vocabulary); "1f1b" still follows vpp below.
+  const std::optional<ScheduleKind> named = parse_schedule_kind(t);
+  if (named && *named != ScheduleKind::kAuto && *named != ScheduleKind::k1F1B) return *named;
   if (has(t, "dualpipe")) return ScheduleKind::kDualPipeV;
   if (has(t, "zbv") || has(t, "zb-v") || has(t, "zero bubble v")) {
     return ScheduleKind::kZbvFormatted;

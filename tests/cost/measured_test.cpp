@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "projector/cost/cost_cache.h"
-#include "support/hardware_builders.h"
+#include "support/catalogue.h"
 
 namespace projector {
 namespace {
@@ -15,8 +15,8 @@ TEST(MeasuredScale, ScalesOnlyMeasuredClassesAndNamesTheSource) {
   m->source = "trace.json.gz";
   m->ratio[static_cast<int>(CostClass::kGemm)] = 1.25;
   m->ratio[static_cast<int>(CostClass::kElementwise)] = 3.0;
-  CostCache plain(testing::h100_sxm(), testing::h100_nvswitch_network());
-  CostCache anchored(testing::h100_sxm(), testing::h100_nvswitch_network(), 64, m);
+  CostCache plain(testing::accelerator("h100_sxm"), testing::network("h100_ib400"));
+  CostCache anchored(testing::accelerator("h100_sxm"), testing::network("h100_ib400"), 64, m);
 
   const GemmShape g{8192, 4096, 4096, 1, Dtype::kBf16};
   const OpCost model = plain.gemm(g);
@@ -40,8 +40,8 @@ TEST(MeasuredScale, AnchorsACollectiveOnlyOnTheTracedGroup) {
   auto m = std::make_shared<MeasuredScale>();
   const CommGroup traced{8, 8, 1, 1, 8};
   m->collectives.push_back({CollectiveKind::kAllReduce, traced, 0.5});
-  CostCache plain(testing::h100_sxm(), testing::h100_nvswitch_network());
-  CostCache anchored(testing::h100_sxm(), testing::h100_nvswitch_network(), 64, m);
+  CostCache plain(testing::accelerator("h100_sxm"), testing::network("h100_ib400"));
+  CostCache anchored(testing::accelerator("h100_sxm"), testing::network("h100_ib400"), 64, m);
   EXPECT_DOUBLE_EQ(anchored.collective(CollectiveKind::kAllReduce, 1e8, traced).time_s,
                    0.5 * plain.collective(CollectiveKind::kAllReduce, 1e8, traced).time_s);
   // Two nodes, another kind: the collective model.

@@ -12,6 +12,7 @@
 
 #include "projector/hardware/hardware.h"
 #include "projector/model/dtype.h"
+#include "projector/util/schedule_kind.h"
 
 namespace projector {
 
@@ -153,17 +154,6 @@ enum class OptimizerKind { kAdam, kSgd, kMuon };
 // kFa2: a FlashAttention-2-class kernel (the flash-attn package, PyTorch SDPA's flash backend).
 enum class AttentionKernel : std::uint8_t { kFused, kFa2 };
 
-enum class ScheduleKind {
-  kAuto,
-  k1F1B,
-  kInterleaved,
-  kZeroBubble,  // ZB-H1
-  kZbvFormatted,
-  kZbvGreedyMin,
-  kZbvGreedyHalf,
-  kDualPipeV,
-};
-
 struct RuntimeSpec {
   int micro_batch_size = 1;
   int global_batch_size = 1;
@@ -231,7 +221,6 @@ struct JobSpec {
   }
 };
 
-std::string_view to_string(ScheduleKind s);
 std::string_view to_string(RecomputeGranularity g);
 std::string_view to_string(Fp8Recipe r);
 std::string_view to_string(FsdpKind f);
