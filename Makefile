@@ -5,7 +5,7 @@ BUILD  := build/$(PRESET)
 JOBS   ?= $(shell nproc)
 EXAMPLE ?= examples/llama3.1_8B-BF16-pretrain.yaml
 
-.PHONY: all deps configure build run test bench asan format clean
+.PHONY: all deps configure build run test bench asan tsan format clean
 
 all: build
 
@@ -30,8 +30,14 @@ bench: build
 asan:
 	@$(MAKE) test PRESET=asan
 
+# The sweep tests (the only multi-threaded code) under ThreadSanitizer.
+tsan: deps
+	@cmake --preset tsan >/dev/null
+	@cmake --build --preset tsan -j $(JOBS)
+	ctest --preset tsan -j $(JOBS)
+
 format:
-	@clang-format -i $$(git ls-files '*.cpp' '*.h')
+	@clang-format -i $$(git ls-files '*.cpp' '*.h' 'web/*.js')
 
 clean:
 	rm -rf build

@@ -1,4 +1,5 @@
-// `projector hardware list` and `projector hardware show NAME [--json]`.
+// `projector hardware list` and `projector hardware show NAME [--json]` (`compare` lives in
+// cmd_hardware_compare.cpp).
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "commands.h"
 #include "projector/hardware/catalog.h"
+#include "projector/hardware/compare.h"
 #include "projector/util/error.h"
 
 namespace projector::cli {
@@ -22,8 +24,20 @@ std::string data_dir_or_default(const std::string& given) {
   return given.empty() ? default_data_dir() : given;
 }
 
-std::string tflops_cell(double v) {
-  return v > 0.0 ? fmt::format("{:.1f}", v) : "-";
+// A peak with '~' when its source marks it as an estimate.
+std::string tflops_cell(const AcceleratorSpec& a, Dtype d) {
+  const double v = a.peak_tflops[static_cast<int>(d)];
+  if (v <= 0.0) return "-";
+  const bool est = is_estimated(a, fmt::format("peak_tflops.{}", to_string(d)));
+  return fmt::format("{}{:.1f}", est ? "~" : "", v);
+}
+
+// The citation part of a source ("NV1: FP16/BF16 ..." -> "NV1"), or "estimate".
+std::string source_id(const std::string& source) {
+  if (source.rfind("estimate", 0) == 0) return "estimate";
+  std::string id = source.substr(0, source.find(':'));
+  id = id.substr(0, id.find(" ("));
+  return id.size() > 16 ? id.substr(0, 15) + "." : id;
 }
 
 void print_list(const std::string& data_dir) {
@@ -33,14 +47,22 @@ void print_list(const std::string& data_dir) {
         SourceLocation{}, "data-dir",
         fmt::format("no accelerator files under '{}/hardware/accelerators'", data_dir));
   }
-  fmt::print("{:<19} {:<7} {:>10} {:>10} {:>8} {:>8}  {}\n", "name", "vendor", "bf16 TF/s",
-             "fp8 TF/s", "HBM GiB", "HBM TB/s", "default network");
+  fmt::print("{:<19} {:<9} {:<7} {:>10} {:>10} {:>7} {:>8}  {:<16} {:<16} {:<22} {}\n", "name",
+             "status", "vendor", "bf16 TF/s", "fp8 TF/s", "HBM GiB", "HBM TB/s", "peaks from",
+             "HBM from", "efficiencies", "default network");
   for (const auto& a : accs) {
-    fmt::print("{:<19} {:<7} {:>10} {:>10} {:>8.1f} {:>8.2f}  {}\n", a.name, a.vendor,
-               tflops_cell(a.peak_tflops[static_cast<int>(Dtype::kBf16)]),
-               tflops_cell(a.peak_tflops[static_cast<int>(Dtype::kFp8)]), a.hbm_bytes / kGiB,
-               a.hbm_bw_bytes_per_s / 1e12, a.default_network);
+    fmt::print("{:<19} {:<9} {:<7} {:>10} {:>10} {:>7.0f} {:>8.2f}  {:<16} {:<16} {:<22} {}\n",
+               a.name, a.status, a.vendor, tflops_cell(a, Dtype::kBf16),
+               tflops_cell(a, Dtype::kFp8), a.hbm_bytes / kGiB, a.hbm_bw_bytes_per_s / 1e12,
+               source_id(a.source_of("peak_tflops.fp8").empty() ||
+                                 a.peak_tflops[static_cast<int>(Dtype::kFp8)] <= 0.0
+                             ? a.source_of("peak_tflops.bf16")
+                             : a.source_of("peak_tflops.fp8")),
+               source_id(a.source_of("hbm_capacity")), calibration_origin(a), a.default_network);
   }
+  fmt::print(
+      "\n'~' marks an estimate. Source ids are listed in docs/hardware.md; `projector hardware "
+      "show NAME` prints every value with its full source.\n");
   const std::vector<std::string> nets = list_networks(data_dir);
   std::string joined;
   for (const auto& n : nets) joined += (joined.empty() ? "" : ", ") + n;
@@ -54,16 +76,49 @@ struct Row {
   std::string source;
 };
 
+// The optional fabric facts, printed when the file gives them.
+void add_fabric_rows(const AcceleratorSpec& a, std::vector<Row>& rows) {
+  auto add = [&](const char* field, const std::string& value) {
+    if (!a.source_of(field).empty()) rows.push_back({field, value, a.source_of(field)});
+  };
+  auto gbs = [](double v) {
+    return v > 0.0 ? fmt::format("{} GB/s per direction", v / 1e9) : std::string("unknown");
+  };
+  add("scaleup_domain", fmt::format("{}", a.scaleup_domain));
+  add("scaleup_links", fmt::format("{}", a.scaleup_links));
+  add("scaleup_link_bandwidth", gbs(a.scaleup_link_bw_bytes_per_s));
+  add("torus_dims", fmt::format("{}", a.torus_dims));
+  add("torus_wraparound", a.torus_wraparound);
+  add("scaleout_bandwidth", gbs(a.scaleout_bw_bytes_per_s));
+}
+
 std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {
   std::vector<Row> rows;
   auto src = [&](const std::string& f) { return a.source_of(f); };
+  rows.push_back({"status", a.status, src("status")});
+  if (!a.derived_from.empty()) {
+    rows.push_back({"derived_from", a.derived_from, src("derived_from")});
+  }
   for (Dtype d : kAllDtypes) {
     const std::string f = fmt::format("peak_tflops.{}", to_string(d));
     const double v = a.peak_tflops[static_cast<int>(d)];
     rows.push_back({f, v > 0.0 ? fmt::format("{} TFLOP/s", v) : "unsupported", src(f)});
   }
-  rows.push_back({"compute_units", fmt::format("{}", a.compute_units), src("compute_units")});
+  for (const auto& e : a.extra_peak_tflops) {
+    const std::string f = "peak_tflops." + e.format;
+    rows.push_back({f,
+                    e.tflops > 0.0
+                        ? fmt::format("{} {}", e.tflops, e.format == "int8" ? "TOP/s" : "TFLOP/s")
+                        : "unsupported/unpublished",
+                    src(f)});
+  }
+  rows.push_back({"compute_units",
+                  a.compute_units > 0 ? fmt::format("{}", a.compute_units) : "unpublished",
+                  src("compute_units")});
   rows.push_back({"dies", fmt::format("{}", a.dies), src("dies")});
+  rows.push_back({"devices_per_chip", fmt::format("{}", a.devices_per_chip),
+                  src("devices_per_chip").empty() ? "default (one device per chip)"
+                                                  : src("devices_per_chip")});
   auto mhz = [](double v) { return v > 0.0 ? fmt::format("{} MHz", v) : std::string("unknown"); };
   rows.push_back({"boost_clock_mhz", mhz(a.boost_clock_mhz), src("boost_clock_mhz")});
   rows.push_back({"sustained_clock_mhz", mhz(a.sustained_clock_mhz), src("sustained_clock_mhz")});
@@ -89,6 +144,7 @@ std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {
                       : std::string("unknown"),
                   src("scaleup_bandwidth")});
   rows.push_back({"scaleup_topology", a.scaleup_topology, src("scaleup_topology")});
+  add_fabric_rows(a, rows);
   rows.push_back({"default_network", a.default_network, ""});
   const auto& c = a.calibration;
   for (Dtype d : kAllDtypes) {
@@ -152,6 +208,11 @@ nlohmann::json accelerator_json(const AcceleratorSpec& a) {
   j["arch"] = a.arch;
   j["aliases"] = a.aliases;
   j["file"] = a.file;
+  j["status"] = {{"value", a.status}, {"source", a.source_of("status")}};
+  j["derived_from"] = {
+      {"value", a.derived_from.empty() ? nlohmann::json() : nlohmann::json(a.derived_from)},
+      {"source", a.source_of("derived_from")}};
+  j["calibration_note"] = a.calibration_note();
   auto fact = [&](const std::string& f, const nlohmann::json& v) {
     return nlohmann::json{{"value", v}, {"source", a.source_of(f)}};
   };
@@ -161,7 +222,12 @@ nlohmann::json accelerator_json(const AcceleratorSpec& a) {
     const double v = a.peak_tflops[static_cast<int>(d)];
     peaks[k] = fact("peak_tflops." + k, v > 0.0 ? nlohmann::json(v) : nlohmann::json());
   }
+  for (const auto& e : a.extra_peak_tflops) {
+    peaks[e.format] = fact("peak_tflops." + e.format,
+                           e.tflops > 0.0 ? nlohmann::json(e.tflops) : nlohmann::json());
+  }
   j["peak_tflops"] = peaks;
+  j["devices_per_chip"] = fact("devices_per_chip", a.devices_per_chip);
   j["compute_units"] = fact("compute_units", a.compute_units);
   j["dies"] = fact("dies", a.dies);
   j["boost_clock_mhz"] = fact("boost_clock_mhz", a.boost_clock_mhz);
@@ -174,6 +240,12 @@ nlohmann::json accelerator_json(const AcceleratorSpec& a) {
   j["default_gpus_per_node"] = fact("default_gpus_per_node", a.default_gpus_per_node);
   j["scaleup_bw_bytes_per_s"] = fact("scaleup_bandwidth", a.scaleup_bw_bytes_per_s);
   j["scaleup_topology"] = fact("scaleup_topology", a.scaleup_topology);
+  j["scaleup_domain"] = fact("scaleup_domain", a.scaleup_domain);
+  j["scaleup_links"] = fact("scaleup_links", a.scaleup_links);
+  j["scaleup_link_bw_bytes_per_s"] = fact("scaleup_link_bandwidth", a.scaleup_link_bw_bytes_per_s);
+  j["torus_dims"] = fact("torus_dims", a.torus_dims);
+  j["torus_wraparound"] = fact("torus_wraparound", a.torus_wraparound);
+  j["scaleout_bw_bytes_per_s"] = fact("scaleout_bandwidth", a.scaleout_bw_bytes_per_s);
   j["default_network"] = a.default_network;
   const auto& c = a.calibration;
   nlohmann::json cal;
@@ -203,6 +275,8 @@ nlohmann::json accelerator_json(const AcceleratorSpec& a) {
   cal["comm_compute_interference"] = sourced_json(c.comm_compute_interference);
   cal["grouped_gemm_fraction"] = sourced_json(c.grouped_gemm_fraction);
   cal["kernel_fixed_s"] = sourced_json(c.kernel_fixed_s);
+  cal["training_efficiency"] = sourced_json(c.training_efficiency);
+  cal["fp8_training_efficiency"] = sourced_json(c.fp8_training_efficiency);
   j["calibration"] = cal;
   return j;
 }
@@ -292,8 +366,10 @@ void show(const std::string& name, bool as_json, const std::string& data_dir) {
   }
   std::string aliases;
   for (const auto& al : a.aliases) aliases += (aliases.empty() ? "" : ", ") + al;
-  fmt::print("{}: {} ({}, {})\nfile: {}\naliases: {}\n\n", a.name, a.display_name, a.vendor, a.arch,
-             a.file, aliases);
+  fmt::print("{}: {} ({}, {}; {})\nfile: {}\naliases: {}\n", a.name, a.display_name, a.vendor,
+             a.arch, a.status, a.file, aliases);
+  if (!a.calibration_note().empty()) fmt::print("note: {}\n", a.calibration_note());
+  fmt::print("\n");
   const std::vector<Row> rows = accelerator_rows(a);
   std::size_t fw = 0;
   std::size_t vw = 0;
@@ -319,8 +395,8 @@ void add_hardware_command(CLI::App& app, int& exit_code) {
   };
   auto opts = std::make_shared<Options>();
 
-  auto* list =
-      cmd->add_subcommand("list", "Accelerators (peaks, HBM, default network) and networks");
+  auto* list = cmd->add_subcommand(
+      "list", "Accelerators (status, peaks, HBM, where they come from) and networks");
   list->add_option("--data-dir", opts->data_dir, "Catalogue directory (default: bundled data/)");
   list->callback([opts, &exit_code] {
     print_list(data_dir_or_default(opts->data_dir));
@@ -338,6 +414,8 @@ void add_hardware_command(CLI::App& app, int& exit_code) {
     show(opts->name, opts->json, data_dir_or_default(opts->data_dir));
     exit_code = kExitOk;
   });
+
+  add_hardware_compare_command(cmd, exit_code);
 }
 
 }  // namespace projector::cli

@@ -1,17 +1,22 @@
-// `projector memory --config X [--hardware H] [--json FILE] [--memory-mode simulate|benchmark]`:
+// `projector memory --config X [--hardware H] [--json FILE] [--csv FILE] [--html FILE]
+// [--memory-mode simulate|benchmark]`:
 // per-GPU memory of every pipeline rank class, the peak, the verdict against HBM and, when it
 // does not fit, what would make it fit.
 #include <fmt/core.h>
 
-#include <fstream>
 #include <memory>
 #include <string>
 
 #include "commands.h"
 #include "job_options.h"
 #include "projector/memory/memory.h"
+#include "projector/profile/benchmark.h"
+#include "projector/report/csv_report.h"
+#include "projector/report/html_report.h"
+#include "projector/report/job_report.h"
 #include "projector/report/memory_report.h"
 #include "projector/util/error.h"
+#include "report_outputs.h"
 
 namespace projector::cli {
 namespace {
@@ -19,7 +24,10 @@ namespace {
 struct MemoryCommandOptions {
   JobOptions job;
   std::string json_path;
+  std::string csv_path;
+  std::string html_path;
   std::string mode = "simulate";
+  std::string profile_path;
   bool strict = false;
 };
 
@@ -32,27 +40,47 @@ void add_memory_command(CLI::App& app, int& exit_code) {
       "per-GPU memory of every pipeline rank, the peak and a FITS / AT RISK / OOM verdict");
   add_job_options(cmd, opts->job);
   cmd->add_option("--json", opts->json_path, "also write the full report (every intermediate)");
+  cmd->add_option("--csv", opts->csv_path, "write one row per pipeline rank class as CSV to FILE");
+  cmd->add_option("--html", opts->html_path,
+                  "write a self-contained offline HTML report (charts) to FILE");
   cmd->add_option("--memory-mode", opts->mode, "simulate (analytical) or benchmark")
       ->check(CLI::IsMember({"simulate", "benchmark"}));
   cmd->add_flag("--strict", opts->strict, "exit 1 when the verdict is OOM or AT RISK");
-  cmd->callback([opts, &exit_code] {
-    if (opts->mode == "benchmark") {
-      fmt::print(stderr,
-                 "projector: error: --memory-mode benchmark needs a measured memory profile of a "
-                 "small run on the target GPU, which this build cannot take; use "
-                 "--memory-mode simulate\n");
-      exit_code = kExitBadInput;
-      return;
+  cmd->add_option("--profile", opts->profile_path,
+                  "measured profile (`projector profile --json`) for --memory-mode benchmark");
+  cmd->callback([opts, cmd, &exit_code] {
+    if (opts->mode == "benchmark" && opts->profile_path.empty()) {
+      throw InputError({}, "--profile",
+                       "--memory-mode benchmark needs a measured profile with allocator samples: "
+                       "`projector profile --trace TRACE --config X --json PROFILE.json`");
     }
     const JobSpec job = build_job(opts->job);
     const MemoryReport rep = project_memory(job);
+    if (opts->mode == "benchmark") {
+      const profile::MeasuredProfile prof = profile::read_profile(opts->profile_path);
+      const profile::MemoryAnchor a = profile::anchor_memory(prof, rep);
+      if (opts->json_path != "-") {
+        fmt::print("{}{}", memory_summary_text(job, rep), profile::memory_anchor_text(a, prof));
+      } else {
+        fmt::print("{}\n", profile::memory_anchor_json(a, prof));
+      }
+      exit_code = opts->strict && a.verdict == MemoryVerdict::kOom ? kExitFailure : kExitOk;
+      return;
+    }
     if (opts->json_path != "-") fmt::print("{}", memory_summary_text(job, rep));
-    if (opts->json_path == "-") {
-      fmt::print("{}\n", memory_json(job, rep));
-    } else if (!opts->json_path.empty()) {
-      std::ofstream out(opts->json_path);
-      if (!out) throw InputError({}, "--json", "cannot write " + opts->json_path);
-      out << memory_json(job, rep) << "\n";
+    const std::string doc = memory_json(job, rep);
+    if (!opts->json_path.empty()) write_output(opts->json_path, doc, "--json");
+    if (!opts->csv_path.empty()) write_output(opts->csv_path, memory_csv(doc), "--csv");
+    if (!opts->html_path.empty()) {
+      HtmlReportInput in;
+      in.kind = "memory";
+      in.title = "projector memory: " + job.model.name;
+      in.command = command_line(*cmd);
+      in.input_path = job.source;
+      in.input_text = read_input_text(job.source);
+      in.job_json = job_json(job);
+      in.memory_json = doc;
+      write_output(opts->html_path, html_report(in), "--html");
     }
     const bool bad = rep.verdict == MemoryVerdict::kOom || rep.verdict == MemoryVerdict::kAtRisk;
     exit_code = (opts->strict && bad) ? kExitFailure : kExitOk;

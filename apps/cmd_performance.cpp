@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -11,12 +10,16 @@
 #include "commands.h"
 #include "job_options.h"
 #include "projector/perf/perf.h"
+#include "projector/profile/benchmark.h"
+#include "projector/report/csv_report.h"
+#include "projector/report/html_report.h"
 #include "projector/report/job_report.h"
 #include "projector/report/memory_report.h"
 #include "projector/report/perf_report.h"
 #include "projector/schedule/schedule.h"
 #include "projector/util/bounds.h"
 #include "projector/util/error.h"
+#include "report_outputs.h"
 
 namespace projector::cli {
 namespace {
@@ -25,6 +28,8 @@ struct PerfCliOptions {
   JobOptions job;
   std::string json_path;
   std::string trace_path;
+  std::string csv_path;
+  std::string html_path;
   std::string export_config;
   std::string profiling_mode = "simulate";
   std::string gemm_backend = "analytical";
@@ -33,6 +38,8 @@ struct PerfCliOptions {
   std::string scan_nodes;
   int benchmark_gpus = 0;
   double gpu_clock_mhz = 0.0;
+  std::string profile_path;  // --profile: measured profile for benchmark / both
+  std::string memory_mode = "simulate";
 };
 
 void add_perf_options(CLI::App* cmd, PerfCliOptions& o) {
@@ -40,6 +47,10 @@ void add_perf_options(CLI::App* cmd, PerfCliOptions& o) {
   cmd->add_option("--json", o.json_path, "write the projection as JSON to FILE ('-': stdout)");
   cmd->add_option("--trace", o.trace_path,
                   "write the simulated timeline as Chrome/Perfetto trace JSON to FILE");
+  cmd->add_option("--csv", o.csv_path,
+                  "write one row per pipeline rank class as CSV to FILE ('-': stdout)");
+  cmd->add_option("--html", o.html_path,
+                  "write a self-contained offline HTML report (charts, timeline) to FILE");
   cmd->add_option("--export_config,--export-config", o.export_config,
                   "write the resolved job (JSON) to FILE");
   cmd->add_option("--profiling-mode", o.profiling_mode,
@@ -62,14 +73,21 @@ void add_perf_options(CLI::App* cmd, PerfCliOptions& o) {
       ->check(CLI::Range(0.0, 1e5));
   cmd->add_option("--scan-nodes", o.scan_nodes,
                   "comma-separated node counts: print a scaling table (e.g. 1,2,4,8)");
+  cmd->add_option(
+      "--profile", o.profile_path,
+      "measured profile (`projector profile --json`) for --profiling-mode benchmark|both");
+  cmd->add_option("--memory-mode", o.memory_mode,
+                  "simulate, or benchmark (anchor memory on the profile's allocator peak)")
+      ->check(CLI::IsMember({"simulate", "benchmark"}));
 }
 
 JobSpec make_job(const PerfCliOptions& o) {
-  if (o.profiling_mode != "simulate") {
-    throw InputError({}, "--profiling-mode",
-                     fmt::format("'{}' needs a measured single-node profile, which this version "
-                                 "cannot record yet; use --profiling-mode simulate",
-                                 o.profiling_mode));
+  if ((o.profiling_mode != "simulate" || o.memory_mode != "simulate") && o.profile_path.empty()) {
+    throw InputError({}, "--profile",
+                     fmt::format("--profiling-mode {} --memory-mode {} needs a measured profile: "
+                                 "write one with `projector profile --trace TRACE.json.gz --config "
+                                 "X --json PROFILE.json`, then pass --profile PROFILE.json",
+                                 o.profiling_mode, o.memory_mode));
   }
   JobSpec job = build_job(o.job);
   double clock = o.gpu_clock_mhz;
@@ -97,20 +115,10 @@ JobSpec make_job(const PerfCliOptions& o) {
   }
   if (!o.data_path.empty()) job.warnings.push_back("--data_path is accepted but not used");
   if (!o.backend_path.empty()) job.warnings.push_back("--backend_path is accepted but not used");
-  if (o.benchmark_gpus > 0) {
+  if (o.benchmark_gpus > 0 && o.profiling_mode == "simulate") {
     job.warnings.push_back("--benchmark-gpus only applies to benchmark mode; ignored in simulate");
   }
   return job;
-}
-
-void write_file(const std::string& path, const std::string& text, const std::string& what) {
-  if (path == "-") {
-    fmt::print("{}\n", text);
-    return;
-  }
-  std::ofstream f(path);
-  if (!f) throw InputError({path, 0, 0}, what, "cannot open the file for writing");
-  f << text << '\n';
 }
 
 std::vector<int> parse_node_list(const std::string& text) {
@@ -135,21 +143,14 @@ void print_warnings(const JobSpec& job) {
 
 // `--pipeline-schedule-algorithm all`: every schedule that fits the layout, side by side.
 void print_schedule_comparison(const PerfCliOptions& o) {
-  static constexpr ScheduleKind kAll[] = {ScheduleKind::k1F1B,         ScheduleKind::kInterleaved,
-                                          ScheduleKind::kZeroBubble,   ScheduleKind::kZbvFormatted,
-                                          ScheduleKind::kZbvGreedyMin, ScheduleKind::kZbvGreedyHalf,
-                                          ScheduleKind::kDualPipeV};
   fmt::print("\n-- Pipeline schedules compared --\n");
   fmt::print("  {:<18} {:>12} {:>10} {:>14} {:>12}  {}\n", "schedule", "iter ms", "bubble %",
              "tokens/s/GPU", "peak GiB", "note");
   PerfCliOptions base = o;
-  for (ScheduleKind kind : kAll) {
+  for (const ScheduleKind kind : kAllSchedules) {
     base.job.pipeline_schedule = std::string(to_string(kind));
-    const bool v_shape = kind == ScheduleKind::kZbvFormatted ||
-                         kind == ScheduleKind::kZbvGreedyMin ||
-                         kind == ScheduleKind::kZbvGreedyHalf || kind == ScheduleKind::kDualPipeV;
     PerfCliOptions attempt = base;
-    if (v_shape) attempt.job.vpp = 2;
+    if (is_v_shape(kind)) attempt.job.vpp = 2;
     if (kind == ScheduleKind::k1F1B || kind == ScheduleKind::kZeroBubble) attempt.job.vpp = 1;
     if (kind == ScheduleKind::kInterleaved && attempt.job.vpp < 2) attempt.job.vpp = 2;
     try {
@@ -168,69 +169,135 @@ void print_schedule_comparison(const PerfCliOptions& o) {
   }
 }
 
-void print_node_scan(const PerfCliOptions& o) {
-  const std::vector<int> nodes = parse_node_list(o.scan_nodes);
-  fmt::print("\n-- Scaling over data parallelism (strong scaling: the global batch is fixed) --\n");
-  fmt::print("  {:>6} {:>6} {:>5} {:>7} {:>12} {:>14} {:>8} {:>10}\n", "nodes", "GPUs", "DP",
-             "micro/DP", "iter ms", "tokens/s/GPU", "MFU %", "speedup");
-  double first_tps = 0.0;
-  int first_nodes = 0;
-  for (int n : nodes) {
+// `--scan-nodes`: the same job re-projected at each node count.
+std::vector<ScalingPoint> scan_nodes(const PerfCliOptions& o) {
+  std::vector<ScalingPoint> points;
+  for (int n : parse_node_list(o.scan_nodes)) {
     PerfCliOptions attempt = o;
     attempt.job.nodes = n;
+    ScalingPoint p;
+    p.nodes = n;
     try {
       const JobSpec job = make_job(attempt);
       PerfOptions po;
       po.keep_op_table = false;
       po.with_memory = false;
       const PerfReport rep = project_performance(job, po);
-      if (first_nodes == 0) {
-        first_nodes = n;
-        first_tps = rep.tokens_per_s;
-      }
-      fmt::print("  {:>6} {:>6} {:>5} {:>7} {:>12.1f} {:>14.1f} {:>8.1f} {:>9.2f}x\n", n,
-                 rep.world_size, job.parallel.dp, rep.num_microbatches, rep.iteration_s * 1e3,
-                 rep.tokens_per_s_per_gpu, 100.0 * rep.mfu, rep.tokens_per_s / first_tps);
-      if (rep.num_microbatches == 1) {
-        fmt::print(
-            "         one microbatch per DP rank: more nodes cannot help at GBS {} / MBS {}\n",
-            job.runtime.global_batch_size, job.runtime.micro_batch_size);
-      }
+      p.world_size = rep.world_size;
+      p.dp = job.parallel.dp;
+      p.num_microbatches = rep.num_microbatches;
+      p.iteration_s = rep.iteration_s;
+      p.tokens_per_s = rep.tokens_per_s;
+      p.tokens_per_s_per_gpu = rep.tokens_per_s_per_gpu;
+      p.mfu = rep.mfu;
     } catch (const InputError& e) {
-      fmt::print("  {:>6} {}\n", n, e.message());
+      p.error = e.message();
+    }
+    points.push_back(std::move(p));
+  }
+  return points;
+}
+
+void print_node_scan(const std::vector<ScalingPoint>& points, const JobSpec& job) {
+  fmt::print("\n-- Scaling over data parallelism (strong scaling: the global batch is fixed) --\n");
+  fmt::print("  {:>6} {:>6} {:>5} {:>7} {:>12} {:>14} {:>8} {:>10}\n", "nodes", "GPUs", "DP",
+             "micro/DP", "iter ms", "tokens/s/GPU", "MFU %", "speedup");
+  double first_tps = 0.0;
+  for (const ScalingPoint& p : points) {
+    if (!p.error.empty()) {
+      fmt::print("  {:>6} {}\n", p.nodes, p.error);
+      continue;
+    }
+    if (first_tps == 0.0) first_tps = p.tokens_per_s;
+    fmt::print("  {:>6} {:>6} {:>5} {:>7} {:>12.1f} {:>14.1f} {:>8.1f} {:>9.2f}x\n", p.nodes,
+               p.world_size, p.dp, p.num_microbatches, p.iteration_s * 1e3, p.tokens_per_s_per_gpu,
+               100.0 * p.mfu, p.tokens_per_s / first_tps);
+    if (p.num_microbatches == 1) {
+      fmt::print("         one microbatch per DP rank: more nodes cannot help at GBS {} / MBS {}\n",
+                 job.runtime.global_batch_size, job.runtime.micro_batch_size);
     }
   }
 }
 
-int run_performance(const PerfCliOptions& o, bool both) {
+// The `performance --json` / `both --json` document, with `scaling` when the nodes were scanned.
+std::string performance_document(const JobSpec& job, const PerfReport& rep, bool both,
+                                 const std::vector<ScalingPoint>& scan) {
+  if (!both && scan.empty()) return perf_json(job, rep);
+  auto j = nlohmann::ordered_json::parse(perf_json(job, rep));
+  if (both) {
+    j["kind"] = "both";
+    j["memory"] = nlohmann::ordered_json::parse(memory_json(job, rep.memory));
+  }
+  if (!scan.empty()) j["scaling"] = nlohmann::ordered_json::parse(scaling_json(scan));
+  return j.dump(2);
+}
+
+void write_html(const PerfCliOptions& o, const CLI::App& cmd, const JobSpec& job,
+                const PerfReport& rep, bool both, const std::string& doc) {
+  HtmlReportInput in;
+  in.kind = both ? "both" : "performance";
+  in.title = fmt::format("projector {}: {}", in.kind, job.model.name);
+  in.command = command_line(cmd);
+  in.input_path = job.source;
+  in.input_text = read_input_text(job.source);
+  in.job_json = job_json(job);
+  in.performance_json = doc;
+  in.trace_json = chrome_trace_json(rep);
+  write_output(o.html_path, html_report(in), "--html");
+}
+
+int run_performance(const PerfCliOptions& o, const CLI::App& cmd, bool both) {
   const JobSpec job = make_job(o);
   print_warnings(job);
-  if (!o.export_config.empty()) write_file(o.export_config, job_json(job), "--export_config");
+  if (!o.export_config.empty()) write_output(o.export_config, job_json(job), "--export_config");
   PerfOptions po;
-  po.record_timeline = !o.trace_path.empty();
-  const PerfReport rep = project_performance(job, po);
-  const bool json_to_stdout = o.json_path == "-";
-  if (!json_to_stdout) {
+  po.record_timeline = !o.trace_path.empty() || !o.html_path.empty();
+  const bool measured = o.profiling_mode != "simulate";
+  profile::MeasuredProfile prof;
+  profile::BenchmarkProjection bench;
+  if (!o.profile_path.empty()) prof = profile::read_profile(o.profile_path);
+  if (o.benchmark_gpus > 0 && measured && o.benchmark_gpus != prof.model.bench.world) {
+    throw InputError({o.profile_path, 0, 0}, "--benchmark-gpus",
+                     fmt::format("{} GPUs, but the profile's bench ran on {}", o.benchmark_gpus,
+                                 prof.model.bench.world));
+  }
+  if (measured) bench = profile::project_benchmark(job, prof, po, o.profiling_mode == "both");
+  const PerfReport rep = measured ? bench.report : project_performance(job, po);
+  const std::vector<ScalingPoint> scan =
+      o.scan_nodes.empty() ? std::vector<ScalingPoint>{} : scan_nodes(o);
+  const bool doc_to_stdout = o.json_path == "-" || o.csv_path == "-";
+  if (!doc_to_stdout) {
     if (both) fmt::print("{}\n", memory_summary_text(job, rep.memory));
     fmt::print("{}", perf_summary_text(job, rep));
+    if (measured) fmt::print("{}", profile::benchmark_text(bench, prof));
+    if (o.memory_mode == "benchmark") {
+      fmt::print("{}", profile::memory_anchor_text(profile::anchor_memory(prof, rep.memory), prof));
+    }
     if (o.job.pipeline_schedule == "all") print_schedule_comparison(o);
-    if (!o.scan_nodes.empty()) print_node_scan(o);
+    if (!scan.empty()) print_node_scan(scan, job);
     if (!job.defaults.empty()) {
       fmt::print("\n{} default(s) applied (see `projector config` or the JSON output)\n",
                  job.defaults.size());
     }
   }
-  if (!o.json_path.empty()) {
-    std::string text = perf_json(job, rep);
-    if (both) {
-      auto j = nlohmann::ordered_json::parse(text);
-      j["kind"] = "both";
-      j["memory"] = nlohmann::ordered_json::parse(memory_json(job, rep.memory));
-      text = j.dump(2);
+  if (!o.json_path.empty() || !o.csv_path.empty() || !o.html_path.empty()) {
+    std::string doc = performance_document(job, rep, both, scan);
+    if (measured || o.memory_mode == "benchmark") {
+      auto j = nlohmann::ordered_json::parse(doc);
+      if (measured) {
+        j["benchmark"] = nlohmann::ordered_json::parse(profile::benchmark_json(bench, prof));
+      }
+      if (o.memory_mode == "benchmark") {
+        j["memory_benchmark"] = nlohmann::ordered_json::parse(
+            profile::memory_anchor_json(profile::anchor_memory(prof, rep.memory), prof));
+      }
+      doc = j.dump(2);
     }
-    write_file(o.json_path, text, "--json");
+    if (!o.json_path.empty()) write_output(o.json_path, doc, "--json");
+    if (!o.csv_path.empty()) write_output(o.csv_path, performance_csv(doc), "--csv");
+    if (!o.html_path.empty()) write_html(o, cmd, job, rep, both, doc);
   }
-  if (!o.trace_path.empty()) write_file(o.trace_path, chrome_trace_json(rep), "--trace");
+  if (!o.trace_path.empty()) write_output(o.trace_path, chrome_trace_json(rep), "--trace");
   return kExitOk;
 }
 
@@ -240,12 +307,13 @@ void add_performance_commands(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<PerfCliOptions>();
   auto* perf = app.add_subcommand("performance", "iteration time, tokens/s/GPU, TFLOP/s, MFU");
   add_perf_options(perf, *opts);
-  perf->callback([opts, &exit_code] { exit_code = run_performance(*opts, false); });
+  perf->callback([opts, perf, &exit_code] { exit_code = run_performance(*opts, *perf, false); });
 
   auto both_opts = std::make_shared<PerfCliOptions>();
   auto* both = app.add_subcommand("both", "memory and performance projection in one pass");
   add_perf_options(both, *both_opts);
-  both->callback([both_opts, &exit_code] { exit_code = run_performance(*both_opts, true); });
+  both->callback(
+      [both_opts, both, &exit_code] { exit_code = run_performance(*both_opts, *both, true); });
 }
 
 }  // namespace projector::cli

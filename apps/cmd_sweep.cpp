@@ -10,8 +10,11 @@
 
 #include "commands.h"
 #include "job_options.h"
+#include "projector/report/html_report.h"
+#include "projector/report/job_report.h"
 #include "projector/sweep/sweep.h"
 #include "projector/util/error.h"
+#include "report_outputs.h"
 
 namespace projector::cli {
 namespace {
@@ -32,6 +35,7 @@ struct SweepCliOptions {
   int top = 10;
   std::string csv_path;
   std::string json_path;
+  std::string html_path;
   int threads = 0;
   bool include_vshape = false;
   bool allow_uneven_layers = false;
@@ -69,7 +73,21 @@ void print_progress(const sweep::Progress& p) {
              eta);
 }
 
-int run(const SweepCliOptions& o) {
+void write_html(const SweepCliOptions& o, const CLI::App& cmd, const JobSpec& base,
+                const std::string& doc) {
+  HtmlReportInput in;
+  in.kind = "sweep";
+  in.title = "projector sweep: " + base.model.name;
+  in.command = command_line(cmd);
+  in.input_path = base.source;
+  in.input_text = read_input_text(base.source);
+  in.job_json = job_json(base);
+  in.sweep_json = doc;
+  in.top_k = std::max(o.top, 1);
+  write_output(o.html_path, html_report(in), "--html");
+}
+
+int run(const SweepCliOptions& o, const CLI::App& cmd) {
   if (o.memory_limit <= 0.0 || o.memory_limit > 1.5) {
     throw InputError({"--memory-limit", 0, 0}, "--memory-limit",
                      fmt::format("{} is not a fraction of HBM in (0, 1.5]", o.memory_limit));
@@ -156,15 +174,10 @@ int run(const SweepCliOptions& o) {
     if (!out) throw InputError({o.csv_path, 0, 0}, "--csv", "cannot open for writing");
     sweep::write_csv(out, r);
   }
-  if (!o.json_path.empty()) {
-    const std::string text = sweep::to_json(r, base);
-    if (o.json_path == "-") {
-      fmt::print("{}\n", text);
-    } else {
-      std::ofstream out(o.json_path);
-      if (!out) throw InputError({o.json_path, 0, 0}, "--json", "cannot open for writing");
-      out << text << "\n";
-    }
+  if (!o.json_path.empty() || !o.html_path.empty()) {
+    const std::string doc = sweep::to_json(r, base);
+    if (!o.json_path.empty()) write_output(o.json_path, doc, "--json");
+    if (!o.html_path.empty()) write_html(o, cmd, base, doc);
   }
 
   if (r.ranked.empty()) {
@@ -206,6 +219,9 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--csv", opts->csv_path, "write every projected layout as CSV to FILE");
   cmd->add_option("--json", opts->json_path, "write the sweep as JSON to FILE ('-': stdout)");
+  cmd->add_option(
+      "--html", opts->html_path,
+      "write a self-contained offline HTML report (Pareto scatter, top-K table) to FILE");
   cmd->add_option("-j,--threads", opts->threads, "worker threads (default: all cores)")
       ->check(CLI::Range(0, 4096));
   cmd->add_flag("--include-vshape", opts->include_vshape,
@@ -214,7 +230,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
                 "allow PP x VPP that does not divide the layers (first stages get one more)");
   cmd->add_flag("--prune-upper-bound", opts->prune_upper,
                 "prune on the memory upper bound instead of the point estimate");
-  cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
+  cmd->callback([opts, cmd, &exit_code] { exit_code = run(*opts, *cmd); });
 }
 
 }  // namespace projector::cli

@@ -3,17 +3,19 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
-#include <fstream>
 #include <memory>
 #include <optional>
 
 #include "commands.h"
 #include "projector/hardware/catalog.h"
 #include "projector/perf/perf.h"
+#include "projector/report/csv_report.h"
+#include "projector/report/html_report.h"
 #include "projector/report/memory_report.h"
 #include "projector/report/perf_report.h"
 #include "projector/util/error.h"
 #include "projector/validate/validate.h"
+#include "report_outputs.h"
 
 namespace projector::cli {
 namespace {
@@ -21,6 +23,8 @@ namespace {
 struct ValidateOptions {
   std::string runs_file;
   std::string json_file;
+  std::string csv_file;
+  std::string html_file;
   std::string data_dir;
   double max_mape_pct = -1.0;
   double max_error_pct = -1.0;         // --max-error: largest allowed |throughput error| of any run
@@ -63,7 +67,24 @@ void explain_run(const RunEntry& e, const std::string& data_dir) {
   fmt::print("{}\n", op_table_text(m.job, rep));
 }
 
-int run_validate(const ValidateOptions& o) {
+void write_reports(const ValidateOptions& o, const CLI::App& cmd, const ValidationReport& report) {
+  if (o.json_file.empty() && o.csv_file.empty() && o.html_file.empty()) return;
+  const std::string doc = report_to_json(report);
+  if (!o.json_file.empty()) write_output(o.json_file, doc, "--json");
+  if (!o.csv_file.empty()) write_output(o.csv_file, validation_csv(doc), "--csv");
+  if (!o.html_file.empty()) {
+    HtmlReportInput in;
+    in.kind = "validate";
+    in.title = "projector validate: " + o.runs_file;
+    in.command = command_line(cmd);
+    in.input_path = o.runs_file;
+    in.input_text = read_input_text(o.runs_file);
+    in.validate_json = doc;
+    write_output(o.html_file, html_report(in), "--html");
+  }
+}
+
+int run_validate(const ValidateOptions& o, const CLI::App& cmd) {
   const std::string data_dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
   std::vector<RunEntry> runs = load_runs(o.runs_file);
   if (!o.only_run.empty()) {
@@ -113,11 +134,7 @@ int run_validate(const ValidateOptions& o) {
       s.projected_oom.empty() ? ""
                               : " (" + fmt::format("{}", fmt::join(s.projected_oom, ", ")) + ")");
 
-  if (!o.json_file.empty()) {
-    std::ofstream out(o.json_file);
-    if (!out) throw InputError({o.json_file, 0, 0}, "--json", "cannot write the JSON report");
-    out << report_to_json(report) << '\n';
-  }
+  write_reports(o, cmd, report);
   if (o.max_mape_pct >= 0.0) {
     if (s.throughput.count == 0) {
       fmt::print(stderr, "projector: validate: no run was compared; --max-mape gate fails\n");
@@ -154,6 +171,10 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("runs", opts->runs_file, "runs file (e.g. data/validation/calibration_runs.yaml)")
       ->required();
   cmd->add_option("--json", opts->json_file, "also write the report as JSON to FILE");
+  cmd->add_option("--csv", opts->csv_file, "also write one row per run as CSV to FILE");
+  cmd->add_option(
+      "--html", opts->html_file,
+      "also write a self-contained offline HTML report (predicted vs measured) to FILE");
   cmd->add_option("--max-mape", opts->max_mape_pct,
                   "exit with code 1 when the throughput MAPE exceeds PCT percent");
   cmd->add_option("--max-error", opts->max_error_pct,
@@ -167,7 +188,7 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--run", opts->only_run, "validate only the entry with this id");
   cmd->add_flag("--explain", opts->explain,
                 "print the performance summary and op table of each projected run");
-  cmd->callback([opts, &exit_code] { exit_code = run_validate(*opts); });
+  cmd->callback([opts, cmd, &exit_code] { exit_code = run_validate(*opts, *cmd); });
 }
 
 }  // namespace projector::cli

@@ -11,10 +11,12 @@ namespace projector::cli {
 void add_config_command(CLI::App& app, int& exit_code);
 void add_models_command(CLI::App& app, int& exit_code);
 void add_hardware_command(CLI::App& app, int& exit_code);
+void add_hardware_compare_command(CLI::App* hardware, int& exit_code);  // `hardware compare`
 void add_memory_command(CLI::App& app, int& exit_code);
 void add_workload_command(CLI::App& app, int& exit_code);
 void add_performance_commands(CLI::App& app, int& exit_code);  // `performance` and `both`
 void add_validate_command(CLI::App& app, int& exit_code);
 void add_sweep_command(CLI::App& app, int& exit_code);
+void add_profile_command(CLI::App& app, int& exit_code);
 
 }  // namespace projector::cli

@@ -6,11 +6,11 @@
 
 namespace {
 
+using projector::ScheduleKind;
 using projector::schedule::ChunkCost;
 using projector::schedule::CommTask;
 using projector::schedule::CommTrigger;
 using projector::schedule::Phase;
-using projector::schedule::ScheduleAlgorithm;
 using projector::schedule::ScheduleRequest;
 using projector::schedule::ScheduleTable;
 using projector::schedule::SimulationInput;
@@ -43,7 +43,7 @@ void add_dp_comm(const ScheduleTable& t, SimulationInput& in) {
   }
 }
 
-ScheduleRequest request(ScheduleAlgorithm a, int pp, int vpp, int m) {
+ScheduleRequest request(ScheduleKind a, int pp, int vpp, int m) {
   ScheduleRequest q;
   q.algorithm = a;
   q.pp = pp;
@@ -72,36 +72,36 @@ void build_and_simulate(benchmark::State& state, ScheduleRequest q) {
 }  // namespace
 
 BENCHMARK_CAPTURE(simulate_only, interleaved_pp16_v2_m128,
-                  request(ScheduleAlgorithm::kInterleaved, 16, 2, 128), false)
+                  request(ScheduleKind::kInterleaved, 16, 2, 128), false)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(simulate_only, interleaved_pp16_v4_m128,
-                  request(ScheduleAlgorithm::kInterleaved, 16, 4, 128), false)
+                  request(ScheduleKind::kInterleaved, 16, 4, 128), false)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(simulate_only, interleaved_pp16_v4_m128_dp_comm,
-                  request(ScheduleAlgorithm::kInterleaved, 16, 4, 128), true)
+                  request(ScheduleKind::kInterleaved, 16, 4, 128), true)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(simulate_only, zero_bubble_pp16_m128,
-                  request(ScheduleAlgorithm::kZeroBubble, 16, 1, 128), false)
+                  request(ScheduleKind::kZeroBubble, 16, 1, 128), false)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(simulate_only, zbv_formatted_pp16_m64,
-                  request(ScheduleAlgorithm::kZbvFormatted, 16, 2, 64), false)
+                  request(ScheduleKind::kZbvFormatted, 16, 2, 64), false)
     ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(simulate_only, dualpipev_pp16_m64,
-                  request(ScheduleAlgorithm::kDualPipeV, 16, 2, 64), false)
+BENCHMARK_CAPTURE(simulate_only, dualpipev_pp16_m64, request(ScheduleKind::kDualPipeV, 16, 2, 64),
+                  false)
     ->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_CAPTURE(build_and_simulate, interleaved_pp16_v4_m128,
-                  request(ScheduleAlgorithm::kInterleaved, 16, 4, 128))
+                  request(ScheduleKind::kInterleaved, 16, 4, 128))
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(build_and_simulate, zbv_formatted_pp16_m64,
-                  request(ScheduleAlgorithm::kZbvFormatted, 16, 2, 64))
+                  request(ScheduleKind::kZbvFormatted, 16, 2, 64))
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(build_and_simulate, zbv_greedy_half_pp16_m64,
-                  request(ScheduleAlgorithm::kZbvGreedyHalf, 16, 2, 64))
+                  request(ScheduleKind::kZbvGreedyHalf, 16, 2, 64))
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(build_and_simulate, zbv_greedy_min_pp16_m64,
-                  request(ScheduleAlgorithm::kZbvGreedyMin, 16, 2, 64))
+                  request(ScheduleKind::kZbvGreedyMin, 16, 2, 64))
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(build_and_simulate, dualpipev_pp16_m64,
-                  request(ScheduleAlgorithm::kDualPipeV, 16, 2, 64))
+                  request(ScheduleKind::kDualPipeV, 16, 2, 64))
     ->Unit(benchmark::kMicrosecond);

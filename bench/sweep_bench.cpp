@@ -56,7 +56,9 @@ void BM_Enumerate70B(benchmark::State& state) {
 }
 BENCHMARK(BM_Enumerate70B)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
-// Per-candidate memory projection: a fixed spread of 512 legal layouts.
+// Per-candidate memory projection: a fixed spread of 512 legal layouts. Arg 1: with the
+// in-flight memo a sweep worker keeps (what the sweep pays); arg 0: without (every projection
+// builds its schedule table).
 void BM_MemoryPerCandidate(benchmark::State& state) {
   const JobSpec base = llama70b("h100_sxm");
   const sweep::Enumeration en = sweep::enumerate(base, sweep::parse_grid(kWideGrid), space());
@@ -65,15 +67,17 @@ void BM_MemoryPerCandidate(benchmark::State& state) {
   for (std::size_t i = 0; i < en.legal.size(); i += step) {
     jobs.push_back(sweep::make_job(base, en.legal[i], kNodes));
   }
+  schedule::InFlightCache in_flight;
   MemoryOptions mo;
   mo.suggest_remedies = false;
+  if (state.range(0) == 1) mo.in_flight_cache = &in_flight;
   std::size_t k = 0;
   for (auto _ : state) {
     benchmark::DoNotOptimize(project_memory(jobs[k], mo).peak_point_bytes);
     k = (k + 1) % jobs.size();
   }
 }
-BENCHMARK(BM_MemoryPerCandidate)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MemoryPerCandidate)->Arg(1)->Arg(0)->Unit(benchmark::kMicrosecond);
 
 // Per-candidate performance projection (warm cost cache): 256 memory survivors.
 void BM_PerformancePerCandidate(benchmark::State& state) {

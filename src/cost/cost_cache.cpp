@@ -38,8 +38,9 @@ bool CostCache::Key::operator==(const Key& o) const {
   return std::memcmp(w, o.w, sizeof(w)) == 0;
 }
 
-CostCache::CostCache(AcceleratorSpec accelerator, NetworkSpec network, std::size_t initial_capacity)
-    : acc_(std::move(accelerator)), net_(std::move(network)) {
+CostCache::CostCache(AcceleratorSpec accelerator, NetworkSpec network, std::size_t initial_capacity,
+                     std::shared_ptr<const MeasuredScale> measured)
+    : acc_(std::move(accelerator)), net_(std::move(network)), measured_(std::move(measured)) {
   std::size_t cap = 16;
   while (cap < initial_capacity * 2) cap <<= 1;
   slots_.resize(cap);
@@ -62,6 +63,10 @@ void CostCache::grow() {
     while (slots_[i].used) i = (i + 1) & mask;
     slots_[i] = s;
   }
+}
+
+OpCost CostCache::measure(CostClass cls, const OpCost& model) const {
+  return measured_ ? measured_->apply(cls, model) : model;
 }
 
 template <typename F>
@@ -91,15 +96,17 @@ OpCost CostCache::lookup(const Key& key, F&& compute) {
 OpCost CostCache::gemm(const GemmShape& s) {
   const Key k{{static_cast<std::uint64_t>(Op::kGemm), u(s.m), u(s.n), u(s.k), u(s.batch),
                static_cast<std::uint64_t>(s.dtype), static_cast<std::uint64_t>(s.out), 0, 0, 0}};
-  return lookup(k, [&] { return gemm_time(acc_, s); });
+  return lookup(k, [&] { return measure(CostClass::kGemm, gemm_time(acc_, s)); });
 }
 
 OpCost CostCache::grouped_gemm(std::int64_t groups, std::int64_t m_per_group, std::int64_t n,
                                std::int64_t k, Dtype dtype, Dtype out) {
   const Key key{{static_cast<std::uint64_t>(Op::kGrouped), u(groups), u(m_per_group), u(n), u(k),
                  static_cast<std::uint64_t>(dtype), static_cast<std::uint64_t>(out), 0, 0, 0}};
-  return lookup(key,
-                [&] { return grouped_gemm_time(acc_, groups, m_per_group, n, k, dtype, out); });
+  return lookup(key, [&] {
+    return measure(CostClass::kGroupedGemm,
+                   grouped_gemm_time(acc_, groups, m_per_group, n, k, dtype, out));
+  });
 }
 
 OpCost CostCache::attention_fwd(const AttentionShape& s) {
@@ -108,7 +115,7 @@ OpCost CostCache::attention_fwd(const AttentionShape& s) {
                u(s.seq_kv), (u(s.head_dim_qk) << 32) | static_cast<std::uint32_t>(s.head_dim_v),
                static_cast<std::uint64_t>(s.causal), u(s.window),
                static_cast<std::uint64_t>(s.dtype), static_cast<std::uint64_t>(s.kernel)}};
-  return lookup(k, [&] { return attention_fwd_time(acc_, s); });
+  return lookup(k, [&] { return measure(CostClass::kAttentionFwd, attention_fwd_time(acc_, s)); });
 }
 
 OpCost CostCache::attention_bwd(const AttentionShape& s) {
@@ -117,20 +124,24 @@ OpCost CostCache::attention_bwd(const AttentionShape& s) {
                u(s.seq_kv), (u(s.head_dim_qk) << 32) | static_cast<std::uint32_t>(s.head_dim_v),
                static_cast<std::uint64_t>(s.causal), u(s.window),
                static_cast<std::uint64_t>(s.dtype), static_cast<std::uint64_t>(s.kernel)}};
-  return lookup(k, [&] { return attention_bwd_time(acc_, s); });
+  return lookup(k, [&] { return measure(CostClass::kAttentionBwd, attention_bwd_time(acc_, s)); });
 }
 
 OpCost CostCache::memory_bound(double bytes, MemOpClass cls, int kernels) {
   const Key k{{static_cast<std::uint64_t>(Op::kMemory), bits(bytes),
                static_cast<std::uint64_t>(cls), u(kernels), 0, 0, 0, 0, 0, 0}};
-  return lookup(k, [&] { return memory_bound_time(acc_, bytes, cls, kernels); });
+  return lookup(
+      k, [&] { return measure(cost_class(cls), memory_bound_time(acc_, bytes, cls, kernels)); });
 }
 
 OpCost CostCache::collective(CollectiveKind kind, double bytes, const CommGroup& g) {
   const Key k{{static_cast<std::uint64_t>(Op::kCollective), static_cast<std::uint64_t>(kind),
                bits(bytes), u(g.size), u(g.ranks_per_node), u(g.nodes), u(g.pods),
                u(g.gpus_per_node), 0, 0}};
-  return lookup(k, [&] { return collective_time(net_, kind, bytes, g); });
+  return lookup(k, [&] {
+    const OpCost model = collective_time(net_, kind, bytes, g);
+    return measured_ ? measured_->apply(kind, g, model) : model;
+  });
 }
 
 }  // namespace projector

@@ -3,6 +3,7 @@
 // where each number came from. See docs/hardware.md.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -23,6 +24,9 @@ constexpr std::string_view kTopKeys[] = {"name",
                                          "arch",
                                          "aliases",
                                          "notes",
+                                         "status",
+                                         "derived_from",
+                                         "devices_per_chip",
                                          "peak_tflops",
                                          "compute_units",
                                          "dies",
@@ -36,29 +40,56 @@ constexpr std::string_view kTopKeys[] = {"name",
                                          "default_gpus_per_node",
                                          "scaleup_bandwidth",
                                          "scaleup_topology",
+                                         "scaleup_domain",
+                                         "scaleup_links",
+                                         "scaleup_link_bandwidth",
+                                         "torus_dims",
+                                         "torus_wraparound",
+                                         "scaleout_bandwidth",
                                          "default_network",
                                          "calibration"};
 
-constexpr std::string_view kCalibrationKeys[] = {"gemm_peak_fraction",
-                                                 "attention_fwd_fraction",
-                                                 "attention_bwd_fraction",
-                                                 "attention_fa2_fwd_fraction",
-                                                 "attention_fa2_bwd_fraction",
-                                                 "hbm_elementwise_fraction",
-                                                 "hbm_permute_fraction",
-                                                 "hbm_optimizer_fraction",
-                                                 "hbm_loss_fraction",
-                                                 "kernel_launch_s",
-                                                 "runtime_context_bytes",
-                                                 "comm_buffer_bytes_per_group",
-                                                 "workspace_bytes",
-                                                 "fragmentation_fraction",
-                                                 "fragmentation_upper_fraction",
-                                                 "comm_compute_interference",
-                                                 "grouped_gemm_fraction",
-                                                 "kernel_fixed_s",
-                                                 "training_efficiency",
-                                                 "fp8_training_efficiency"};
+// Published peaks of formats the cost models do not price: optional, informational.
+constexpr std::string_view kExtraPeakKeys[] = {"fp64", "fp6", "mxfp6", "mxfp4", "nvfp4", "int8"};
+
+constexpr std::string_view kWraparounds[] = {"always", "full_axis", "cube_multiples", "none"};
+
+// derived_from chains longer than this are refused (they are also checked for cycles).
+constexpr int kMaxDerivationDepth = 4;
+
+using Cal = AcceleratorSpec::Calibration;
+
+// The scalar calibration keys: range, unit handling and whether a non-derived file needs them.
+struct CalKey {
+  const char* key;
+  Sourced Cal::*member;
+  double lo;
+  double hi;
+  bool lo_open;
+  bool bytes;
+  bool required;
+};
+constexpr CalKey kCalKeys[] = {
+    {"attention_fwd_fraction", &Cal::attention_fwd_fraction, 0, 1, true, false, true},
+    {"attention_bwd_fraction", &Cal::attention_bwd_fraction, 0, 1, true, false, true},
+    {"attention_fa2_fwd_fraction", &Cal::attention_fa2_fwd_fraction, 0, 1, true, false, false},
+    {"attention_fa2_bwd_fraction", &Cal::attention_fa2_bwd_fraction, 0, 1, true, false, false},
+    {"hbm_elementwise_fraction", &Cal::hbm_elementwise_fraction, 0, 1, true, false, true},
+    {"hbm_permute_fraction", &Cal::hbm_permute_fraction, 0, 1, true, false, true},
+    {"hbm_optimizer_fraction", &Cal::hbm_optimizer_fraction, 0, 1, true, false, true},
+    {"hbm_loss_fraction", &Cal::hbm_loss_fraction, 0, 1, true, false, true},
+    {"kernel_launch_s", &Cal::kernel_launch_s, 0, 1e-2, false, false, true},
+    {"runtime_context_bytes", &Cal::runtime_context_bytes, 0, 1e12, false, true, true},
+    {"comm_buffer_bytes_per_group", &Cal::comm_buffer_bytes_per_group, 0, 1e12, false, true, true},
+    {"workspace_bytes", &Cal::workspace_bytes, 0, 1e12, false, true, true},
+    {"fragmentation_fraction", &Cal::fragmentation_fraction, 0, 1, false, false, true},
+    {"fragmentation_upper_fraction", &Cal::fragmentation_upper_fraction, 0, 1, false, false, true},
+    {"comm_compute_interference", &Cal::comm_compute_interference, 0, 1, false, false, true},
+    {"grouped_gemm_fraction", &Cal::grouped_gemm_fraction, 0, 1, true, false, false},
+    {"kernel_fixed_s", &Cal::kernel_fixed_s, 0, 1e-2, false, false, false},
+    {"training_efficiency", &Cal::training_efficiency, 0, 1, true, false, false},
+    {"fp8_training_efficiency", &Cal::fp8_training_efficiency, 0, 1, true, false, false},
+};
 
 // Exact dtype key as written by to_string(Dtype) (the model module's parser is not a dependency).
 std::optional<Dtype> dtype_key(std::string_view key) {
@@ -181,9 +212,22 @@ void read_peaks(const hw::YamlContext& ctx, const YAML::Node& root, AcceleratorS
   for (const auto& kv : peaks) {
     const std::string k = kv.first.Scalar();
     if (k == "source") continue;
+    if (contains(kExtraPeakKeys, k)) {
+      const std::string path = "peak_tflops." + k;
+      const Fact f = read_fact(ctx, kv.second, path, group_source);
+      double v = 0.0;
+      if (!hw::is_null(f.value)) {
+        v = fact_number(ctx, f, path);
+        require_range(ctx, kv.second, path, v, 0.0, 1e6, false);
+      }
+      acc.extra_peak_tflops.push_back({k, v});
+      acc.sources.push_back({path, f.source});
+      continue;
+    }
     if (!dtype_key(k)) {
       hw::fail(ctx, kv.first, "peak_tflops." + k,
-               "unknown dtype (fp32, tf32, bf16, fp16, fp8, mxfp8, fp4)");
+               "unknown dtype (fp32, tf32, bf16, fp16, fp8, mxfp8, fp4; informational: fp64, "
+               "fp6, mxfp6, mxfp4, nvfp4, int8)");
     }
   }
   for (Dtype d : kAllDtypes) {
@@ -218,27 +262,60 @@ Sourced read_sourced(const hw::YamlContext& ctx, const YAML::Node& cal, const st
   return s;
 }
 
-void read_calibration(const hw::YamlContext& ctx, const YAML::Node& root, AcceleratorSpec& acc) {
-  const YAML::Node cal = require(ctx, root, "calibration", "calibration");
-  if (!cal.IsMap()) hw::fail(ctx, cal, "calibration", "must be a mapping");
-  check_keys(ctx, cal, "calibration.", kCalibrationKeys);
-  auto& c = acc.calibration;
+// Rejects calibration keys the format does not define.
+void check_calibration_keys(const hw::YamlContext& ctx, const YAML::Node& cal) {
+  for (const auto& kv : cal) {
+    const std::string key = kv.first.Scalar();
+    bool known = key == "gemm_peak_fraction";
+    for (const CalKey& k : kCalKeys) known = known || key == k.key;
+    if (!known) hw::fail(ctx, kv.first, "calibration." + key, "unknown key");
+  }
+}
 
-  const YAML::Node gemm = require(ctx, cal, "gemm_peak_fraction", "calibration.gemm_peak_fraction");
-  if (!gemm.IsMap()) hw::fail(ctx, gemm, "calibration.gemm_peak_fraction", "must be a mapping");
-  for (const auto& kv : gemm) {
-    const std::string k = kv.first.Scalar();
-    if (!dtype_key(k)) {
-      hw::fail(ctx, kv.first, "calibration.gemm_peak_fraction." + k, "unknown dtype");
+// A derived entry starts from its base's calibration; every source says where it was measured.
+Cal borrowed_calibration(const AcceleratorSpec& base, const std::string& name) {
+  Cal c = base.calibration;
+  const std::string prefix =
+      fmt::format("borrowed from {} (not measured on {}): ", base.name, name);
+  for (auto& s : c.gemm_peak_fraction_source) {
+    if (!s.empty()) s = prefix + s;
+  }
+  for (const CalKey& k : kCalKeys) {
+    Sourced& s = c.*k.member;
+    if (!s.source.empty()) s.source = prefix + s.source;
+  }
+  return c;
+}
+
+// GEMM fractions: one per dtype the device has a peak for; a derived entry may leave any of them
+// to its base, but not a dtype the base has no fraction for. `cal` is null when absent.
+void read_gemm_fractions(const hw::YamlContext& ctx, const YAML::Node* cal, AcceleratorSpec& acc,
+                         const AcceleratorSpec* base) {
+  const YAML::Node gemm = cal != nullptr ? (*cal)["gemm_peak_fraction"] : YAML::Node();
+  const bool has_gemm = cal != nullptr && gemm.IsDefined();
+  if (!has_gemm && base == nullptr) {
+    require(ctx, *cal, "gemm_peak_fraction", "calibration.gemm_peak_fraction");
+  }
+  if (has_gemm && !gemm.IsMap()) {
+    hw::fail(ctx, gemm, "calibration.gemm_peak_fraction", "must be a mapping");
+  }
+  if (has_gemm) {
+    for (const auto& kv : gemm) {
+      const std::string k = kv.first.Scalar();
+      if (!dtype_key(k)) {
+        hw::fail(ctx, kv.first, "calibration.gemm_peak_fraction." + k, "unknown dtype");
+      }
     }
   }
+  auto& c = acc.calibration;
   for (Dtype d : kAllDtypes) {
     const int i = static_cast<int>(d);
     const std::string path = fmt::format("calibration.gemm_peak_fraction.{}", to_string(d));
-    const YAML::Node n = gemm[std::string(to_string(d))];
+    const YAML::Node n = has_gemm ? gemm[std::string(to_string(d))] : YAML::Node();
+    const bool given = has_gemm && n.IsDefined();
     if (acc.peak_tflops[i] <= 0.0) {
       // Unsupported dtype: the entry may be absent or null.
-      if (n.IsDefined() && !hw::is_null(n)) {
+      if (given && !hw::is_null(n)) {
         const Fact f = read_fact(ctx, n, path);
         if (!hw::is_null(f.value)) {
           hw::fail(ctx, n, path, "the device has no peak for this dtype; leave it null");
@@ -248,72 +325,137 @@ void read_calibration(const hw::YamlContext& ctx, const YAML::Node& root, Accele
       c.gemm_peak_fraction_source[i] = "unsupported dtype";
       continue;
     }
-    if (!n.IsDefined()) {
-      throw InputError(hw::location_of(ctx, YAML::Node(), gemm), path,
-                       "required: the device has a peak for this dtype");
+    if (!given) {
+      if (base != nullptr && c.gemm_peak_fraction[i] > 0.0) continue;  // borrowed
+      const YAML::Node at = has_gemm ? gemm : (cal != nullptr ? *cal : YAML::Node());
+      throw InputError(hw::location_of(ctx, YAML::Node(), at), path,
+                       base == nullptr
+                           ? std::string("required: the device has a peak for this dtype")
+                           : fmt::format("required: the device has a peak for this dtype and "
+                                         "derived_from '{}' has no fraction for it",
+                                         base->name));
     }
     const Fact f = read_fact(ctx, n, path);
     c.gemm_peak_fraction[i] = fact_number(ctx, f, path);
     require_range(ctx, f.value, path, c.gemm_peak_fraction[i], 0.0, 1.0, true);
     c.gemm_peak_fraction_source[i] = f.source;
   }
+}
 
-  c.attention_fwd_fraction = read_sourced(ctx, cal, "attention_fwd_fraction", 0, 1, true, false);
-  c.attention_bwd_fraction = read_sourced(ctx, cal, "attention_bwd_fraction", 0, 1, true, false);
-  for (const char* key : {"attention_fa2_fwd_fraction", "attention_fa2_bwd_fraction"}) {
-    if (!cal[key].IsDefined()) continue;
-    Sourced& dst = std::string(key) == "attention_fa2_fwd_fraction" ? c.attention_fa2_fwd_fraction
-                                                                    : c.attention_fa2_bwd_fraction;
-    dst = read_sourced(ctx, cal, key, 0, 1, true, false);
-  }
-  c.hbm_elementwise_fraction =
-      read_sourced(ctx, cal, "hbm_elementwise_fraction", 0, 1, true, false);
-  c.hbm_permute_fraction = read_sourced(ctx, cal, "hbm_permute_fraction", 0, 1, true, false);
-  c.hbm_optimizer_fraction = read_sourced(ctx, cal, "hbm_optimizer_fraction", 0, 1, true, false);
-  c.hbm_loss_fraction = read_sourced(ctx, cal, "hbm_loss_fraction", 0, 1, true, false);
-  c.kernel_launch_s = read_sourced(ctx, cal, "kernel_launch_s", 0, 1e-2, false, false);
-  c.runtime_context_bytes = read_sourced(ctx, cal, "runtime_context_bytes", 0, 1e12, false, true);
-  c.comm_buffer_bytes_per_group =
-      read_sourced(ctx, cal, "comm_buffer_bytes_per_group", 0, 1e12, false, true);
-  c.workspace_bytes = read_sourced(ctx, cal, "workspace_bytes", 0, 1e12, false, true);
-  c.fragmentation_fraction = read_sourced(ctx, cal, "fragmentation_fraction", 0, 1, false, false);
-  c.fragmentation_upper_fraction =
-      read_sourced(ctx, cal, "fragmentation_upper_fraction", 0, 1, false, false);
-  c.comm_compute_interference =
-      read_sourced(ctx, cal, "comm_compute_interference", 0, 1, false, false);
-  // Optional (0 = not calibrated; the cost models state their fallback).
-  if (cal["grouped_gemm_fraction"].IsDefined()) {
-    c.grouped_gemm_fraction = read_sourced(ctx, cal, "grouped_gemm_fraction", 0, 1, true, false);
-  }
-  if (cal["fp8_training_efficiency"].IsDefined()) {
-    c.fp8_training_efficiency =
-        read_sourced(ctx, cal, "fp8_training_efficiency", 0, 1, true, false);
-  }
-  if (cal["training_efficiency"].IsDefined()) {
-    c.training_efficiency = read_sourced(ctx, cal, "training_efficiency", 0, 1, true, false);
-  }
-  if (cal["kernel_fixed_s"].IsDefined()) {
-    c.kernel_fixed_s = read_sourced(ctx, cal, "kernel_fixed_s", 0, 1e-2, false, false);
+// The calibration block; with a base (derived_from) it is optional and each key it leaves out is
+// borrowed from the base.
+void read_calibration(const hw::YamlContext& ctx, const YAML::Node& root, AcceleratorSpec& acc,
+                      const AcceleratorSpec* base) {
+  const YAML::Node node = root["calibration"];
+  if (base == nullptr) require(ctx, root, "calibration", "calibration");
+  const bool has_cal = node.IsDefined() && !(base != nullptr && node.IsNull());
+  if (has_cal && !node.IsMap()) hw::fail(ctx, node, "calibration", "must be a mapping");
+  if (has_cal) check_calibration_keys(ctx, node);
+  const YAML::Node* cal = has_cal ? &node : nullptr;
+  auto& c = acc.calibration;
+  if (base != nullptr) c = borrowed_calibration(*base, acc.name);
+  read_gemm_fractions(ctx, cal, acc, base);
+  for (const CalKey& k : kCalKeys) {
+    if (has_cal && node[k.key].IsDefined()) {
+      c.*k.member = read_sourced(ctx, node, k.key, k.lo, k.hi, k.lo_open, k.bytes);
+    } else if (k.required && base == nullptr) {
+      require(ctx, node, k.key, std::string("calibration.") + k.key);
+    }
   }
   if (c.fragmentation_upper_fraction.value < c.fragmentation_fraction.value) {
-    hw::fail(ctx, cal["fragmentation_upper_fraction"], "calibration.fragmentation_upper_fraction",
+    hw::fail(ctx, has_cal ? node["fragmentation_upper_fraction"] : root,
+             "calibration.fragmentation_upper_fraction",
              "must not be below fragmentation_fraction");
   }
 }
 
-}  // namespace
+// Readers for the top-level facts of one file; each records the fact's source in `acc`.
+class FactReader {
+ public:
+  FactReader(const hw::YamlContext& ctx, const YAML::Node& root, AcceleratorSpec& acc)
+      : ctx_(ctx), root_(root), acc_(acc) {}
 
-AcceleratorSpec load_accelerator_file(const std::string& path) {
-  const hw::YamlContext ctx{path};
-  const YAML::Node root = hw::load_yaml_file(path);
-  if (!root.IsDefined() || root.IsNull()) {
-    throw InputError(SourceLocation{path, 0, 0}, "", "empty accelerator file");
+  // A number in (lo, hi]; 0 when nullable and null. `optional`: absent keys also give 0.
+  double number(const std::string& key, double lo, double hi, bool nullable,
+                bool optional = false) {
+    if (optional && !root_[key].IsDefined()) return 0.0;
+    const YAML::Node n = require(ctx_, root_, key, key);
+    const Fact f = read_fact(ctx_, n, key);
+    acc_.sources.push_back({key, f.source});
+    if (nullable && hw::is_null(f.value)) return 0.0;
+    const double v = fact_number(ctx_, f, key);
+    if (!f.unit.empty()) hw::fail(ctx_, n["unit"], key + ".unit", "this value takes no unit");
+    require_range(ctx_, f.value, key, v, lo, hi, true);
+    return v;
   }
-  if (!root.IsMap()) hw::fail(ctx, root, "", "an accelerator file must be a YAML mapping");
-  check_keys(ctx, root, "", kTopKeys);
+  // A whole number in (lo, hi] (see number()).
+  int count(const std::string& key, double hi, bool nullable, bool optional = false) {
+    const double v = number(key, 0, hi, nullable, optional);
+    if (v > 0.0) {
+      const YAML::Node n = root_[key];
+      hw::read_int(ctx_, n.IsMap() ? n["value"] : n, key);
+    }
+    return static_cast<int>(v);
+  }
+  double bytes(const std::string& key, bool nullable) {
+    YAML::Node n;
+    Fact f;
+    if (!present(key, nullable, false, n, f)) return 0.0;
+    const double v = fact_bytes(ctx_, f, key, true);
+    require_range(ctx_, f.value, key, v, 0.0, 1e15, !nullable);
+    return v;
+  }
+  double bandwidth(const std::string& key, bool nullable, bool optional = false) {
+    YAML::Node n;
+    Fact f;
+    if (!present(key, nullable, optional, n, f)) return 0.0;
+    const double v = hw::read_double(ctx_, f.value, key);
+    const std::optional<double> mult = hw::bytes_per_s_per_unit(f.unit);
+    if (!mult) {
+      hw::fail(ctx_, n, key + ".unit",
+               fmt::format("unknown or missing bandwidth unit '{}' (GB/s, TB/s)", f.unit));
+    }
+    require_range(ctx_, f.value, key, v, 0.0, 1e6, true);
+    return v * *mult;
+  }
+  // A string fact that must be one of `allowed`; "" when optional and absent.
+  template <std::size_t N>
+  std::string choice(const std::string& key, const std::string_view (&allowed)[N], bool optional) {
+    if (optional && !root_[key].IsDefined()) return {};
+    const YAML::Node n = require(ctx_, root_, key, key);
+    const Fact f = read_fact(ctx_, n, key);
+    const std::string v = hw::read_string(ctx_, f.value, key);
+    acc_.sources.push_back({key, f.source});
+    if (!contains(allowed, v)) {
+      std::string list;
+      for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+      hw::fail(ctx_, f.value, key, fmt::format("'{}' is not one of {}", v, list));
+    }
+    return v;
+  }
 
-  AcceleratorSpec acc;
-  acc.file = path;
+ private:
+  // Reads `key` and records its source; false when the value is null (an error unless nullable)
+  // or the key is absent and optional.
+  bool present(const std::string& key, bool nullable, bool optional, YAML::Node& n, Fact& f) {
+    if (optional && !root_[key].IsDefined()) return false;
+    n = require(ctx_, root_, key, key);
+    f = read_fact(ctx_, n, key);
+    acc_.sources.push_back({key, f.source});
+    if (!hw::is_null(f.value)) return true;
+    if (!nullable) hw::fail(ctx_, n, key, "a value is required");
+    return false;
+  }
+
+  const hw::YamlContext& ctx_;
+  const YAML::Node& root_;
+  AcceleratorSpec& acc_;
+};
+
+constexpr std::string_view kStatuses[] = {"shipping", "announced"};
+constexpr std::string_view kTopologies[] = {"switch", "mesh", "torus"};
+
+void read_identity(const hw::YamlContext& ctx, const YAML::Node& root, AcceleratorSpec& acc) {
   acc.name = hw::read_string(ctx, require(ctx, root, "name", "name"), "name");
   acc.display_name =
       hw::read_string(ctx, require(ctx, root, "display_name", "display_name"), "display_name");
@@ -326,87 +468,118 @@ AcceleratorSpec load_accelerator_file(const std::string& path) {
       acc.aliases.push_back(hw::read_string(ctx, aliases[i], fmt::format("aliases[{}]", i)));
     }
   }
+  acc.status = FactReader(ctx, root, acc).choice("status", kStatuses, false);
+}
 
-  read_peaks(ctx, root, acc);
-
-  auto number = [&](const std::string& key, double lo, double hi, bool nullable) -> double {
-    const YAML::Node n = require(ctx, root, key, key);
-    const Fact f = read_fact(ctx, n, key);
-    acc.sources.push_back({key, f.source});
-    if (nullable && hw::is_null(f.value)) return 0.0;
-    const double v = fact_number(ctx, f, key);
-    if (!f.unit.empty()) hw::fail(ctx, n["unit"], key + ".unit", "this value takes no unit");
-    require_range(ctx, f.value, key, v, lo, hi, true);
-    return v;
-  };
-  // Reads `key` and records its source; false when the value is null (an error unless nullable).
-  auto present = [&](const std::string& key, bool nullable, YAML::Node& n, Fact& f) {
-    n = require(ctx, root, key, key);
-    f = read_fact(ctx, n, key);
-    acc.sources.push_back({key, f.source});
-    if (!hw::is_null(f.value)) return true;
-    if (!nullable) hw::fail(ctx, n, key, "a value is required");
-    return false;
-  };
-  auto bytes = [&](const std::string& key, bool nullable) -> double {
-    YAML::Node n;
-    Fact f;
-    if (!present(key, nullable, n, f)) return 0.0;
-    const double v = fact_bytes(ctx, f, key, true);
-    require_range(ctx, f.value, key, v, 0.0, 1e15, !nullable);
-    return v;
-  };
-  auto bandwidth = [&](const std::string& key, bool nullable) -> double {
-    YAML::Node n;
-    Fact f;
-    if (!present(key, nullable, n, f)) return 0.0;
-    const double v = hw::read_double(ctx, f.value, key);
-    const std::optional<double> mult = hw::bytes_per_s_per_unit(f.unit);
-    if (!mult) {
-      hw::fail(ctx, n, key + ".unit",
-               fmt::format("unknown or missing bandwidth unit '{}' (GB/s, TB/s)", f.unit));
-    }
-    require_range(ctx, f.value, key, v, 0.0, 1e6, true);
-    return v * *mult;
-  };
-
-  acc.compute_units = static_cast<int>(number("compute_units", 0, 1e6, false));
-  acc.dies = static_cast<int>(number("dies", 0, 64, false));
-  acc.boost_clock_mhz = number("boost_clock_mhz", 0, 1e4, true);
-  acc.sustained_clock_mhz = number("sustained_clock_mhz", 0, 1e4, true);
+void read_compute_and_memory(const hw::YamlContext& ctx, const YAML::Node& root,
+                             AcceleratorSpec& acc) {
+  FactReader r(ctx, root, acc);
+  acc.compute_units = r.count("compute_units", 1e6, true);
+  acc.dies = r.count("dies", 64, false);
+  acc.devices_per_chip =
+      root["devices_per_chip"].IsDefined() ? r.count("devices_per_chip", 64, false) : 1;
+  acc.boost_clock_mhz = r.number("boost_clock_mhz", 0, 1e4, true);
+  acc.sustained_clock_mhz = r.number("sustained_clock_mhz", 0, 1e4, true);
   if (acc.boost_clock_mhz > 0.0 && acc.sustained_clock_mhz > acc.boost_clock_mhz) {
     hw::fail(ctx, root["sustained_clock_mhz"], "sustained_clock_mhz", "is above the boost clock");
   }
-  acc.hbm_bytes = bytes("hbm_capacity", false);
-  acc.hbm_bw_bytes_per_s = bandwidth("hbm_bandwidth", false);
-  acc.l2_bytes = bytes("l2", true);
-  acc.llc_bytes = bytes("llc", true);
-  acc.lds_bytes_per_cu = bytes("lds_per_cu", true);
-  acc.default_gpus_per_node = static_cast<int>(number("default_gpus_per_node", 0, 1e5, false));
-  acc.scaleup_bw_bytes_per_s = bandwidth("scaleup_bandwidth", true);
-  {
-    const YAML::Node n = require(ctx, root, "scaleup_topology", "scaleup_topology");
-    const Fact f = read_fact(ctx, n, "scaleup_topology");
-    acc.scaleup_topology = hw::read_string(ctx, f.value, "scaleup_topology");
-    acc.sources.push_back({"scaleup_topology", f.source});
-    if (acc.scaleup_topology != "switch" && acc.scaleup_topology != "mesh" &&
-        acc.scaleup_topology != "torus") {
-      hw::fail(ctx, f.value, "scaleup_topology",
-               fmt::format("'{}' is not switch, mesh or torus", acc.scaleup_topology));
+  acc.hbm_bytes = r.bytes("hbm_capacity", false);
+  acc.hbm_bw_bytes_per_s = r.bandwidth("hbm_bandwidth", false);
+  acc.l2_bytes = r.bytes("l2", true);
+  acc.llc_bytes = r.bytes("llc", true);
+  acc.lds_bytes_per_cu = r.bytes("lds_per_cu", true);
+  acc.default_gpus_per_node = r.count("default_gpus_per_node", 1e5, false);
+}
+
+void read_fabrics(const hw::YamlContext& ctx, const YAML::Node& root, AcceleratorSpec& acc) {
+  FactReader r(ctx, root, acc);
+  acc.scaleup_bw_bytes_per_s = r.bandwidth("scaleup_bandwidth", true);
+  acc.scaleup_topology = r.choice("scaleup_topology", kTopologies, false);
+  acc.scaleup_domain = r.count("scaleup_domain", 1e6, true, true);
+  acc.scaleup_links = r.count("scaleup_links", 1e3, true, true);
+  acc.scaleup_link_bw_bytes_per_s = r.bandwidth("scaleup_link_bandwidth", true, true);
+  acc.torus_dims = r.count("torus_dims", 3, false, true);
+  acc.torus_wraparound = r.choice("torus_wraparound", kWraparounds, true);
+  const bool torus = acc.scaleup_topology == "torus";
+  for (const char* key : {"torus_dims", "torus_wraparound"}) {
+    if (root[key].IsDefined() != torus) {
+      hw::fail(ctx, root[key].IsDefined() ? root[key] : root["scaleup_topology"], key,
+               torus ? "a torus needs torus_dims and torus_wraparound"
+                     : "only a torus scale-up fabric has this key");
     }
   }
+  acc.scaleout_bw_bytes_per_s = r.bandwidth("scaleout_bandwidth", true, true);
   acc.default_network = hw::read_string(
       ctx, require(ctx, root, "default_network", "default_network"), "default_network");
+}
 
-  // Integers stored as double in YAML must be whole.
-  for (const char* key : {"compute_units", "dies", "default_gpus_per_node"}) {
-    const YAML::Node n = root[key];
-    const YAML::Node v = n.IsMap() ? n["value"] : n;
-    hw::read_int(ctx, v, key);
+AcceleratorSpec load_file(const std::string& path, std::vector<std::string>& chain);
+
+// The entry named by `derived_from:`, loaded from the same directory as `path`.
+AcceleratorSpec load_base(const hw::YamlContext& ctx, const YAML::Node& root, AcceleratorSpec& acc,
+                          std::vector<std::string>& chain) {
+  const YAML::Node n = root["derived_from"];
+  const Fact f = read_fact(ctx, n, "derived_from");
+  acc.derived_from = hw::read_string(ctx, f.value, "derived_from");
+  acc.sources.push_back({"derived_from", f.source});
+  chain.push_back(acc.name);
+  if (std::find(chain.begin(), chain.end(), acc.derived_from) != chain.end()) {
+    std::string cycle;
+    for (const auto& c : chain) cycle += c + " -> ";
+    hw::fail(ctx, f.value, "derived_from", "derivation cycle: " + cycle + acc.derived_from);
   }
+  if (static_cast<int>(chain.size()) > kMaxDerivationDepth) {
+    hw::fail(ctx, f.value, "derived_from",
+             fmt::format("more than {} derivation steps", kMaxDerivationDepth));
+  }
+  const std::filesystem::path dir = std::filesystem::path(ctx.file).parent_path();
+  std::string base_path;
+  for (const char* ext : {".yaml", ".yml"}) {
+    const std::filesystem::path p = dir / (acc.derived_from + ext);
+    std::error_code ec;
+    if (base_path.empty() && std::filesystem::is_regular_file(p, ec)) base_path = p.string();
+  }
+  if (base_path.empty()) {
+    hw::fail(ctx, f.value, "derived_from",
+             fmt::format("no accelerator file '{}.yaml' next to this one", acc.derived_from));
+  }
+  AcceleratorSpec base = load_file(base_path, chain);
+  if (base.name != acc.derived_from) {
+    hw::fail(ctx, f.value, "derived_from",
+             fmt::format("'{}' names itself '{}'", base_path, base.name));
+  }
+  return base;
+}
 
-  read_calibration(ctx, root, acc);
+AcceleratorSpec load_file(const std::string& path, std::vector<std::string>& chain) {
+  const hw::YamlContext ctx{path};
+  const YAML::Node root = hw::load_yaml_file(path);
+  if (!root.IsDefined() || root.IsNull()) {
+    throw InputError(SourceLocation{path, 0, 0}, "", "empty accelerator file");
+  }
+  if (!root.IsMap()) hw::fail(ctx, root, "", "an accelerator file must be a YAML mapping");
+  check_keys(ctx, root, "", kTopKeys);
+
+  AcceleratorSpec acc;
+  acc.file = path;
+  read_identity(ctx, root, acc);
+  read_peaks(ctx, root, acc);
+  read_compute_and_memory(ctx, root, acc);
+  read_fabrics(ctx, root, acc);
+  if (root["derived_from"].IsDefined()) {
+    const AcceleratorSpec base = load_base(ctx, root, acc, chain);
+    read_calibration(ctx, root, acc, &base);
+  } else {
+    read_calibration(ctx, root, acc, nullptr);
+  }
   return acc;
+}
+
+}  // namespace
+
+AcceleratorSpec load_accelerator_file(const std::string& path) {
+  std::vector<std::string> chain;
+  return load_file(path, chain);
 }
 
 }  // namespace projector

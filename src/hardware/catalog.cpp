@@ -164,6 +164,31 @@ bool contains_run(const std::vector<std::string>& hay, const std::vector<std::st
   return false;
 }
 
+bool all_digits(const std::string& w) {
+  return std::all_of(w.begin(), w.end(), [](char c) { return std::isdigit(c) != 0; });
+}
+
+// How many words of `hay` a name covers: its words in a row, or the same letters and digits with
+// the separators dropped ("TPU 7x" = "TPU7x", "MI 355X" = "MI355X", "TPUv5p" = "TPU v5p"). A
+// separator-free match may not start right after a bare number: in "96 GB 300 W" the "GB" is a
+// unit, not a model prefix. 0 when the name does not occur.
+std::size_t match_length(const std::vector<std::string>& hay,
+                         const std::vector<std::string>& needle) {
+  if (contains_run(hay, needle)) return needle.size();
+  std::string joined;
+  for (const auto& w : needle) joined += w;
+  std::size_t best = 0;
+  for (std::size_t i = 0; i < hay.size(); ++i) {
+    if (i > 0 && all_digits(hay[i - 1])) continue;
+    std::string run;
+    for (std::size_t j = i; j < hay.size() && run.size() < joined.size(); ++j) {
+      run += hay[j];
+      if (run == joined) best = std::max(best, j - i + 1);
+    }
+  }
+  return best;
+}
+
 std::optional<std::string> match_words(const std::string& text,
                                        const std::vector<CatalogNames>& entries) {
   const std::vector<std::string> hay = words(text);
@@ -174,10 +199,7 @@ std::optional<std::string> match_words(const std::string& text,
   std::string best_name;
   for (const auto& e : entries) {
     std::size_t score = 0;
-    for (const auto& p : e.phrases) {
-      const std::vector<std::string> needle = words(p);
-      if (contains_run(hay, needle)) score = std::max(score, needle.size());
-    }
+    for (const auto& p : e.phrases) score = std::max(score, match_length(hay, words(p)));
     if (score > best) {
       second = best;
       best = score;

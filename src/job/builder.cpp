@@ -41,18 +41,9 @@ bool has_moe(const ModelSpec& m) {
   return std::any_of(m.layers.begin(), m.layers.end(), [](const LayerSpec& l) { return l.is_moe; });
 }
 
-// The schedule module's selection rule for `auto`, through the shared schedule names.
+// The schedule module's selection rule for `auto`.
 schedule::ScheduleSelection auto_schedule(int pp, int vpp) {
-  return schedule::select_schedule(schedule::ScheduleAlgorithm::kAuto, pp, vpp, false);
-}
-ScheduleKind kind_of(schedule::ScheduleAlgorithm a) {
-  for (const ScheduleKind k :
-       {ScheduleKind::k1F1B, ScheduleKind::kInterleaved, ScheduleKind::kZeroBubble,
-        ScheduleKind::kZbvFormatted, ScheduleKind::kZbvGreedyMin, ScheduleKind::kZbvGreedyHalf,
-        ScheduleKind::kDualPipeV}) {
-    if (to_string(k) == schedule::to_string(a)) return k;
-  }
-  return ScheduleKind::kAuto;
+  return schedule::select_schedule(ScheduleKind::kAuto, pp, vpp, false);
 }
 
 class Builder {
@@ -513,7 +504,7 @@ void Builder::schedule_choice() {
     return;
   }
   const schedule::ScheduleSelection sel = auto_schedule(p.pp, p.vpp);
-  rt.schedule = kind_of(sel.algorithm);
+  rt.schedule = sel.algorithm;
   record(DraftField::kSchedule, std::string(to_string(rt.schedule)), sel.reason);
 }
 

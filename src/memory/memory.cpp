@@ -27,6 +27,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "projector/job/layout.h"
@@ -58,11 +60,6 @@ SelectiveSet selective_set(const RecomputeSpec& r) {
   s.mla_up_proj = has_module(r, RecomputeModule::kMlaUpProj);
   s.shared_experts = has_module(r, RecomputeModule::kSharedExperts);
   return s;
-}
-
-bool is_v_schedule(ScheduleKind s) {
-  return s == ScheduleKind::kZbvFormatted || s == ScheduleKind::kZbvGreedyMin ||
-         s == ScheduleKind::kZbvGreedyHalf || s == ScheduleKind::kDualPipeV;
 }
 
 double gemm_input_bytes(const PrecisionSpec& p) {
@@ -179,65 +176,39 @@ std::string_view to_string(MemoryVerdict v) {
 }
 
 double InFlight::total_chunk_microbatches() const {
-  double s = w_only;
+  double s = 0.0;
   for (double c : per_chunk) s += c;
+  for (double c : w_only_per_chunk) s += c;
   return s;
 }
 
-ScheduleKind resolve_schedule(ScheduleKind requested, int pp, int vpp) {
-  if (requested != ScheduleKind::kAuto) return requested;
-  return (pp > 1 && vpp > 1) ? ScheduleKind::kInterleaved : ScheduleKind::k1F1B;
-}
-
-int interleaved_forward_chunk(int k, int pp, int vpp) {
-  return (k / std::max(1, pp)) % std::max(1, vpp);
-}
-
 int virtual_stage_index(ScheduleKind schedule, int pp, int pp_rank, int chunk) {
-  if (is_v_schedule(schedule)) return chunk == 0 ? pp_rank : 2 * pp - 1 - pp_rank;
+  if (is_v_shape(schedule)) return chunk == 0 ? pp_rank : 2 * pp - 1 - pp_rank;
   return chunk * pp + pp_rank;
 }
 
-InFlight in_flight_microbatches(ScheduleKind schedule, int pp, int vpp, int pp_rank,
-                                int num_microbatches) {
+namespace {
+InFlight to_in_flight(const schedule::InFlightProfile& profile, int rank, int state) {
   InFlight f;
-  const int v = std::max(1, vpp);
-  const double m = std::max(1, num_microbatches);
-  f.per_chunk.assign(static_cast<std::size_t>(v), 0.0);
-  if (pp <= 1) {  // gradient accumulation: one microbatch at a time, every chunk
-    for (double& c : f.per_chunk) c = 1.0;
-    return f;
-  }
-  const ScheduleKind s = resolve_schedule(schedule, pp, v);
-  const double r = pp_rank;
-  if (is_v_schedule(s) && v == 2) {
-    double c0 = 2.0 * pp - r;
-    double c1 = r + 1.0;
-    if (s == ScheduleKind::kZbvGreedyHalf) {
-      c0 = std::ceil(c0 / 2.0);
-      c1 = std::ceil(c1 / 2.0);
-    } else if (s == ScheduleKind::kZbvGreedyMin) {
-      c0 = std::ceil(c0 / 3.0);
-      c1 = std::ceil(c1 / 3.0);
-    } else if (s == ScheduleKind::kDualPipeV) {
-      c0 = pp + 1.0;
-      c1 = pp + 1.0;
-    }
-    f.per_chunk[0] = std::min(c0, m);
-    f.per_chunk[1] = std::min(c1, m);
-    return f;
-  }
-  if (v > 1) {  // interleaved (also the fallback for V schedules given vpp != 2)
-    const int total = static_cast<int>(m) * v;
-    int warmup = (pp - pp_rank - 1) * 2 + (v - 1) * pp;
-    if (static_cast<int>(m) == pp) warmup = total;  // Megatron: all forwards first
-    const int held = std::min(warmup + 1, total);
-    for (int k = 0; k < held; ++k) f.per_chunk[interleaved_forward_chunk(k, pp, v)] += 1.0;
-    return f;
-  }
-  f.per_chunk[0] = std::min(static_cast<double>(pp - pp_rank), m);
-  if (s == ScheduleKind::kZeroBubble) f.w_only = std::min(r, m);
+  const std::span<const int> full = profile.full(rank, state);
+  const std::span<const int> w_only = profile.w_only(rank, state);
+  f.per_chunk.assign(full.begin(), full.end());
+  f.w_only_per_chunk.assign(w_only.begin(), w_only.end());
+  for (const double w : f.w_only_per_chunk) f.w_only += w;
   return f;
+}
+}  // namespace
+
+InFlight in_flight_microbatches(ScheduleKind schedule, int pp, int vpp, int pp_rank,
+                                int num_microbatches, schedule::InFlightCache* cache) {
+  const schedule::ScheduleSelection sel = schedule::select_schedule(schedule, pp, vpp, false);
+  const schedule::ScheduleRequest request{sel.algorithm, pp, vpp, num_microbatches};
+  if (cache != nullptr) {
+    const schedule::InFlightProfile& p = cache->get(request);
+    return to_in_flight(p, pp_rank, p.peak_state(pp_rank));
+  }
+  const schedule::InFlightProfile p(schedule::build_schedule(request));
+  return to_in_flight(p, pp_rank, p.peak_state(pp_rank));
 }
 
 namespace {
@@ -535,7 +506,8 @@ void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport
   facts.tp_beyond_node = job.parallel.allow_tp_beyond_node;
   facts.uneven_layers = true;
   auto legal = [&](LayoutChoice c) {
-    c.schedule = resolve_schedule(c.schedule, c.pp, c.vpp);  // jobs built by hand may say auto
+    // Jobs built by hand may say auto: resolve it as the performance projection does.
+    c.schedule = schedule::select_schedule(c.schedule, c.pp, c.vpp, false).algorithm;
     return check_layout(facts, c) == LayoutRule::kLegal;
   };
   auto attempt = [&](std::string change, const JobSpec& changed) {
@@ -593,62 +565,198 @@ void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport
   }
 }
 
-}  // namespace
+// Saved bytes of one microbatch per chunk of a rank, point and upper (dropless MoE imbalance).
+struct RankChunks {
+  std::vector<double> full_upper, w_only_upper;  // all saved activations / W set after a split B
+  // (the point sizes go straight to RankMemory::activation_per_chunk_bytes /
+  // w_only_per_chunk_bytes)
+  double transient_point = 0.0, transient_upper = 0.0;
+  bool has_moe = false;
+};
 
-MemoryReport project_memory(const JobSpec& job) {
-  return project_memory(job, MemoryOptions{});
+// What one projection resolves once and every rank reads.
+struct Context {
+  Context(const JobSpec& j, const MemoryOptions& o) : job(j), options(o) {}
+  const JobSpec& job;
+  const MemoryOptions& options;
+  int pp = 1;
+  int vpp = 1;
+  ScheduleKind schedule = ScheduleKind::k1F1B;
+  const std::vector<VirtualStage>* stages = nullptr;
+  std::optional<schedule::InFlightProfile> own_in_flight;  // when there is no cache
+  const schedule::InFlightProfile* in_flight = nullptr;
+  Geometry geo;
+  SelectiveSet sel;
+  LayerActivation mtp_point, mtp_upper;
+  bool dropless_moe = false;
+  double vocab_local = 0.0;
+  // Per-layer activations, shared by every rank (runs of identical layers are computed once).
+  LayerActCache cache_point, cache_upper;
+  RankChunks chunks;  // the current rank's, reused
+};
+
+// Schedule (resolved as the performance projection resolves it), stage layout, microbatches and
+// the in-flight states of every rank, with the notes they need.
+void resolve_pipeline(Context& cx, MemoryReport& report) {
+  const ParallelSpec& par = cx.job.parallel;
+  const RuntimeSpec& rt = cx.job.runtime;
+  cx.pp = std::max(1, par.pp);
+  cx.vpp = std::min(std::max(1, par.vpp), kMaxChunks);
+  const schedule::ScheduleSelection sel =
+      schedule::select_schedule(rt.schedule, cx.pp, cx.vpp, false);
+  cx.schedule = sel.algorithm;
+  report.schedule = sel.algorithm;
+  if (rt.schedule == ScheduleKind::kAuto) {
+    report.notes.push_back(std::string("schedule auto -> ") + std::string(to_string(cx.schedule)));
+  }
+  cx.stages = &par.stages;  // check_job_invariants: pp x vpp contiguous stages
+  const int m = cx.job.num_microbatches();
+  report.num_microbatches = m;
+  const schedule::ScheduleRequest request{cx.schedule, cx.pp, cx.vpp, m};
+  const schedule::ScheduleTable* given = cx.options.table;
+  if (given != nullptr && given->algorithm == cx.schedule && given->pp == cx.pp &&
+      given->vpp == cx.vpp && given->microbatches == m) {
+    cx.own_in_flight.emplace(*given);
+    cx.in_flight = &*cx.own_in_flight;
+  } else if (cx.options.in_flight_cache != nullptr) {
+    cx.in_flight = &cx.options.in_flight_cache->get(request);
+  } else {
+    cx.own_in_flight.emplace(schedule::build_schedule(request));
+    cx.in_flight = &*cx.own_in_flight;
+  }
 }
 
-MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
-  check_job_invariants(job);  // a malformed job is refused, never repaired
-  MemoryReport report;
-  const ModelSpec& model = job.model;
-  const ParallelSpec& par = job.parallel;
-  const RuntimeSpec& rt = job.runtime;
-  const int pp = par.pp;
-  const int vpp = std::min(par.vpp, kMaxChunks);
-
-  const ScheduleKind schedule = resolve_schedule(rt.schedule, pp, vpp);
-  if (rt.schedule == ScheduleKind::kAuto) {
-    report.notes.push_back(std::string("schedule auto -> ") + std::string(to_string(schedule)));
-  }
-  report.schedule = schedule;
-  const std::vector<VirtualStage>* stages = &par.stages;
-  const int m = job.num_microbatches();
-  report.num_microbatches = m;
-
-  const RecomputeSpec& rc = rt.recompute;
+// Activation geometry, recompute set, MTP layer and the notes on defaults the model applies.
+void resolve_activations(Context& cx, MemoryReport& report) {
+  const JobSpec& job = cx.job;
+  const RecomputeSpec& rc = job.runtime.recompute;
   if (rc.granularity == RecomputeGranularity::kFull && rc.method == RecomputeMethod::kUniform &&
       rc.num_layers < 1) {
     report.notes.push_back("full uniform recompute without recompute_num_layers: 1 layer groups");
   }
-
-  const Geometry geo = geometry(job);
-  report.tokens_per_microbatch = geo.tokens;
-  const SelectiveSet sel = selective_set(rc);
-  LayerActivation mtp_point, mtp_upper;
-  if (!model.layers.empty() && model.mtp_num_layers > 0) {
-    mtp_point = layer_act_full(job, geo, sel, model.layers.back(), false, options);
-    mtp_upper = layer_act_full(job, geo, sel, model.layers.back(), true, options);
+  cx.geo = geometry(job);
+  report.tokens_per_microbatch = cx.geo.tokens;
+  cx.sel = selective_set(rc);
+  if (!job.model.layers.empty() && job.model.mtp_num_layers > 0) {
+    const LayerSpec& last = job.model.layers.back();
+    cx.mtp_point = layer_act_full(job, cx.geo, cx.sel, last, false, cx.options);
+    cx.mtp_upper = layer_act_full(job, cx.geo, cx.sel, last, true, cx.options);
   }
-  bool dropless_moe = false;
-  for (const LayerSpec& l : model.layers) {
-    dropless_moe = dropless_moe || (l.is_moe && l.moe.capacity_factor <= 0.0);
+  for (const LayerSpec& l : job.model.layers) {
+    cx.dropless_moe = cx.dropless_moe || (l.is_moe && l.moe.capacity_factor <= 0.0);
   }
-  if (dropless_moe) {
+  if (cx.dropless_moe) {
     report.notes.push_back(
         "dropless MoE: point assumes balanced routing; upper assumes the most loaded EP rank "
         "gets " +
-        std::to_string(options.moe_dropless_imbalance_upper).substr(0, 4) + "x the mean tokens");
+        std::to_string(cx.options.moe_dropless_imbalance_upper).substr(0, 4) + "x the mean tokens");
   }
-  LayerActCache cache_point{&job, &geo, &sel, &options, false, nullptr, {}};
-  LayerActCache cache_upper{&job, &geo, &sel, &options, true, nullptr, {}};
+  cx.vocab_local = static_cast<double>(padded_vocab_size(job.model, job.parallel.tp)) /
+                   std::max(1, job.parallel.tp);
+  cx.cache_point = {&job, &cx.geo, &cx.sel, &cx.options, false, nullptr, {}};
+  cx.cache_upper = {&job, &cx.geo, &cx.sel, &cx.options, true, nullptr, {}};
+  if (job.parallel.fsdp != FsdpKind::kNone) {
+    report.notes.push_back(
+        "FSDP window: 2 gathered units (current + prefetched) + 1 unit of unsharded grads");
+  }
+  if (job.model.tied_embeddings && cx.pp > 1) {
+    report.notes.push_back("tied embeddings: the last stage holds a copy of the word embedding");
+  }
+}
 
-  const double vocab_local =
-      static_cast<double>(padded_vocab_size(model, par.tp)) / std::max(1, par.tp);
+void fill_sources(const AcceleratorSpec::Calibration& cal, MemoryReport& report) {
+  auto& src = report.sources;
+  src[idx(MemoryComponent::kRuntimeContext)] = cal.runtime_context_bytes.source;
+  src[idx(MemoryComponent::kCommBuffers)] =
+      cal.comm_buffer_bytes_per_group.source + " (per communicator)";
+  src[idx(MemoryComponent::kWorkspace)] = cal.workspace_bytes.source;
+  src[idx(MemoryComponent::kFragmentation)] =
+      cal.fragmentation_fraction.source + " / upper: " + cal.fragmentation_upper_fraction.source;
+  src[idx(MemoryComponent::kWeights)] = "accounting.h stage_params x params dtype";
+  src[idx(MemoryComponent::kGradients)] = "params x main_grads_dtype";
+  src[idx(MemoryComponent::kMasterWeights)] = "fp32 copy, sharded by the optimizer";
+  src[idx(MemoryComponent::kOptimizerStates)] = "optimizer moments and their dtypes";
+  src[idx(MemoryComponent::kActivations)] =
+      "saved-tensor model x the schedule table's in-flight microbatches";
+  src[idx(MemoryComponent::kTransient)] = "largest temporary (per rank)";
+}
 
-  // Static bytes per parameter.
+// Chunk parameters and activations of rank `r`; fills the parameter and layout fields of `rm`.
+const RankChunks& rank_chunks(Context& cx, int r, RankMemory& rm) {
+  const JobSpec& job = cx.job;
+  const std::size_t v = static_cast<std::size_t>(cx.vpp);
+  rm.pp_rank = r;
+  rm.virtual_stages.resize(v);
+  bool has_emb = false;
+  for (int c = 0; c < cx.vpp; ++c) {
+    const int z = virtual_stage_index(cx.schedule, cx.pp, r, c);
+    rm.virtual_stages[static_cast<std::size_t>(c)] = z;
+    has_emb = has_emb || (*cx.stages)[static_cast<std::size_t>(z)].has_embedding;
+  }
+  RankChunks& out = cx.chunks;
+  out = RankChunks{std::move(out.full_upper), std::move(out.w_only_upper)};
+  out.full_upper.assign(v, 0.0);
+  out.w_only_upper.assign(v, 0.0);
+  rm.activation_per_chunk_bytes.assign(v, 0.0);
+  rm.w_only_per_chunk_bytes.assign(v, 0.0);
+  for (std::size_t c = 0; c < v; ++c) {
+    const VirtualStage& st = (*cx.stages)[static_cast<std::size_t>(rm.virtual_stages[c])];
+    const StageParams sp = stage_params(job.model, job.parallel, st, has_emb);
+    rm.params.dense_params += sp.dense_params;
+    rm.params.dense_gemm_params += sp.dense_gemm_params;
+    rm.params.expert_params += sp.expert_params;
+    rm.params.largest_unit_params = std::max(rm.params.largest_unit_params, sp.largest_unit_params);
+    rm.num_layers += sp.decoder_layers;
+    rm.has_embedding = rm.has_embedding || st.has_embedding;
+    rm.has_output = rm.has_output || st.has_output;
+    rm.mtp_layers += st.mtp_layers;
+    out.has_moe = out.has_moe || sp.expert_params > 0.0;
+
+    const ChunkActivation p =
+        chunk_activation(job, cx.geo, st, cx.cache_point, cx.mtp_point, cx.vocab_local);
+    const ChunkActivation u = cx.dropless_moe ? chunk_activation(job, cx.geo, st, cx.cache_upper,
+                                                                 cx.mtp_upper, cx.vocab_local)
+                                              : p;
+    rm.activation_per_chunk_bytes[c] = p.per_microbatch;
+    out.full_upper[c] = u.per_microbatch;
+    rm.w_only_per_chunk_bytes[c] = p.w_retained;
+    out.w_only_upper[c] = u.w_retained;
+    rm.activation_per_microbatch_bytes += p.per_microbatch;
+    if (p.transient > out.transient_point) {
+      out.transient_point = p.transient;
+      rm.transient_source = p.transient_source;
+    }
+    out.transient_upper = std::max(out.transient_upper, u.transient);
+  }
+  return out;
+}
+
+// The activation peak of `rank`: the largest of its uncovered in-flight states under the
+// per-chunk sizes `full` and `w_only`. Sets `which` to the state that reaches it.
+double activation_peak(const schedule::InFlightProfile& profile, int rank,
+                       const std::vector<double>& full, const std::vector<double>& w_only,
+                       int* which) {
+  double best = 0.0;
+  for (int i = 0; i < profile.num_states(rank); ++i) {
+    const std::span<const int> nf = profile.full(rank, i);
+    const std::span<const int> nw = profile.w_only(rank, i);
+    double b = 0.0;
+    for (std::size_t c = 0; c < full.size(); ++c) b += nf[c] * full[c] + nw[c] * w_only[c];
+    if (i == 0 || b > best) {
+      best = b;
+      if (which != nullptr) *which = i;
+    }
+  }
+  return best;
+}
+
+// Static memory of a rank: weights, gradients, optimizer, FSDP window, fp8 copies, buffers.
+ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_moe) {
+  const JobSpec& job = cx.job;
+  const ParallelSpec& par = job.parallel;
+  const RuntimeSpec& rt = job.runtime;
   const PrecisionSpec& prec = rt.precision;
+  const AcceleratorSpec::Calibration& cal = job.cluster.accelerator.calibration;
   const double pb = bytes_per_element(prec.params_dtype);
   const double gb = bytes_per_element(rt.main_grads_dtype);
   const OptimizerBytes opt_b = optimizer_bytes_per_param(rt);
@@ -659,144 +767,90 @@ MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
   const bool sharded_opt = par.distributed_optimizer || fsdp;
   const double dense_shard = std::max(1, par.dp) * std::max(1, par.cp);
   const int world =
-      job.cluster.world_size() > 0 ? job.cluster.world_size() : par.tp * pp * par.cp * par.dp;
-  const double expert_shard =
-      par.expert_dp > 0 ? par.expert_dp : std::max(1, world / std::max(1, par.etp * par.ep * pp));
-  const AcceleratorSpec::Calibration& cal = job.cluster.accelerator.calibration;
-
-  report.sources[idx(MemoryComponent::kRuntimeContext)] = cal.runtime_context_bytes.source;
-  report.sources[idx(MemoryComponent::kCommBuffers)] =
-      cal.comm_buffer_bytes_per_group.source + " (per communicator)";
-  report.sources[idx(MemoryComponent::kWorkspace)] = cal.workspace_bytes.source;
-  report.sources[idx(MemoryComponent::kFragmentation)] =
-      cal.fragmentation_fraction.source + " / upper: " + cal.fragmentation_upper_fraction.source;
-  report.sources[idx(MemoryComponent::kWeights)] = "accounting.h stage_params x params dtype";
-  report.sources[idx(MemoryComponent::kGradients)] = "params x main_grads_dtype";
-  report.sources[idx(MemoryComponent::kMasterWeights)] = "fp32 copy, sharded by the optimizer";
-  report.sources[idx(MemoryComponent::kOptimizerStates)] = "optimizer moments and their dtypes";
-  report.sources[idx(MemoryComponent::kActivations)] =
-      "saved-tensor model x schedule in-flight microbatches";
-  report.sources[idx(MemoryComponent::kTransient)] = "largest temporary (per rank)";
-
-  if (par.fsdp != FsdpKind::kNone) {
-    report.notes.push_back(
-        "FSDP window: 2 gathered units (current + prefetched) + 1 unit of unsharded grads");
+      job.cluster.world_size() > 0 ? job.cluster.world_size() : par.tp * cx.pp * par.cp * par.dp;
+  const double expert_shard = par.expert_dp > 0
+                                  ? par.expert_dp
+                                  : std::max(1, world / std::max(1, par.etp * par.ep * cx.pp));
+  const RankParams& P = rm.params;
+  const double dense_non_gemm = P.dense_params - P.dense_gemm_params;
+  const double w_dense =
+      prec.fp8_param ? dense_non_gemm * pb + P.dense_gemm_params * 1.0 : P.dense_params * pb;
+  const double w_exp = P.expert_params * (prec.fp8_param ? 1.0 : pb);
+  ComponentBytes s{};
+  s[idx(MemoryComponent::kWeights)] =
+      fsdp ? w_dense / dense_shard + w_exp / expert_shard : w_dense + w_exp;
+  s[idx(MemoryComponent::kGradients)] =
+      fsdp ? P.dense_params * gb / dense_shard + P.expert_params * gb / expert_shard
+           : (P.dense_params + P.expert_params) * gb;
+  const double opt_params = sharded_opt
+                                ? P.dense_params / dense_shard + P.expert_params / expert_shard
+                                : P.dense_params + P.expert_params;
+  s[idx(MemoryComponent::kMasterWeights)] = opt_params * master_b;
+  s[idx(MemoryComponent::kOptimizerStates)] = opt_params * state_b;
+  if (fsdp) {
+    s[idx(MemoryComponent::kFsdpUnsharded)] =
+        2.0 * P.largest_unit_params * pb + P.largest_unit_params * gb;
+    s[idx(MemoryComponent::kFp8WeightCopies)] = 2.0 * P.largest_unit_params * copy_b;
+  } else {
+    s[idx(MemoryComponent::kFp8WeightCopies)] = (P.dense_gemm_params + P.expert_params) * copy_b;
   }
-  if (model.tied_embeddings && pp > 1) {
-    report.notes.push_back("tied embeddings: the last stage holds a copy of the word embedding");
+  double comm = cal.comm_buffer_bytes_per_group.value * rm.communicators;
+  if (rt.deepep && has_moe) {
+    int topk = 0;
+    for (const LayerSpec& l : job.model.layers) topk = std::max(topk, l.is_moe ? l.moe.topk : 0);
+    // Dispatch + combine buffers sized for every routed copy with 2x over-provisioning.
+    comm += 2.0 * (cx.geo.tokens / cx.geo.sp * topk * 2.0) * cx.geo.h * cx.geo.e;
   }
+  s[idx(MemoryComponent::kCommBuffers)] = comm;
+  s[idx(MemoryComponent::kRuntimeContext)] = cal.runtime_context_bytes.value;
+  s[idx(MemoryComponent::kWorkspace)] = cal.workspace_bytes.value;
+  return s;
+}
 
-  report.ranks.resize(static_cast<std::size_t>(pp));
-  for (int r = 0; r < pp; ++r) {
-    RankMemory& rm = report.ranks[static_cast<std::size_t>(r)];
-    rm.pp_rank = r;
-    rm.virtual_stages.resize(static_cast<std::size_t>(vpp));
-    bool has_emb = false;
-    for (int c = 0; c < vpp; ++c) {
-      const int z = virtual_stage_index(schedule, pp, r, c);
-      rm.virtual_stages[static_cast<std::size_t>(c)] = z;
-      has_emb = has_emb || (*stages)[static_cast<std::size_t>(z)].has_embedding;
-    }
-    rm.in_flight = in_flight_microbatches(schedule, pp, vpp, r, m);
+RankMemory project_rank(Context& cx, int r) {
+  RankMemory rm;
+  const RankChunks& ch = rank_chunks(cx, r, rm);
+  int at_point = 0;
+  const double act_p = activation_peak(*cx.in_flight, r, rm.activation_per_chunk_bytes,
+                                       rm.w_only_per_chunk_bytes, &at_point);
+  const double act_u = activation_peak(*cx.in_flight, r, ch.full_upper, ch.w_only_upper, nullptr);
+  rm.in_flight = to_in_flight(*cx.in_flight, r, at_point);
+  rm.communicators = communicator_count(cx.job, rm.has_embedding || rm.has_output, ch.has_moe);
 
-    double act_p = 0.0, act_u = 0.0, w_p = 0.0, w_u = 0.0, tr_p = 0.0, tr_u = 0.0;
-    bool has_moe_layer = false;
-    for (int c = 0; c < vpp; ++c) {
-      const VirtualStage& st = (*stages)[static_cast<std::size_t>(rm.virtual_stages[c])];
-      const StageParams sp = stage_params(model, par, st, has_emb);
-      rm.params.dense_params += sp.dense_params;
-      rm.params.dense_gemm_params += sp.dense_gemm_params;
-      rm.params.expert_params += sp.expert_params;
-      rm.params.largest_unit_params =
-          std::max(rm.params.largest_unit_params, sp.largest_unit_params);
-      rm.num_layers += sp.decoder_layers;
-      rm.has_embedding = rm.has_embedding || st.has_embedding;
-      rm.has_output = rm.has_output || st.has_output;
-      rm.mtp_layers += st.mtp_layers;
-      has_moe_layer = has_moe_layer || sp.expert_params > 0.0;
+  const ComponentBytes s = static_memory(cx, rm, ch.has_moe);
+  const AcceleratorSpec::Calibration& cal = cx.job.cluster.accelerator.calibration;
+  rm.point = s;
+  rm.upper = s;
+  rm.point[idx(MemoryComponent::kActivations)] = act_p;
+  rm.upper[idx(MemoryComponent::kActivations)] = act_u;
+  rm.point[idx(MemoryComponent::kTransient)] = ch.transient_point;
+  rm.upper[idx(MemoryComponent::kTransient)] = ch.transient_upper;
+  const double window = s[idx(MemoryComponent::kFsdpUnsharded)];
+  rm.point[idx(MemoryComponent::kFragmentation)] =
+      cal.fragmentation_fraction.value * (act_p + ch.transient_point + window);
+  rm.upper[idx(MemoryComponent::kFragmentation)] =
+      cal.fragmentation_upper_fraction.value * (act_u + ch.transient_upper + window);
+  rm.total_point_bytes = sum(rm.point);
+  rm.total_upper_bytes = sum(rm.upper);
+  const double outside =
+      s[idx(MemoryComponent::kRuntimeContext)] + s[idx(MemoryComponent::kCommBuffers)];
+  rm.allocator_point_bytes = rm.total_point_bytes - outside;
+  rm.allocator_upper_bytes = rm.total_upper_bytes - outside;
+  return rm;
+}
 
-      const ChunkActivation cp_ =
-          chunk_activation(job, geo, st, cache_point, mtp_point, vocab_local);
-      const ChunkActivation cu_ =
-          dropless_moe ? chunk_activation(job, geo, st, cache_upper, mtp_upper, vocab_local) : cp_;
-      const double n = rm.in_flight.per_chunk[static_cast<std::size_t>(c)];
-      act_p += n * cp_.per_microbatch;
-      act_u += n * cu_.per_microbatch;
-      w_p += cp_.w_retained;
-      w_u += cu_.w_retained;
-      rm.activation_per_microbatch_bytes += cp_.per_microbatch;
-      if (cp_.transient > tr_p) {
-        tr_p = cp_.transient;
-        rm.transient_source = cp_.transient_source;
-      }
-      tr_u = std::max(tr_u, cu_.transient);
-    }
-    act_p += rm.in_flight.w_only * w_p;
-    act_u += rm.in_flight.w_only * w_u;
-
-    // Static memory.
-    const RankParams& P = rm.params;
-    const double dense_non_gemm = P.dense_params - P.dense_gemm_params;
-    const double w_dense =
-        prec.fp8_param ? dense_non_gemm * pb + P.dense_gemm_params * 1.0 : P.dense_params * pb;
-    const double w_exp = P.expert_params * (prec.fp8_param ? 1.0 : pb);
-    ComponentBytes s{};
-    s[idx(MemoryComponent::kWeights)] =
-        fsdp ? w_dense / dense_shard + w_exp / expert_shard : w_dense + w_exp;
-    s[idx(MemoryComponent::kGradients)] =
-        fsdp ? P.dense_params * gb / dense_shard + P.expert_params * gb / expert_shard
-             : (P.dense_params + P.expert_params) * gb;
-    const double opt_params = sharded_opt
-                                  ? P.dense_params / dense_shard + P.expert_params / expert_shard
-                                  : P.dense_params + P.expert_params;
-    s[idx(MemoryComponent::kMasterWeights)] = opt_params * master_b;
-    s[idx(MemoryComponent::kOptimizerStates)] = opt_params * state_b;
-    if (fsdp) {
-      s[idx(MemoryComponent::kFsdpUnsharded)] =
-          2.0 * P.largest_unit_params * pb + P.largest_unit_params * gb;
-      s[idx(MemoryComponent::kFp8WeightCopies)] = 2.0 * P.largest_unit_params * copy_b;
-    } else {
-      s[idx(MemoryComponent::kFp8WeightCopies)] = (P.dense_gemm_params + P.expert_params) * copy_b;
-    }
-    rm.communicators = communicator_count(job, rm.has_embedding || rm.has_output, has_moe_layer);
-    double comm = cal.comm_buffer_bytes_per_group.value * rm.communicators;
-    if (rt.deepep && has_moe_layer) {
-      int topk = 0;
-      for (const LayerSpec& l : model.layers) topk = std::max(topk, l.is_moe ? l.moe.topk : 0);
-      // Dispatch + combine buffers sized for every routed copy with 2x over-provisioning.
-      comm += 2.0 * (geo.tokens / geo.sp * topk * 2.0) * geo.h * geo.e;
-    }
-    s[idx(MemoryComponent::kCommBuffers)] = comm;
-    s[idx(MemoryComponent::kRuntimeContext)] = cal.runtime_context_bytes.value;
-    s[idx(MemoryComponent::kWorkspace)] = cal.workspace_bytes.value;
-
-    rm.point = s;
-    rm.upper = s;
-    rm.point[idx(MemoryComponent::kActivations)] = act_p;
-    rm.upper[idx(MemoryComponent::kActivations)] = act_u;
-    rm.point[idx(MemoryComponent::kTransient)] = tr_p;
-    rm.upper[idx(MemoryComponent::kTransient)] = tr_u;
-    const double window = s[idx(MemoryComponent::kFsdpUnsharded)];
-    rm.point[idx(MemoryComponent::kFragmentation)] =
-        cal.fragmentation_fraction.value * (act_p + tr_p + window);
-    rm.upper[idx(MemoryComponent::kFragmentation)] =
-        cal.fragmentation_upper_fraction.value * (act_u + tr_u + window);
-    rm.total_point_bytes = sum(rm.point);
-    rm.total_upper_bytes = sum(rm.upper);
-    const double outside = cal.runtime_context_bytes.value + comm;
-    rm.allocator_point_bytes = rm.total_point_bytes - outside;
-    rm.allocator_upper_bytes = rm.total_upper_bytes - outside;
-
+// Peak ranks, verdict, the three largest components of the peak rank, remedies.
+void summarise(const JobSpec& job, const MemoryOptions& options, MemoryReport& report) {
+  for (const RankMemory& rm : report.ranks) {
     if (rm.total_point_bytes > report.peak_point_bytes) {
       report.peak_point_bytes = rm.total_point_bytes;
-      report.peak_rank = r;
+      report.peak_rank = rm.pp_rank;
     }
     if (rm.total_upper_bytes > report.peak_upper_bytes) {
       report.peak_upper_bytes = rm.total_upper_bytes;
-      report.peak_upper_rank = r;
+      report.peak_upper_rank = rm.pp_rank;
     }
   }
-
   report.capacity_bytes = job.cluster.accelerator.hbm_bytes;
   report.verdict =
       verdict_of(report.peak_point_bytes, report.peak_upper_bytes, report.capacity_bytes);
@@ -815,6 +869,24 @@ MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
       (report.verdict == MemoryVerdict::kOom || report.verdict == MemoryVerdict::kAtRisk)) {
     add_remedies(job, options, report);
   }
+}
+
+}  // namespace
+
+MemoryReport project_memory(const JobSpec& job) {
+  return project_memory(job, MemoryOptions{});
+}
+
+MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
+  check_job_invariants(job);  // a malformed job is refused, never repaired
+  MemoryReport report;
+  Context cx{job, options};
+  resolve_pipeline(cx, report);
+  resolve_activations(cx, report);
+  fill_sources(job.cluster.accelerator.calibration, report);
+  report.ranks.reserve(static_cast<std::size_t>(cx.pp));
+  for (int r = 0; r < cx.pp; ++r) report.ranks.push_back(project_rank(cx, r));
+  summarise(job, options, report);
   return report;
 }
 

@@ -168,28 +168,6 @@ Dtype PrecisionSpec::gemm_dtype() const {
   }
 }
 
-std::string_view to_string(ScheduleKind s) {
-  switch (s) {
-    case ScheduleKind::kAuto:
-      return "auto";
-    case ScheduleKind::k1F1B:
-      return "1f1b";
-    case ScheduleKind::kInterleaved:
-      return "interleaved";
-    case ScheduleKind::kZeroBubble:
-      return "zero-bubble";
-    case ScheduleKind::kZbvFormatted:
-      return "zbv-formatted";
-    case ScheduleKind::kZbvGreedyMin:
-      return "zbv-greedy-min";
-    case ScheduleKind::kZbvGreedyHalf:
-      return "zbv-greedy-half";
-    case ScheduleKind::kDualPipeV:
-      return "dualpipev";
-  }
-  return "?";
-}
-
 std::string_view to_string(RecomputeGranularity g) {
   switch (g) {
     case RecomputeGranularity::kNone:

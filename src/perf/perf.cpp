@@ -11,7 +11,6 @@ namespace projector {
 namespace {
 
 using schedule::Phase;
-using schedule::ScheduleAlgorithm;
 
 CommGroup group_for(const JobSpec& job, const Op& op) {
   if (op.collective == CollectiveKind::kSendRecv) {
@@ -130,6 +129,7 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
       po.time_s = t;
       po.exposed_s = op.kind == OpKind::kCollective ? exposed : t;
       po.provenance = costs[i].provenance;
+      po.detail = costs[i].source;
       po.repeat = lw.count;
       table->push_back(std::move(po));
     }
@@ -158,39 +158,11 @@ std::string block_label(const LayerWork& lw) {
                      lw.label);
 }
 
-}  // namespace
-
-ScheduleAlgorithm to_algorithm(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::kAuto:
-      return ScheduleAlgorithm::kAuto;
-    case ScheduleKind::k1F1B:
-      return ScheduleAlgorithm::k1F1B;
-    case ScheduleKind::kInterleaved:
-      return ScheduleAlgorithm::kInterleaved;
-    case ScheduleKind::kZeroBubble:
-      return ScheduleAlgorithm::kZeroBubble;
-    case ScheduleKind::kZbvFormatted:
-      return ScheduleAlgorithm::kZbvFormatted;
-    case ScheduleKind::kZbvGreedyMin:
-      return ScheduleAlgorithm::kZbvGreedyMin;
-    case ScheduleKind::kZbvGreedyHalf:
-      return ScheduleAlgorithm::kZbvGreedyHalf;
-    case ScheduleKind::kDualPipeV:
-      return ScheduleAlgorithm::kDualPipeV;
-  }
-  return ScheduleAlgorithm::kAuto;
-}
-
-PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfOptions& options) {
-  check_job_invariants(job);  // a malformed job is refused, never repaired
+// 1. Prices every chunk of every pipeline rank: F / B / W durations, the EP part a DualPipe
+// partner can hide, and (per virtual stage) the exposed in-layer communication by group.
+std::vector<ExposedComm> price_chunks(const JobSpec& job, CostCache& cache,
+                                      const PerfOptions& options, PerfReport& rep) {
   const ParallelSpec& p = job.parallel;
-  PerfReport rep;
-  rep.world_size = static_cast<int>(job.cluster.world_size());
-  rep.num_microbatches = job.num_microbatches();
-  rep.workload = build_workload(job);
-
-  // 1. Price every chunk of every pipeline rank.
   const int num_stages = p.pp * p.vpp;
   rep.chunks.resize(static_cast<std::size_t>(num_stages));
   std::vector<ExposedComm> stage_exposed(static_cast<std::size_t>(num_stages));
@@ -220,27 +192,28 @@ PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfO
       }
     }
   }
+  return stage_exposed;
+}
 
-  // 2. Schedule.
-  schedule::ScheduleRequest req;
-  req.algorithm = to_algorithm(job.runtime.schedule);
-  req.pp = p.pp;
-  req.vpp = p.vpp;
-  req.microbatches = rep.num_microbatches;
+// 2. The schedule table ('auto' resolved by schedule::select_schedule).
+void build_table(const JobSpec& job, PerfReport& rep) {
+  const ParallelSpec& p = job.parallel;
   const schedule::ScheduleSelection sel =
-      schedule::select_schedule(req.algorithm, p.pp, p.vpp, false);
-  req.algorithm = sel.algorithm;
+      schedule::select_schedule(job.runtime.schedule, p.pp, p.vpp, false);
   rep.schedule = sel.algorithm;
   rep.schedule_reason = sel.reason;
-  rep.table = schedule::build_schedule(req);
+  rep.table = schedule::build_schedule({sel.algorithm, p.pp, p.vpp, rep.num_microbatches});
+}
 
-  // 3. Simulation input: chunk costs by the table's own stage mapping.
+// 3. Simulation input: chunk costs by the table's own stage mapping, the P2P time, interference.
+schedule::SimulationInput simulation_input(const JobSpec& job, CostCache& cache,
+                                           const PerfOptions& options, PerfReport& rep) {
+  const ParallelSpec& p = job.parallel;
   schedule::SimulationInput in;
-  in.costs.resize(static_cast<std::size_t>(num_stages));
+  in.costs.resize(static_cast<std::size_t>(p.pp * p.vpp));
   for (int r = 0; r < p.pp; ++r) {
     for (int c = 0; c < p.vpp; ++c) {
-      const int z = rep.table.stage_of(r, c);
-      const ChunkTiming& ct = rep.chunks[static_cast<std::size_t>(z)];
+      const ChunkTiming& ct = rep.chunks[static_cast<std::size_t>(rep.table.stage_of(r, c))];
       schedule::ChunkCost& cc = in.costs[static_cast<std::size_t>(r * p.vpp + c)];
       cc.f_s = ct.f_s;
       cc.b_s = ct.b_s;
@@ -262,8 +235,46 @@ PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfO
   rep.interference = job.cluster.accelerator.calibration.comm_compute_interference.value;
   in.interference = rep.interference;
   in.record_timeline = options.record_timeline;
+  return in;
+}
 
-  // Gradient sync after each chunk's last backward; parameter gathers before its first forward.
+// The DP gradient reduction of one chunk (rank r, chunk c, stage z), as a task on the "dp" stream.
+schedule::CommTask grad_sync_task(const JobSpec& job, CostCache& cache, const PerfReport& rep,
+                                  const Op& op, int r, int c, int z) {
+  const int last_bwd = schedule::last_action(rep.table, r, c, {Phase::kW, Phase::kBW});
+  const int last_any = static_cast<int>(rep.table.rank_actions(r).size()) - 1;
+  schedule::CommTask task;
+  task.rank = r;
+  task.stream = "dp";
+  task.label = fmt::format("{} chunk {}", op.name, c);
+  if (op.overlap == Overlap::kWithCompute && last_bwd >= 0) {
+    // Megatron's overlap_grad_reduce: the chunk's gradients are reduced in buckets, each
+    // launched as soon as the last microbatch's backward has produced it. With n equal
+    // buckets ready evenly over that backward (duration t) and a FIFO stream, the last
+    // bucket ends at start + max(t/n + comm, t + comm/n): one task from the action start.
+    const int n = grad_buckets(job, op);
+    const double bucket_comm = price_collective(job, cache, split_bucket(op, n)).time_s;
+    const double comm = bucket_comm * n;
+    const ChunkTiming& ct = rep.chunks[static_cast<std::size_t>(z)];
+    const schedule::Action& a = rep.table.rank_actions(r)[static_cast<std::size_t>(last_bwd)];
+    const double t = a.phase == Phase::kW ? ct.w_s : ct.b_s + ct.w_s;
+    task.duration_s = std::max(t / n + comm, t + bucket_comm);
+    task.trigger = schedule::CommTrigger::kActionStart;
+    task.trigger_action = last_bwd;
+  } else {
+    task.duration_s = price_collective(job, cache, op).time_s;
+    task.trigger = schedule::CommTrigger::kActionEnd;
+    task.trigger_action = last_any;
+  }
+  return task;
+}
+
+// 4. DP communication: gradient sync after each chunk's last backward; parameter gathers before
+// its first forward (overlapped ones block it on the "dp" stream). Returns the parameter-gather
+// time that cannot overlap (the largest over chunks).
+double attach_dp_comm(const JobSpec& job, CostCache& cache, const PerfReport& rep,
+                      schedule::SimulationInput& in) {
+  const ParallelSpec& p = job.parallel;
   double gather_exposed = 0.0;
   for (int r = 0; r < p.pp; ++r) {
     for (int c = 0; c < p.vpp; ++c) {
@@ -271,75 +282,48 @@ PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfO
       const RankWork& owner = rep.workload.ranks[static_cast<std::size_t>(z % p.pp)];
       const int owner_chunk = z / p.pp;
       const IterationWork& it = owner.iteration;
-      const int last_bwd = schedule::last_action(rep.table, r, c, {Phase::kW, Phase::kBW});
-      const int last_any = static_cast<int>(rep.table.rank_actions(r).size()) - 1;
       for (std::size_t i = 0; i < it.grad_sync.size(); ++i) {
         if (it.grad_sync_chunk[i] != owner_chunk) continue;
-        const Op& op = it.grad_sync[i];
-        schedule::CommTask task;
-        task.rank = r;
-        task.stream = "dp";
-        task.label = fmt::format("{} chunk {}", op.name, c);
-        if (op.overlap == Overlap::kWithCompute && last_bwd >= 0) {
-          // Megatron's overlap_grad_reduce: the chunk's gradients are reduced in buckets, each
-          // launched as soon as the last microbatch's backward has produced it. With n equal
-          // buckets ready evenly over that backward (duration t) and a FIFO stream, the last
-          // bucket ends at start + max(t/n + comm, t + comm/n): one task from the action start.
-          const int n = grad_buckets(job, op);
-          const double bucket_comm = price_collective(job, cache, split_bucket(op, n)).time_s;
-          const double comm = bucket_comm * n;
-          const ChunkTiming& ct = rep.chunks[static_cast<std::size_t>(z)];
-          const schedule::Action& a = rep.table.rank_actions(r)[static_cast<std::size_t>(last_bwd)];
-          const double t = a.phase == Phase::kW ? ct.w_s : ct.b_s + ct.w_s;
-          task.duration_s = std::max(t / n + comm, t + bucket_comm);
-          task.trigger = schedule::CommTrigger::kActionStart;
-          task.trigger_action = last_bwd;
-        } else {
-          task.duration_s = price_collective(job, cache, op).time_s;
-          task.trigger = schedule::CommTrigger::kActionEnd;
-          task.trigger_action = last_any;
-        }
-        in.comm.push_back(std::move(task));
+        in.comm.push_back(grad_sync_task(job, cache, rep, it.grad_sync[i], r, c, z));
       }
       const int first_fwd = schedule::first_action(rep.table, r, c, {Phase::kF});
-      double rank_gather = 0.0;
+      double chunk_gather = 0.0;
       for (std::size_t i = 0; i < it.param_gather.size(); ++i) {
         if (it.param_gather_chunk[i] != owner_chunk) continue;
         const Op& op = it.param_gather[i];
         const double t = price_collective(job, cache, op).time_s;
-        if (op.overlap == Overlap::kWithCompute) {
-          schedule::CommTask task;
-          task.rank = r;
-          task.stream = "dp";
-          task.duration_s = t;
-          task.trigger = schedule::CommTrigger::kIterationStart;
-          task.blocks_action = first_fwd;
-          task.label = fmt::format("{} chunk {}", op.name, c);
-          in.comm.push_back(std::move(task));
-        } else {
-          rank_gather += t;
+        if (op.overlap != Overlap::kWithCompute) {
+          chunk_gather += t;
+          continue;
         }
+        schedule::CommTask task;
+        task.rank = r;
+        task.stream = "dp";
+        task.duration_s = t;
+        task.trigger = schedule::CommTrigger::kIterationStart;
+        task.blocks_action = first_fwd;
+        task.label = fmt::format("{} chunk {}", op.name, c);
+        in.comm.push_back(std::move(task));
       }
-      gather_exposed = std::max(gather_exposed, rank_gather);
+      gather_exposed = std::max(gather_exposed, chunk_gather);
     }
   }
+  return gather_exposed;
+}
 
-  rep.simulation = schedule::simulate(rep.table, in);
-
-  // 4. Optimizer step (the slowest rank), then any parameter gather that could not overlap.
-  rep.optimizer_s_per_rank.resize(static_cast<std::size_t>(p.pp));
-  for (int r = 0; r < p.pp; ++r) {
+// 5. Iteration time (pipeline + slowest optimizer step + exposed gathers) and throughput metrics.
+void fill_metrics(const JobSpec& job, CostCache& cache, PerfReport& rep) {
+  const int pp = job.parallel.pp;
+  rep.optimizer_s_per_rank.resize(static_cast<std::size_t>(pp));
+  for (int r = 0; r < pp; ++r) {
     rep.optimizer_s_per_rank[static_cast<std::size_t>(r)] =
         price_compute(cache, rep.workload.ranks[static_cast<std::size_t>(r)].iteration.optimizer)
             .time_s;
   }
   rep.optimizer_s =
       *std::max_element(rep.optimizer_s_per_rank.begin(), rep.optimizer_s_per_rank.end());
-  rep.param_gather_exposed_s = gather_exposed;
   rep.pipeline_s = rep.simulation.makespan_s;
   rep.iteration_s = rep.pipeline_s + rep.optimizer_s + rep.param_gather_exposed_s;
-
-  // 5. Metrics.
   rep.tokens_per_s = static_cast<double>(job.tokens_per_iteration()) / rep.iteration_s;
   rep.tokens_per_s_per_gpu = rep.tokens_per_s / rep.world_size;
   rep.flops = model_flops(job);
@@ -350,9 +334,13 @@ PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfO
   rep.mfu = peak > 0 ? rep.model_tflops_per_gpu * 1e12 / peak : 0.0;
   rep.bubble_fraction = rep.simulation.max_bubble_fraction;
   rep.bubble_over_ideal = rep.simulation.bubble_over_ideal;
+}
 
-  // Exposed communication on the critical (busiest) rank: in-layer groups summed over the rank's
-  // chunks and microbatches, DP from the simulated stream, PP as the bubble's transfer share.
+// 6. Exposed communication on the critical (busiest) rank: in-layer groups summed over the rank's
+// chunks and microbatches, DP from the simulated stream, PP as the bubble's transfer share.
+void fill_exposed(const JobSpec& job, const std::vector<ExposedComm>& stage_exposed,
+                  PerfReport& rep) {
+  const ParallelSpec& p = job.parallel;
   int crit = 0;
   double crit_busy = -1.0;
   for (int r = 0; r < p.pp; ++r) {
@@ -373,9 +361,27 @@ PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfO
   }
   rep.exposed.dp_s += rep.param_gather_exposed_s;
   rep.exposed.pp_s = p.pp > 1 ? 2.0 * (p.pp - 1) * rep.p2p_s : 0.0;
+}
 
+}  // namespace
+
+PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfOptions& options) {
+  check_job_invariants(job);  // a malformed job is refused, never repaired
+  PerfReport rep;
+  rep.world_size = static_cast<int>(job.cluster.world_size());
+  rep.num_microbatches = job.num_microbatches();
+  rep.workload = build_workload(job);
+  const std::vector<ExposedComm> stage_exposed = price_chunks(job, cache, options, rep);
+  build_table(job, rep);
+  schedule::SimulationInput in = simulation_input(job, cache, options, rep);
+  rep.param_gather_exposed_s = attach_dp_comm(job, cache, rep, in);
+  rep.simulation = schedule::simulate(rep.table, in);
+  fill_metrics(job, cache, rep);
+  fill_exposed(job, stage_exposed, rep);
   if (options.with_memory) {
-    rep.memory = project_memory(job);
+    MemoryOptions mo;
+    mo.table = &rep.table;  // the in-flight states come from the table just simulated
+    rep.memory = project_memory(job, mo);
     rep.has_memory = true;
   }
   return rep;

@@ -129,8 +129,12 @@ Json report_json(const JobSpec& job, const MemoryReport& rep) {
                     {"dense_gemm", r.params.dense_gemm_params},
                     {"expert", r.params.expert_params},
                     {"largest_unit", r.params.largest_unit_params}};
-    rj["in_flight"] = {{"per_chunk", r.in_flight.per_chunk}, {"w_only", r.in_flight.w_only}};
+    rj["in_flight"] = {{"per_chunk", r.in_flight.per_chunk},
+                       {"w_only", r.in_flight.w_only},
+                       {"w_only_per_chunk", r.in_flight.w_only_per_chunk}};
     rj["activation_per_microbatch_bytes"] = r.activation_per_microbatch_bytes;
+    rj["activation_per_chunk_bytes"] = r.activation_per_chunk_bytes;
+    rj["w_only_per_chunk_bytes"] = r.w_only_per_chunk_bytes;
     rj["point_bytes"] = components_json(r.point);
     rj["upper_bytes"] = components_json(r.upper);
     rj["total_point_bytes"] = r.total_point_bytes;

@@ -52,6 +52,17 @@ std::string recompute_text(const RecomputeSpec& r) {
   return s;
 }
 
+// What the reader must know about the accelerator's numbers: an announced part's figures are
+// vendor targets, and a derived entry's efficiencies were measured on another part.
+std::string hardware_note(const AcceleratorSpec& acc) {
+  std::string note;
+  if (acc.status == "announced") note = acc.name + " is announced: vendor figures, not measured";
+  if (!acc.calibration_note().empty()) {
+    note += (note.empty() ? "" : "; ") + acc.calibration_note();
+  }
+  return note;
+}
+
 }  // namespace
 
 std::string describe_op_shape(const Op& op) {
@@ -85,6 +96,9 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
                      job.model.hidden_size);
   out += fmt::format("Cluster      {} node(s) x {} {} = {} GPUs\n", job.cluster.nodes,
                      job.cluster.gpus_per_node, job.cluster.accelerator.name, rep.world_size);
+  if (const std::string hw = hardware_note(job.cluster.accelerator); !hw.empty()) {
+    out += fmt::format("Hardware     {}\n", hw);
+  }
   out += fmt::format("Parallelism  TP {} PP {} VPP {} CP {} EP {} ETP {} DP {}{}{}{}\n", p.tp, p.pp,
                      p.vpp, p.cp, p.ep, p.etp, p.dp, p.sequence_parallel ? ", SP" : "",
                      p.distributed_optimizer ? ", distributed optimizer" : "",
@@ -94,8 +108,7 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
                      job.runtime.seq_length, rep.num_microbatches);
   out += fmt::format("Precision    {}; recompute {}\n", precision_text(job.runtime),
                      recompute_text(job.runtime.recompute));
-  out +=
-      fmt::format("Schedule     {} ({})\n", schedule::to_string(rep.schedule), rep.schedule_reason);
+  out += fmt::format("Schedule     {} ({})\n", to_string(rep.schedule), rep.schedule_reason);
   out += "\n-- Per-microbatch chunk times (ms) --\n";
   out += fmt::format("  {:>4} {:>5} {:>5} {:>10} {:>10} {:>10}\n", "rank", "chunk", "stage", "F",
                      "B", "W");
@@ -135,6 +148,13 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
   return out;
 }
 
+// "measured: trace.json.gz" when the cost provider named its source, else the provenance alone.
+static std::string provenance_text(const PricedOp& po) {
+  std::string s(to_string(po.provenance));
+  if (!po.detail.empty()) s += ": " + po.detail;
+  return s;
+}
+
 std::string op_table_text(const JobSpec& job, const PerfReport& rep) {
   (void)job;
   std::string out;
@@ -149,7 +169,7 @@ std::string op_table_text(const JobSpec& job, const PerfReport& rep) {
                          po.block.substr(0, 30), po.op.name.substr(0, 28), to_string(po.op.phase),
                          describe_op_shape(po.op).substr(0, 40), human_count(po.op.flops),
                          human_count(po.op.bytes), us(po.time_s), us(po.exposed_s),
-                         to_string(po.provenance));
+                         provenance_text(po));
     }
   }
   return out;
@@ -165,6 +185,11 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
   jj["model"] = job.model.name;
   jj["num_layers"] = job.model.num_layers();
   jj["accelerator"] = job.cluster.accelerator.name;
+  jj["accelerator_status"] = job.cluster.accelerator.status;
+  jj["calibration_derived_from"] = job.cluster.accelerator.derived_from.empty()
+                                       ? ordered_json()
+                                       : ordered_json(job.cluster.accelerator.derived_from);
+  jj["calibration_note"] = job.cluster.accelerator.calibration_note();
   jj["network"] = job.cluster.network.name;
   jj["nodes"] = job.cluster.nodes;
   jj["gpus_per_node"] = job.cluster.gpus_per_node;
@@ -176,7 +201,7 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                    {"precision", precision_text(job.runtime)},
                    {"recompute", recompute_text(job.runtime.recompute)},
                    {"num_microbatches", rep.num_microbatches}};
-  jj["schedule"] = {{"algorithm", std::string(schedule::to_string(rep.schedule))},
+  jj["schedule"] = {{"algorithm", std::string(to_string(rep.schedule))},
                     {"reason", rep.schedule_reason}};
   j["job"] = jj;
   j["defaults"] = report_detail::defaults_json(job);
@@ -224,7 +249,7 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                      {"exposed_us", us(po.exposed_s)},
                      {"recompute", po.op.recompute},
                      {"layers", po.repeat},
-                     {"provenance", std::string(to_string(po.provenance))}});
+                     {"provenance", provenance_text(po)}});
     }
     jc["ops"] = ops;
     chunks.push_back(jc);
@@ -267,7 +292,35 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                    {"verdict", std::string(to_string(rep.memory.verdict))}};
   }
   j["notes"] = rep.notes;
+  if (const std::string hw = hardware_note(job.cluster.accelerator); !hw.empty()) {
+    j["notes"].push_back(hw);
+  }
   return j.dump(indent);
+}
+
+std::string scaling_json(const std::vector<ScalingPoint>& points, int indent) {
+  ordered_json out = ordered_json::array();
+  const ScalingPoint* first = nullptr;
+  for (const ScalingPoint& p : points) {
+    ordered_json j;
+    j["nodes"] = p.nodes;
+    if (!p.error.empty()) {
+      j["error"] = p.error;
+      out.push_back(std::move(j));
+      continue;
+    }
+    if (first == nullptr) first = &p;
+    j["world_size"] = p.world_size;
+    j["dp"] = p.dp;
+    j["num_microbatches"] = p.num_microbatches;
+    j["iteration_time_ms"] = ms(p.iteration_s);
+    j["tokens_per_s"] = p.tokens_per_s;
+    j["tokens_per_s_per_gpu"] = p.tokens_per_s_per_gpu;
+    j["mfu_pct"] = 100.0 * p.mfu;
+    j["speedup"] = p.tokens_per_s / first->tokens_per_s;
+    out.push_back(std::move(j));
+  }
+  return out.dump(indent);
 }
 
 std::string chrome_trace_json(const PerfReport& rep) {

@@ -33,7 +33,7 @@ void check_vshape(std::string_view name, int pp, int m) {
 // Appends actions rank by rank.
 class TableBuilder {
  public:
-  TableBuilder(ScheduleAlgorithm algorithm, StageLayout layout, int pp, int vpp, int m) {
+  TableBuilder(ScheduleKind algorithm, StageLayout layout, int pp, int vpp, int m) {
     table_.algorithm = algorithm;
     table_.layout = layout;
     table_.pp = pp;
@@ -41,8 +41,9 @@ class TableBuilder {
     table_.microbatches = m;
     table_.rank_offsets.reserve(static_cast<std::size_t>(pp) + 1);
     table_.rank_offsets.push_back(0);
-    // F + B + W per (stage, microbatch) at most.
-    table_.actions.reserve(static_cast<std::size_t>(pp) * vpp * m * 3);
+    // F + BW per (stage, microbatch), or F + B + W where the backward is split.
+    table_.actions.reserve(static_cast<std::size_t>(pp) * vpp * m *
+                           (splits_backward(algorithm) ? 3 : 2));
   }
   void push(int chunk, int mb, Phase phase, bool overlap_with_next = false) {
     table_.actions.push_back(Action{static_cast<std::int32_t>(mb), static_cast<std::int16_t>(chunk),
@@ -58,43 +59,6 @@ class TableBuilder {
 }  // namespace
 
 // ------------------------------------------------------------------------------ names, layout
-
-ScheduleAlgorithm parse_schedule_algorithm(std::string_view text) {
-  static constexpr std::array<ScheduleAlgorithm, 8> kAll = {
-      ScheduleAlgorithm::kAuto,          ScheduleAlgorithm::k1F1B,
-      ScheduleAlgorithm::kInterleaved,   ScheduleAlgorithm::kZeroBubble,
-      ScheduleAlgorithm::kZbvFormatted,  ScheduleAlgorithm::kZbvGreedyMin,
-      ScheduleAlgorithm::kZbvGreedyHalf, ScheduleAlgorithm::kDualPipeV};
-  for (const ScheduleAlgorithm a : kAll) {
-    if (to_string(a) == text) return a;
-  }
-  bad("pipeline_schedule_algorithm",
-      fmt::format("unknown schedule '{}' (expected auto|1f1b|interleaved|zero-bubble|zbv-formatted|"
-                  "zbv-greedy-min|zbv-greedy-half|dualpipev)",
-                  text));
-}
-
-std::string_view to_string(ScheduleAlgorithm algorithm) {
-  switch (algorithm) {
-    case ScheduleAlgorithm::kAuto:
-      return "auto";
-    case ScheduleAlgorithm::k1F1B:
-      return "1f1b";
-    case ScheduleAlgorithm::kInterleaved:
-      return "interleaved";
-    case ScheduleAlgorithm::kZeroBubble:
-      return "zero-bubble";
-    case ScheduleAlgorithm::kZbvFormatted:
-      return "zbv-formatted";
-    case ScheduleAlgorithm::kZbvGreedyMin:
-      return "zbv-greedy-min";
-    case ScheduleAlgorithm::kZbvGreedyHalf:
-      return "zbv-greedy-half";
-    case ScheduleAlgorithm::kDualPipeV:
-      return "dualpipev";
-  }
-  return "?";
-}
 
 std::string_view to_string(Phase phase) {
   switch (phase) {
@@ -149,9 +113,9 @@ int last_action(const ScheduleTable& table, int rank, int chunk,
 
 // ---------------------------------------------------------------------------------- selection
 
-ScheduleSelection select_schedule(ScheduleAlgorithm requested, int pp, int vpp, bool zero_bubble) {
+ScheduleSelection select_schedule(ScheduleKind requested, int pp, int vpp, bool zero_bubble) {
   check_common(pp, vpp, 1);
-  const auto need_vshape = [&](ScheduleAlgorithm a) {
+  const auto need_vshape = [&](ScheduleKind a) {
     if (vpp != 2) {
       bad("virtual_pipeline_model_parallel_size",
           fmt::format("schedule '{}' is a V-shape schedule and needs exactly 2 model chunks per "
@@ -161,33 +125,33 @@ ScheduleSelection select_schedule(ScheduleAlgorithm requested, int pp, int vpp, 
     return ScheduleSelection{a, fmt::format("{} requested", to_string(a))};
   };
   switch (requested) {
-    case ScheduleAlgorithm::kAuto:
+    case ScheduleKind::kAuto:
       if (vpp > 1) {
-        return {ScheduleAlgorithm::kInterleaved,
+        return {ScheduleKind::kInterleaved,
                 fmt::format("auto: vpp={} > 1 -> interleaved 1F1B", vpp)};
       }
       if (zero_bubble) {
-        return {ScheduleAlgorithm::kZeroBubble, "auto: vpp=1 and zero bubble enabled -> ZB-H1"};
+        return {ScheduleKind::kZeroBubble, "auto: vpp=1 and zero bubble enabled -> ZB-H1"};
       }
-      return {ScheduleAlgorithm::k1F1B, "auto: vpp=1, zero bubble off -> 1F1B"};
-    case ScheduleAlgorithm::k1F1B:
-    case ScheduleAlgorithm::kZeroBubble:
+      return {ScheduleKind::k1F1B, "auto: vpp=1, zero bubble off -> 1F1B"};
+    case ScheduleKind::k1F1B:
+    case ScheduleKind::kZeroBubble:
       if (vpp != 1) {
         bad("virtual_pipeline_model_parallel_size",
             fmt::format("schedule '{}' needs 1 model chunk per rank, got {}", to_string(requested),
                         vpp));
       }
       return {requested, fmt::format("{} requested", to_string(requested))};
-    case ScheduleAlgorithm::kInterleaved:
+    case ScheduleKind::kInterleaved:
       if (vpp < 2) {
         bad("virtual_pipeline_model_parallel_size",
             fmt::format("schedule 'interleaved' needs >= 2 model chunks per rank, got {}", vpp));
       }
       return {requested, "interleaved requested"};
-    case ScheduleAlgorithm::kZbvFormatted:
-    case ScheduleAlgorithm::kZbvGreedyMin:
-    case ScheduleAlgorithm::kZbvGreedyHalf:
-    case ScheduleAlgorithm::kDualPipeV:
+    case ScheduleKind::kZbvFormatted:
+    case ScheduleKind::kZbvGreedyMin:
+    case ScheduleKind::kZbvGreedyHalf:
+    case ScheduleKind::kDualPipeV:
       return need_vshape(requested);
   }
   bad("pipeline_schedule_algorithm", "unhandled schedule");
@@ -197,22 +161,22 @@ ScheduleTable build_schedule(const ScheduleRequest& request) {
   const ScheduleSelection sel =
       select_schedule(request.algorithm, request.pp, request.vpp, request.zero_bubble);
   switch (sel.algorithm) {
-    case ScheduleAlgorithm::k1F1B:
+    case ScheduleKind::k1F1B:
       return build_1f1b(request.pp, request.microbatches);
-    case ScheduleAlgorithm::kInterleaved:
+    case ScheduleKind::kInterleaved:
       return build_interleaved(request.pp, request.vpp, request.microbatches,
                                request.microbatch_group_size);
-    case ScheduleAlgorithm::kZeroBubble:
+    case ScheduleKind::kZeroBubble:
       return build_zero_bubble_h1(request.pp, request.microbatches);
-    case ScheduleAlgorithm::kZbvFormatted:
+    case ScheduleKind::kZbvFormatted:
       return build_zbv_formatted(request.pp, request.microbatches);
-    case ScheduleAlgorithm::kZbvGreedyMin:
+    case ScheduleKind::kZbvGreedyMin:
       return build_zbv_greedy(request.pp, request.microbatches, ZbvMemory::kMin);
-    case ScheduleAlgorithm::kZbvGreedyHalf:
+    case ScheduleKind::kZbvGreedyHalf:
       return build_zbv_greedy(request.pp, request.microbatches, ZbvMemory::kHalf);
-    case ScheduleAlgorithm::kDualPipeV:
+    case ScheduleKind::kDualPipeV:
       return build_dualpipev(request.pp, request.microbatches);
-    case ScheduleAlgorithm::kAuto:
+    case ScheduleKind::kAuto:
       break;
   }
   bad("pipeline_schedule_algorithm", "auto did not resolve");
@@ -225,7 +189,7 @@ ScheduleTable build_schedule(const ScheduleRequest& request) {
 // scheduled microbatches that do not exist.
 ScheduleTable build_1f1b(int pp, int m) {
   check_common(pp, 1, m);
-  TableBuilder b(ScheduleAlgorithm::k1F1B, StageLayout::kInterleaved, pp, 1, m);
+  TableBuilder b(ScheduleKind::k1F1B, StageLayout::kInterleaved, pp, 1, m);
   for (int r = 0; r < pp; ++r) {
     const int warmup = std::min(pp - r - 1, m);
     for (int i = 0; i < warmup; ++i) b.push(0, i, Phase::kF);
@@ -274,7 +238,7 @@ ScheduleTable build_interleaved(int pp, int vpp, int m, int group_size) {
     }
     if (hi == m) break;
   }
-  TableBuilder b(ScheduleAlgorithm::kInterleaved, StageLayout::kInterleaved, pp, vpp, m);
+  TableBuilder b(ScheduleKind::kInterleaved, StageLayout::kInterleaved, pp, vpp, m);
   const auto fwd = [&](int k) { b.push(order[k].second, order[k].first, Phase::kF); };
   const auto bwd = [&](int k) { b.push(vpp - 1 - order[k].second, order[k].first, Phase::kBW); };
   for (int r = 0; r < pp; ++r) {
@@ -298,7 +262,7 @@ ScheduleTable build_interleaved(int pp, int vpp, int m, int group_size) {
 // than r W's are pending; the pending ones are flushed at the end.
 ScheduleTable build_zero_bubble_h1(int pp, int m) {
   check_common(pp, 1, m);
-  TableBuilder b(ScheduleAlgorithm::kZeroBubble, StageLayout::kInterleaved, pp, 1, m);
+  TableBuilder b(ScheduleKind::kZeroBubble, StageLayout::kInterleaved, pp, 1, m);
   for (int r = 0; r < pp; ++r) {
     const int warmup = std::min(pp - r - 1, m);
     int next_w = 0;
@@ -328,7 +292,7 @@ ScheduleTable build_zero_bubble_h1(int pp, int m) {
 // and whatever clipping left out is appended in dependency order at the end.
 ScheduleTable build_zbv_formatted(int pp, int m) {
   check_vshape("zbv-formatted", pp, m);
-  TableBuilder tb(ScheduleAlgorithm::kZbvFormatted, StageLayout::kVShape, pp, 2, m);
+  TableBuilder tb(ScheduleKind::kZbvFormatted, StageLayout::kVShape, pp, 2, m);
   for (int r = 0; r < pp; ++r) {
     int f0 = 0, f1 = 0, b0 = 0, b1 = 0, w0 = 0, w1 = 0;
     const auto F0 = [&] {
@@ -577,9 +541,9 @@ ScheduleTable build_zbv_greedy(int pp, int m, ZbvMemory memory) {
     }
   }
   // 5. Slot order is the table.
-  TableBuilder tb(memory == ZbvMemory::kMin ? ScheduleAlgorithm::kZbvGreedyMin
-                                            : ScheduleAlgorithm::kZbvGreedyHalf,
-                  StageLayout::kVShape, pp, 2, m);
+  TableBuilder tb(
+      memory == ZbvMemory::kMin ? ScheduleKind::kZbvGreedyMin : ScheduleKind::kZbvGreedyHalf,
+      StageLayout::kVShape, pp, 2, m);
   static constexpr std::array<Phase, 3> kPhase = {Phase::kF, Phase::kB, Phase::kW};
   for (int r = 0; r < pp; ++r) {
     for (const int id : slot[r]) {
@@ -602,7 +566,7 @@ ScheduleTable build_dualpipev(int pp, int m) {
     bad("num_microbatches",
         fmt::format("dualpipev needs at least 2 * pp = {} microbatches, got {}", 2 * pp, m));
   }
-  TableBuilder tb(ScheduleAlgorithm::kDualPipeV, StageLayout::kVShape, pp, 2, m);
+  TableBuilder tb(ScheduleKind::kDualPipeV, StageLayout::kVShape, pp, 2, m);
   for (int r = 0; r < pp; ++r) {
     std::array<int, 2> f{0, 0};
     std::array<int, 2> bk{0, 0};

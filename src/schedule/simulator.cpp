@@ -6,7 +6,8 @@
 // actions of the same or other ranks, the sweep order does not change any time: the result is
 // the exact earliest-start schedule of the table. A sweep without progress means a dependency
 // cycle (deadlock) and ends the simulation with an error. All state lives in flat arrays sized
-// once per call; the hot loop does not allocate.
+// once per call (class Simulation, one method per stage of the run); the hot loop does not
+// allocate.
 #include "projector/schedule/simulator.h"
 
 #include <fmt/format.h>
@@ -94,13 +95,16 @@ std::string action_label(const Action& action) {
   return fmt::format("{} c{} mb{}", to_string(action.phase), action.chunk, action.microbatch);
 }
 
-SimulationResult simulate(const ScheduleTable& table, const SimulationInput& in) {
+namespace {
+
+// ---- input checks
+
+void check_input(const ScheduleTable& table, const SimulationInput& in) {
   const int P = table.pp;
   const int V = table.vpp;
   const int S = table.num_stages();
-  const int M = table.microbatches;
   const int A = static_cast<int>(table.actions.size());
-  if (P < 1 || V < 1 || M < 1) fail("schedule table has an empty shape");
+  if (P < 1 || V < 1 || table.microbatches < 1) fail("schedule table has an empty shape");
   if (static_cast<int>(table.rank_offsets.size()) != P + 1 || table.rank_offsets[P] != A) {
     fail("schedule table rank offsets do not cover its actions");
   }
@@ -124,450 +128,565 @@ SimulationResult simulate(const ScheduleTable& table, const SimulationInput& in)
   };
   check_edges(in.p2p_forward_s, "p2p_forward_s");
   check_edges(in.p2p_backward_s, "p2p_backward_s");
+}
 
-  // Stage of (rank, chunk) and rank of each stage.
-  std::vector<int> stage_rc(static_cast<std::size_t>(P * V));
+// Stage of each (rank, chunk) and the transfer time of each edge z (z -> z+1 forward, z+1 -> z
+// backward); a hand-off between two stages on the same rank is free.
+struct StageMap {
+  std::vector<int> stage_rc;  // [rank * vpp + chunk]
+  std::vector<double> p2p_f, p2p_b;
+};
+
+StageMap stage_map(const ScheduleTable& table, const SimulationInput& in) {
+  const int P = table.pp;
+  const int V = table.vpp;
+  const int S = table.num_stages();
+  StageMap m;
+  m.stage_rc.resize(static_cast<std::size_t>(P * V));
   std::vector<int> rank_of_stage(static_cast<std::size_t>(S));
   for (int r = 0; r < P; ++r) {
     for (int c = 0; c < V; ++c) {
       const int z = table.stage_of(r, c);
-      stage_rc[static_cast<std::size_t>(r * V + c)] = z;
+      m.stage_rc[static_cast<std::size_t>(r * V + c)] = z;
       rank_of_stage[static_cast<std::size_t>(z)] = r;
     }
   }
-  // Transfer time of edge z (z -> z+1 forward, z+1 -> z backward); free on the same rank.
-  std::vector<double> p2p_f(static_cast<std::size_t>(std::max(S - 1, 0)));
-  std::vector<double> p2p_b(p2p_f.size());
+  m.p2p_f.resize(static_cast<std::size_t>(std::max(S - 1, 0)));
+  m.p2p_b.resize(m.p2p_f.size());
   for (int e = 0; e + 1 < S; ++e) {
     const bool local = rank_of_stage[e] == rank_of_stage[e + 1];
     const double f = in.p2p_forward_s.empty() ? in.p2p_s : in.p2p_forward_s[e];
     const double b = in.p2p_backward_s.empty() ? f : in.p2p_backward_s[e];
-    p2p_f[e] = local ? 0.0 : f;
-    p2p_b[e] = local ? 0.0 : b;
+    m.p2p_f[e] = local ? 0.0 : f;
+    m.p2p_b[e] = local ? 0.0 : b;
   }
+  return m;
+}
 
-  // ---- validate the table: every (stage, microbatch) has one F and either one BW or B + W.
-  {
-    std::vector<std::uint8_t> count(static_cast<std::size_t>(S) * M * 4, 0);
-    for (int r = 0; r < P; ++r) {
-      const int lo = table.rank_offsets[r], hi = table.rank_offsets[r + 1];
-      if (lo > hi) fail("schedule table rank offsets are not increasing");
-      for (int g = lo; g < hi; ++g) {
-        const Action& a = table.actions[g];
-        if (a.chunk < 0 || a.chunk >= V || a.microbatch < 0 || a.microbatch >= M) {
-          fail(fmt::format("rank {} action {} ({}) is outside the table's shape", r, g - lo,
-                           action_label(a)));
-        }
-        if (a.overlap_with_next && (g + 1 >= hi || table.actions[g + 1].overlap_with_next)) {
-          fail(fmt::format("rank {} action {} ({}) is overlapped with a missing or chained partner",
-                           r, g - lo, action_label(a)));
-        }
-        const int z = stage_rc[r * V + a.chunk];
-        std::uint8_t& n =
-            count[(static_cast<std::size_t>(z) * M + a.microbatch) * 4 + static_cast<int>(a.phase)];
-        if (++n > 1) fail(fmt::format("rank {}: {} appears twice", r, action_label(a)));
+// Every (stage, microbatch) has one F and either one BW or B + W; pairs are well formed.
+void check_table(const ScheduleTable& table, const std::vector<int>& stage_rc) {
+  const int V = table.vpp;
+  const int M = table.microbatches;
+  std::vector<std::uint8_t> count(static_cast<std::size_t>(table.num_stages()) * M * 4, 0);
+  for (int r = 0; r < table.pp; ++r) {
+    const int lo = table.rank_offsets[r], hi = table.rank_offsets[r + 1];
+    if (lo > hi) fail("schedule table rank offsets are not increasing");
+    for (int g = lo; g < hi; ++g) {
+      const Action& a = table.actions[g];
+      if (a.chunk < 0 || a.chunk >= V || a.microbatch < 0 || a.microbatch >= M) {
+        fail(fmt::format("rank {} action {} ({}) is outside the table's shape", r, g - lo,
+                         action_label(a)));
       }
-    }
-    for (int z = 0; z < S; ++z) {
-      for (int i = 0; i < M; ++i) {
-        const std::uint8_t* n = &count[(static_cast<std::size_t>(z) * M + i) * 4];
-        const bool ok = n[0] == 1 && ((n[3] == 1 && n[1] == 0 && n[2] == 0) ||
-                                      (n[3] == 0 && n[1] == 1 && n[2] == 1));
-        if (!ok) {
-          const StageLocation loc = table.location_of(z);
-          fail(fmt::format("rank {} chunk {} microbatch {}: needs one F and one BW or one B + W",
-                           loc.rank, loc.chunk, i));
-        }
+      if (a.overlap_with_next && (g + 1 >= hi || table.actions[g + 1].overlap_with_next)) {
+        fail(fmt::format("rank {} action {} ({}) is overlapped with a missing or chained partner",
+                         r, g - lo, action_label(a)));
       }
+      const int z = stage_rc[r * V + a.chunk];
+      std::uint8_t& n =
+          count[(static_cast<std::size_t>(z) * M + a.microbatch) * 4 + static_cast<int>(a.phase)];
+      if (++n > 1) fail(fmt::format("rank {}: {} appears twice", r, action_label(a)));
     }
   }
+  for (int z = 0; z < table.num_stages(); ++z) {
+    for (int i = 0; i < M; ++i) {
+      const std::uint8_t* n = &count[(static_cast<std::size_t>(z) * M + i) * 4];
+      const bool ok = n[0] == 1 && ((n[3] == 1 && n[1] == 0 && n[2] == 0) ||
+                                    (n[3] == 0 && n[1] == 1 && n[2] == 1));
+      if (!ok) {
+        const StageLocation loc = table.location_of(z);
+        fail(fmt::format("rank {} chunk {} microbatch {}: needs one F and one BW or one B + W",
+                         loc.rank, loc.chunk, i));
+      }
+    }
+  }
+}
 
-  // ---- communication tasks: stream ids and per-action trigger lists (CSR).
-  SimulationResult res;
-  res.stream_names.push_back("compute");
-  const int K = static_cast<int>(in.comm.size());
-  std::vector<CommState> comm(static_cast<std::size_t>(K));
-  std::vector<int> start_off(static_cast<std::size_t>(A) + 1, 0), end_off(start_off),
-      block_off(start_off);
+// ---- communication tasks: stream ids and, per action, the tasks it launches or waits for (CSR).
+
+struct CommIndex {
+  std::vector<int> stream;                         // per task, 1-based stream id (0 is compute)
+  std::vector<int> start_off, end_off, block_off;  // per action + 1
   std::vector<int> start_list, end_list, block_list;
+};
+
+void check_task(const ScheduleTable& table, const CommTask& task, int k) {
+  if (task.rank < 0 || task.rank >= table.pp) fail(fmt::format("comm task {}: bad rank", k));
+  if (!(task.duration_s >= 0.0)) fail(fmt::format("comm task {}: duration must be >= 0", k));
+  if (task.stream.empty() || task.stream == "compute") {
+    fail(fmt::format("comm task {}: stream name must be set and not 'compute'", k));
+  }
+  const int n = table.rank_offsets[task.rank + 1] - table.rank_offsets[task.rank];
+  if (task.trigger != CommTrigger::kIterationStart &&
+      (task.trigger_action < 0 || task.trigger_action >= n)) {
+    fail(fmt::format("comm task {}: trigger action {} is not on rank {}", k, task.trigger_action,
+                     task.rank));
+  }
+  if (task.blocks_action >= n) fail(fmt::format("comm task {}: blocked action out of range", k));
+}
+
+CommIndex index_comm(const ScheduleTable& table, const SimulationInput& in,
+                     std::vector<std::string>& stream_names) {
+  const int A = static_cast<int>(table.actions.size());
+  const int K = static_cast<int>(in.comm.size());
+  CommIndex ix;
+  ix.stream.resize(static_cast<std::size_t>(K));
+  ix.start_off.assign(static_cast<std::size_t>(A) + 1, 0);
+  ix.end_off = ix.start_off;
+  ix.block_off = ix.start_off;
   for (int k = 0; k < K; ++k) {
     const CommTask& task = in.comm[k];
-    if (task.rank < 0 || task.rank >= P) fail(fmt::format("comm task {}: bad rank", k));
-    if (!(task.duration_s >= 0.0)) fail(fmt::format("comm task {}: duration must be >= 0", k));
-    if (task.stream.empty() || task.stream == "compute") {
-      fail(fmt::format("comm task {}: stream name must be set and not 'compute'", k));
-    }
-    const int n = table.rank_offsets[task.rank + 1] - table.rank_offsets[task.rank];
-    if (task.trigger != CommTrigger::kIterationStart &&
-        (task.trigger_action < 0 || task.trigger_action >= n)) {
-      fail(fmt::format("comm task {}: trigger action {} is not on rank {}", k, task.trigger_action,
-                       task.rank));
-    }
-    if (task.blocks_action >= n) fail(fmt::format("comm task {}: blocked action out of range", k));
-    auto it = std::find(res.stream_names.begin(), res.stream_names.end(), task.stream);
-    if (it == res.stream_names.end()) it = res.stream_names.insert(it, task.stream);
-    comm[k].stream = static_cast<int>(it - res.stream_names.begin());
+    check_task(table, task, k);
+    auto it = std::find(stream_names.begin(), stream_names.end(), task.stream);
+    if (it == stream_names.end()) it = stream_names.insert(it, task.stream);
+    ix.stream[k] = static_cast<int>(it - stream_names.begin());
     const int base = table.rank_offsets[task.rank];
-    if (task.trigger == CommTrigger::kActionStart) ++start_off[base + task.trigger_action + 1];
-    if (task.trigger == CommTrigger::kActionEnd) ++end_off[base + task.trigger_action + 1];
-    if (task.blocks_action >= 0) ++block_off[base + task.blocks_action + 1];
+    if (task.trigger == CommTrigger::kActionStart) ++ix.start_off[base + task.trigger_action + 1];
+    if (task.trigger == CommTrigger::kActionEnd) ++ix.end_off[base + task.trigger_action + 1];
+    if (task.blocks_action >= 0) ++ix.block_off[base + task.blocks_action + 1];
   }
-  const int NS = static_cast<int>(res.stream_names.size());
-  if (K > 0) {
-    for (int g = 0; g < A; ++g) {
-      start_off[g + 1] += start_off[g];
-      end_off[g + 1] += end_off[g];
-      block_off[g + 1] += block_off[g];
-    }
-    start_list.resize(static_cast<std::size_t>(start_off[A]));
-    end_list.resize(static_cast<std::size_t>(end_off[A]));
-    block_list.resize(static_cast<std::size_t>(block_off[A]));
-    std::vector<int> fill_s(start_off.begin(), start_off.end() - 1),
-        fill_e(end_off.begin(), end_off.end() - 1), fill_b(block_off.begin(), block_off.end() - 1);
-    for (int k = 0; k < K; ++k) {
-      const CommTask& task = in.comm[k];
-      const int base = table.rank_offsets[task.rank];
-      if (task.trigger == CommTrigger::kActionStart)
-        start_list[fill_s[base + task.trigger_action]++] = k;
-      if (task.trigger == CommTrigger::kActionEnd)
-        end_list[fill_e[base + task.trigger_action]++] = k;
-      if (task.blocks_action >= 0) block_list[fill_b[base + task.blocks_action]++] = k;
-    }
+  if (K == 0) return ix;
+  for (int g = 0; g < A; ++g) {
+    ix.start_off[g + 1] += ix.start_off[g];
+    ix.end_off[g + 1] += ix.end_off[g];
+    ix.block_off[g + 1] += ix.block_off[g];
   }
-  std::vector<double> stream_free(static_cast<std::size_t>(P) * NS, 0.0);
-  std::vector<int> stream_last(static_cast<std::size_t>(P) * NS, kNone);
-  std::vector<std::vector<Interval>> comm_iv(static_cast<std::size_t>(P));
-  std::vector<Interval> scratch;
-  scratch.reserve(static_cast<std::size_t>(K));
-  const auto launch = [&](int k, double t, int trigger_pred) {
-    CommState& c = comm[k];
-    const int r = in.comm[k].rank;
-    const std::size_t slot = static_cast<std::size_t>(r) * NS + c.stream;
-    c.start = std::max(t, stream_free[slot]);
-    c.pred = stream_free[slot] > t ? encode_comm(stream_last[slot]) : trigger_pred;
-    c.end = c.start + in.comm[k].duration_s;
-    stream_free[slot] = c.end;
-    stream_last[slot] = k;
-    if (in.comm[k].duration_s > 0.0) comm_iv[r].push_back({c.start, c.end});
-  };
+  ix.start_list.resize(static_cast<std::size_t>(ix.start_off[A]));
+  ix.end_list.resize(static_cast<std::size_t>(ix.end_off[A]));
+  ix.block_list.resize(static_cast<std::size_t>(ix.block_off[A]));
+  std::vector<int> fill_s(ix.start_off.begin(), ix.start_off.end() - 1),
+      fill_e(ix.end_off.begin(), ix.end_off.end() - 1),
+      fill_b(ix.block_off.begin(), ix.block_off.end() - 1);
   for (int k = 0; k < K; ++k) {
-    if (in.comm[k].trigger == CommTrigger::kIterationStart) launch(k, 0.0, kNone);
+    const CommTask& task = in.comm[k];
+    const int base = table.rank_offsets[task.rank];
+    if (task.trigger == CommTrigger::kActionStart) {
+      ix.start_list[fill_s[base + task.trigger_action]++] = k;
+    }
+    if (task.trigger == CommTrigger::kActionEnd) {
+      ix.end_list[fill_e[base + task.trigger_action]++] = k;
+    }
+    if (task.blocks_action >= 0) ix.block_list[fill_b[base + task.blocks_action]++] = k;
+  }
+  return ix;
+}
+
+// ---- the event loop
+
+class Simulation {
+ public:
+  Simulation(const ScheduleTable& table, const SimulationInput& in, SimulationResult& res)
+      : table_(table),
+        in_(in),
+        res_(res),
+        P_(table.pp),
+        V_(table.vpp),
+        S_(table.num_stages()),
+        M_(table.microbatches),
+        A_(static_cast<int>(table.actions.size())),
+        K_(static_cast<int>(in.comm.size())),
+        SM_(static_cast<std::size_t>(S_) * M_),
+        map_(stage_map(table, in)) {
+    check_table(table, map_.stage_rc);
+    res.stream_names.push_back("compute");
+    ix_ = index_comm(table, in, res.stream_names);
+    NS_ = static_cast<int>(res.stream_names.size());
+    init_state();
   }
 
-  // ---- simulation state.
-  const std::size_t SM = static_cast<std::size_t>(S) * M;
-  std::vector<double> f_end_v(SM, -1.0), b_end_v(SM, -1.0);
-  std::vector<int> f_by_v(SM, kNone), b_by_v(SM, kNone);
-  std::vector<double> a_start_v(static_cast<std::size_t>(A)), a_end_v(static_cast<std::size_t>(A));
-  std::vector<int> a_pred_v(static_cast<std::size_t>(A), kNone);
-  // Raw views for the hot loop (the closures below would otherwise reload vector internals).
-  double* const f_end = f_end_v.data();
-  double* const b_end = b_end_v.data();
-  int* const f_by = f_by_v.data();
-  int* const b_by = b_by_v.data();
-  double* const a_start = a_start_v.data();
-  double* const a_end = a_end_v.data();
-  int* const a_pred = a_pred_v.data();
-  const int* const stage_of_rc = stage_rc.data();
-  const Action* const actions = table.actions.data();
-  const ChunkCost* const costs = in.costs.data();
-  std::vector<int> pos(table.rank_offsets.begin(), table.rank_offsets.end() - 1);
-  std::vector<double> clock(static_cast<std::size_t>(P), 0.0);
-  std::vector<int> last(static_cast<std::size_t>(P), kNone);
-  res.ranks.assign(static_cast<std::size_t>(P), RankStats{});
-  std::vector<double> act_now(static_cast<std::size_t>(P), 0.0);
-  std::vector<int> inflight_now(static_cast<std::size_t>(P), 0);
+  void run();
+  void summarise();
+  void stream_exposure();
+  void critical_path();
+  void timeline();
 
+ private:
+  void init_state();
+  void launch(int k, double t, int trigger_pred);
+  void wake(std::size_t key);
+  long ready(int r, int g, double& t, int& pred) const;
+  double nominal(int r, const Action& a, double& comm_part) const;
+  void finish(int r, int g, double start, double end, int pred);
+  void advance(int r);
+
+  const ScheduleTable& table_;
+  const SimulationInput& in_;
+  SimulationResult& res_;
+  const int P_, V_, S_, M_, A_, K_;
+  const std::size_t SM_;
+  StageMap map_;
+  CommIndex ix_;
+  int NS_ = 1;
+  std::vector<CommState> comm_;
+  std::vector<double> stream_free_;
+  std::vector<int> stream_last_;
+  std::vector<std::vector<Interval>> comm_iv_;
+  std::vector<Interval> scratch_;
+  // Per (stage, microbatch): when its F / B (or BW) ended and which action that was.
+  std::vector<double> f_end_, b_end_;
+  std::vector<int> f_by_, b_by_;
+  // Per action: start, end and the binding predecessor (critical path).
+  std::vector<double> a_start_, a_end_;
+  std::vector<int> a_pred_;
+  std::vector<int> pos_;  // per rank: next action (global index)
+  std::vector<double> clock_;
+  std::vector<int> last_;
+  std::vector<double> act_now_;
+  std::vector<int> inflight_now_;
   // Wait lists: a blocked rank waits on exactly one missing product (key: F of (stage, mb) in
   // [0, SM), B in [SM, 2SM), launch of comm task k at 2SM + k) and is woken when it appears, so
   // the sweep does O(actions) work instead of polling blocked ranks.
-  std::vector<int> wait_head(2 * SM + static_cast<std::size_t>(K), kNone);
-  std::vector<int> wait_next(static_cast<std::size_t>(P), kNone);
-  std::vector<int> work;
-  work.reserve(static_cast<std::size_t>(P) * 2);
-  for (int r = P - 1; r >= 0; --r) work.push_back(r);
-  const auto wake = [&](std::size_t key) {
-    for (int r = wait_head[key]; r != kNone;) {
-      const int next = wait_next[r];
-      work.push_back(r);
-      r = next;
-    }
-    wait_head[key] = kNone;
-  };
+  std::vector<int> wait_head_, wait_next_, work_;
+  int done_ = 0;
+};
 
-  // Time the inputs of action g exist (deps + blocking comm). Returns -1 when ready, else the key
-  // of the first missing product.
-  const auto ready = [&](int r, int g, double& t, int& pred) -> long {
-    const Action& a = actions[g];
-    const int z = stage_of_rc[r * V + a.chunk];
-    const std::size_t idx = static_cast<std::size_t>(z) * M + a.microbatch;
-    t = 0.0;
-    pred = kNone;
-    switch (a.phase) {
-      case Phase::kF:
-        if (z > 0) {
-          const std::size_t k = idx - M;
-          if (f_end[k] < 0.0) return static_cast<long>(k);
-          t = f_end[k] + p2p_f[z - 1];
-          pred = f_by[k];
-        }
-        break;
-      case Phase::kB:
-      case Phase::kBW:
-        if (f_end[idx] < 0.0) return static_cast<long>(idx);
-        if (z + 1 < S) {
-          const std::size_t k = idx + M;
-          if (b_end[k] < 0.0) return static_cast<long>(SM + k);
-          t = b_end[k] + p2p_b[z];
-          pred = b_by[k];
-        } else {
-          t = f_end[idx];
-          pred = f_by[idx];
-        }
-        break;
-      case Phase::kW:
-        if (b_end[idx] < 0.0) return static_cast<long>(SM + idx);
-        t = b_end[idx];
-        pred = b_by[idx];
-        break;
-    }
-    if (K == 0) return -1;
-    for (int j = block_off[g]; j < block_off[g + 1]; ++j) {
-      const int k = block_list[j];
-      if (comm[k].end < 0.0) return static_cast<long>(2 * SM) + k;  // not launched yet
-      if (comm[k].end > t) {
-        t = comm[k].end;
-        pred = encode_comm(k);
-      }
-    }
-    return -1;
-  };
-  const auto nominal = [&](int r, const Action& a, double& comm_part) {
-    const ChunkCost& c = costs[r * V + a.chunk];
-    switch (a.phase) {
-      case Phase::kF:
-        comm_part = c.f_comm_s;
-        return c.f_s;
-      case Phase::kB:
-        comm_part = c.b_comm_s;
-        return c.b_s;
-      case Phase::kW:
-        comm_part = 0.0;
-        return c.w_s;
-      case Phase::kBW:
-        comm_part = c.b_comm_s;
-        return c.b_s + c.w_s;
-    }
-    return 0.0;
-  };
-  const auto finish = [&](int r, int g, double start, double end, int pred) {
-    const Action& a = actions[g];
-    a_start[g] = start;
-    a_end[g] = end;
-    a_pred[g] = pred;
-    const int z = stage_of_rc[r * V + a.chunk];
-    const std::size_t idx = static_cast<std::size_t>(z) * M + a.microbatch;
-    const ChunkCost& c = costs[r * V + a.chunk];
-    RankStats& st = res.ranks[r];
-    switch (a.phase) {
-      case Phase::kF:
-        f_end[idx] = end;
-        f_by[idx] = g;
-        wake(idx);
-        act_now[r] += c.activation;
-        ++inflight_now[r];
-        st.peak_activation = std::max(st.peak_activation, act_now[r]);
-        st.peak_inflight = std::max(st.peak_inflight, inflight_now[r]);
-        break;
-      case Phase::kB:
-        b_end[idx] = end;
-        b_by[idx] = g;
-        wake(SM + idx);
-        act_now[r] -= c.activation * c.b_release_fraction;
-        break;
-      case Phase::kBW:
-        b_end[idx] = end;
-        b_by[idx] = g;
-        wake(SM + idx);
-        act_now[r] -= c.activation;
-        --inflight_now[r];
-        break;
-      case Phase::kW:
-        act_now[r] -= c.activation * (1.0 - c.b_release_fraction);
-        --inflight_now[r];
-        break;
-    }
-  };
+void Simulation::init_state() {
+  comm_.resize(static_cast<std::size_t>(K_));
+  for (int k = 0; k < K_; ++k) comm_[k].stream = ix_.stream[k];
+  stream_free_.assign(static_cast<std::size_t>(P_) * NS_, 0.0);
+  stream_last_.assign(static_cast<std::size_t>(P_) * NS_, kNone);
+  comm_iv_.resize(static_cast<std::size_t>(P_));
+  scratch_.reserve(static_cast<std::size_t>(K_));
+  for (int k = 0; k < K_; ++k) {
+    if (in_.comm[k].trigger == CommTrigger::kIterationStart) launch(k, 0.0, kNone);
+  }
+  f_end_.assign(SM_, -1.0);
+  b_end_.assign(SM_, -1.0);
+  f_by_.assign(SM_, kNone);
+  b_by_.assign(SM_, kNone);
+  a_start_.resize(static_cast<std::size_t>(A_));
+  a_end_.resize(static_cast<std::size_t>(A_));
+  a_pred_.assign(static_cast<std::size_t>(A_), kNone);
+  pos_.assign(table_.rank_offsets.begin(), table_.rank_offsets.end() - 1);
+  clock_.assign(static_cast<std::size_t>(P_), 0.0);
+  last_.assign(static_cast<std::size_t>(P_), kNone);
+  res_.ranks.assign(static_cast<std::size_t>(P_), RankStats{});
+  act_now_.assign(static_cast<std::size_t>(P_), 0.0);
+  inflight_now_.assign(static_cast<std::size_t>(P_), 0);
+  wait_head_.assign(2 * SM_ + static_cast<std::size_t>(K_), kNone);
+  wait_next_.assign(static_cast<std::size_t>(P_), kNone);
+  work_.reserve(static_cast<std::size_t>(P_) * 2);
+  for (int r = P_ - 1; r >= 0; --r) work_.push_back(r);
+}
 
-  int done = 0;
-  while (!work.empty()) {
-    const int r = work.back();
-    work.pop_back();
-    {
-      const int hi = table.rank_offsets[r + 1];
-      while (pos[r] < hi) {
-        const int g = pos[r];
-        const bool pair = actions[g].overlap_with_next;
-        double t1 = 0.0, t2 = 0.0;
-        int p1 = kNone, p2 = kNone;
-        long missing = ready(r, g, t1, p1);
-        if (missing < 0 && pair) missing = ready(r, g + 1, t2, p2);
-        if (missing >= 0) {
-          wait_next[r] = wait_head[missing];
-          wait_head[missing] = r;
-          break;
-        }
-        double start = clock[r];
-        int pred = last[r];
-        if (p1 != kNone && t1 >= start) {
-          start = t1;
-          pred = p1;
-        }
-        if (p2 != kNone && t2 >= start) {
-          start = t2;
-          pred = p2;
-        }
-        const int n = pair ? 2 : 1;
-        if (K > 0) {
-          for (int h = g; h < g + n; ++h) {
-            for (int j = start_off[h]; j < start_off[h + 1]; ++j) launch(start_list[j], start, h);
-          }
-        }
-        double comm1 = 0.0, comm2 = 0.0;
-        double work_s = nominal(r, actions[g], comm1);
-        if (pair) {
-          const double work2 = nominal(r, actions[g + 1], comm2);
-          work_s = std::max(work_s - comm1 + work2 - comm2, comm1 + comm2);
-        }
-        const double end = stretched_end(start, work_s, in.interference, comm_iv[r], scratch);
-        for (int h = g; h < g + n; ++h) finish(r, h, start, end, pred);
-        RankStats& st = res.ranks[r];
-        st.busy_s += end - start;
-        st.ideal_compute_s += work_s;
-        if (K > 0) {
-          for (int h = g; h < g + n; ++h) {
-            for (int j = end_off[h]; j < end_off[h + 1]; ++j) launch(end_list[j], end, g + n - 1);
-          }
-        }
-        clock[r] = end;
-        last[r] = g + n - 1;
-        pos[r] += n;
-        done += n;
+void Simulation::launch(int k, double t, int trigger_pred) {
+  CommState& c = comm_[k];
+  const int r = in_.comm[k].rank;
+  const std::size_t slot = static_cast<std::size_t>(r) * NS_ + c.stream;
+  c.start = std::max(t, stream_free_[slot]);
+  c.pred = stream_free_[slot] > t ? encode_comm(stream_last_[slot]) : trigger_pred;
+  c.end = c.start + in_.comm[k].duration_s;
+  stream_free_[slot] = c.end;
+  stream_last_[slot] = k;
+  if (in_.comm[k].duration_s > 0.0) comm_iv_[r].push_back({c.start, c.end});
+}
+
+void Simulation::wake(std::size_t key) {
+  for (int r = wait_head_[key]; r != kNone;) {
+    const int next = wait_next_[r];
+    work_.push_back(r);
+    r = next;
+  }
+  wait_head_[key] = kNone;
+}
+
+// Time the inputs of action g exist (deps + blocking comm). Returns -1 when ready, else the key of
+// the first missing product.
+long Simulation::ready(int r, int g, double& t, int& pred) const {
+  const Action& a = table_.actions[g];
+  const int z = map_.stage_rc[r * V_ + a.chunk];
+  const std::size_t idx = static_cast<std::size_t>(z) * M_ + a.microbatch;
+  t = 0.0;
+  pred = kNone;
+  switch (a.phase) {
+    case Phase::kF:
+      if (z > 0) {
+        const std::size_t k = idx - M_;
+        if (f_end_[k] < 0.0) return static_cast<long>(k);
+        t = f_end_[k] + map_.p2p_f[z - 1];
+        pred = f_by_[k];
       }
+      break;
+    case Phase::kB:
+    case Phase::kBW:
+      if (f_end_[idx] < 0.0) return static_cast<long>(idx);
+      if (z + 1 < S_) {
+        const std::size_t k = idx + M_;
+        if (b_end_[k] < 0.0) return static_cast<long>(SM_ + k);
+        t = b_end_[k] + map_.p2p_b[z];
+        pred = b_by_[k];
+      } else {
+        t = f_end_[idx];
+        pred = f_by_[idx];
+      }
+      break;
+    case Phase::kW:
+      if (b_end_[idx] < 0.0) return static_cast<long>(SM_ + idx);
+      t = b_end_[idx];
+      pred = b_by_[idx];
+      break;
+  }
+  if (K_ == 0) return -1;
+  for (int j = ix_.block_off[g]; j < ix_.block_off[g + 1]; ++j) {
+    const int k = ix_.block_list[j];
+    if (comm_[k].end < 0.0) return static_cast<long>(2 * SM_) + k;  // not launched yet
+    if (comm_[k].end > t) {
+      t = comm_[k].end;
+      pred = encode_comm(k);
     }
   }
-  if (done < A) {  // every rank left waits on something no rank can produce: a cycle
+  return -1;
+}
+
+double Simulation::nominal(int r, const Action& a, double& comm_part) const {
+  const ChunkCost& c = in_.costs[r * V_ + a.chunk];
+  switch (a.phase) {
+    case Phase::kF:
+      comm_part = c.f_comm_s;
+      return c.f_s;
+    case Phase::kB:
+      comm_part = c.b_comm_s;
+      return c.b_s;
+    case Phase::kW:
+      comm_part = 0.0;
+      return c.w_s;
+    case Phase::kBW:
+      comm_part = c.b_comm_s;
+      return c.b_s + c.w_s;
+  }
+  return 0.0;
+}
+
+// Records action g's times and its effect on the rank's activation memory and in-flight count.
+void Simulation::finish(int r, int g, double start, double end, int pred) {
+  const Action& a = table_.actions[g];
+  a_start_[g] = start;
+  a_end_[g] = end;
+  a_pred_[g] = pred;
+  const int z = map_.stage_rc[r * V_ + a.chunk];
+  const std::size_t idx = static_cast<std::size_t>(z) * M_ + a.microbatch;
+  const ChunkCost& c = in_.costs[r * V_ + a.chunk];
+  RankStats& st = res_.ranks[r];
+  switch (a.phase) {
+    case Phase::kF:
+      f_end_[idx] = end;
+      f_by_[idx] = g;
+      wake(idx);
+      act_now_[r] += c.activation;
+      ++inflight_now_[r];
+      st.peak_activation = std::max(st.peak_activation, act_now_[r]);
+      st.peak_inflight = std::max(st.peak_inflight, inflight_now_[r]);
+      break;
+    case Phase::kB:
+      b_end_[idx] = end;
+      b_by_[idx] = g;
+      wake(SM_ + idx);
+      act_now_[r] -= c.activation * c.b_release_fraction;
+      break;
+    case Phase::kBW:
+      b_end_[idx] = end;
+      b_by_[idx] = g;
+      wake(SM_ + idx);
+      act_now_[r] -= c.activation;
+      --inflight_now_[r];
+      break;
+    case Phase::kW:
+      act_now_[r] -= c.activation * (1.0 - c.b_release_fraction);
+      --inflight_now_[r];
+      break;
+  }
+}
+
+// Runs rank r's actions while their inputs exist; parks it on the first missing one.
+void Simulation::advance(int r) {
+  const int hi = table_.rank_offsets[r + 1];
+  while (pos_[r] < hi) {
+    const int g = pos_[r];
+    const bool pair = table_.actions[g].overlap_with_next;
+    double t1 = 0.0, t2 = 0.0;
+    int p1 = kNone, p2 = kNone;
+    long missing = ready(r, g, t1, p1);
+    if (missing < 0 && pair) missing = ready(r, g + 1, t2, p2);
+    if (missing >= 0) {
+      wait_next_[r] = wait_head_[missing];
+      wait_head_[missing] = r;
+      return;
+    }
+    double start = clock_[r];
+    int pred = last_[r];
+    if (p1 != kNone && t1 >= start) {
+      start = t1;
+      pred = p1;
+    }
+    if (p2 != kNone && t2 >= start) {
+      start = t2;
+      pred = p2;
+    }
+    const int n = pair ? 2 : 1;
+    if (K_ > 0) {
+      for (int h = g; h < g + n; ++h) {
+        for (int j = ix_.start_off[h]; j < ix_.start_off[h + 1]; ++j) {
+          launch(ix_.start_list[j], start, h);
+        }
+      }
+    }
+    double comm1 = 0.0, comm2 = 0.0;
+    double work_s = nominal(r, table_.actions[g], comm1);
+    if (pair) {
+      const double work2 = nominal(r, table_.actions[g + 1], comm2);
+      work_s = std::max(work_s - comm1 + work2 - comm2, comm1 + comm2);
+    }
+    const double end = stretched_end(start, work_s, in_.interference, comm_iv_[r], scratch_);
+    for (int h = g; h < g + n; ++h) finish(r, h, start, end, pred);
+    RankStats& st = res_.ranks[r];
+    st.busy_s += end - start;
+    st.ideal_compute_s += work_s;
+    if (K_ > 0) {
+      for (int h = g; h < g + n; ++h) {
+        for (int j = ix_.end_off[h]; j < ix_.end_off[h + 1]; ++j) {
+          launch(ix_.end_list[j], end, g + n - 1);
+        }
+      }
+    }
+    clock_[r] = end;
+    last_[r] = g + n - 1;
+    pos_[r] += n;
+    done_ += n;
+  }
+}
+
+void Simulation::run() {
+  while (!work_.empty()) {
+    const int r = work_.back();
+    work_.pop_back();
+    advance(r);
+  }
+  if (done_ < A_) {  // every rank left waits on something no rank can produce: a cycle
     std::string stuck;
-    for (int r = 0; r < P; ++r) {
-      if (pos[r] < table.rank_offsets[r + 1]) {
-        stuck += fmt::format(" rank {} waits at action {} ({});", r, pos[r] - table.rank_offsets[r],
-                             action_label(actions[pos[r]]));
+    for (int r = 0; r < P_; ++r) {
+      if (pos_[r] < table_.rank_offsets[r + 1]) {
+        stuck +=
+            fmt::format(" rank {} waits at action {} ({});", r, pos_[r] - table_.rank_offsets[r],
+                        action_label(table_.actions[pos_[r]]));
       }
     }
     fail("schedule deadlock (dependency cycle in the table):" + stuck);
   }
+}
 
-  // ---- results.
+// Makespan, per-rank busy / idle and bubble.
+void Simulation::summarise() {
   double comm_end = 0.0;
-  for (const CommState& c : comm) comm_end = std::max(comm_end, c.end);
-  for (int r = 0; r < P; ++r) {
-    res.ranks[r].compute_end_s = clock[r];
-    res.compute_makespan_s = std::max(res.compute_makespan_s, clock[r]);
+  for (const CommState& c : comm_) comm_end = std::max(comm_end, c.end);
+  for (int r = 0; r < P_; ++r) {
+    res_.ranks[r].compute_end_s = clock_[r];
+    res_.compute_makespan_s = std::max(res_.compute_makespan_s, clock_[r]);
   }
-  res.makespan_s = std::max(res.compute_makespan_s, comm_end);
+  res_.makespan_s = std::max(res_.compute_makespan_s, comm_end);
   double ideal_max = 0.0;
-  for (RankStats& st : res.ranks) {
-    st.idle_s = std::max(0.0, res.makespan_s - st.busy_s);
-    st.bubble_fraction = res.makespan_s > 0.0 ? st.idle_s / res.makespan_s : 0.0;
-    res.max_bubble_fraction = std::max(res.max_bubble_fraction, st.bubble_fraction);
+  for (RankStats& st : res_.ranks) {
+    st.idle_s = std::max(0.0, res_.makespan_s - st.busy_s);
+    st.bubble_fraction = res_.makespan_s > 0.0 ? st.idle_s / res_.makespan_s : 0.0;
+    res_.max_bubble_fraction = std::max(res_.max_bubble_fraction, st.bubble_fraction);
     ideal_max = std::max(ideal_max, st.ideal_compute_s);
   }
-  res.bubble_over_ideal = ideal_max > 0.0 ? (res.makespan_s - ideal_max) / ideal_max : 0.0;
+  res_.bubble_over_ideal = ideal_max > 0.0 ? (res_.makespan_s - ideal_max) / ideal_max : 0.0;
+}
 
-  // Per-stream busy and exposed (busy while the rank's compute stream is idle).
-  if (NS > 1) {
-    res.streams.resize(static_cast<std::size_t>(NS - 1));
-    for (int s = 1; s < NS; ++s) {
-      res.streams[s - 1].name = res.stream_names[s];
-      res.streams[s - 1].busy_s.assign(static_cast<std::size_t>(P), 0.0);
-      res.streams[s - 1].exposed_s.assign(static_cast<std::size_t>(P), 0.0);
+// Per-stream busy and exposed (busy while the rank's compute stream is idle).
+void Simulation::stream_exposure() {
+  if (NS_ <= 1) return;
+  res_.streams.resize(static_cast<std::size_t>(NS_ - 1));
+  for (int s = 1; s < NS_; ++s) {
+    res_.streams[s - 1].name = res_.stream_names[s];
+    res_.streams[s - 1].busy_s.assign(static_cast<std::size_t>(P_), 0.0);
+    res_.streams[s - 1].exposed_s.assign(static_cast<std::size_t>(P_), 0.0);
+  }
+  std::vector<Interval> compute_iv;
+  compute_iv.reserve(static_cast<std::size_t>(A_));
+  for (int r = 0; r < P_; ++r) {
+    compute_iv.clear();
+    for (int g = table_.rank_offsets[r]; g < table_.rank_offsets[r + 1]; ++g) {
+      if (a_end_[g] <= a_start_[g]) continue;
+      if (!compute_iv.empty() && a_start_[g] < compute_iv.back().end) continue;  // pair partner
+      compute_iv.push_back({a_start_[g], a_end_[g]});
     }
-    std::vector<Interval> compute_iv;
-    compute_iv.reserve(static_cast<std::size_t>(A));
-    for (int r = 0; r < P; ++r) {
-      compute_iv.clear();
-      for (int g = table.rank_offsets[r]; g < table.rank_offsets[r + 1]; ++g) {
-        if (a_end[g] <= a_start[g]) continue;
-        if (!compute_iv.empty() && a_start[g] < compute_iv.back().end) continue;  // pair partner
-        compute_iv.push_back({a_start[g], a_end[g]});
-      }
-      for (int k = 0; k < K; ++k) {
-        if (in.comm[k].rank != r) continue;
-        StreamStats& ss = res.streams[comm[k].stream - 1];
-        const double len = comm[k].end - comm[k].start;
-        ss.busy_s[r] += len;
-        ss.exposed_s[r] += len - covered(comm[k].start, comm[k].end, compute_iv);
-      }
-    }
-    for (StreamStats& ss : res.streams) {
-      for (const double e : ss.exposed_s) ss.max_exposed_s = std::max(ss.max_exposed_s, e);
+    for (int k = 0; k < K_; ++k) {
+      if (in_.comm[k].rank != r) continue;
+      StreamStats& ss = res_.streams[comm_[k].stream - 1];
+      const double len = comm_[k].end - comm_[k].start;
+      ss.busy_s[r] += len;
+      ss.exposed_s[r] += len - covered(comm_[k].start, comm_[k].end, compute_iv);
     }
   }
-
-  // Critical path: walk the binding predecessors back from whatever ends last.
-  {
-    int cur = kNone;
-    double best = -1.0;
-    for (int g = 0; g < A; ++g) {
-      if (a_end[g] > best) {
-        best = a_end[g];
-        cur = g;
-      }
-    }
-    for (int k = 0; k < K; ++k) {
-      if (comm[k].end > best) {
-        best = comm[k].end;
-        cur = encode_comm(k);
-      }
-    }
-    while (cur != kNone) {
-      CriticalStep step;
-      if (cur >= 0) {
-        const int r = static_cast<int>(std::upper_bound(table.rank_offsets.begin(),
-                                                        table.rank_offsets.end(), cur) -
-                                       table.rank_offsets.begin()) -
-                      1;
-        step = {CriticalStep::Kind::kCompute, r, cur - table.rank_offsets[r], a_start[cur],
-                a_end[cur]};
-        cur = a_pred[cur];
-      } else {
-        const int k = decode_comm(cur);
-        step = {CriticalStep::Kind::kComm, in.comm[k].rank, k, comm[k].start, comm[k].end};
-        cur = comm[k].pred;
-      }
-      res.critical_path.push_back(step);
-    }
-    std::reverse(res.critical_path.begin(), res.critical_path.end());
+  for (StreamStats& ss : res_.streams) {
+    for (const double e : ss.exposed_s) ss.max_exposed_s = std::max(ss.max_exposed_s, e);
   }
+}
 
-  if (in.record_timeline) {
-    res.timeline.reserve(static_cast<std::size_t>(A + K));
-    for (int r = 0; r < P; ++r) {
-      const std::size_t first = res.timeline.size();
-      for (int g = table.rank_offsets[r]; g < table.rank_offsets[r + 1]; ++g) {
-        res.timeline.push_back({r, 0, action_label(actions[g]), a_start[g], a_end[g]});
-      }
-      for (int k = 0; k < K; ++k) {
-        if (in.comm[k].rank != r) continue;
-        res.timeline.push_back({r, comm[k].stream,
-                                in.comm[k].label.empty() ? in.comm[k].stream : in.comm[k].label,
-                                comm[k].start, comm[k].end});
-      }
-      std::stable_sort(
-          res.timeline.begin() + static_cast<std::ptrdiff_t>(first), res.timeline.end(),
-          [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_s < b.start_s; });
+// Walks the binding predecessors back from whatever ends last.
+void Simulation::critical_path() {
+  int cur = kNone;
+  double best = -1.0;
+  for (int g = 0; g < A_; ++g) {
+    if (a_end_[g] > best) {
+      best = a_end_[g];
+      cur = g;
     }
   }
+  for (int k = 0; k < K_; ++k) {
+    if (comm_[k].end > best) {
+      best = comm_[k].end;
+      cur = encode_comm(k);
+    }
+  }
+  while (cur != kNone) {
+    CriticalStep step;
+    if (cur >= 0) {
+      const auto it = std::upper_bound(table_.rank_offsets.begin(), table_.rank_offsets.end(), cur);
+      const int r = static_cast<int>(it - table_.rank_offsets.begin()) - 1;
+      step = {CriticalStep::Kind::kCompute, r, cur - table_.rank_offsets[r], a_start_[cur],
+              a_end_[cur]};
+      cur = a_pred_[cur];
+    } else {
+      const int k = decode_comm(cur);
+      step = {CriticalStep::Kind::kComm, in_.comm[k].rank, k, comm_[k].start, comm_[k].end};
+      cur = comm_[k].pred;
+    }
+    res_.critical_path.push_back(step);
+  }
+  std::reverse(res_.critical_path.begin(), res_.critical_path.end());
+}
+
+void Simulation::timeline() {
+  res_.timeline.reserve(static_cast<std::size_t>(A_ + K_));
+  for (int r = 0; r < P_; ++r) {
+    const std::size_t first = res_.timeline.size();
+    for (int g = table_.rank_offsets[r]; g < table_.rank_offsets[r + 1]; ++g) {
+      res_.timeline.push_back({r, 0, action_label(table_.actions[g]), a_start_[g], a_end_[g]});
+    }
+    for (int k = 0; k < K_; ++k) {
+      if (in_.comm[k].rank != r) continue;
+      res_.timeline.push_back({r, comm_[k].stream,
+                               in_.comm[k].label.empty() ? in_.comm[k].stream : in_.comm[k].label,
+                               comm_[k].start, comm_[k].end});
+    }
+    std::stable_sort(
+        res_.timeline.begin() + static_cast<std::ptrdiff_t>(first), res_.timeline.end(),
+        [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_s < b.start_s; });
+  }
+}
+
+}  // namespace
+
+SimulationResult simulate(const ScheduleTable& table, const SimulationInput& in) {
+  check_input(table, in);
+  SimulationResult res;
+  Simulation sim(table, in, res);
+  sim.run();
+  sim.summarise();
+  sim.stream_exposure();
+  sim.critical_path();
+  if (in.record_timeline) sim.timeline();
   return res;
 }
 

@@ -54,19 +54,15 @@ int positive_int(std::string_view key, std::string_view text) {
 }
 
 ScheduleKind parse_schedule_name(std::string_view text) {
-  const std::string t = lower(text);
-  if (t == "zerobubble" || t == "zb" || t == "zb-h1") return ScheduleKind::kZeroBubble;
-  static constexpr std::array<ScheduleKind, 7> kAll = {
-      ScheduleKind::k1F1B,         ScheduleKind::kInterleaved,  ScheduleKind::kZeroBubble,
-      ScheduleKind::kZbvFormatted, ScheduleKind::kZbvGreedyMin, ScheduleKind::kZbvGreedyHalf,
-      ScheduleKind::kDualPipeV};
-  for (const ScheduleKind k : kAll) {
-    if (to_string(k) == t) return k;
+  const std::optional<ScheduleKind> s = parse_schedule_kind(text);
+  // The sweep always names its schedule: "auto" is not an axis value.
+  if (!s || *s == ScheduleKind::kAuto) {
+    bad_grid(
+        fmt::format("schedule: unknown '{}' (1f1b, interleaved, zero-bubble, zbv-formatted, "
+                    "zbv-greedy-min, zbv-greedy-half, dualpipev)",
+                    text));
   }
-  bad_grid(fmt::format(
-      "schedule: unknown '{}' (1f1b, interleaved, zero-bubble, zbv-formatted, zbv-greedy-min, "
-      "zbv-greedy-half, dualpipev)",
-      text));
+  return *s;
 }
 
 RecomputeOption parse_recompute(std::string_view text) {
@@ -256,23 +252,27 @@ std::size_t Enumeration::illegal() const {
   return std::accumulate(illegal_by_rule.begin(), illegal_by_rule.end(), std::size_t{0});
 }
 
-Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions& options) {
-  const Facts f = facts_of(base, options);
-  const bool moe = f.experts_gcd > 0;
-  const std::vector<int> tps =
-      !grid.tp.empty() ? grid.tp : divisors(f.tp_beyond_node ? f.world : f.gpus_per_node, f.world);
-  const std::vector<int> pps = !grid.pp.empty() ? grid.pp : divisors(f.world, f.layers);
-  std::vector<int> cps = grid.cp;
-  if (cps.empty()) {
-    for (const int d : divisors(f.world, f.world)) {
-      if (d == 1 || f.seq % (2 * d) == 0) cps.push_back(d);
-    }
-  }
-  const std::vector<int> eps =
-      !grid.ep.empty() ? grid.ep : (moe ? divisors(f.world, f.experts_gcd) : std::vector<int>{1});
-  const std::vector<int>& mbss = !grid.mbs.empty() ? grid.mbs : options.default_mbs;
+namespace {
 
-  // Schedule x VPP variants.
+// The values of every axis, outermost first. The enumeration order is part of the output (ranking
+// ties are broken by it), so the order of axes and values must not change.
+struct Axes {
+  std::vector<int> tp, pp, cp, ep, etp_grid, mbs;
+  std::vector<std::pair<ScheduleKind, int>> variants;  // schedule x VPP
+  std::vector<RecomputeOption> recompute;
+  std::vector<Sharding> sharding;
+  std::vector<std::int64_t> bucket;
+  bool moe = false;
+  // ETP depends on TP: the grid's values, else {TP} and, for MoE with TP > 1, also 1.
+  std::vector<int> etp(int tp_size) const {
+    if (!etp_grid.empty()) return etp_grid;
+    if (moe && tp_size != 1) return {tp_size, 1};
+    return {tp_size};
+  }
+};
+
+std::vector<std::pair<ScheduleKind, int>> schedule_variants(const Facts& f, const Grid& grid,
+                                                            const SpaceOptions& options) {
   std::vector<ScheduleKind> schedules = grid.schedules;
   if (schedules.empty()) {
     schedules = {ScheduleKind::k1F1B, ScheduleKind::kZeroBubble, ScheduleKind::kInterleaved};
@@ -296,66 +296,89 @@ Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions&
       variants.emplace_back(s, is_v_shape(s) ? 2 : 1);
     }
   }
-  const std::vector<RecomputeOption> recomputes =
-      !grid.recompute.empty() ? grid.recompute
-                              : std::vector<RecomputeOption>{{RecomputeKind::kNone, 0},
-                                                             {RecomputeKind::kSelective, 0},
-                                                             {RecomputeKind::kFull, 0}};
-  const std::vector<Sharding> shardings =
-      !grid.sharding.empty()
-          ? grid.sharding
-          : std::vector<Sharding>{Sharding::kDistributedOptimizer, Sharding::kFsdp};
-  const std::vector<std::int64_t> buckets =
-      !grid.bucket_bytes.empty() ? grid.bucket_bytes
-                                 : std::vector<std::int64_t>{base.parallel.ddp_bucket_size_bytes};
+  return variants;
+}
 
-  Enumeration out;
-  Candidate c;
-  for (const int tp : tps) {
-    std::vector<int> etps = grid.etp;
-    if (etps.empty()) {
-      etps = {tp};
-      if (moe && tp != 1) etps.push_back(1);
+Axes axes_of(const JobSpec& base, const Facts& f, const Grid& grid, const SpaceOptions& options) {
+  Axes a;
+  a.moe = f.experts_gcd > 0;
+  a.tp =
+      !grid.tp.empty() ? grid.tp : divisors(f.tp_beyond_node ? f.world : f.gpus_per_node, f.world);
+  a.pp = !grid.pp.empty() ? grid.pp : divisors(f.world, f.layers);
+  a.cp = grid.cp;
+  if (a.cp.empty()) {
+    for (const int d : divisors(f.world, f.world)) {
+      if (d == 1 || f.seq % (2 * d) == 0) a.cp.push_back(d);
     }
-    for (const int pp : pps) {
-      for (const int cp : cps) {
-        for (const int ep : eps) {
-          for (const int etp : etps) {
-            for (const auto& [schedule, vpp] : variants) {
-              for (const int mbs : mbss) {
-                for (const RecomputeOption& rc : recomputes) {
-                  for (const Sharding sh : shardings) {
-                    for (const std::int64_t bucket : buckets) {
-                      c.tp = tp;
-                      c.pp = pp;
-                      c.vpp = vpp;
-                      c.cp = cp;
-                      c.ep = ep;
-                      c.etp = etp;
-                      c.mbs = mbs;
-                      c.schedule = schedule;
-                      c.recompute = rc;
-                      c.sharding = sh;
-                      c.bucket_bytes = bucket;
-                      ++out.enumerated;
-                      const Rule r = check(f, c);
-                      if (r != Rule::kLegal) {
-                        ++out.illegal_by_rule[static_cast<std::size_t>(r)];
-                        continue;
-                      }
-                      const DataParallelSizes dps =
-                          data_parallel_sizes(f.world, tp, pp, cp, etp, ep);
-                      c.dp = static_cast<int>(dps.dp);
-                      c.expert_dp = static_cast<int>(dps.expert_dp > 0 ? dps.expert_dp : 1);
-                      out.legal.push_back(c);
-                    }
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
+  }
+  a.ep =
+      !grid.ep.empty() ? grid.ep : (a.moe ? divisors(f.world, f.experts_gcd) : std::vector<int>{1});
+  a.etp_grid = grid.etp;
+  a.variants = schedule_variants(f, grid, options);
+  a.mbs = !grid.mbs.empty() ? grid.mbs : options.default_mbs;
+  a.recompute = !grid.recompute.empty()
+                    ? grid.recompute
+                    : std::vector<RecomputeOption>{{RecomputeKind::kNone, 0},
+                                                   {RecomputeKind::kSelective, 0},
+                                                   {RecomputeKind::kFull, 0}};
+  a.sharding = !grid.sharding.empty()
+                   ? grid.sharding
+                   : std::vector<Sharding>{Sharding::kDistributedOptimizer, Sharding::kFsdp};
+  a.bucket = !grid.bucket_bytes.empty()
+                 ? grid.bucket_bytes
+                 : std::vector<std::int64_t>{base.parallel.ddp_bucket_size_bytes};
+  return a;
+}
+
+}  // namespace
+
+// One pass over the Cartesian product: a mixed-radix counter over the axes, the last axis
+// fastest (the same order as nesting one loop per axis).
+Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions& options) {
+  const Facts f = facts_of(base, options);
+  const Axes ax = axes_of(base, f, grid, options);
+  enum { kTp, kPp, kCp, kEp, kEtp, kVariant, kMbs, kRecompute, kSharding, kBucket, kNumAxes };
+  std::vector<int> etps = ax.tp.empty() ? std::vector<int>{} : ax.etp(ax.tp[0]);
+  std::array<std::size_t, kNumAxes> size = {
+      ax.tp.size(),       ax.pp.size(),  ax.cp.size(),        ax.ep.size(),       etps.size(),
+      ax.variants.size(), ax.mbs.size(), ax.recompute.size(), ax.sharding.size(), ax.bucket.size()};
+  Enumeration out;
+  for (const std::size_t n : size) {
+    if (n == 0) return out;  // an empty axis: nothing to enumerate
+  }
+  std::array<std::size_t, kNumAxes> at{};
+  Candidate c;
+  while (true) {
+    c.tp = ax.tp[at[kTp]];
+    c.pp = ax.pp[at[kPp]];
+    c.cp = ax.cp[at[kCp]];
+    c.ep = ax.ep[at[kEp]];
+    c.etp = etps[at[kEtp]];
+    std::tie(c.schedule, c.vpp) = ax.variants[at[kVariant]];
+    c.mbs = ax.mbs[at[kMbs]];
+    c.recompute = ax.recompute[at[kRecompute]];
+    c.sharding = ax.sharding[at[kSharding]];
+    c.bucket_bytes = ax.bucket[at[kBucket]];
+    ++out.enumerated;
+    const Rule r = check(f, c);
+    if (r != Rule::kLegal) {
+      ++out.illegal_by_rule[static_cast<std::size_t>(r)];
+    } else {
+      const DataParallelSizes dps = data_parallel_sizes(f.world, c.tp, c.pp, c.cp, c.etp, c.ep);
+      c.dp = static_cast<int>(dps.dp);
+      c.expert_dp = static_cast<int>(dps.expert_dp > 0 ? dps.expert_dp : 1);
+      out.legal.push_back(c);
+    }
+    int axis = kNumAxes - 1;  // advance the counter, innermost axis first
+    while (axis >= 0 &&
+           ++at[static_cast<std::size_t>(axis)] == size[static_cast<std::size_t>(axis)]) {
+      at[static_cast<std::size_t>(axis)] = 0;
+      --axis;
+    }
+    if (axis < 0) break;
+    if (axis == kTp) {  // the ETP values follow TP
+      etps = ax.etp(ax.tp[at[kTp]]);
+      size[kEtp] = etps.size();
     }
   }
   return out;

@@ -1,6 +1,6 @@
-// Running a sweep: a pool of workers, each with its own JobSpec and CostCache, pulls candidates
-// from a shared counter, prunes by memory and projects performance. Outcomes are stored by
-// candidate index so the ranking does not depend on which worker ran what.
+// Running a sweep: a pool of workers, each with its own JobSpec, CostCache and in-flight memo,
+// pulls candidates from a shared counter, prunes by memory and projects performance. Outcomes are
+// stored by candidate index so the ranking does not depend on which worker ran what.
 #include "projector/sweep/sweep.h"
 
 #include <fmt/format.h>
@@ -64,8 +64,17 @@ bool stop_requested(const Options& o) {
   return o.stop != nullptr && o.stop->load(std::memory_order_relaxed);
 }
 
-void evaluate(const Candidate& c, std::size_t index, Shared& s, JobSpec& job, CostCache& cache,
-              std::int64_t& memory_ns, std::int64_t& perf_ns) {
+// What one worker owns: its job (rewritten per candidate) and its memos.
+struct WorkerState {
+  JobSpec job;
+  CostCache cache;
+  schedule::InFlightCache in_flight;
+  std::int64_t memory_ns = 0;
+  std::int64_t perf_ns = 0;
+};
+
+void evaluate(const Candidate& c, std::size_t index, Shared& s, WorkerState& w) {
+  JobSpec& job = w.job;
   Outcome& out = s.outcomes[index];
   Entry& e = out.entry;
   e.candidate = c;
@@ -78,9 +87,10 @@ void evaluate(const Candidate& c, std::size_t index, Shared& s, JobSpec& job, Co
     const std::int64_t t0 = thread_cpu_ns();
     MemoryOptions mo;
     mo.suggest_remedies = false;
+    mo.in_flight_cache = &w.in_flight;
     const MemoryReport mem = project_memory(job, mo);
     const std::int64_t t1 = thread_cpu_ns();
-    memory_ns += t1 - t0;
+    w.memory_ns += t1 - t0;
     e.peak_point_bytes = mem.peak_point_bytes;
     e.peak_upper_bytes = mem.peak_upper_bytes;
     e.peak_bytes = s.options.prune_on_upper_bound ? mem.peak_upper_bytes : mem.peak_point_bytes;
@@ -91,8 +101,8 @@ void evaluate(const Candidate& c, std::size_t index, Shared& s, JobSpec& job, Co
     PerfOptions po;
     po.keep_op_table = false;
     po.with_memory = false;
-    const PerfReport rep = project_performance(job, cache, po);
-    perf_ns += thread_cpu_ns() - t1;
+    const PerfReport rep = project_performance(job, w.cache, po);
+    w.perf_ns += thread_cpu_ns() - t1;
     e.iteration_s = rep.iteration_s;
     e.tokens_per_s_per_gpu = rep.tokens_per_s_per_gpu;
     e.mfu = rep.mfu;
@@ -106,10 +116,7 @@ void evaluate(const Candidate& c, std::size_t index, Shared& s, JobSpec& job, Co
 }
 
 void worker(Shared& s) {
-  JobSpec job = s.base;
-  CostCache cache(s.base.cluster.accelerator, s.base.cluster.network);
-  std::int64_t memory_ns = 0;
-  std::int64_t perf_ns = 0;
+  WorkerState w{s.base, CostCache(s.base.cluster.accelerator, s.base.cluster.network), {}};
   const std::size_t n = s.candidates.size();
   while (!stop_requested(s.options)) {
     const std::size_t begin = s.next.fetch_add(kChunk, std::memory_order_relaxed);
@@ -117,12 +124,12 @@ void worker(Shared& s) {
     const std::size_t end = std::min(n, begin + kChunk);
     for (std::size_t i = begin; i < end; ++i) {
       if (stop_requested(s.options)) break;
-      evaluate(s.candidates[i], i, s, job, cache, memory_ns, perf_ns);
+      evaluate(s.candidates[i], i, s, w);
       s.done.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  s.memory_ns.fetch_add(memory_ns, std::memory_order_relaxed);
-  s.perf_ns.fetch_add(perf_ns, std::memory_order_relaxed);
+  s.memory_ns.fetch_add(w.memory_ns, std::memory_order_relaxed);
+  s.perf_ns.fetch_add(w.perf_ns, std::memory_order_relaxed);
   {
     const std::lock_guard<std::mutex> lock(s.mutex);
     ++s.finished_workers;

@@ -149,7 +149,11 @@ void read_precision(Mapper& m, const std::string& text) {
 void read_schedule(Mapper& m, const std::string& text) {
   const std::string t = to_lower(text);
   ScheduleKind& s = m.d_.schedule;
-  if (has(t, "dualpipe")) {
+  // A schedule name (the shared vocabulary); "1f1b" still follows vpp below.
+  const std::optional<ScheduleKind> named = parse_schedule_kind(t);
+  if (named && *named != ScheduleKind::kAuto && *named != ScheduleKind::k1F1B) {
+    s = *named;
+  } else if (has(t, "dualpipe")) {
     s = ScheduleKind::kDualPipeV;
   } else if (has(t, "zbv") || has(t, "zb-v") || has(t, "zero bubble v")) {
     s = ScheduleKind::kZbvFormatted;

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "support/hardware_builders.h"
+#include "support/catalogue.h"
 
 namespace projector::primus {
 namespace {
@@ -12,10 +12,10 @@ namespace {
 constexpr double kMiB = 1048576.0;
 
 CollectiveArgs def(int nodes, int pp = 1) {
-  return make_collective_args(testing::primus_default_network(), nodes, 8, 1, pp);
+  return make_collective_args(NetworkSpec{}, nodes, 8, 1, pp);
 }
 CollectiveArgs m355(int nodes, int pp = 1) {
-  return make_collective_args(testing::primus_mi355x_network(), nodes, 8, 1, pp);
+  return make_collective_args(testing::network("primus_mi355x"), nodes, 8, 1, pp);
 }
 
 TEST(PrimusCollectives, AllReduceGoldens) {
@@ -63,7 +63,7 @@ TEST(PrimusCollectives, SendRecvGoldens) {
 
 // Spec 11.3: the reference's unit tests set the fields directly (bw_eff not applied).
 CollectiveArgs unit_args(int nodes, int hp = 1) {
-  NetworkSpec n = testing::primus_mi300x_network();
+  NetworkSpec n = testing::network("primus_mi300x");
   n.write_latency_us = 0.3;
   n.write_resp_us = 0.3;
   n.hbm_latency_us = 0.1;
@@ -98,7 +98,7 @@ TEST(PrimusCollectives, MonotoneInSizeAndScale) {
 }
 
 TEST(PrimusCollectives, MeshDerate) {
-  const CollectiveArgs a = make_collective_args(testing::primus_mi300x_network(), 1, 8, 2);
+  const CollectiveArgs a = make_collective_args(testing::network("primus_mi300x"), 1, 8, 2);
   // hp = 2 on an 8-GPU mesh: 1/7 of the 448 x 0.7 GB/s.
   EXPECT_NEAR(bw_node(a, -1, false), 448.0 * 0.7 / 7.0, 1e-9);
   EXPECT_NEAR(bw_node(a, 8, true), 448.0 * 0.7 * (1.0 - 0.12), 1e-9);

@@ -93,6 +93,39 @@ TEST(AcceleratorFile, FractionForAnUnsupportedDtypeIsAnError) {
                 "calibration.gemm_peak_fraction.mxfp8", "    mxfp8: {value: 0.5"});
 }
 
+TEST(AcceleratorFile, StatusIsRequiredAndShippingOrAnnounced) {
+  expect_error({"status: {value: shipping", "status: {value: sampling", "status", "status:"});
+  const std::string line = mi300x_text().substr(mi300x_text().find("status:"));
+  ScratchDir dir;
+  const std::string path =
+      dir.write("mi300x.yaml", replaced(mi300x_text(), line.substr(0, line.find('\n') + 1), ""));
+  try {
+    load_accelerator_file(path);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "status") << e.what();
+  }
+}
+
+TEST(AcceleratorFile, TorusKeysOnlyOnATorus) {
+  expect_error({"scaleup_domain: {value: 8",
+                "torus_dims: {value: 2, source: \"x\"}\nscaleup_domain: {value: 8", "torus_dims",
+                "torus_dims:"});
+}
+
+TEST(AcceleratorFile, ExtraPeaksAreInformationalAndSourced) {
+  ScratchDir dir;
+  const AcceleratorSpec a = load_accelerator_file(dir.write(
+      "mi300x.yaml", replaced(mi300x_text(), "  int8: {value: 2600",
+                              "  fp64: {value: 163.4, source: \"R1\"}\n  int8: {value: 2600")));
+  ASSERT_EQ(a.extra_peak_tflops.size(), 2u);
+  EXPECT_EQ(a.extra_peak_tflops[0].format, "fp64");
+  EXPECT_DOUBLE_EQ(a.extra_peak_tflops[0].tflops, 163.4);
+  EXPECT_EQ(a.source_of("peak_tflops.fp64"), "R1");
+  expect_error({"  int8: {value: 2600", "  fp5: {value: 1, source: \"x\"}\n  int8: {value: 2600",
+                "peak_tflops.fp5", "  fp5:"});
+}
+
 TEST(AcceleratorFile, SustainedClockAboveBoostIsAnError) {
   expect_error({"sustained_clock_mhz: {value: 1207", "sustained_clock_mhz: {value: 2500",
                 "sustained_clock_mhz", "sustained_clock_mhz:"});

@@ -57,4 +57,112 @@ TEST(HardwareCli, ShowNetworkAndUnknownName) {
   EXPECT_NE(bad.out.find("unknown accelerator"), std::string::npos) << bad.out;
 }
 
+TEST(HardwareCli, ListShowsStatusAndProvenance) {
+  const CliResult r = run("hardware list");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto row = [&](const std::string& name) {
+    const auto at = r.out.find("\n" + name + " ");
+    return at == std::string::npos ? std::string()
+                                   : r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+  };
+  EXPECT_NE(row("gb300").find("shipping"), std::string::npos) << row("gb300");
+  EXPECT_NE(row("gb300").find("NV1"), std::string::npos) << row("gb300");  // peaks' source id
+  EXPECT_NE(row("gb300").find("borrowed from gb200"), std::string::npos) << row("gb300");
+  EXPECT_NE(row("rubin").find("announced"), std::string::npos) << row("rubin");
+  EXPECT_NE(row("rubin").find("~8333.0"), std::string::npos) << row("rubin");  // estimated bf16
+  EXPECT_NE(row("h100_sxm").find("own"), std::string::npos) << row("h100_sxm");
+}
+
+TEST(HardwareCli, ShowReportsBorrowedEfficiency) {
+  const CliResult r = run("hardware show GB300");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("efficiency borrowed from gb200, not measured on gb300"), std::string::npos)
+      << r.out;
+  const CliResult j = run("hardware show tpu7x --json");
+  ASSERT_EQ(j.exit_code, 0) << j.out;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["derived_from"]["value"], "tpu_v5p");
+  EXPECT_EQ(doc["devices_per_chip"]["value"], 2);
+  EXPECT_EQ(doc["calibration_note"], "efficiency borrowed from tpu_v5p, not measured on tpu7x");
+  EXPECT_EQ(doc["status"]["value"], "shipping");
+  EXPECT_DOUBLE_EQ(doc["scaleup_bw_bytes_per_s"]["value"].get<double>(), 600e9);
+}
+
+// Facts side by side for pairs across vendors and kinds (GPU/TPU, shipping/announced).
+TEST(HardwareCli, CompareAnyPair) {
+  const char* pairs[][2] = {
+      {"h100", "h20"}, {"mi355x", "tpu7x"}, {"gb300", "rubin"}, {"tpu_v4", "mi300a"}};
+  for (const auto& p : pairs) {
+    SCOPED_TRACE(std::string(p[0]) + " vs " + p[1]);
+    const CliResult r = run(std::string("hardware compare ") + p[0] + " " + p[1] + " --json");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const auto doc = nlohmann::json::parse(r.out);
+    EXPECT_FALSE(doc.contains("projection"));
+    bool saw_bf16 = false;
+    for (const auto& f : doc["facts"]) {
+      if (f["field"] != "peak_tflops.bf16") continue;
+      saw_bf16 = true;
+      // The ratio is the second bf16 peak over the first, read back from `hardware show`.
+      const auto a =
+          nlohmann::json::parse(run(std::string("hardware show ") + p[0] + " --json").out);
+      const auto b =
+          nlohmann::json::parse(run(std::string("hardware show ") + p[1] + " --json").out);
+      EXPECT_NEAR(f["ratio"].get<double>(),
+                  b["peak_tflops"]["bf16"]["value"].get<double>() /
+                      a["peak_tflops"]["bf16"]["value"].get<double>(),
+                  1e-9);
+    }
+    EXPECT_TRUE(saw_bf16);
+  }
+  const CliResult text = run("hardware compare h100 h20");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("efficiency borrowed from h100_sxm, not measured on h20"),
+            std::string::npos)
+      << text.out;
+  EXPECT_EQ(run("hardware compare h100 no_such_part").exit_code, 2);
+}
+
+// With a config, the job is projected on both: the speed-up is the ratio of the two projections'
+// tokens/s per GPU, and each side equals `performance --hardware` on its own.
+TEST(HardwareCli, CompareProjectsTheConfigOnBoth) {
+  const std::string cfg =
+      std::string(PROJECTOR_DEFAULT_DATA_DIR) + "/../examples/inline-gpt-1.3B.yaml";
+  const CliResult r = run("hardware compare mi300x h100 --config " + cfg + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& proj = doc["projection"];
+  const double a = proj["a"]["tokens_per_s_per_gpu"].get<double>();
+  const double b = proj["b"]["tokens_per_s_per_gpu"].get<double>();
+  ASSERT_GT(a, 0.0);
+  EXPECT_NEAR(proj["speedup_tokens_per_s_per_gpu"].get<double>(), b / a, 1e-9);
+  const CliResult perf = run("performance --config " + cfg + " --hardware h100 --json -");
+  ASSERT_EQ(perf.exit_code, 0) << perf.out;
+  const auto pj = nlohmann::json::parse(perf.out);
+  EXPECT_NEAR(pj["results"]["tokens_per_s_per_gpu"].get<double>(), b, 1e-6 * b);
+  EXPECT_EQ(pj["job"]["calibration_note"], "");
+  EXPECT_TRUE(pj["job"]["calibration_derived_from"].is_null());
+}
+
+// The performance report carries the borrowed-efficiency note (text and JSON).
+TEST(HardwareCli, PerformanceReportCarriesTheNote) {
+  const std::string cfg =
+      std::string(PROJECTOR_DEFAULT_DATA_DIR) + "/../examples/inline-gpt-1.3B.yaml";
+  const CliResult text = run("performance --config " + cfg + " --hardware gb300");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("efficiency borrowed from gb200, not measured on gb300"),
+            std::string::npos)
+      << text.out;
+  const CliResult json = run("performance --config " + cfg + " --hardware rubin --json -");
+  ASSERT_EQ(json.exit_code, 0) << json.out;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["job"]["accelerator_status"], "announced");
+  EXPECT_EQ(j["job"]["calibration_derived_from"], "gb200");
+  EXPECT_EQ(j["job"]["calibration_note"], "efficiency borrowed from gb200, not measured on rubin");
+  bool noted = false;
+  for (const auto& n : j["notes"])
+    noted = noted || n.get<std::string>().find("announced") == 0 ||
+            n.get<std::string>().find("rubin is announced") == 0;
+  EXPECT_TRUE(noted) << j["notes"].dump();
+}
+
 }  // namespace

@@ -119,6 +119,85 @@ TEST(Match, EveryRunInTheValidationFileMaps) {
   EXPECT_EQ(mapped, 64);
 }
 
+TEST(Match, NewerPartsMapFromTheirUsualNames) {
+  EXPECT_EQ(match("NVIDIA GB300"), "gb300");
+  EXPECT_EQ(match("GB300 NVL72 rack"), "gb300");
+  EXPECT_EQ(match("NVIDIA B300"), "b300");  // not gb300: words match whole
+  EXPECT_EQ(match("HGX B300 with 8x ConnectX-8"), "b300");
+  EXPECT_EQ(match("NVIDIA Blackwell Ultra GPU (B300-SXM-270GB)"), "b300");
+  EXPECT_EQ(match("NVIDIA H20"), "h20");  // not h200
+  EXPECT_EQ(match("8x NVIDIA H200 SXM"), "h200");
+  EXPECT_EQ(match("Vera Rubin NVL72"), "rubin");
+  EXPECT_EQ(match("AMD Instinct MI300A"), "mi300a");
+  EXPECT_EQ(match("AMD Instinct MI300X"), "mi300x");
+  EXPECT_EQ(match("AMD Helios (MI455X)"), "mi455x");
+  EXPECT_EQ(match("Google TPU7x (Ironwood)"), "tpu7x");
+  EXPECT_EQ(match("Ironwood"), "tpu7x");
+  EXPECT_EQ(match("Google TPU v6e (Trillium)"), "tpu_v6e");
+  EXPECT_EQ(match("v5p-512"), "tpu_v5p");
+  // A bare NVL72 names a rack, not a part: GB200, GB300 and Rubin all come in one.
+  EXPECT_FALSE(index().match("NVL72").has_value());
+}
+
+TEST(Match, SeparatorsInsideAModelNameAreIgnored) {
+  EXPECT_EQ(match("Google TPU 7x"), "tpu7x");
+  EXPECT_EQ(match("AMD MI 355X"), "mi355x");
+  EXPECT_EQ(match("NVIDIA GB 300"), "gb300");
+  EXPECT_EQ(match("TPUv5p"), "tpu_v5p");
+  // "GB" right after a number is a unit: this is an H100, not a GB300.
+  EXPECT_EQ(match("NVIDIA H100 96 GB 300 W"), "h100_sxm");
+}
+
+// Every `hardware.accelerator` string of every validation file (calibration_runs.yaml,
+// calibration_runs_moe_tpu.yaml, recsys_runs.yaml) maps to the entry named here, read off the
+// string by hand. A string not in this table fails: add it with the entry it must map to.
+TEST(Match, EveryAcceleratorOfEveryValidationFileMaps) {
+  const std::map<std::string, std::string> expected = {
+      {"AMD Instinct MI300X (192GB HBM3)", "mi300x"},
+      {"AMD Instinct MI325X (256GB HBM3E)", "mi325x"},
+      {"AMD Instinct MI355X", "mi355x"},
+      {"AMD Instinct MI355X (288 GB HBM)", "mi355x"},
+      {"AMD Instinct MI355X (288GB HBM3E)", "mi355x"},
+      {"Google TPU v4", "tpu_v4"},
+      {"Google TPU v5p", "tpu_v5p"},
+      {"Google TPU v6e (Trillium)", "tpu_v6e"},
+      {"Google TPU7x (Ironwood)", "tpu7x"},
+      {"NVIDIA A100 (80GB assumed, Selene)", "a100_80gb"},
+      {"NVIDIA A100 (memory size not stated)", "a100_80gb"},
+      {"NVIDIA A100 SXM4 40GB (AWS p4d.24xlarge)", "a100_40gb"},
+      {"NVIDIA A100 SXM4 80GB", "a100_80gb"},
+      {"NVIDIA B200", "b200"},
+      {"NVIDIA GB200", "gb200"},
+      {"NVIDIA H100 80GB (inferred from script name train_llama3_8b_h100_fp8.sh)", "h100_sxm"},
+      {"NVIDIA H100 80GB HBM3", "h100_sxm"},
+      {"NVIDIA H100 SXM 80GB", "h100_sxm"},
+      {"NVIDIA H100 SXM 80GB (DGX-H100)", "h100_sxm"},
+      {"NVIDIA H100 SXM 96GB HBM2e, 500W power limit (Grand Teton)", "h100_sxm_96gb_500w"},
+  };
+  std::map<std::string, int> runs_per_file;
+  for (const auto& entry : std::filesystem::directory_iterator(data_dir() + "/validation")) {
+    if (entry.path().extension() != ".yaml") continue;
+    const YAML::Node doc = YAML::LoadFile(entry.path().string());
+    const YAML::Node list = doc.IsSequence() ? doc : doc["runs"];
+    ASSERT_TRUE(list.IsSequence()) << entry.path();
+    const std::string file = entry.path().filename().string();
+    for (const auto& run : list) {
+      const std::string text = run["hardware"]["accelerator"].as<std::string>();
+      const auto it = expected.find(text);
+      if (it == expected.end()) {
+        ADD_FAILURE() << file << ": new accelerator string, extend this table: " << text;
+        continue;
+      }
+      EXPECT_EQ(match(text), it->second) << file << ": " << text;
+      ++runs_per_file[file];
+    }
+  }
+  // 64 + 24 + 4 runs in the three files.
+  EXPECT_EQ(runs_per_file["calibration_runs.yaml"], 64);
+  EXPECT_EQ(runs_per_file["calibration_runs_moe_tpu.yaml"], 24);
+  EXPECT_EQ(runs_per_file["recsys_runs.yaml"], 4);
+}
+
 TEST(Match, EveryAliasMapsBackToItsOwnEntry) {
   for (const auto& a : load_accelerator_catalog(data_dir())) {
     EXPECT_EQ(match(a.name), a.name);

@@ -246,21 +246,29 @@ TEST(Schedule, Interleaved) {
   InFlight f3 = in_flight_microbatches(ScheduleKind::kInterleaved, 4, 2, 3, 8);
   EXPECT_EQ(f3.per_chunk[0], 4);
   EXPECT_EQ(f3.per_chunk[1], 1);
-  // m == pp: Megatron runs all m x v forwards first.
+  // m == pp: current Megatron-LM (get_pp_rank_microbatches) caps the warm-up at m x v = 8 instead
+  // of running every forward first (an older Megatron rule): rank 3's warm-up 0 + 4 < 8, so it
+  // holds 4 + 1 = 5; rank 0's 6 + 4 >= 8, so it holds all 8.
   EXPECT_EQ(
-      in_flight_microbatches(ScheduleKind::kInterleaved, 4, 2, 3, 4).total_chunk_microbatches(), 8);
+      in_flight_microbatches(ScheduleKind::kInterleaved, 4, 2, 3, 4).total_chunk_microbatches(), 5);
+  EXPECT_EQ(
+      in_flight_microbatches(ScheduleKind::kInterleaved, 4, 2, 0, 4).total_chunk_microbatches(), 8);
 }
 
-// ZB-H1: rank r holds pp - r full microbatches and r W-only ones. ZBV: 2pp - r of chunk 0 and
-// r + 1 of chunk 1, 2pp + 1 on every rank.
+// ZB-H1: rank r holds pp - r full microbatches and r W-only ones (and never more than m). ZB-V
+// formatted: rank r runs 2(pp - r) - 1 F0, r x (F1, F0), then F1: 2pp - r - 1 of chunk 0 and
+// r + 1 of chunk 1, 2pp chunk-microbatches = pp whole ones, 1F1B's peak (Qi et al. 2023).
 TEST(Schedule, ZeroBubbleAndV) {
   const InFlight z = in_flight_microbatches(ScheduleKind::kZeroBubble, 4, 1, 3, 8);
   EXPECT_EQ(z.per_chunk[0], 1);
   EXPECT_EQ(z.w_only, 3);
+  EXPECT_EQ(
+      in_flight_microbatches(ScheduleKind::kZeroBubble, 4, 1, 2, 2).total_chunk_microbatches(), 2);
   for (int r = 0; r < 4; ++r) {
     const InFlight v = in_flight_microbatches(ScheduleKind::kZbvFormatted, 4, 2, r, 16);
-    EXPECT_EQ(v.per_chunk[0], 8 - r);
-    EXPECT_EQ(v.total_chunk_microbatches(), 9);
+    EXPECT_EQ(v.per_chunk[0], 7 - r);
+    EXPECT_EQ(v.per_chunk[1], r + 1);
+    EXPECT_EQ(v.total_chunk_microbatches(), 8);
   }
   EXPECT_EQ(virtual_stage_index(ScheduleKind::kZbvFormatted, 4, 1, 1), 6);
   EXPECT_EQ(virtual_stage_index(ScheduleKind::kInterleaved, 4, 1, 1), 5);

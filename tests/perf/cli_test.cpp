@@ -45,11 +45,12 @@ TEST(PerformanceCli, BothCarriesMemory) {
   EXPECT_EQ(j["memory"]["verdict"], "FITS");
 }
 
-TEST(PerformanceCli, BenchmarkModeIsReserved) {
+TEST(PerformanceCli, BenchmarkModeNeedsAProfile) {
   const testing::CliResult r =
       run_cli("performance -c " + kExample + " --profiling-mode benchmark");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.out.find("--profiling-mode"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--profiling-mode benchmark"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--profile PROFILE.json"), std::string::npos) << r.out;
 }
 
 TEST(PerformanceCli, ClockAboveBoostIsRejected) {

@@ -31,7 +31,7 @@ TEST(Performance, OneFOneBMakespan) {
   PerfOptions po;
   po.with_memory = false;
   const PerfReport rep = project_performance(job, po);
-  ASSERT_EQ(rep.schedule, schedule::ScheduleAlgorithm::k1F1B);
+  ASSERT_EQ(rep.schedule, ScheduleKind::k1F1B);
   double slowest = 0, sum_stage = 0;
   for (const ChunkTiming& c : rep.chunks) {
     slowest = std::max(slowest, c.f_s + c.b_s + c.w_s);
@@ -77,7 +77,7 @@ TEST(Performance, InterleavingShrinksBubble) {
       testing::make_job(testing::llama31_8b(), {.pp = 4, .vpp = 2, .gpn = 4, .gbs = 8});
   const PerfReport a = project_performance(flat);
   const PerfReport b = project_performance(inter);
-  EXPECT_EQ(b.schedule, schedule::ScheduleAlgorithm::kInterleaved);
+  EXPECT_EQ(b.schedule, ScheduleKind::kInterleaved);
   EXPECT_LT(b.bubble_over_ideal, a.bubble_over_ideal);
   EXPECT_NEAR(b.bubble_over_ideal, 3.0 / 16.0, 0.06);
 }

@@ -342,32 +342,28 @@ TEST(DualPipeV, OverlapHelps) {
 }
 
 TEST(ScheduleSelect, AutoRule) {
-  EXPECT_EQ(select_schedule(ScheduleAlgorithm::kAuto, 4, 2, false).algorithm,
-            ScheduleAlgorithm::kInterleaved);
-  EXPECT_EQ(select_schedule(ScheduleAlgorithm::kAuto, 4, 2, true).algorithm,
-            ScheduleAlgorithm::kInterleaved);
-  EXPECT_EQ(select_schedule(ScheduleAlgorithm::kAuto, 4, 1, true).algorithm,
-            ScheduleAlgorithm::kZeroBubble);
-  EXPECT_EQ(select_schedule(ScheduleAlgorithm::kAuto, 4, 1, false).algorithm,
-            ScheduleAlgorithm::k1F1B);
-  EXPECT_EQ(select_schedule(ScheduleAlgorithm::kZbvGreedyMin, 4, 2, false).algorithm,
-            ScheduleAlgorithm::kZbvGreedyMin);
-  EXPECT_EQ(input_error_key([] { select_schedule(ScheduleAlgorithm::kZbvFormatted, 4, 1, false); }),
+  EXPECT_EQ(select_schedule(ScheduleKind::kAuto, 4, 2, false).algorithm,
+            ScheduleKind::kInterleaved);
+  EXPECT_EQ(select_schedule(ScheduleKind::kAuto, 4, 2, true).algorithm, ScheduleKind::kInterleaved);
+  EXPECT_EQ(select_schedule(ScheduleKind::kAuto, 4, 1, true).algorithm, ScheduleKind::kZeroBubble);
+  EXPECT_EQ(select_schedule(ScheduleKind::kAuto, 4, 1, false).algorithm, ScheduleKind::k1F1B);
+  EXPECT_EQ(select_schedule(ScheduleKind::kZbvGreedyMin, 4, 2, false).algorithm,
+            ScheduleKind::kZbvGreedyMin);
+  EXPECT_EQ(input_error_key([] { select_schedule(ScheduleKind::kZbvFormatted, 4, 1, false); }),
             "virtual_pipeline_model_parallel_size");
-  EXPECT_EQ(input_error_key([] { select_schedule(ScheduleAlgorithm::kInterleaved, 4, 1, false); }),
+  EXPECT_EQ(input_error_key([] { select_schedule(ScheduleKind::kInterleaved, 4, 1, false); }),
             "virtual_pipeline_model_parallel_size");
   EXPECT_EQ(input_error_key([] { build_1f1b(4, 0); }), "num_microbatches");
-  const ScheduleTable t = build_schedule({ScheduleAlgorithm::kAuto, 4, 1, 8, true});
-  EXPECT_EQ(t.algorithm, ScheduleAlgorithm::kZeroBubble);
+  const ScheduleTable t = build_schedule({ScheduleKind::kAuto, 4, 1, 8, true});
+  EXPECT_EQ(t.algorithm, ScheduleKind::kZeroBubble);
 }
 
 TEST(ScheduleSelect, ParseNames) {
   for (const char* name : {"auto", "1f1b", "interleaved", "zero-bubble", "zbv-formatted",
                            "zbv-greedy-min", "zbv-greedy-half", "dualpipev"}) {
-    EXPECT_EQ(to_string(parse_schedule_algorithm(name)), name);
+    EXPECT_EQ(to_string(parse_schedule_kind(name).value()), name);
   }
-  EXPECT_EQ(input_error_key([] { parse_schedule_algorithm("zb-h2"); }),
-            "pipeline_schedule_algorithm");
+  EXPECT_FALSE(parse_schedule_kind("zb-h2").has_value());
 }
 
 // Stage maps. Interleaved PP4 VPP2: stage 5 = rank 1 chunk 1. V-shape PP4: stage 5 = rank 2

@@ -5,19 +5,23 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "projector/cost/attention.h"
 #include "projector/cost/collective.h"
 #include "projector/cost/gemm.h"
+#include "projector/cost/measured.h"
 #include "projector/cost/memory_ops.h"
 
 namespace projector {
 
 class CostCache {
  public:
-  // The cache keeps copies of the specs; all results are for these.
-  CostCache(AcceleratorSpec accelerator, NetworkSpec network, std::size_t initial_capacity = 1024);
+  // The cache keeps copies of the specs; all results are for these. With `measured`, every model
+  // cost of a measured class is scaled by its ratio first (cost/measured.h).
+  CostCache(AcceleratorSpec accelerator, NetworkSpec network, std::size_t initial_capacity = 1024,
+            std::shared_ptr<const MeasuredScale> measured = nullptr);
 
   OpCost gemm(const GemmShape& s);
   OpCost grouped_gemm(std::int64_t groups, std::int64_t m_per_group, std::int64_t n, std::int64_t k,
@@ -34,6 +38,7 @@ class CostCache {
 
   const AcceleratorSpec& accelerator() const { return acc_; }
   const NetworkSpec& network() const { return net_; }
+  const MeasuredScale* measured() const { return measured_.get(); }
 
  private:
   // A key is the op tag plus up to 9 integer/bit-cast words.
@@ -48,10 +53,12 @@ class CostCache {
   };
   template <typename F>
   OpCost lookup(const Key& key, F&& compute);
+  OpCost measure(CostClass cls, const OpCost& model) const;
   void grow();
 
   AcceleratorSpec acc_;
   NetworkSpec net_;
+  std::shared_ptr<const MeasuredScale> measured_;
   std::vector<Slot> slots_;
   std::size_t size_ = 0;
   std::uint64_t hits_ = 0;

@@ -27,6 +27,9 @@ struct OpCost {
   double efficiency = 0.0;     // achieved / peak: FLOP/s over the dtype peak at boost clock,
                                // HBM B/s over peak HBM, or bus bandwidth over raw link bandwidth
   Dtype dtype = Dtype::kBf16;  // the dtype actually priced (after falling back from unsupported)
+  // What a measured provenance refers to (the trace a measured ratio came from); the storage is
+  // owned by the provider (MeasuredScale), which the CostCache that returned the cost keeps alive.
+  std::string_view source;
 
   double achieved_flops_per_s() const { return time_s > 0.0 ? flops / time_s : 0.0; }
   double achieved_bytes_per_s() const { return time_s > 0.0 ? bytes / time_s : 0.0; }

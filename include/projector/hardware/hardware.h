@@ -26,10 +26,22 @@ struct AcceleratorSpec {
   std::string vendor;                // AMD, NVIDIA, Google
   std::string arch;                  // gfx942, sm90, ...
   std::vector<std::string> aliases;  // accepted by --gpu-arch / --hardware
+  std::string status;                // "shipping" or "announced"
+  // The catalogue entry whose calibration this one reuses (`derived_from:`); empty when the
+  // calibration is this part's own. Every report says so (calibration_note()).
+  std::string derived_from;
+  int devices_per_chip = 1;  // framework devices per chip (TPU7x: 2 JAX devices, one per die)
 
   DtypeTable peak_tflops{};  // dense peak per dtype at boost clock; 0 = unsupported
-  int compute_units = 0;     // CUs / SMs / TensorCores
-  int dies = 1;              // XCDs / GCDs seen by one kernel
+  // Published dense peaks of formats the cost models do not price (fp64, fp6, mxfp6, mxfp4,
+  // nvfp4, int8 in TOP/s); sources under "peak_tflops.<format>". 0 = unsupported / unpublished.
+  struct ExtraPeak {
+    std::string format;
+    double tflops = 0.0;
+  };
+  std::vector<ExtraPeak> extra_peak_tflops;
+  int compute_units = 0;  // CUs / SMs / TensorCores; 0 = unpublished (roofline GEMM pricing)
+  int dies = 1;           // XCDs / GCDs seen by one kernel
   double boost_clock_mhz = 0.0;
   double sustained_clock_mhz = 0.0;  // typical clock under GEMM load (power managed); 0 = boost
   double hbm_bytes = 0.0;
@@ -40,8 +52,15 @@ struct AcceleratorSpec {
   int default_gpus_per_node = 8;
   double scaleup_bw_bytes_per_s = 0.0;  // per GPU, one direction
   std::string scaleup_topology;         // "switch" (NVSwitch), "mesh" (xGMI) or "torus" (TPU ICI)
-  std::string default_network;          // network catalogue name used when none is given
-  std::string file;                     // the YAML file it was loaded from (empty if built in code)
+  // Facts about the fabrics; the collective model reads the network file, not these.
+  int scaleup_domain = 0;                    // GPUs/chips in one scale-up domain; 0 = unknown
+  int scaleup_links = 0;                     // scale-up links per GPU/chip; 0 = unknown
+  double scaleup_link_bw_bytes_per_s = 0.0;  // per link, one direction; 0 = unknown
+  int torus_dims = 0;                        // 2 or 3 for a torus fabric, else 0
+  std::string torus_wraparound;  // always / full_axis / cube_multiples / none; "" = not a torus
+  double scaleout_bw_bytes_per_s = 0.0;  // NIC / DCN bandwidth per GPU/chip, one direction
+  std::string default_network;           // network catalogue name used when none is given
+  std::string file;  // the YAML file it was loaded from (empty if built in code)
 
   // Where each non-calibration fact came from, keyed by its field path in the YAML file
   // ("peak_tflops.bf16", "hbm_capacity", ...). Calibration values carry their own sources.
@@ -85,6 +104,11 @@ struct AcceleratorSpec {
   } calibration;
 
   double peak_flops(Dtype d) const { return peak_tflops[static_cast<int>(d)] * 1e12; }
+  // "efficiency borrowed from b200, not measured on gb300" for a derived entry, else "".
+  std::string calibration_note() const {
+    if (derived_from.empty()) return {};
+    return "efficiency borrowed from " + derived_from + ", not measured on " + name;
+  }
   // The source recorded for `field`, or an empty string.
   const std::string& source_of(const std::string& field) const {
     static const std::string kNone;

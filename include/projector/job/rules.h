@@ -83,10 +83,6 @@ LayoutRule check_layout(const RuleFacts& facts, const LayoutChoice& choice);
 
 namespace rules_detail {
 
-inline bool splits_backward(ScheduleKind s) {
-  return s == ScheduleKind::kZeroBubble || is_v_shape(s);
-}
-
 // `Int` is the width of the world-size arithmetic: 32 bits whenever the world fits (the sweep's
 // hot path; 32-bit division is several times faster), 64 bits otherwise. Group sizes above the
 // world cannot divide it and are rejected before any narrowing.
@@ -141,7 +137,8 @@ inline LayoutRule check_schedule(const RuleFacts& f, const LayoutChoice& c, std:
   if (c.schedule == ScheduleKind::kDualPipeV && m < 2 * c.pp) {
     return LayoutRule::kDualPipeMicrobatches;
   }
-  if (c.full_recompute && splits_backward(c.schedule)) return LayoutRule::kSplitBackwardRecompute;
+  if (c.full_recompute && projector::splits_backward(c.schedule))
+    return LayoutRule::kSplitBackwardRecompute;
   const int stages = c.pp * c.vpp;
   if (f.search && c.recompute_block_layers != 0 &&
       (c.recompute_block_layers < 1 || c.recompute_block_layers >= f.layers / stages)) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "projector/model/job.h"
+#include "projector/schedule/in_flight.h"
 
 namespace projector {
 
@@ -81,6 +82,13 @@ struct MemoryOptions {
   double moe_dropless_imbalance_upper = 2.0;
   // Re-run the projection with each remedy when the verdict is not FITS.
   bool suggest_remedies = true;
+  // Optional memo of the schedule tables' in-flight states (one per thread, e.g. a sweep worker's);
+  // null: each projection builds the table it needs.
+  schedule::InFlightCache* in_flight_cache = nullptr;
+  // Optional: the table the job's schedule resolves to, when the caller has already built it (the
+  // performance projection). Used only when it matches the job's schedule, PP, VPP and
+  // microbatches.
+  const schedule::ScheduleTable* table = nullptr;
 };
 
 // Saved bytes of `layer` for one microbatch under the job's parallelism, precision and recompute
@@ -89,35 +97,31 @@ struct MemoryOptions {
 LayerActivation layer_activation(const JobSpec& job, const LayerSpec& layer, bool upper = false,
                                  const MemoryOptions& options = {});
 
-// Pipeline in-flight model. Each rank holds `per_chunk[c]` microbatches of its chunk c at the
-// activation peak, plus `w_only` microbatches whose B ran but whose W has not (zero bubble).
-//  * pp == 1: one microbatch.
-//  * 1F1B: rank r holds min(pp - r, m) microbatches.
-//  * Interleaved (Megatron): warm-up (pp - r - 1) * 2 + (v - 1) * pp forwards, +1 in steady state,
-//    capped at m * v; the in-flight set is the first that many forwards in Megatron's order
-//    (groups of pp microbatches per chunk), so uneven chunks are summed exactly.
-//  * ZB-H1 (Qi et al. 2023): the same min(pp - r, m) full microbatches as 1F1B; W of rank r is
-//    delayed by up to r slots, so min(r, m) more microbatches keep their W set (GEMM inputs and
-//    output grads). The first rank holds pp full microbatches, as 1F1B does.
-//  * V schedules (2 chunks; chunk 0 = virtual stage r, chunk 1 = virtual stage 2pp - 1 - r):
-//    treated as a 1F1B pipeline of 2pp virtual stages, stage z holds 2pp - z microbatches, so
-//    rank r holds 2pp - r of chunk 0 and r + 1 of chunk 1 (2pp + 1 chunk-microbatches on every
-//    rank, about pp whole-rank microbatches: the V-ZB memory of Qi et al. 2024). V-Half keeps
-//    half (ceil) and V-Min a third (ceil) of each; DualPipeV holds pp + 1 microbatches of each
-//    chunk (DeepSeek-V3 report: DualPipe activation memory PP + 1). All capped at m.
+// Pipeline in-flight microbatches of one rank at its activation peak, read from the schedule
+// table the simulator runs (schedule/in_flight.h): `per_chunk[c]` microbatches of chunk c hold all
+// their saved activations (F ran, B not yet), `w_only_per_chunk[c]` only the weight-gradient
+// inputs (a split B ran, its W not yet: the zero-bubble family). Which state is the peak depends
+// on the chunks' sizes, so project_memory evaluates every state the rank passes through that no
+// other covers and keeps the largest. E.g. 1F1B: rank r holds min(pp - r, m); interleaved: the
+// first warm-up + 1 forwards in Megatron's order (warm-up = 2 (pp - r - 1) + (v - 1) pp, capped at
+// m v as in Megatron-LM's get_pp_rank_microbatches); ZB-H1: pp - r full plus r W-only (when m
+// allows); ZB-V: 2 pp chunk-microbatches (Qi et al. 2023); V-Half / V-Min: the (p + 2) // 2 and
+// (p + 4) // 3 whole microbatches of Qi et al. 2024; DualPipeV: 2 pp + 1 (DeepSeek's DualPipe:
+// PP + 1 stage-microbatches with PP = 2 x devices).
 struct InFlight {
-  std::vector<double> per_chunk;  // indexed by chunk
-  double w_only = 0.0;
+  std::vector<double> per_chunk;         // indexed by chunk
+  std::vector<double> w_only_per_chunk;  // indexed by chunk
+  double w_only = 0.0;                   // sum of w_only_per_chunk
   double total_chunk_microbatches() const;
 };
-// Resolved schedule: kAuto -> 1F1B (vpp == 1) or interleaved.
-ScheduleKind resolve_schedule(ScheduleKind requested, int pp, int vpp);
+// The largest in-flight state (by count; the first one reached) of pipeline rank `pp_rank` for
+// the schedule `schedule` resolves to (schedule::select_schedule). Throws InputError when the
+// schedule cannot be built for that shape, as the performance projection does.
 InFlight in_flight_microbatches(ScheduleKind schedule, int pp, int vpp, int pp_rank,
-                                int num_microbatches);
-// Interleaved only: chunk of the k-th forward in Megatron's order.
-int interleaved_forward_chunk(int k, int pp, int vpp);
+                                int num_microbatches, schedule::InFlightCache* cache = nullptr);
 // Virtual stage that pipeline rank r runs as chunk c: interleaved c*pp + r; V schedules
-// c == 0 ? r : 2pp - 1 - r. (ParallelSpec::stages is in data-flow order.)
+// c == 0 ? r : 2pp - 1 - r (schedule::ScheduleTable::stage_of). ParallelSpec::stages is in
+// data-flow order.
 int virtual_stage_index(ScheduleKind schedule, int pp, int pp_rank, int chunk);
 
 // Parameter counts held by one pipeline rank (after TP/EP sharding, before DP/FSDP sharding).
@@ -136,8 +140,13 @@ struct RankMemory {
   bool has_output = false;
   int mtp_layers = 0;
   RankParams params;
-  InFlight in_flight;
+  InFlight in_flight;                            // the state at the point activation peak
   double activation_per_microbatch_bytes = 0.0;  // all chunks, one microbatch
+  // Per chunk, one microbatch (point): all saved activations, and what a split B leaves until W.
+  // The activation component is sum_c in_flight.per_chunk[c] x activation_per_chunk_bytes[c] +
+  // in_flight.w_only_per_chunk[c] x w_only_per_chunk_bytes[c].
+  std::vector<double> activation_per_chunk_bytes;
+  std::vector<double> w_only_per_chunk_bytes;
   ComponentBytes point{};
   ComponentBytes upper{};
   double total_point_bytes = 0.0;

@@ -17,6 +17,7 @@
 #include "projector/model/recommendation.h"
 #include "projector/util/bounds.h"
 #include "projector/util/dtype.h"
+#include "projector/util/schedule_kind.h"
 
 namespace projector {
 
@@ -200,23 +201,6 @@ enum class OptimizerKind { kAdam, kSgd, kMuon };
 // kFa2: a FlashAttention-2-class kernel (the flash-attn package, PyTorch SDPA's flash backend).
 enum class AttentionKernel : std::uint8_t { kFused, kFa2 };
 
-enum class ScheduleKind {
-  kAuto,
-  k1F1B,
-  kInterleaved,
-  kZeroBubble,  // ZB-H1
-  kZbvFormatted,
-  kZbvGreedyMin,
-  kZbvGreedyHalf,
-  kDualPipeV,
-};
-
-// The V-shape schedules (two chunks per rank folded in a V): ZB-V variants and DualPipeV.
-constexpr bool is_v_shape(ScheduleKind s) {
-  return s == ScheduleKind::kZbvFormatted || s == ScheduleKind::kZbvGreedyMin ||
-         s == ScheduleKind::kZbvGreedyHalf || s == ScheduleKind::kDualPipeV;
-}
-
 struct RuntimeSpec {
   int micro_batch_size = 1;
   int global_batch_size = 1;
@@ -295,7 +279,6 @@ struct JobSpec {
 // of repairing it. Also refuses a model family the projections do not model yet.
 void check_job_invariants(const JobSpec& job);
 
-std::string_view to_string(ScheduleKind s);
 std::string_view to_string(RecomputeGranularity g);
 std::string_view to_string(Fp8Recipe r);
 std::string_view to_string(FsdpKind f);

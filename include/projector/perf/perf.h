@@ -51,7 +51,7 @@ struct PerfReport {
   // Inputs, resolved.
   int world_size = 0;
   int num_microbatches = 0;
-  schedule::ScheduleAlgorithm schedule = schedule::ScheduleAlgorithm::k1F1B;
+  ScheduleKind schedule = ScheduleKind::k1F1B;  // resolved
   std::string schedule_reason;
   // Results.
   double iteration_s = 0.0;
@@ -86,7 +86,5 @@ PerfReport project_performance(const JobSpec& job, CostCache& cache,
                                const PerfOptions& options = {});
 // Convenience: builds a private cache.
 PerfReport project_performance(const JobSpec& job, const PerfOptions& options = {});
-
-schedule::ScheduleAlgorithm to_algorithm(ScheduleKind kind);
 
 }  // namespace projector

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "projector/model/job.h"
 #include "projector/perf/perf.h"
@@ -20,6 +21,21 @@ std::string op_table_text(const JobSpec& job, const PerfReport& rep);
 std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent = 2);
 // {"traceEvents": [...]} with one process per pipeline rank and one thread per stream.
 std::string chrome_trace_json(const PerfReport& rep);
+// One node count of `--scan-nodes` (strong scaling over data parallelism: the global batch is
+// fixed).
+struct ScalingPoint {
+  int nodes = 0;
+  std::string error;  // why this size is impossible (an InputError's message); the rest unset
+  int world_size = 0;
+  int dp = 0;
+  int num_microbatches = 0;
+  double iteration_s = 0.0;
+  double tokens_per_s = 0.0;
+  double tokens_per_s_per_gpu = 0.0;
+  double mfu = 0.0;
+};
+// The `scaling` array of `performance --json` (docs/json-schema.md).
+std::string scaling_json(const std::vector<ScalingPoint>& points, int indent = 2);
 // Short description of an op's shape ("4096x14336x4096 bf16", "b2 h32/8 s8192 d128 causal").
 std::string describe_op_shape(const Op& op);
 

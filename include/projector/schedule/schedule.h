@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "projector/util/schedule_kind.h"
+
 namespace projector::schedule {
 
 // F: forward. B: backward w.r.t. inputs only (zero-bubble split). W: weight-gradient backward of
@@ -34,21 +36,6 @@ struct Action {
   friend bool operator==(const Action&, const Action&) = default;
 };
 
-enum class ScheduleAlgorithm {
-  kAuto,
-  k1F1B,           // "1f1b"             PipeDream-flush / Megatron non-interleaved
-  kInterleaved,    // "interleaved"      Megatron interleaved 1F1B (vpp >= 2)
-  kZeroBubble,     // "zero-bubble"      ZB-H1 (Qi et al. 2023), vpp == 1
-  kZbvFormatted,   // "zbv-formatted"    ZB-V hand-formatted V-shape, vpp == 2
-  kZbvGreedyMin,   // "zbv-greedy-min"   V-shape, controllable memory "V-Min", vpp == 2
-  kZbvGreedyHalf,  // "zbv-greedy-half"  V-shape, controllable memory "V-Half", vpp == 2
-  kDualPipeV,      // "dualpipev"        DeepSeek DualPipeV (cut-in-half DualPipe), vpp == 2
-};
-
-// Accepts the names above plus "auto"; throws projector::InputError (key
-// "pipeline_schedule_algorithm") for anything else.
-ScheduleAlgorithm parse_schedule_algorithm(std::string_view text);
-std::string_view to_string(ScheduleAlgorithm algorithm);
 std::string_view to_string(Phase phase);
 
 enum class StageLayout { kInterleaved, kVShape };
@@ -58,7 +45,7 @@ struct StageLocation {
 };
 
 struct ScheduleTable {
-  ScheduleAlgorithm algorithm = ScheduleAlgorithm::k1F1B;
+  ScheduleKind algorithm = ScheduleKind::k1F1B;
   StageLayout layout = StageLayout::kInterleaved;
   int pp = 1;
   int vpp = 1;
@@ -95,10 +82,10 @@ int last_action(const ScheduleTable& table, int rank, int chunk,
 // vpp == 2. An explicit request that does not fit the shape is an InputError, never a silent
 // fallback (Primus falls back to interleaved or asserts).
 struct ScheduleSelection {
-  ScheduleAlgorithm algorithm = ScheduleAlgorithm::k1F1B;
+  ScheduleKind algorithm = ScheduleKind::k1F1B;
   std::string reason;  // one line, for the report
 };
-ScheduleSelection select_schedule(ScheduleAlgorithm requested, int pp, int vpp, bool zero_bubble);
+ScheduleSelection select_schedule(ScheduleKind requested, int pp, int vpp, bool zero_bubble);
 
 // Which ZBV greedy memory setting (Qi et al. 2024, "Pipeline Parallelism with Controllable
 // Memory"): kMin keeps about 1/3 of 1F1B's activation peak, kHalf about 1/2.
@@ -120,14 +107,14 @@ ScheduleTable build_zbv_greedy(int pp, int microbatches, ZbvMemory memory);
 ScheduleTable build_dualpipev(int pp, int microbatches);
 
 struct ScheduleRequest {
-  ScheduleAlgorithm algorithm = ScheduleAlgorithm::kAuto;
+  ScheduleKind algorithm = ScheduleKind::kAuto;
   int pp = 1;
   int vpp = 1;
   int microbatches = 1;
   bool zero_bubble = false;       // only consulted by kAuto
   int microbatch_group_size = 0;  // interleaved only; 0 = pp
 };
-// Resolves kAuto with select_schedule and calls the matching builder.
+// Resolves ScheduleKind::kAuto with select_schedule and calls the matching builder.
 ScheduleTable build_schedule(const ScheduleRequest& request);
 
 }  // namespace projector::schedule

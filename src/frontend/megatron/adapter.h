@@ -36,11 +36,9 @@ void read_parallel(ArgReader& r, const ModelSpec& model, JobDraft& d);
 void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d);
 
 // Megatron / Primus pipeline schedule names (pipeline_schedule_algorithm, Primus pp_algorithm,
-// --pipeline-schedule-algorithm); nullopt for an unknown name.
+// --pipeline-schedule-algorithm): the shared vocabulary (util/schedule_kind.h) plus "all", the
+// CLI's "compare every schedule"; nullopt for an unknown name.
 std::optional<ScheduleKind> parse_schedule_name(std::string_view text);
-inline constexpr const char* kScheduleNames =
-    "auto, 1f1b, interleaved, zerobubble, zbv-formatted, zbv-greedy-min, zbv-greedy-half, "
-    "dualpipev";
 
 // A stated integer within [1, kMaxCount]; nullopt when the key is absent.
 std::optional<int> positive_arg(ArgReader& r, const std::string& key);

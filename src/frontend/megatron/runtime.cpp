@@ -202,7 +202,7 @@ void read_schedule(ArgReader& r, JobDraft& d) {
     const std::optional<ScheduleKind> s = parse_schedule_name(text);
     if (!s) {
       r.fail("pipeline_schedule_algorithm",
-             fmt::format("unknown pipeline schedule '{}' ({})", text, kScheduleNames));
+             fmt::format("unknown pipeline schedule '{}' ({})", text, schedule_kind_names()));
     }
     d.schedule = *s;
   }
@@ -256,21 +256,8 @@ void read_optimizer(ArgReader& r, JobDraft& d) {
 }  // namespace
 
 std::optional<ScheduleKind> parse_schedule_name(std::string_view text) {
-  const std::string s = to_lower(text);
-  if (s == "auto" || s == "all") return ScheduleKind::kAuto;
-  if (s == "1f1b") return ScheduleKind::k1F1B;
-  if (s == "interleaved" || s == "1f1b-interleaved" || s == "interleaved-1f1b" ||
-      s == "interleaved_1f1b") {
-    return ScheduleKind::kInterleaved;
-  }
-  if (s == "zerobubble" || s == "zero-bubble" || s == "zb-h1" || s == "zerobubble-heuristic") {
-    return ScheduleKind::kZeroBubble;
-  }
-  if (s == "zbv-formatted" || s == "zbv") return ScheduleKind::kZbvFormatted;
-  if (s == "zbv-greedy-min") return ScheduleKind::kZbvGreedyMin;
-  if (s == "zbv-greedy-half") return ScheduleKind::kZbvGreedyHalf;
-  if (s == "dualpipev" || s == "dualpipe-v") return ScheduleKind::kDualPipeV;
-  return std::nullopt;
+  if (to_lower(text) == "all") return ScheduleKind::kAuto;  // the CLI's "compare every schedule"
+  return parse_schedule_kind(text);
 }
 
 void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d) {

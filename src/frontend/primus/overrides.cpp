@@ -105,9 +105,9 @@ void apply_cli(const CliOverrides& c, JobDraft& d) {
     const std::optional<ScheduleKind> s = parse_schedule_name(*c.pipeline_schedule);
     const SourceLocation where{"--pipeline-schedule-algorithm", 0, 0};
     if (!s) {
-      throw InputError(
-          where, d.key(DraftField::kSchedule),
-          fmt::format("unknown pipeline schedule '{}' ({})", *c.pipeline_schedule, kScheduleNames));
+      throw InputError(where, d.key(DraftField::kSchedule),
+                       fmt::format("unknown pipeline schedule '{}' ({})", *c.pipeline_schedule,
+                                   schedule_kind_names()));
     }
     d.schedule = *s;
     d.set_origin(DraftField::kSchedule, d.key(DraftField::kSchedule), where);

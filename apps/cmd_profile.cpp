@@ -1,0 +1,89 @@
+// `projector profile --trace TRACE.json[.gz] --config X [--json OUT] [--fitted OUT.yaml]`:
+// reads a PyTorch profiler (Kineto) trace of a few training steps, attributes its GPU time to the
+// workload's op classes and compares it with the cost models on the same job. The JSON it writes
+// is the measured profile `--profiling-mode benchmark --profile` reads.
+#include <fmt/core.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+
+#include "commands.h"
+#include "job_options.h"
+#include "projector/hardware/catalog.h"
+#include "projector/profile/profile.h"
+#include "projector/util/error.h"
+
+namespace projector::cli {
+namespace {
+
+struct ProfileOptions {
+  JobOptions job;
+  std::string trace;
+  std::string json_path;
+  std::string fitted_path;
+  int pp_rank = 0;
+  int benchmark_gpus = 0;
+  double launch_gap_us = 100.0;
+};
+
+void write_text(const std::string& path, const std::string& text, const std::string& key) {
+  if (path == "-") {
+    fmt::print("{}\n", text);
+    return;
+  }
+  std::ofstream out(path);
+  if (!out) throw InputError({path, 0, 0}, key, "cannot open the file for writing");
+  out << text << '\n';
+}
+
+int run_profile(ProfileOptions o) {
+  const profile::TraceData trace = profile::read_trace(o.trace);
+  profile::AnalyzeOptions ao;
+  ao.launch_gap_us = o.launch_gap_us;
+  profile::MeasuredProfile p = profile::analyze_trace(trace, ao);
+  // No --hardware and no PRIMUS_GPU_ARCH: the accelerator the trace was recorded on.
+  const char* env_arch = std::getenv("PRIMUS_GPU_ARCH");
+  if (o.job.hardware.empty() && (env_arch == nullptr || *env_arch == '\0') && !p.device.empty()) {
+    const std::string dir = o.job.data_dir.empty() ? default_data_dir() : o.job.data_dir;
+    if (auto name = match_accelerator_name(p.device, dir)) o.job.hardware = *name;
+  }
+  const JobSpec target = build_job(o.job);
+  for (const std::string& w : target.warnings) fmt::print(stderr, "projector: warning: {}\n", w);
+  const JobSpec bench =
+      profile::reduce_to_bench(target, o.benchmark_gpus, p.model.bench.reductions);
+  profile::CompareOptions co;
+  co.pp_rank = o.pp_rank;
+  co.data_dir = o.job.data_dir;
+  profile::compare_with_job(p, bench, co);
+  if (o.json_path != "-") fmt::print("{}", profile::profile_text(p));
+  if (!o.json_path.empty()) write_text(o.json_path, profile::profile_json(p), "--json");
+  if (!o.fitted_path.empty()) write_text(o.fitted_path, profile::fitted_yaml(p), "--fitted");
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<ProfileOptions>();
+  auto* cmd = app.add_subcommand(
+      "profile", "measured profile of a PyTorch profiler trace, compared with the cost models");
+  add_job_options(cmd, o->job);
+  cmd->add_option("--trace", o->trace, "Kineto / Chrome trace JSON (or .json.gz)")->required();
+  cmd->add_option("--json", o->json_path,
+                  "write the measured profile (JSON) to FILE ('-': stdout)");
+  cmd->add_option("--fitted", o->fitted_path,
+                  "write the calibration values the trace implies (YAML fragment) to FILE");
+  cmd->add_option("--pp-rank", o->pp_rank, "pipeline rank the trace was taken on (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--benchmark-gpus", o->benchmark_gpus,
+                  "GPUs the traced bench run used; the config is reduced to fit them as the "
+                  "projection does (PP flattened, then EP, then TP)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--launch-gap-us", o->launch_gap_us,
+                  "idle gaps up to this long count as launch latency of the next kernel (100)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->callback([o, &exit_code] { exit_code = run_profile(*o); });
+}
+
+}  // namespace projector::cli

@@ -1,0 +1,22 @@
+// The report files every projecting command can write (--json, --csv, --html) and what an HTML
+// report records about how it was made.
+#pragma once
+
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace projector::cli {
+
+// Writes `text` to `path` ('-': stdout); `flag` names the option in the error when it cannot.
+void write_output(const std::string& path, const std::string& text, const std::string& flag);
+
+// A file's text for the report's "inputs" section (empty when it cannot be read).
+std::string read_input_text(const std::string& path);
+
+// "projector <command> --opt value ..." as parsed: the options the user gave, in order.
+std::string command_line(const CLI::App& command);
+
+}  // namespace projector::cli
