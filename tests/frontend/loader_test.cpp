@@ -564,10 +564,23 @@ TEST(Keys, EditDistanceAndTokenizers) {
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3);
   const KeySchema keys = builtin_adapters().find("megatron")->key_schema(kRepoData);
   EXPECT_EQ(keys.nearest("num_layer"), "num_layers");
-  EXPECT_EQ(tokenizer_vocab_size("HuggingFaceTokenizer", "meta-llama/Llama-3.1-8B"), 128256);
-  EXPECT_EQ(tokenizer_vocab_size("DeepSeekV3Tokenizer", ""), 129280);
-  EXPECT_EQ(tokenizer_vocab_size("HuggingFaceTokenizer", "Qwen/Qwen2.5-3B"), 151936);
-  EXPECT_FALSE(tokenizer_vocab_size("Nope", "nope"));
+  auto vocab = [](const char* type, const char* model) {
+    const auto v = tokenizer_vocab_size(type, model, kRepoData);
+    return v ? v->vocab_size : -1;
+  };
+  EXPECT_EQ(vocab("HuggingFaceTokenizer", "meta-llama/Llama-3.1-8B"), 128256);
+  EXPECT_EQ(vocab("DeepSeekV3Tokenizer", ""), 129280);
+  EXPECT_EQ(vocab("HuggingFaceTokenizer", "Qwen/Qwen2.5-3B"), 151936);
+  EXPECT_EQ(vocab("Nope", "nope"), -1);
+  // The tokenizers Primus' shipped presets name (issue 12 item 11): the more specific name wins.
+  EXPECT_EQ(vocab("Llama4Tokenizer", "meta-llama/Llama-4-Scout-17B-16E"), 202048);
+  EXPECT_EQ(vocab("HuggingFaceTokenizer", "Qwen/Qwen3.5-35B-A3B"), 248320);
+  EXPECT_EQ(vocab("HuggingFaceTokenizer", "Qwen/Qwen3-8B"), 151936);
+  EXPECT_EQ(vocab("KimiK2Tokenizer", "moonshotai/Kimi-K2-Instruct"), 163840);
+  EXPECT_EQ(vocab("HuggingFaceTokenizer", "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"), 151936);
+  EXPECT_EQ(vocab("HuggingFaceTokenizer", "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"), 152064);
+  EXPECT_EQ(vocab("Lfm2Tokenizer", ""), 65536);
+  EXPECT_FALSE(tokenizer_vocab_size("KimiK2Tokenizer", "", kRepoData)->source.empty());
 }
 
 }  // namespace

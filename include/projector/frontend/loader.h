@@ -68,8 +68,9 @@ struct ResolvedConfig {
 ResolvedConfig resolve_config(const LoadRequest& request);
 
 // Megatron arguments -> ModelSpec (every default applied is appended to `defaults`).
-ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defaults,
-                      std::vector<std::string>& warnings);
+// `data_dir`: the catalogue (the tokenizer table for presets that name no vocabulary size).
+ModelSpec build_model(const ConfigValue& args, const std::string& data_dir,
+                      std::vector<AppliedDefault>& defaults, std::vector<std::string>& warnings);
 
 // The neutral draft of a resolved config: its back-end adapter's reading, then the environment
 // and CLI overrides.
@@ -98,9 +99,15 @@ std::string model_preset_source(const std::string& name, const std::string& data
 // Levenshtein distance (exposed for tests and for nearest-name suggestions elsewhere).
 int edit_distance(std::string_view a, std::string_view b);
 
-// Megatron's vocabulary for a tokenizer (tokenizer_model, else tokenizer_type); nullopt if
+// The vocabulary of a tokenizer (tokenizer_model, else tokenizer_type) from the table
+// data/frameworks/tokenizers/vocab_sizes.yaml of `data_dir`, with the row's source; nullopt if
 // unknown.
-std::optional<std::int64_t> tokenizer_vocab_size(const std::string& tokenizer_type,
-                                                 const std::string& tokenizer_model);
+struct TokenizerVocab {
+  std::int64_t vocab_size = 0;
+  std::string source;
+};
+std::optional<TokenizerVocab> tokenizer_vocab_size(const std::string& tokenizer_type,
+                                                   const std::string& tokenizer_model,
+                                                   const std::string& data_dir);
 
 }  // namespace projector

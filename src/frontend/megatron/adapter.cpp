@@ -89,7 +89,7 @@ JobDraft MegatronAdapter::normalize(AdapterInput& in) const {
   d.defaults = in.defaults;
   d.warnings = in.warnings;
   warn_unknown_keys(in, key_schema(in.data_dir), d);
-  d.model = build_model(in.args, d.defaults, d.warnings);
+  d.model = build_model(in.args, in.data_dir, d.defaults, d.warnings);
   d.model.name = in.model_name;
   ArgReader r(in.args, d.defaults);
   name_model_fields(r, d);

@@ -89,7 +89,7 @@ void read_embeddings(ArgReader& r, ModelSpec& m) {
 }
 
 // Vocabulary: padded_vocab_size > vocab_size > the tokenizer's published size.
-void read_vocabulary(ArgReader& r, ModelSpec& m) {
+void read_vocabulary(ArgReader& r, const std::string& data_dir, ModelSpec& m) {
   if (r.has("padded_vocab_size")) {
     m.vocab_size = r.require_int("padded_vocab_size");
     m.make_vocab_size_divisible_by = 1;
@@ -103,15 +103,17 @@ void read_vocabulary(ArgReader& r, ModelSpec& m) {
     } else {
       const std::string type = r.string_or("tokenizer_type", "", "");
       const std::string model = r.string_or("tokenizer_model", "", "");
-      const std::optional<std::int64_t> vocab = tokenizer_vocab_size(type, model);
+      const std::optional<TokenizerVocab> vocab = tokenizer_vocab_size(type, model, data_dir);
       if (!vocab) {
         r.fail(r.has("tokenizer_model") ? "tokenizer_model" : "vocab_size",
-               fmt::format("vocabulary size unknown for tokenizer '{}' / '{}': set vocab_size",
+               fmt::format("vocabulary size unknown for tokenizer '{}' / '{}' (not in "
+                           "data/frameworks/tokenizers/vocab_sizes.yaml): set vocab_size",
                            type.empty() ? "-" : type, model.empty() ? "-" : model));
       }
-      m.vocab_size = *vocab;
-      r.note("vocab_size", fmt::format("{}", *vocab),
-             fmt::format("published vocabulary of tokenizer {}", model.empty() ? type : model));
+      m.vocab_size = vocab->vocab_size;
+      r.note("vocab_size", fmt::format("{}", vocab->vocab_size),
+             fmt::format("vocabulary of tokenizer {} ({})", model.empty() ? type : model,
+                         vocab->source));
     }
   }
   if (m.vocab_size <= 0) r.fail("vocab_size", "must be positive");
@@ -270,15 +272,15 @@ MoeSpec read_moe(ArgReader& r, int num_layers, const MlpSpec& mlp, std::vector<i
 
 }  // namespace
 
-ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defaults,
-                      std::vector<std::string>& warnings) {
+ModelSpec build_model(const ConfigValue& args, const std::string& data_dir,
+                      std::vector<AppliedDefault>& defaults, std::vector<std::string>& warnings) {
   ArgReader r(args, defaults);
   ModelSpec m;
   const int num_layers = checked_int(r, "num_layers", r.require_int("num_layers"), 1);
   m.hidden_size = checked_int(r, "hidden_size", r.require_int("hidden_size"), 1);
   const int heads = checked_int(r, "num_attention_heads", r.require_int("num_attention_heads"), 1);
   read_embeddings(r, m);
-  read_vocabulary(r, m);
+  read_vocabulary(r, data_dir, m);
   const AttentionSpec attn = read_attention(r, m, heads, warnings);
   const MlpSpec mlp = read_mlp(r, m);
   std::vector<int> full_attention_layer;

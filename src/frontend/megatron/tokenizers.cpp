@@ -1,40 +1,47 @@
 // Megatron's vocabulary for a tokenizer, for model presets that name a tokenizer instead of a
-// vocabulary size.
+// vocabulary size: the table data/frameworks/tokenizers/vocab_sizes.yaml (each row with its
+// source).
+#include <filesystem>
 #include <string>
 
 #include "projector/frontend/loader.h"
 #include "projector/util/text.h"
 
 namespace projector {
+namespace {
 
-std::optional<std::int64_t> tokenizer_vocab_size(const std::string& tokenizer_type,
-                                                 const std::string& tokenizer_model) {
+std::optional<TokenizerVocab> row_of(const ConfigValue& row, const std::string& path) {
+  const ConfigValue* n = row.find("vocab_size");
+  if (n == nullptr || n->kind != ConfigValue::Kind::kInt || n->i <= 0) {
+    throw InputError(row.where, "vocab_size", "tokenizer table row needs a positive vocab_size");
+  }
+  const ConfigValue* src = row.find("source");
+  return TokenizerVocab{n->i, src != nullptr ? src->to_text() : path};
+}
+
+}  // namespace
+
+std::optional<TokenizerVocab> tokenizer_vocab_size(const std::string& tokenizer_type,
+                                                   const std::string& tokenizer_model,
+                                                   const std::string& data_dir) {
+  const std::string path =
+      (std::filesystem::path(data_dir) / "frameworks" / "tokenizers" / "vocab_sizes.yaml").string();
+  const ConfigValue table = parse_yaml_file(path, EnvLookup{});
   const std::string model = to_lower(tokenizer_model);
-  // Embedding rows of the published checkpoints (HF config.json `vocab_size`).
-  struct Entry {
-    const char* needle;
-    std::int64_t vocab;
-  };
-  static const Entry kByModel[] = {
-      {"llama-3", 128256},    {"llama3", 128256},       {"llama-2", 32000},
-      {"llama2", 32000},      {"mixtral-8x22b", 32768}, {"mixtral", 32000},
-      {"mistral-7b", 32000},  {"deepseek-v3", 129280},  {"deepseek-v2", 102400},
-      {"qwen3", 151936},      {"qwen2.5-0.5b", 151936}, {"qwen2.5-1.5b", 151936},
-      {"qwen2.5-3b", 151936}, {"qwen2.5", 152064},      {"gpt-oss", 201088},
-      {"grok-1", 131072},     {"gpt2", 50257},
-  };
-  if (!model.empty()) {
-    for (const Entry& e : kByModel) {
-      if (model.find(e.needle) != std::string::npos) return e.vocab;
+  if (const ConfigValue* models = table.find("models"); !model.empty() && models != nullptr) {
+    for (const ConfigValue& row : models->items) {
+      const ConfigValue* match = row.find("match");
+      if (match != nullptr && model.find(to_lower(match->to_text())) != std::string::npos) {
+        return row_of(row, path);
+      }
     }
   }
-  static const Entry kByType[] = {
-      {"llama3tokenizer", 128256},     {"llama2tokenizer", 32000},      {"gpt2bpetokenizer", 50257},
-      {"deepseekv3tokenizer", 129280}, {"deepseekv2tokenizer", 102400}, {"mixtraltokenizer", 32000},
-  };
   const std::string type = to_lower(tokenizer_type);
-  for (const Entry& e : kByType) {
-    if (type == e.needle) return e.vocab;
+  if (const ConfigValue* types = table.find("types"); !type.empty() && types != nullptr) {
+    for (const ConfigValue& row : types->items) {
+      const ConfigValue* name = row.find("type");
+      if (name != nullptr && to_lower(name->to_text()) == type) return row_of(row, path);
+    }
   }
   return std::nullopt;
 }

@@ -78,7 +78,8 @@ ModelSpec load_model_preset(const std::string& name, const std::string& data_dir
   const ConfigValue args = load_yaml_with_extends(path, EnvLookup{});
   std::vector<AppliedDefault> local_defaults;
   std::vector<std::string> warnings;
-  ModelSpec model = build_model(args, defaults != nullptr ? *defaults : local_defaults, warnings);
+  ModelSpec model =
+      build_model(args, data_dir, defaults != nullptr ? *defaults : local_defaults, warnings);
   model.name = strip_yaml_suffix(fs::path(path).filename().string());
   return model;
 }
