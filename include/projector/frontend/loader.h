@@ -85,8 +85,8 @@ JobSpec load_job(const LoadRequest& request);
 
 // Model catalogue (data/models/*.yaml).
 std::vector<std::string> list_model_presets(const std::string& data_dir);
-// Path of a model preset: the bundled catalogue first, then <primus>/primus/configs/models/
-// megatron/. `name` may omit ".yaml". Throws InputError (suggesting the nearest name) if unknown.
+// Path of a model preset: <primus>/primus/configs/models/megatron/ first (what Primus launches),
+// then the bundled catalogue. `name` may omit ".yaml". Throws InputError (suggesting the nearest name) if unknown.
 std::string find_model_preset(const std::string& name, const std::string& data_dir,
                               const std::string& primus_path, const SourceLocation& where = {});
 // A preset on its own (for `projector models show`).

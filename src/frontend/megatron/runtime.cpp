@@ -161,22 +161,39 @@ void read_recompute(ArgReader& r, const ModelSpec& model, JobDraft& d) {
   }
 }
 
-// use_flash_attn, and attention_backend: flash = the flash-attn package (FlashAttention-2 class),
-// fused = cuDNN through Transformer Engine, unfused = no fused kernel, auto / local = default.
+// Which attention kernel Megatron runs. Megatron-Core (use_legacy_models false) decides it by
+// transformer_impl and attention_backend alone (MG2 transformer_config.py:151 attention_backend
+// auto, :1314 transformer_impl transformer_engine; MG5 language_module.py:108-150 turns auto into
+// "Transformer Engine picks flash or fused", local into no TE kernel): --use-flash-attn is read
+// by nothing on that path (a dead flag). transformer_impl local builds the local layer spec,
+// whose DotProductAttention is unfused (MG6 gpt_layer_specs.py get_gpt_layer_local_spec). Legacy
+// models still read use_flash_attn (MG1 arguments.py:2910).
 void read_attention(ArgReader& r, JobDraft& d) {
-  name_field(r, d, DraftField::kFlashAttention, "use_flash_attn");
-  if (r.has("use_flash_attn")) d.flash_attention = r.bool_quiet("use_flash_attn", false);
-  if (!r.has("attention_backend")) return;
-  const std::string backend = to_lower(r.string_or("attention_backend", "auto", ""));
-  if (backend == "flash") {
+  if (r.bool_quiet("use_legacy_models", false)) {
+    name_field(r, d, DraftField::kFlashAttention, "use_flash_attn");
+    if (r.has("use_flash_attn")) d.flash_attention = r.bool_quiet("use_flash_attn", false);
+    return;
+  }
+  const std::string impl =
+      to_lower(r.string_or("transformer_impl", "transformer_engine",
+                           "Megatron-Core default (MG2 transformer_config.py:1314)"));
+  if (impl != "transformer_engine" && impl != "local" && impl != "inference_optimized") {
+    r.fail("transformer_impl",
+           fmt::format("unknown '{}' (transformer_engine, local, inference_optimized)", impl));
+  }
+  const std::string backend = to_lower(r.string_or(
+      "attention_backend", "auto", "Megatron-Core default (MG2 transformer_config.py:151)"));
+  name_field(r, d, DraftField::kFlashAttention,
+             impl == "local" ? "transformer_impl" : "attention_backend");
+  if (impl == "local" || backend == "local" || backend == "unfused") {
+    d.flash_attention = false;  // Megatron's DotProductAttention / TE's unfused path
+  } else if (backend == "flash") {
+    d.flash_attention = true;  // TE with only the flash-attn package enabled
     d.attention_kernel = AttentionKernel::kFa2;
-    d.flash_attention = true;
-  } else if (backend == "unfused") {
-    d.flash_attention = false;
-  } else if (backend == "fused") {
+  } else if (backend == "fused" || backend == "auto") {
+    d.flash_attention = true;  // TE's fused (cuDNN / CK / AITER) kernel, or its own pick
     d.attention_kernel = AttentionKernel::kFused;
-    d.flash_attention = true;
-  } else if (backend != "auto" && backend != "local") {
+  } else {
     r.fail("attention_backend",
            fmt::format("unknown attention backend '{}' (flash, fused, unfused, local, auto)",
                        backend));

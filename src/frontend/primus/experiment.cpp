@@ -173,6 +173,14 @@ void resolve_module(const ConfigValue& module, const std::string& module_name,
     }
     out.model_preset_path =
         find_model_preset(m->s, data_dir_of(request), primus_path_of(request), m->where);
+    const std::string primus = primus_path_of(request);
+    const bool from_checkout = !primus.empty() && out.model_preset_path.starts_with(primus);
+    out.defaults.push_back(
+        {prefix + "model", m->s,
+         fmt::format("architecture from {} ({})", out.model_preset_path,
+                     from_checkout ? "the Primus checkout's preset, as Primus launches it"
+                                   : "bundled catalogue"),
+         ""});
     model_preset = load_yaml_with_extends(out.model_preset_path, request.env);
   }
   out.args = merge_module(module, prefix, std::move(preset), model_preset, out);

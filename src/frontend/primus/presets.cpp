@@ -43,12 +43,14 @@ std::string find_model_preset(const std::string& name, const std::string& data_d
     if (fs::is_regular_file(p, ec)) return p.string();
   }
   if (fs::path(name).is_absolute() && fs::is_regular_file(name, ec)) return name;
-  const fs::path bundled = fs::path(data_dir) / "models" / file;
-  if (fs::is_regular_file(bundled, ec)) return bundled.string();
+  // A Primus checkout's preset is the architecture Primus launches: it wins over a bundled preset
+  // of the same name (the bundled catalogue may differ, e.g. in tying or biases).
   if (!primus_path.empty()) {
     const fs::path primus = fs::path(primus_path) / "primus/configs/models/megatron" / file;
     if (fs::is_regular_file(primus, ec)) return primus.string();
   }
+  const fs::path bundled = fs::path(data_dir) / "models" / file;
+  if (fs::is_regular_file(bundled, ec)) return bundled.string();
   std::string nearest;
   int best = 1 << 30;
   for (const std::string& candidate : list_model_presets(data_dir)) {
