@@ -142,6 +142,7 @@ class Builder {
   int derived_vpp();
   void stated_stages(const std::vector<StatedStage>& stages);
   void first_last_stages();
+  void stages_from_ranks(const std::vector<int>& per_rank, int less_first, int less_last);
   void balanced_split();
   void schedule_choice();
   void parallel_defaults();
@@ -334,9 +335,11 @@ void Builder::batches() {
 // count, or the schedule (V-shape: 2; interleaved: the smallest legal, recorded).
 int Builder::derived_vpp() {
   const int pp = job_.parallel.pp;
-  const int layers = job_.model.num_layers();
+  int layers = job_.model.num_layers();
   if (d_.layers_per_virtual_stage) {
     const std::int64_t per = static_cast<std::int64_t>(*d_.layers_per_virtual_stage) * pp;
+    // MG1 arguments.py:953-974: the embedding / loss count as layers here too.
+    layers += (d_.layer_split.embedding_in_split ? 1 : 0) + (d_.layer_split.loss_in_split ? 1 : 0);
     if (layers % per != 0) {
       fail(LayoutRule::kLayerSplit, DraftField::kVpp,
            fmt::format("{} layers are not divisible by {} layers per virtual stage x PP {}", layers,
@@ -426,58 +429,99 @@ void Builder::stated_stages(const std::vector<StatedStage>& stages) {
   }
 }
 
-void Builder::first_last_stages() {
+// Per-rank layer counts -> virtual stages. Megatron gives each pipeline rank's layers evenly to
+// its VPP model chunks and numbers the virtual stages chunk-major (z = chunk x PP + rank): MG7
+// transformer_block.py:161-186 get_num_layers_to_build, :218 get_transformer_layer_offset.
+// `less_first` / `less_last`: the first / last virtual stage builds one layer fewer (the embedding
+// / loss counted as a layer, MG7 transformer_block.py:188-200).
+void Builder::stages_from_ranks(const std::vector<int>& per_rank, int less_first, int less_last) {
   ParallelSpec& p = job_.parallel;
-  const LayerSplit& s = d_.layer_split;
-  const int layers = job_.model.num_layers();
-  const int z = p.pp * p.vpp;
-  std::vector<int> counts(static_cast<std::size_t>(z), 0);
-  const bool has_first = s.first_stage_layers.has_value();
-  const bool has_last = s.last_stage_layers.has_value();
-  const int first = s.first_stage_layers.value_or(0);
-  const int last = s.last_stage_layers.value_or(0);
-  if (z == 1) {
-    counts[0] = layers;
-  } else {
-    const int lo = has_first ? 1 : 0;
-    const int hi = has_last ? z - 1 : z;
-    const int middle = hi - lo;
-    const int rest = layers - first - last;
-    if (first < 0 || last < 0 || rest < 0 || (middle <= 0 && rest != 0)) {
-      fail(LayoutRule::kLayerSplit, DraftField::kLayerSplit,
-           fmt::format("first {} + last {} layers do not fit {} layers over {} stages", first, last,
-                       layers, z));
-    }
-    if (has_first) counts[0] = first;
-    if (has_last) counts[static_cast<std::size_t>(z - 1)] = last;
-    for (int i = 0; i < middle; ++i) {
-      counts[static_cast<std::size_t>(lo + i)] = rest / middle + (i < rest % middle ? 1 : 0);
-    }
-  }
+  const int z_count = p.pp * p.vpp;
   p.stages.clear();
   int first_layer = 0;
-  for (int i = 0; i < z; ++i) {
-    const int n = counts[static_cast<std::size_t>(i)];
-    p.stages.push_back(
-        {first_layer, n, i == 0, i == z - 1, i == z - 1 ? job_.model.mtp_num_layers : 0});
+  for (int z = 0; z < z_count; ++z) {
+    int n = per_rank[static_cast<std::size_t>(z % p.pp)] / p.vpp;
+    if (z == 0) n -= less_first;
+    if (z == z_count - 1) n -= less_last;
+    p.stages.push_back({first_layer, n, z == 0, z == z_count - 1,
+                        z == z_count - 1 ? job_.model.mtp_num_layers : 0});
     first_layer += n;
   }
 }
 
+// decoder_first / last_pipeline_num_layers: the first (last) pipeline RANK holds that many layers
+// over all its virtual stages; the middle ranks share the rest evenly; every rank's count must
+// divide by VPP (MG2 transformer_config.py:2295-2368; MG7 transformer_block.py:103-146).
+void Builder::first_last_stages() {
+  ParallelSpec& p = job_.parallel;
+  const LayerSplit& s = d_.layer_split;
+  const int layers = job_.model.num_layers();
+  const bool has_first = s.first_stage_layers.has_value();
+  const bool has_last = s.last_stage_layers.has_value() && p.pp > 1;
+  const int first = s.first_stage_layers.value_or(0);
+  const int last = has_last ? *s.last_stage_layers : 0;
+  auto bad = [&](const std::string& why) {
+    fail(LayoutRule::kLayerSplit, DraftField::kLayerSplit, why);
+  };
+  if ((has_first && first <= 0) || (has_last && last <= 0)) {
+    bad("the first / last pipeline stage must hold at least one layer");
+  }
+  const int middle_ranks = p.pp - (has_first ? 1 : 0) - (has_last ? 1 : 0);
+  const int rest = layers - first - last;
+  if (rest < 0 || (rest > 0) != (middle_ranks > 0)) {
+    bad(
+        fmt::format("first {} + last {} layers leave {} layers for {} middle pipeline ranks of {} "
+                    "layers",
+                    first, last, rest, std::max(0, middle_ranks), layers));
+  }
+  if (middle_ranks > 0 && rest % middle_ranks != 0) {
+    bad(fmt::format("the {} middle layers do not divide over {} middle pipeline ranks", rest,
+                    middle_ranks));
+  }
+  std::vector<int> per_rank(static_cast<std::size_t>(p.pp),
+                            middle_ranks > 0 ? rest / middle_ranks : 0);
+  if (has_first) per_rank.front() = first;
+  if (has_last) per_rank.back() = last;
+  if (p.pp == 1) per_rank.front() = layers;
+  for (int r = 0; r < p.pp; ++r) {
+    if (per_rank[static_cast<std::size_t>(r)] % p.vpp != 0) {
+      bad(fmt::format("pipeline rank {} holds {} layers, not divisible by VPP {}", r,
+                      per_rank[static_cast<std::size_t>(r)], p.vpp));
+    }
+  }
+  stages_from_ranks(per_rank, 0, 0);
+}
+
 void Builder::balanced_split() {
   ParallelSpec& p = job_.parallel;
+  const LayerSplit& s = d_.layer_split;
   const int layers = job_.model.num_layers();
   const int z = p.pp * p.vpp;
+  if (s.embedding_in_split || s.loss_in_split) {
+    // MG2 transformer_config.py:2370-2400, MG1 arguments.py:985-997: the embedding and / or loss
+    // count as layers, the total must divide by PP and each rank's share by VPP.
+    const int total = layers + (s.embedding_in_split ? 1 : 0) + (s.loss_in_split ? 1 : 0);
+    if (total % z != 0) {
+      fail(LayoutRule::kLayerSplit, DraftField::kLayerSplit,
+           fmt::format("{} layers + embedding / loss = {} are not divisible by PP x VPP = {} x {}",
+                       layers, total, p.pp, p.vpp));
+    }
+    // A virtual stage may hold no decoder layer beside the embedding (MG7 :194-196 asserts >= 0).
+    stages_from_ranks(std::vector<int>(static_cast<std::size_t>(p.pp), total / p.pp),
+                      s.embedding_in_split ? 1 : 0, s.loss_in_split ? 1 : 0);
+    return;
+  }
   if (z > layers && job_.model.family == ModelFamily::kDecoderLm) {
     fail(LayoutRule::kLayers, DraftField::kLayerSplit,
          fmt::format("{} layers cannot fill PP x VPP = {} x {} = {} stages", layers, p.pp, p.vpp,
                      z));
   }
   if (z > 1 && layers % z != 0) {
-    if (!d_.layer_split.allow_uneven) {
+    if (!s.allow_uneven) {
       fail(LayoutRule::kLayers, DraftField::kLayerSplit,
-           fmt::format("{} layers are not divisible by PP x VPP = {} x {} = {}; state the layout "
-                       "or the first / last stage layer counts",
+           fmt::format("{} layers are not divisible by PP x VPP = {} x {} = {} (Megatron "
+                       "asserts it); state the layout, the first / last stage layer counts or "
+                       "count the embedding / loss as layers",
                        layers, p.pp, p.vpp, z));
     }
     record(DraftField::kLayerSplit, "uneven",
@@ -572,6 +616,7 @@ void Builder::check_rules() const {
   f.tp_beyond_node = job_.parallel.allow_tp_beyond_node;
   f.uneven_layers = d_.layer_split.allow_uneven;
   f.stated_stages = d_.layer_split.kind != LayerSplit::Kind::kBalanced ||
+                    d_.layer_split.embedding_in_split || d_.layer_split.loss_in_split ||
                     job_.model.family != ModelFamily::kDecoderLm;
   const LayoutRule rule = check_layout(f, layout_choice(job_));
   if (rule != LayoutRule::kLegal) fail(rule, field_of(rule), rule_message(rule));

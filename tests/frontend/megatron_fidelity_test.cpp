@@ -77,6 +77,97 @@ TEST(MegatronFidelity, FusedAttentionKeepsNoScoreMatrix) {
   EXPECT_NEAR(diff, s2 - lse, 1.0);
 }
 
+// ------------------------------------------------------------- 2, 3, 4: pipeline split
+
+// A 126-layer model shaped like Llama 3.1 405B (small hidden size: only the split matters).
+std::string deep_args(int pp, const std::string& extra) {
+  return "num_layers: 126\nhidden_size: 1024\nnum_attention_heads: 8\nffn_hidden_size: 4096\n"
+         "vocab_size: 128256\nmicro_batch_size: 1\nglobal_batch_size: 16\nseq_length: 1024\n"
+         "pipeline_model_parallel_size: " +
+         std::to_string(pp) + "\n" + extra;
+}
+
+int rank_layers(const JobSpec& job, int rank) {
+  int n = 0;
+  for (int c = 0; c < job.parallel.vpp; ++c) n += job.parallel.stage(rank, c).num_layers;
+  return n;
+}
+
+// Item 2: 126 layers + embedding + loss = 128 over PP 8 is 16 per rank; the first and last
+// virtual stage build one layer fewer (MG7 transformer_block.py:148-200).
+TEST(MegatronFidelity, EmbeddingAndLossCountAsLayersInTheSplit) {
+  testing::TempDir dir;
+  const JobSpec job = load_text(dir, deep_args(8,
+                                               "account_for_embedding_in_pipeline_split: true\n"
+                                               "account_for_loss_in_pipeline_split: true\n"));
+  EXPECT_EQ(rank_layers(job, 0), 15);
+  EXPECT_EQ(rank_layers(job, 7), 15);
+  for (int r = 1; r < 7; ++r) EXPECT_EQ(rank_layers(job, r), 16) << r;
+  // With VPP 2: 8 per virtual stage, the first and last build 7.
+  const JobSpec v = load_text(dir, deep_args(8,
+                                             "num_virtual_stages_per_pipeline_rank: 2\n"
+                                             "account_for_embedding_in_pipeline_split: true\n"
+                                             "account_for_loss_in_pipeline_split: true\n"));
+  EXPECT_EQ(v.parallel.stages.front().num_layers, 7);
+  EXPECT_EQ(v.parallel.stages[1].num_layers, 8);
+  EXPECT_EQ(v.parallel.stages.back().num_layers, 7);
+  // Without the flags 126 layers do not divide over 8 ranks: Megatron refuses it.
+  EXPECT_THROW(load_text(dir, deep_args(8, "")), InputError);
+  // Only the embedding: 127 over 8 does not divide.
+  EXPECT_THROW(load_text(dir, deep_args(8, "account_for_embedding_in_pipeline_split: true\n")),
+               InputError);
+}
+
+// Item 3: decoder_first / last_pipeline_num_layers are per pipeline RANK, over all its virtual
+// stages (MG7 transformer_block.py:103-146, MG2 transformer_config.py:2295-2368).
+TEST(MegatronFidelity, FirstLastLayersArePerPipelineRankWithVpp) {
+  testing::TempDir dir;
+  const JobSpec job = load_text(dir, deep_args(8,
+                                               "num_virtual_stages_per_pipeline_rank: 2\n"
+                                               "decoder_first_pipeline_num_layers: 16\n"
+                                               "decoder_last_pipeline_num_layers: 14\n"));
+  EXPECT_EQ(rank_layers(job, 0), 16);  // not 16 on virtual stage 0 plus 7 on stage 8
+  EXPECT_EQ(job.parallel.stage(0, 0).num_layers, 8);
+  EXPECT_EQ(job.parallel.stage(0, 1).num_layers, 8);
+  EXPECT_EQ(rank_layers(job, 7), 14);
+  for (int r = 1; r < 7; ++r) EXPECT_EQ(rank_layers(job, r), 16) << r;
+  // Middle layers that do not divide over the middle ranks: 126 - 16 - 12 = 98 over 6.
+  EXPECT_THROW(load_text(dir, deep_args(8,
+                                        "num_virtual_stages_per_pipeline_rank: 2\n"
+                                        "decoder_first_pipeline_num_layers: 16\n"
+                                        "decoder_last_pipeline_num_layers: 12\n")),
+               InputError);
+  // A first-rank count not divisible by VPP.
+  EXPECT_THROW(load_text(dir, deep_args(8,
+                                        "num_virtual_stages_per_pipeline_rank: 2\n"
+                                        "decoder_first_pipeline_num_layers: 15\n"
+                                        "decoder_last_pipeline_num_layers: 15\n")),
+               InputError);
+  // Combined with the account flags: Megatron refuses it.
+  EXPECT_THROW(load_text(dir, deep_args(8,
+                                        "decoder_first_pipeline_num_layers: 14\n"
+                                        "account_for_loss_in_pipeline_split: true\n")),
+               InputError);
+}
+
+// Item 4: expert-parallel divisibility holds on every MoE layer, not on layer 0 only.
+TEST(MegatronFidelity, ExpertParallelDividesEveryMoeLayer) {
+  testing::TempDir dir;
+  const std::string moe =
+      "num_layers: 4\nhidden_size: 1024\nnum_attention_heads: 8\nffn_hidden_size: 4096\n"
+      "vocab_size: 32000\nnum_experts: 64\nmoe_layer_freq: \"[0]+[1]*3\"\n"
+      "moe_ffn_hidden_size: 512\nmicro_batch_size: 1\nglobal_batch_size: 8\n"
+      "seq_length: 1024\n";
+  try {
+    load_text(dir, moe + "expert_model_parallel_size: 7\n");
+    FAIL() << "64 experts over EP 7 accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "expert_model_parallel_size");
+    EXPECT_NE(std::string(e.what()).find("64 experts"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(load_text(dir, moe + "expert_model_parallel_size: 8\n").parallel.ep, 8);
+}
+
 // ------------------------------------------------------------------ 10: preset precedence
 
 // With a Primus checkout, its model preset is the architecture Primus launches, even when the

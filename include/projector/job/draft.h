@@ -75,15 +75,21 @@ struct StatedStage {
 struct LayerSplit {
   enum class Kind : std::uint8_t {
     kBalanced,   // Megatron's default: the layers must divide (or allow_uneven)
-    kFirstLast,  // stated layer counts of the first and / or last stage, the rest balanced
+    kFirstLast,  // stated layer counts of the first and / or last pipeline rank (all of its
+                 // virtual stages together), the middle ranks balanced
     kStated,     // every stage stated (`stages`); VPP follows from their count when unstated
   };
   Kind kind = Kind::kBalanced;
   // kBalanced: the first L mod (PP x VPP) stages take one more layer instead of failing (the
   // validation mapper: a published run ran, so its framework split the layers somehow).
   bool allow_uneven = false;
-  std::optional<int> first_stage_layers, last_stage_layers;  // kFirstLast
+  std::optional<int> first_stage_layers, last_stage_layers;  // kFirstLast: per pipeline RANK
   std::vector<StatedStage> stages;                           // kStated
+  // kBalanced: the embedding / the loss count as one decoder layer each in the split, so the
+  // first (last) virtual stage builds one layer fewer (Megatron's
+  // account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split).
+  bool embedding_in_split = false;
+  bool loss_in_split = false;
 };
 
 struct JobDraft {

@@ -38,11 +38,25 @@ void read_sizes(ArgReader& r, JobDraft& d) {
   }
 }
 
-// pipeline_model_parallel_layout, else decoder_first/last_pipeline_num_layers, else balanced.
+// pipeline_model_parallel_layout, else decoder_first/last_pipeline_num_layers, else balanced
+// (with the embedding / loss optionally counted as layers). Megatron refuses the layout together
+// with any other split argument, and first / last counts together with the account flags (MG2
+// transformer_config.py:2229-2258).
 void read_layer_split(ArgReader& r, JobDraft& d) {
   LayerSplit& s = d.layer_split;
+  const bool emb = r.bool_quiet("account_for_embedding_in_pipeline_split", false);
+  const bool loss = r.bool_quiet("account_for_loss_in_pipeline_split", false);
+  const bool first_last =
+      r.has("decoder_first_pipeline_num_layers") || r.has("decoder_last_pipeline_num_layers");
+  const char* account_key =
+      emb ? "account_for_embedding_in_pipeline_split" : "account_for_loss_in_pipeline_split";
   if (const ConfigValue* layout = r.get("pipeline_model_parallel_layout")) {
     const std::string key = "pipeline_model_parallel_layout";
+    if (emb || loss || first_last) {
+      r.fail(key,
+             "cannot be set with decoder_first/last_pipeline_num_layers or the "
+             "account_for_*_in_pipeline_split flags (Megatron refuses the combination)");
+    }
     name_field(r, d, DraftField::kLayerSplit, key);
     std::string error;
     const auto stages = parse_pipeline_layout(layout->to_text(), error);
@@ -55,6 +69,10 @@ void read_layer_split(ArgReader& r, JobDraft& d) {
   }
   const bool first = r.has("decoder_first_pipeline_num_layers");
   const bool last = r.has("decoder_last_pipeline_num_layers");
+  if (first_last && (emb || loss)) {
+    r.fail(account_key,
+           "cannot be combined with decoder_first/last_pipeline_num_layers (Megatron refuses it)");
+  }
   if (first || last) {
     s.kind = LayerSplit::Kind::kFirstLast;
     name_field(r, d, DraftField::kLayerSplit,
@@ -67,7 +85,9 @@ void read_layer_split(ArgReader& r, JobDraft& d) {
     }
     return;
   }
-  name_field(r, d, DraftField::kLayerSplit, "num_layers");
+  s.embedding_in_split = emb;
+  s.loss_in_split = loss;
+  name_field(r, d, DraftField::kLayerSplit, emb || loss ? account_key : "num_layers");
 }
 
 void read_sharding(ArgReader& r, JobDraft& d) {
