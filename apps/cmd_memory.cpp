@@ -28,7 +28,6 @@ struct MemoryCommandOptions {
   std::string html_path;
   std::string mode = "simulate";
   std::string profile_path;
-  bool strict = false;
 };
 
 }  // namespace
@@ -45,7 +44,6 @@ void add_memory_command(CLI::App& app, int& exit_code) {
                   "write a self-contained offline HTML report (charts) to FILE");
   cmd->add_option("--memory-mode", opts->mode, "simulate (analytical) or benchmark")
       ->check(CLI::IsMember({"simulate", "benchmark"}));
-  cmd->add_flag("--strict", opts->strict, "exit 1 when the verdict is OOM or AT RISK");
   cmd->add_option("--profile", opts->profile_path,
                   "measured profile (`projector profile --json`) for --memory-mode benchmark");
   cmd->callback([opts, cmd, &exit_code] {
@@ -64,7 +62,7 @@ void add_memory_command(CLI::App& app, int& exit_code) {
       } else {
         fmt::print("{}\n", profile::memory_anchor_json(a, prof));
       }
-      exit_code = opts->strict && a.verdict == MemoryVerdict::kOom ? kExitFailure : kExitOk;
+      exit_code = opts->job.strict && a.verdict == MemoryVerdict::kOom ? kExitFailure : kExitOk;
       return;
     }
     if (opts->json_path != "-") fmt::print("{}", memory_summary_text(job, rep));
@@ -83,7 +81,7 @@ void add_memory_command(CLI::App& app, int& exit_code) {
       write_output(opts->html_path, html_report(in), "--html");
     }
     const bool bad = rep.verdict == MemoryVerdict::kOom || rep.verdict == MemoryVerdict::kAtRisk;
-    exit_code = (opts->strict && bad) ? kExitFailure : kExitOk;
+    exit_code = (opts->job.strict && bad) ? kExitFailure : kExitOk;
   });
 }
 

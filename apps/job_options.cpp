@@ -53,6 +53,9 @@ void add_job_options(CLI::App* cmd, JobOptions& o) {
   cmd->add_option("--hardware-config", o.hardware_config,
                   "network YAML (Primus hardware_config format)");
   cmd->add_flag("--allow-tp-beyond-node", o.allow_tp_beyond_node, "allow TP larger than one node");
+  cmd->add_flag("--strict", o.strict,
+                "unknown config keys are errors (exit 2) instead of warnings; memory: also exit 1 "
+                "when the verdict is OOM or AT RISK");
 }
 
 LoadRequest to_load_request(const JobOptions& o) {
@@ -84,6 +87,7 @@ LoadRequest to_load_request(const JobOptions& o) {
   r.hardware = o.hardware;
   r.hardware_config = o.hardware_config;
   r.allow_tp_beyond_node = o.allow_tp_beyond_node;
+  r.strict_keys = o.strict;
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include "projector/frontend/adapter.h"
 #include "projector/frontend/loader.h"
 #include "projector/util/error.h"
+#include "projector/util/text.h"
 
 namespace projector {
 
@@ -24,13 +25,35 @@ int edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
-KeySchema::KeySchema(std::vector<std::string> keys) : keys_(std::move(keys)) {
-  std::sort(keys_.begin(), keys_.end());
-  keys_.erase(std::unique(keys_.begin(), keys_.end()), keys_.end());
+KeySchema::KeySchema(std::vector<std::string> keys) {
+  for (std::string& k : keys) add(std::move(k), KeyClass::kModelled);
 }
 
-bool KeySchema::known(std::string_view key) const {
-  return std::binary_search(keys_.begin(), keys_.end(), key);
+void KeySchema::add(std::string key, KeyClass cls, NotModelledKey info) {
+  const auto it = std::lower_bound(keys_.begin(), keys_.end(), key);
+  if (it != keys_.end() && *it == key) return;  // the first class given wins
+  const auto at = it - keys_.begin();
+  classes_.insert(classes_.begin() + at, cls);
+  if (cls == KeyClass::kNotModelled) {
+    const auto nm = std::lower_bound(not_modelled_.begin(), not_modelled_.end(), key,
+                                     [](const std::pair<std::string, NotModelledKey>& e,
+                                        const std::string& k) { return e.first < k; });
+    not_modelled_.insert(nm, {key, std::move(info)});
+  }
+  keys_.insert(it, std::move(key));
+}
+
+KeyClass KeySchema::classify(std::string_view key) const {
+  const auto it = std::lower_bound(keys_.begin(), keys_.end(), key);
+  if (it == keys_.end() || *it != key) return KeyClass::kUnknown;
+  return classes_[static_cast<std::size_t>(it - keys_.begin())];
+}
+
+const NotModelledKey* KeySchema::not_modelled(std::string_view key) const {
+  const auto it = std::lower_bound(not_modelled_.begin(), not_modelled_.end(), key,
+                                   [](const std::pair<std::string, NotModelledKey>& e,
+                                      std::string_view k) { return e.first < k; });
+  return it != not_modelled_.end() && it->first == key ? &it->second : nullptr;
 }
 
 std::string KeySchema::nearest(std::string_view key) const {
@@ -48,20 +71,68 @@ std::string KeySchema::nearest(std::string_view key) const {
   return best;
 }
 
+namespace {
+
+std::string trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return "";
+  const auto last = s.find_last_not_of(" \t\r");
+  return std::string(s.substr(first, last - first + 1));
+}
+
+// `key = inert, values : meaning`
+void add_not_modelled(KeySchema& schema, const std::string& line, const std::string& path,
+                      int line_no) {
+  const std::size_t eq = line.find('=');
+  const std::size_t colon = line.find(':', eq == std::string::npos ? 0 : eq);
+  if (eq == std::string::npos || colon == std::string::npos) {
+    throw InputError({path, line_no, 1}, "",
+                     "a not_modelled line reads 'key = inert values : meaning'");
+  }
+  NotModelledKey info;
+  const std::string values = line.substr(eq + 1, colon - eq - 1);
+  std::size_t start = 0;
+  while (start <= values.size()) {
+    const std::size_t comma = values.find(',', start);
+    const std::string v = trim(values.substr(start, comma - start));
+    if (!v.empty()) info.inert_values.push_back(to_lower(v));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  info.meaning = trim(line.substr(colon + 1));
+  schema.add(trim(line.substr(0, eq)), KeyClass::kNotModelled, std::move(info));
+}
+
+}  // namespace
+
 KeySchema load_key_schema(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError({path, 0, 0}, "", "cannot read the key schema");
-  std::vector<std::string> keys;
+  KeySchema schema;
+  KeyClass section = KeyClass::kModelled;
   std::string line;
+  int line_no = 0;
   while (std::getline(in, line)) {
+    ++line_no;
     const std::size_t hash = line.find('#');
     if (hash != std::string::npos) line.resize(hash);
-    const auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos) continue;
-    const auto last = line.find_last_not_of(" \t\r");
-    keys.push_back(line.substr(first, last - first + 1));
+    line = trim(line);
+    if (line.empty()) continue;
+    if (line == "[modelled]") {
+      section = KeyClass::kModelled;
+    } else if (line == "[not_modelled]") {
+      section = KeyClass::kNotModelled;
+    } else if (line == "[known]") {
+      section = KeyClass::kKnown;
+    } else if (line.front() == '[') {
+      throw InputError({path, line_no, 1}, "", "unknown section " + line);
+    } else if (section == KeyClass::kNotModelled) {
+      add_not_modelled(schema, line, path, line_no);
+    } else {
+      schema.add(line, section);
+    }
   }
-  return KeySchema(std::move(keys));
+  return schema;
 }
 
 }  // namespace projector

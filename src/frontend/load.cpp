@@ -45,6 +45,7 @@ JobDraft build_job_draft(const ResolvedConfig& config, const LoadRequest& reques
   in.data_dir = data_dir;
   in.defaults = config.defaults;
   in.warnings = config.warnings;
+  in.strict_keys = request.strict_keys;
   JobDraft draft = adapter->normalize(in);
   frontend_detail::apply_overrides(request, draft);
   return draft;

@@ -562,9 +562,13 @@ void Builder::parallel_defaults() {
   }
   p.sequence_parallel =
       decide_when(DraftField::kSequenceParallel, d_.sequence_parallel, prof.sequence_parallel);
-  if (d_.sequence_parallel && *d_.sequence_parallel && p.tp == 1) {
-    job_.warnings.push_back(
-        fmt::format("{} has no effect with TP = 1", d_.key(DraftField::kSequenceParallel)));
+  if (p.sequence_parallel && p.tp == 1) {
+    // Megatron turns it off at TP 1 (MG1 arguments.py:1433-1439): nothing to warn about.
+    p.sequence_parallel = false;
+    if (d_.sequence_parallel) {
+      record(DraftField::kSequenceParallel, "false",
+             "stated true, but Megatron disables sequence parallelism at TP 1");
+    }
   }
   p.overlap_grad_reduce = decide(DraftField::kOverlapGradReduce, d_.overlap_grad_reduce,
                                  prof.overlap_grad_reduce, false);

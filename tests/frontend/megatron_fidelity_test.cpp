@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
 
 #include "projector/frontend/loader.h"
 #include "projector/memory/memory.h"
@@ -166,6 +169,87 @@ TEST(MegatronFidelity, ExpertParallelDividesEveryMoeLayer) {
     EXPECT_NE(std::string(e.what()).find("64 experts"), std::string::npos) << e.what();
   }
   EXPECT_EQ(load_text(dir, moe + "expert_model_parallel_size: 8\n").parallel.ep, 8);
+}
+
+// ------------------------------------------------------------------ 12: key classes
+
+bool has_warning(const JobSpec& job, const std::string& needle) {
+  return std::any_of(job.warnings.begin(), job.warnings.end(),
+                     [&](const std::string& w) { return w.find(needle) != std::string::npos; });
+}
+
+// Unknown keys warn with the nearest known key (an error with --strict); not-modelled keys warn
+// with what ignoring them means unless their value changes nothing; modelled and known keys are
+// silent.
+TEST(MegatronFidelity, ThreeKindsOfKeys) {
+  testing::TempDir dir;
+  const JobSpec job = load_text(dir, flat_args("micro_batch_sise: 2\n"
+                                               "overlap_p2p_comm: false\n"
+                                               "fp8_wgrad: true\n"
+                                               "log_interval: 5\nturbo_deepep_num_cu: 32\n"
+                                               "GPU_MAX_HW_QUEUES: 4\n"));
+  EXPECT_TRUE(has_warning(job,
+                          "unknown key 'micro_batch_sise' (ignored); did you mean "
+                          "'micro_batch_size'?"));
+  EXPECT_TRUE(has_warning(job, "overlap_p2p_comm = false is not modelled: pipeline sends"));
+  EXPECT_FALSE(has_warning(job, "fp8_wgrad"));  // its inert value
+  EXPECT_FALSE(has_warning(job, "log_interval"));
+  EXPECT_FALSE(has_warning(job, "turbo_deepep_num_cu"));
+  EXPECT_FALSE(has_warning(job, "GPU_MAX_HW_QUEUES"));
+  EXPECT_EQ(job.warnings.size(), 2u) << job.warnings.front();
+  LoadRequest r;
+  r.config_path = dir.write("typo.yaml", flat_args("micro_batch_sise: 2\n"));
+  r.data_dir = kRepoData;
+  r.strict_keys = true;
+  try {
+    load_job(r);
+    FAIL() << "strict mode accepted an unknown key";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "micro_batch_sise");
+    EXPECT_EQ(e.where().line, 18);
+  }
+}
+
+// Every key of Primus' Megatron module and model presets is known (so a Primus config warns only
+// about keys that are really unknown or not modelled).
+TEST(MegatronFidelity, EveryPrimusPresetKeyIsKnown) {
+  const KeySchema schema = builtin_adapters().find("megatron")->key_schema(kRepoData);
+  int checked = 0;
+  for (const char* sub : {"modules/megatron", "models/megatron"}) {
+    const std::filesystem::path dir = std::filesystem::path(kData) / "primus/primus/configs" / sub;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+      if (entry.path().extension() != ".yaml") continue;
+      const ConfigValue v = parse_yaml_file(entry.path().string(), EnvLookup{});
+      for (const auto& [key, value] : v.entries) {
+        EXPECT_TRUE(schema.known(key)) << key << " in " << entry.path();
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 500);
+}
+
+// The keys the adapter's source reads are all [modelled]: a cross-check of the schema against
+// frontend/megatron/*.cpp (every string literal passed to the argument reader).
+TEST(MegatronFidelity, KeysTheAdapterReadsAreModelled) {
+  const KeySchema schema = builtin_adapters().find("megatron")->key_schema(kRepoData);
+  const std::filesystem::path src = std::filesystem::path(kData) / "../../src/frontend/megatron";
+  const std::regex read(
+      R"re((?:(?:has|get|where|require_int|int_or|int_quiet|float_or|bool_or|bool_quiet|)re"
+      R"re(string_or|fail)\(|positive_arg\(r,|name_field\(r, d, DraftField::\w+,|int_list\(r,|)re"
+      R"re(string_list\(r,)\s*"(\w+)")re");
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(src)) {
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), read);
+         it != std::sregex_iterator(); ++it) {
+      const std::string key = (*it)[1];
+      EXPECT_EQ(schema.classify(key), KeyClass::kModelled) << key << " in " << entry.path();
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 80);
 }
 
 // ------------------------------------------------------------------ 10: preset precedence

@@ -8,6 +8,7 @@
 // (data/frameworks/keys/<name>.txt), its framework profile (data/frameworks/<name>.yaml), tests.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,21 +19,44 @@
 
 namespace projector {
 
-// The keys a back-end reads or deliberately ignores, for typo warnings with a suggestion.
+// The keys of a back-end, in three classes (issue 12): modelled (the adapter reads them, or the
+// projection already assumes what they select: silent), not modelled (legal, and they change the
+// job, but the projection ignores them: a warning saying what that means, unless the value is one
+// that changes nothing) and known (legal and irrelevant to memory and time: logging, data,
+// checkpoints, ...: silent). Anything else is unknown: a warning with the nearest known key, or an
+// error in strict mode.
+enum class KeyClass : std::uint8_t { kUnknown, kModelled, kNotModelled, kKnown };
+
+struct NotModelledKey {
+  std::vector<std::string> inert_values;  // lower-case texts that change nothing ("false", "1")
+  std::string meaning;                    // what ignoring the key means for the result
+};
+
 class KeySchema {
  public:
   KeySchema() = default;
+  // Every key modelled (a plain list, as a schema file without sections gives).
   explicit KeySchema(std::vector<std::string> keys);
-  bool known(std::string_view key) const;
+  KeyClass classify(std::string_view key) const;
+  bool known(std::string_view key) const { return classify(key) != KeyClass::kUnknown; }
+  // The inert values and the meaning of a not-modelled key; nullptr for other classes.
+  const NotModelledKey* not_modelled(std::string_view key) const;
   // The known key nearest by edit distance, when the key is plausibly a misspelling of it (at
   // most a third of it differs); empty otherwise.
   std::string nearest(std::string_view key) const;
-  const std::vector<std::string>& keys() const { return keys_; }
+  const std::vector<std::string>& keys() const { return keys_; }  // every known key, sorted
+
+  void add(std::string key, KeyClass cls, NotModelledKey info = {});
 
  private:
-  std::vector<std::string> keys_;  // sorted
+  std::vector<std::string> keys_;                                     // sorted, unique
+  std::vector<KeyClass> classes_;                                     // parallel to keys_
+  std::vector<std::pair<std::string, NotModelledKey>> not_modelled_;  // sorted by key
 };
-// One key per line, '#' comments. InputError when the file cannot be read.
+// One key per line, '#' comments; `[modelled]`, `[not_modelled]` and `[known]` start sections
+// (keys before any section are modelled). A not-modelled line reads
+// `key = inert, values : what ignoring it means`. A key listed in several sections keeps the
+// first class. InputError when the file cannot be read or a line is malformed.
 KeySchema load_key_schema(const std::string& path);
 
 // What a back-end adapter reads: the trainer namespace the experiment format resolved.
@@ -45,6 +69,7 @@ struct AdapterInput {
   std::string data_dir;                // catalogues (key schemas, presets)
   std::vector<AppliedDefault> defaults;
   std::vector<std::string> warnings;
+  bool strict_keys = false;  // an unknown key is an InputError instead of a warning
 };
 
 class BackendAdapter {

@@ -43,6 +43,7 @@ struct LoadRequest {
   std::string hardware;         // --hardware NAME|FILE or --gpu-arch; empty: PRIMUS_GPU_ARCH
   std::string hardware_config;  // Primus hardware_config YAML (network); empty: accelerator's
   bool allow_tp_beyond_node = false;
+  bool strict_keys = false;                   // --strict: an unknown config key is an error
   const AdapterRegistry* adapters = nullptr;  // nullptr: builtin_adapters()
 };
 
@@ -86,7 +87,8 @@ JobSpec load_job(const LoadRequest& request);
 // Model catalogue (data/models/*.yaml).
 std::vector<std::string> list_model_presets(const std::string& data_dir);
 // Path of a model preset: <primus>/primus/configs/models/megatron/ first (what Primus launches),
-// then the bundled catalogue. `name` may omit ".yaml". Throws InputError (suggesting the nearest name) if unknown.
+// then the bundled catalogue. `name` may omit ".yaml". Throws InputError (suggesting the nearest
+// name) if unknown.
 std::string find_model_preset(const std::string& name, const std::string& data_dir,
                               const std::string& primus_path, const SourceLocation& where = {});
 // A preset on its own (for `projector models show`).

@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
 #include "projector/frontend/loader.h"
+#include "projector/util/text.h"
 
 namespace projector::frontend_detail {
 namespace {
@@ -21,19 +23,44 @@ constexpr Alias kAliases[] = {
     {"use_custom_fsdp", "use_megatron_fsdp"},
 };
 
-void warn_unknown_keys(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
-  std::set<std::string> warned;
+std::string location(const SourceLocation& where) {
+  return where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
+}
+
+// Environment-variable names some Primus experiments carry among their overrides (e.g.
+// GPU_MAX_HW_QUEUES): Megatron keeps them as unused attributes, so they are known and ignored.
+bool environment_name(std::string_view key) {
+  return !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// Unknown keys the user wrote: a warning naming the nearest known key, or an error in strict
+// mode. Not-modelled keys anywhere in the namespace (presets included) whose value changes the
+// job: a warning saying what ignoring them means. Modelled and known keys: nothing.
+void check_keys(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
+  std::set<std::string> seen;
   for (const std::string& key : in.user_keys) {
-    if (schema.known(key) || !warned.insert(key).second) continue;
+    if (schema.known(key) || environment_name(key) || !seen.insert(key).second) continue;
     const std::string nearest = schema.nearest(key);
     const ConfigValue* v = in.args.find(key);
     const SourceLocation where = v != nullptr ? v->where : SourceLocation{};
-    const std::string loc =
-        where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
-    d.warnings.push_back(
-        nearest.empty()
-            ? fmt::format("{}unknown key '{}' (ignored)", loc, key)
-            : fmt::format("{}unknown key '{}' (ignored); did you mean '{}'?", loc, key, nearest));
+    const std::string hint = nearest.empty() ? "" : fmt::format("; did you mean '{}'?", nearest);
+    if (in.strict_keys) {
+      throw InputError(where, key, fmt::format("unknown key (strict mode){}", hint));
+    }
+    d.warnings.push_back(fmt::format("{}unknown key '{}' (ignored){}", location(where), key, hint));
+  }
+  for (const auto& [key, value] : in.args.entries) {
+    const NotModelledKey* nm = schema.not_modelled(key);
+    if (nm == nullptr || value.is_null()) continue;
+    const std::string text = to_lower(value.to_text());
+    if (std::find(nm->inert_values.begin(), nm->inert_values.end(), text) !=
+        nm->inert_values.end()) {
+      continue;
+    }
+    d.warnings.push_back(fmt::format("{}{} = {} is not modelled: {}", location(value.where), key,
+                                     value.to_text(), nm->meaning));
   }
 }
 
@@ -88,7 +115,7 @@ JobDraft MegatronAdapter::normalize(AdapterInput& in) const {
   d.profile = in.profile;
   d.defaults = in.defaults;
   d.warnings = in.warnings;
-  warn_unknown_keys(in, key_schema(in.data_dir), d);
+  check_keys(in, key_schema(in.data_dir), d);
   d.model = build_model(in.args, in.data_dir, d.defaults, d.warnings);
   d.model.name = in.model_name;
   ArgReader r(in.args, d.defaults);
