@@ -42,7 +42,7 @@ void add_job_options(CLI::App* cmd, JobOptions& o) {
   cmd->add_flag("--enable-deepep", o.enable_deepep,
                 "DeepEP dispatch / combine (deduplicated token dispatch)");
   cmd->add_option("--sync-free-stage", o.sync_free_stage,
-                  "Primus sync-free MoE stage 0-3 (> 0 also enables DeepEP)")
+                  "Primus sync-free MoE stage 0-3 (2 and 3 also enable Turbo DeepEP)")
       ->check(CLI::Range(0, 3));
   cmd->add_option("--pipeline-schedule-algorithm,--schedule", o.pipeline_schedule,
                   "auto, 1f1b, interleaved, zerobubble, zbv-formatted, zbv-greedy-min, "

@@ -243,6 +243,8 @@ std::string_view to_string(GroupKind k) {
       return "ep";
     case GroupKind::kEdp:
       return "edp";
+    case GroupKind::kEtpEp:
+      return "etp_ep";
   }
   return "?";
 }
@@ -306,6 +308,9 @@ CommGroup make_group(GroupKind kind, const ParallelSizes& p, int gpus_per_node, 
     case GroupKind::kEdp:
       size = std::max(1, dense / std::max(1, etp * p.ep));
       stride = etp * p.ep;
+      break;
+    case GroupKind::kEtpEp:
+      size = etp * p.ep;
       break;
   }
   return make_group(size, stride, gpus_per_node, pod_size_gpus);

@@ -148,6 +148,7 @@ class Builder {
   void parallel_defaults();
   void runtime_defaults();
   void check_rules() const;
+  void check_moe_overlap() const;
   std::string rule_message(LayoutRule rule) const;
 
   const JobDraft& d_;
@@ -613,7 +614,24 @@ void Builder::runtime_defaults() {
       decide(DraftField::kVocabPadding, d_.vocab_padding, prof.vocab_padding, 1);
 }
 
+// overlap_moe_expert_parallel_comm needs expert parallelism and, with a pipeline, virtual stages
+// (MG2 transformer_config.py:3007-3015).
+void Builder::check_moe_overlap() const {
+  if (!combined_forward_backward(job_)) return;
+  const ParallelSpec& p = job_.parallel;
+  if (p.ep <= 1) {
+    fail(LayoutRule::kNotMoe, DraftField::kEp,
+         "overlap_moe_expert_parallel_comm needs expert parallelism (EP > 1; Megatron asserts it)");
+  }
+  if (p.pp > 1 && p.vpp < 2) {
+    fail(LayoutRule::kScheduleVpp, DraftField::kVpp,
+         "overlap_moe_expert_parallel_comm with PP > 1 needs virtual pipeline stages (Megatron "
+         "asserts it)");
+  }
+}
+
 void Builder::check_rules() const {
+  check_moe_overlap();
   const ClusterSpec& cl = job_.cluster;
   RuleFacts f = rule_facts(job_.model, job_.runtime.seq_length, job_.runtime.global_batch_size,
                            cl.gpus_per_node, world_);

@@ -303,14 +303,24 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
     const double etp = std::max(1, job.parallel.etp);
     const double fe = static_cast<double>(m.expert_ffn_hidden_size);
     const double up_e = layer.mlp.gated ? 2.0 * fe : fe;
-    const double fc1_in = te * h * g;
+    // The experts and the dispatch work in the latent width when moe_latent_size is set; the
+    // latent projections keep their inputs (the router input and the combined latent output).
+    const double w = m.latent_size > 0 ? static_cast<double>(m.latent_size) : h;
+    const double latent = m.latent_size > 0 ? T * w * e / sp : 0.0;
+    const double fc1_in = te * w * g;
     const double fc1_out = te * up_e / etp * e;
     const double fc2_in = rc.moe_act ? 0.0 : te * fe / etp * g;
-    const double combine = T * m.topk * h * e / sp;  // kept for the probability gradient
-    moe = router_in + probs + fc1_in + fc1_out + fc2_in + combine;
-    w_io += fc1_in + fc1_out + te * fe / etp * g + te * h * e;
-    // Dispatch: permuted send buffer + received tokens; backward: fc1-output grad.
-    largest_tmp = std::max(largest_tmp, std::max(T * m.topk * h * e / sp + te * h * e, fc1_out));
+    const double combine = T * m.topk * w * e / sp;  // kept for the probability gradient
+    moe = router_in + probs + fc1_in + fc1_out + fc2_in + combine + latent;
+    w_io += fc1_in + fc1_out + te * fe / etp * g + te * w * e;
+    // Dispatch: permuted send buffer + received tokens; backward: fc1-output grad. The allgather
+    // dispatcher gathers every token of the ETP x EP group into one buffer (MG8
+    // token_dispatcher.py:299-301).
+    double dispatch_tmp = T * m.topk * w * e / sp + te * w * e;
+    if (job.runtime.moe_dispatcher == MoeDispatcher::kAllGather) {
+      dispatch_tmp = T / sp * etp * std::max(1, job.parallel.ep) * w * e + te * w * e;
+    }
+    largest_tmp = std::max(largest_tmp, std::max(dispatch_tmp, fc1_out));
     if (m.shared_expert_ffn_hidden_size > 0) {
       const bool rc_shared = rc.shared_experts;
       shared = dense_mlp(static_cast<double>(m.shared_expert_ffn_hidden_size), rc_shared);
@@ -612,10 +622,12 @@ void resolve_pipeline(Context& cx, MemoryReport& report) {
   cx.stages = &par.stages;  // check_job_invariants: pp x vpp contiguous stages
   const int m = cx.job.num_microbatches();
   report.num_microbatches = m;
-  const schedule::ScheduleRequest request{cx.schedule, cx.pp, cx.vpp, m};
+  schedule::ScheduleRequest request{cx.schedule, cx.pp, cx.vpp, m};
+  request.combined_forward_backward = combined_forward_backward(cx.job);
   const schedule::ScheduleTable* given = cx.options.table;
   if (given != nullptr && given->algorithm == cx.schedule && given->pp == cx.pp &&
-      given->vpp == cx.vpp && given->microbatches == m) {
+      given->vpp == cx.vpp && given->microbatches == m &&
+      given->combined_forward_backward == request.combined_forward_backward) {
     cx.own_in_flight.emplace(*given);
     cx.in_flight = &*cx.own_in_flight;
   } else if (cx.options.in_flight_cache != nullptr) {

@@ -62,9 +62,11 @@ LayerFlops layer_forward_flops_per_token(const ModelSpec& model, const LayerSpec
   }
   if (layer.is_moe) {
     const MoeSpec& m = layer.moe;
+    const std::int64_t width = m.latent_size > 0 ? m.latent_size : model.hidden_size;
     f.router_flops = 2.0 * h * m.num_experts;
-    f.experts_flops =
-        m.topk * mlp_forward_flops(model.hidden_size, layer.mlp, m.expert_ffn_hidden_size);
+    if (m.latent_size > 0) f.router_flops += 2.0 * 2.0 * h * static_cast<double>(m.latent_size);
+    if (m.shared_expert_gate && m.shared_expert_ffn_hidden_size > 0) f.router_flops += 2.0 * h;
+    f.experts_flops = m.topk * mlp_forward_flops(width, layer.mlp, m.expert_ffn_hidden_size);
     f.mlp_flops = mlp_forward_flops(model.hidden_size, layer.mlp, m.shared_expert_ffn_hidden_size);
   } else {
     f.mlp_flops = mlp_forward_flops(model.hidden_size, layer.mlp, layer.mlp.ffn_hidden_size);

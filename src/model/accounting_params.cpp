@@ -50,8 +50,13 @@ LayerParams layer_params(const ModelSpec& model, const LayerSpec& layer) {
   p.mlp_norm = norm_params(model, h);
   if (layer.is_moe) {
     const MoeSpec& m = layer.moe;
+    // Replicated MoE weights: the router, the latent projections (MG8 moe_layer.py:266-300,
+    // parallel_mode duplicated) and the shared-expert gate (shared_experts.py:136-143).
+    const std::int64_t width = m.latent_size > 0 ? m.latent_size : h;
     p.router = h * m.num_experts;
-    p.expert_each = mlp_params(h, layer.mlp, m.expert_ffn_hidden_size);
+    if (m.latent_size > 0) p.router += 2 * h * m.latent_size + (layer.mlp.add_bias ? width + h : 0);
+    if (m.shared_expert_gate && m.shared_expert_ffn_hidden_size > 0) p.router += h;
+    p.expert_each = mlp_params(width, layer.mlp, m.expert_ffn_hidden_size);
     p.experts = p.expert_each * m.num_experts;
     p.mlp = mlp_params(h, layer.mlp, m.shared_expert_ffn_hidden_size);
   } else {

@@ -43,7 +43,8 @@ bool same_layer_shape(const LayerSpec& a, const LayerSpec& b) {
         a.moe.expert_ffn_hidden_size == b.moe.expert_ffn_hidden_size &&
         a.moe.shared_expert_ffn_hidden_size == b.moe.shared_expert_ffn_hidden_size &&
         a.moe.capacity_factor == b.moe.capacity_factor && a.moe.router_bias == b.moe.router_bias &&
-        a.moe.grouped_gemm == b.moe.grouped_gemm));
+        a.moe.grouped_gemm == b.moe.grouped_gemm && a.moe.latent_size == b.moe.latent_size &&
+        a.moe.shared_expert_gate == b.moe.shared_expert_gate));
   return attention_same && mlp_same && moe_same;
 }
 

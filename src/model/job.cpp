@@ -209,3 +209,57 @@ std::string_view to_string(FsdpKind f) {
 }
 
 }  // namespace projector
+
+namespace projector {
+
+std::string_view to_string(MoeDispatcher d) {
+  switch (d) {
+    case MoeDispatcher::kAllToAll:
+      return "alltoall";
+    case MoeDispatcher::kAllGather:
+      return "allgather";
+    case MoeDispatcher::kFlex:
+      return "flex";
+  }
+  return "?";
+}
+
+std::string_view to_string(MoeDispatchKernel k) {
+  switch (k) {
+    case MoeDispatchKernel::kCollective:
+      return "collective";
+    case MoeDispatchKernel::kDeepEp:
+      return "deepep";
+    case MoeDispatchKernel::kHybridEp:
+      return "hybridep";
+    case MoeDispatchKernel::kNcclEp:
+      return "ncclep";
+    case MoeDispatchKernel::kTurboDeepEp:
+      return "turbo_deepep";
+  }
+  return "?";
+}
+
+std::string_view to_string(MoeOverlap o) {
+  switch (o) {
+    case MoeOverlap::kSharedExperts:
+      return "shared_experts";
+    case MoeOverlap::kOtherMicrobatch:
+      return "other_microbatch";
+    case MoeOverlap::kDelayedWgrad:
+      return "delayed_wgrad";
+    case MoeOverlap::kCount:
+      break;
+  }
+  return "?";
+}
+
+std::vector<std::string> MoeOverlaps::names() const {
+  std::vector<std::string> out;
+  for (int i = 0; i < static_cast<int>(MoeOverlap::kCount); ++i) {
+    if (has(static_cast<MoeOverlap>(i))) out.emplace_back(to_string(static_cast<MoeOverlap>(i)));
+  }
+  return out;
+}
+
+}  // namespace projector

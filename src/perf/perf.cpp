@@ -52,6 +52,7 @@ struct PhaseAccumulator {
   double compute_s = 0.0;
   double exposed_s = 0.0;
   double ep_hideable_s = 0.0;
+  double expert_wgrad_s = 0.0;  // W phase: the routed experts' weight-gradient GEMMs
   ExposedComm by_group;
 };
 
@@ -65,6 +66,7 @@ void add_exposed(ExposedComm& e, GroupKind g, double t) {
       e.cp_s += t;
       break;
     case GroupKind::kEp:
+    case GroupKind::kEtpEp:
       e.ep_s += t;
       break;
     case GroupKind::kPp:
@@ -78,23 +80,28 @@ void add_exposed(ExposedComm& e, GroupKind g, double t) {
 
 // Prices one block's ops of one phase. Overlappable collectives hide behind the compute of the
 // op they pipeline with: TP comm overlap behind the adjacent GEMM, the CP ring behind the
-// attention core, EP all-to-all (DeepEP / sync-free) behind the expert GEMMs of the block.
+// attention core, EP dispatch / combine behind the shared experts (moe_shared_expert_overlap).
 void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
                  const std::string& label, std::vector<PricedOp>* table,
                  PhaseAccumulator (&acc)[3]) {
-  // Expert compute of this block per phase, the budget EP overlap can hide behind.
-  double expert_compute[3] = {0, 0, 0};
+  // Shared-expert compute of this block per phase: what moe_shared_expert_overlap hides the EP
+  // dispatch / combine behind.
+  double shared_compute[3] = {0, 0, 0};
   std::vector<OpCost> costs(lw.ops.size());
   for (std::size_t i = 0; i < lw.ops.size(); ++i) {
     const Op& op = lw.ops[i];
-    costs[i] = op.kind == OpKind::kCollective ? price_collective(job, cache, op)
-                                              : price_compute(cache, op);
-    if (op.kind == OpKind::kGroupedGemm) {
-      expert_compute[static_cast<int>(op.phase)] += costs[i].time_s;
+    if (op.kind == OpKind::kCollective) {
+      costs[i] = price_collective(job, cache, op);
+    } else {
+      costs[i] = price_compute(cache, op);
+      costs[i].time_s *= op.steps;  // one GEMM per expert (SequentialMLP)
+    }
+    if (op.name.starts_with("moe.shared.") && op.kind != OpKind::kCollective) {
+      shared_compute[static_cast<int>(op.phase)] += costs[i].time_s;
     }
   }
   const double n = lw.count;
-  double ep_budget[3] = {expert_compute[0], expert_compute[1], expert_compute[2]};
+  double ep_budget[3] = {shared_compute[0], shared_compute[1], shared_compute[2]};
   for (std::size_t i = 0; i < lw.ops.size(); ++i) {
     const Op& op = lw.ops[i];
     const int ph = static_cast<int>(op.phase);
@@ -111,16 +118,21 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
           }
         }
         exposed = std::max(0.0, t - partner);
-      } else if (op.overlap == Overlap::kWithExpertCompute) {
+      } else if (op.overlap == Overlap::kWithSharedExperts) {
         const double hidden = std::min(t, ep_budget[ph]);
         ep_budget[ph] -= hidden;
         exposed = t - hidden;
       }
       acc[ph].exposed_s += n * exposed;
       add_exposed(acc[ph].by_group, op.group, n * exposed);
-      if (op.group == GroupKind::kEp) acc[ph].ep_hideable_s += n * exposed;
+      if (op.group == GroupKind::kEp || op.group == GroupKind::kEtpEp) {
+        acc[ph].ep_hideable_s += n * exposed;  // what a paired microbatch's compute can hide
+      }
     } else {
       acc[ph].compute_s += n * t;
+      if (op.phase == WorkPhase::kW && op.name.starts_with("moe.experts.")) {
+        acc[ph].expert_wgrad_s += n * t;
+      }
     }
     if (table) {
       PricedOp po;
@@ -184,6 +196,13 @@ std::vector<ExposedComm> price_chunks(const JobSpec& job, CostCache& cache,
       ct.w_s = acc[2].compute_s + acc[2].exposed_s;
       ct.f_comm_s = acc[0].ep_hideable_s;
       ct.b_comm_s = acc[1].ep_hideable_s;
+      // Combined 1F1B without delay_wgrad_compute: the backward's next dispatch waits for the
+      // expert weight gradients, so they cannot cover the partner's communication (MG2
+      // model_parallel_config.py:348-349).
+      const RuntimeSpec& rt = job.runtime;
+      if (combined_forward_backward(job) && !rt.moe_overlap.has(MoeOverlap::kDelayedWgrad)) {
+        ct.w_serial_s = acc[2].expert_wgrad_s;
+      }
       ExposedComm& e = stage_exposed[static_cast<std::size_t>(z)];
       for (const PhaseAccumulator& a : acc) {
         e.tp_s += a.by_group.tp_s;
@@ -202,7 +221,9 @@ void build_table(const JobSpec& job, PerfReport& rep) {
       schedule::select_schedule(job.runtime.schedule, p.pp, p.vpp, false);
   rep.schedule = sel.algorithm;
   rep.schedule_reason = sel.reason;
-  rep.table = schedule::build_schedule({sel.algorithm, p.pp, p.vpp, rep.num_microbatches});
+  schedule::ScheduleRequest request{sel.algorithm, p.pp, p.vpp, rep.num_microbatches};
+  request.combined_forward_backward = combined_forward_backward(job);
+  rep.table = schedule::build_schedule(request);
 }
 
 // 3. Simulation input: chunk costs by the table's own stage mapping, the P2P time, interference.
@@ -220,6 +241,7 @@ schedule::SimulationInput simulation_input(const JobSpec& job, CostCache& cache,
       cc.w_s = ct.w_s;
       cc.f_comm_s = ct.f_comm_s;
       cc.b_comm_s = ct.b_comm_s;
+      cc.w_serial_s = ct.w_serial_s;
     }
   }
   if (p.pp > 1) {

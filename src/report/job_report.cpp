@@ -114,10 +114,12 @@ std::string summary_text(const JobSpec& job) {
     out += fmt::format(" layer ids [{}]", fmt::join(rt.recompute.layer_ids, ","));
   }
   out += fmt::format(
-      "\n  flash attention {}, CE fusion {}, DeepEP {}, deduplicated MoE dispatch {}, sync-free "
-      "stage {}, schedule {}\n",
-      on_off(rt.flash_attention), on_off(rt.cross_entropy_fusion), on_off(rt.deepep),
-      on_off(rt.moe_dedup_dispatch), rt.sync_free_moe_stage, to_string(rt.schedule));
+      "\n  flash attention {}, CE fusion {}, MoE dispatcher {} ({} kernel{}{}), EP overlap [{}], "
+      "sync-free stage {}, schedule {}\n",
+      on_off(rt.flash_attention), on_off(rt.cross_entropy_fusion), to_string(rt.moe_dispatcher),
+      to_string(rt.moe_dispatch_kernel), rt.moe_dedup_dispatch ? ", deduplicated" : "",
+      rt.deepep ? ", DeepEP buffers" : "", fmt::join(rt.moe_overlap.names(), ", "),
+      rt.sync_free_moe_stage, to_string(rt.schedule));
   out += fmt::format(
       "  optimizer {}{} (main grads {}, exp_avg {}, exp_avg_sq {})\n", optimizer_name(rt.optimizer),
       rt.precision_aware_optimizer ? " precision-aware" : "", to_string(rt.main_grads_dtype),
@@ -192,6 +194,9 @@ report_detail::Json to_json(const JobSpec& job) {
       {"cross_entropy_fusion", rt.cross_entropy_fusion},
       {"deepep", rt.deepep},
       {"moe_dedup_dispatch", rt.moe_dedup_dispatch},
+      {"moe_dispatcher", std::string(to_string(rt.moe_dispatcher))},
+      {"moe_dispatch_kernel", std::string(to_string(rt.moe_dispatch_kernel))},
+      {"moe_overlap", rt.moe_overlap.names()},
       {"sync_free_moe_stage", rt.sync_free_moe_stage},
       {"schedule", std::string(to_string(rt.schedule))},
       {"optimizer", optimizer_name(rt.optimizer)},

@@ -168,8 +168,13 @@ int InFlightProfile::peak_state(int rank) const {
 }
 
 const InFlightProfile& InFlightCache::get(const ScheduleRequest& request) {
-  const Key key{request.algorithm,    request.pp,          request.vpp,
-                request.microbatches, request.zero_bubble, request.microbatch_group_size};
+  const Key key{request.algorithm,
+                request.pp,
+                request.vpp,
+                request.microbatches,
+                request.zero_bubble,
+                request.microbatch_group_size,
+                request.combined_forward_backward};
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     if (entries_.size() >= 4096) entries_.clear();  // bound the memo; sweeps use far fewer shapes

@@ -33,8 +33,10 @@ void check_vshape(std::string_view name, int pp, int m) {
 // Appends actions rank by rank.
 class TableBuilder {
  public:
-  TableBuilder(ScheduleKind algorithm, StageLayout layout, int pp, int vpp, int m) {
+  TableBuilder(ScheduleKind algorithm, StageLayout layout, int pp, int vpp, int m,
+               bool combined = false) {
     table_.algorithm = algorithm;
+    table_.combined_forward_backward = combined;
     table_.layout = layout;
     table_.pp = pp;
     table_.vpp = vpp;
@@ -160,12 +162,20 @@ ScheduleSelection select_schedule(ScheduleKind requested, int pp, int vpp, bool 
 ScheduleTable build_schedule(const ScheduleRequest& request) {
   const ScheduleSelection sel =
       select_schedule(request.algorithm, request.pp, request.vpp, request.zero_bubble);
+  const bool combined = request.combined_forward_backward;
+  if (combined && sel.algorithm != ScheduleKind::k1F1B &&
+      sel.algorithm != ScheduleKind::kInterleaved) {
+    bad("pipeline_schedule_algorithm",
+        fmt::format("combined forward-backward (overlap_moe_expert_parallel_comm) runs only with "
+                    "1f1b or interleaved, not {}",
+                    to_string(sel.algorithm)));
+  }
   switch (sel.algorithm) {
     case ScheduleKind::k1F1B:
-      return build_1f1b(request.pp, request.microbatches);
+      return build_1f1b(request.pp, request.microbatches, combined);
     case ScheduleKind::kInterleaved:
       return build_interleaved(request.pp, request.vpp, request.microbatches,
-                               request.microbatch_group_size);
+                               request.microbatch_group_size, combined);
     case ScheduleKind::kZeroBubble:
       return build_zero_bubble_h1(request.pp, request.microbatches);
     case ScheduleKind::kZbvFormatted:
@@ -187,14 +197,14 @@ ScheduleTable build_schedule(const ScheduleRequest& request) {
 // Megatron non-interleaved: warm-up min(pp - r - 1, m) forwards, then F(i), BW(i - warm-up) pairs,
 // then the remaining backwards. The min() fixes the reference's M < PP - 1 case (spec 8.6), which
 // scheduled microbatches that do not exist.
-ScheduleTable build_1f1b(int pp, int m) {
+ScheduleTable build_1f1b(int pp, int m, bool combined) {
   check_common(pp, 1, m);
-  TableBuilder b(ScheduleKind::k1F1B, StageLayout::kInterleaved, pp, 1, m);
+  TableBuilder b(ScheduleKind::k1F1B, StageLayout::kInterleaved, pp, 1, m, combined);
   for (int r = 0; r < pp; ++r) {
-    const int warmup = std::min(pp - r - 1, m);
+    const int warmup = std::min(pp - r - 1 + (combined ? 1 : 0), m);
     for (int i = 0; i < warmup; ++i) b.push(0, i, Phase::kF);
     for (int i = warmup; i < m; ++i) {
-      b.push(0, i, Phase::kF);
+      b.push(0, i, Phase::kF, combined);
       b.push(0, i - warmup, Phase::kBW);
     }
     for (int i = m - warmup; i < m; ++i) b.push(0, i, Phase::kBW);
@@ -205,7 +215,7 @@ ScheduleTable build_1f1b(int pp, int m) {
 
 // ---------------------------------------------------------------------------------- interleaved
 
-ScheduleTable build_interleaved(int pp, int vpp, int m, int group_size) {
+ScheduleTable build_interleaved(int pp, int vpp, int m, int group_size, bool combined) {
   check_common(pp, vpp, m);
   if (vpp < 2) {
     bad("virtual_pipeline_model_parallel_size",
@@ -238,14 +248,16 @@ ScheduleTable build_interleaved(int pp, int vpp, int m, int group_size) {
     }
     if (hi == m) break;
   }
-  TableBuilder b(ScheduleKind::kInterleaved, StageLayout::kInterleaved, pp, vpp, m);
-  const auto fwd = [&](int k) { b.push(order[k].second, order[k].first, Phase::kF); };
+  TableBuilder b(ScheduleKind::kInterleaved, StageLayout::kInterleaved, pp, vpp, m, combined);
+  const auto fwd = [&](int k, bool pair) {
+    b.push(order[k].second, order[k].first, Phase::kF, pair);
+  };
   const auto bwd = [&](int k) { b.push(vpp - 1 - order[k].second, order[k].first, Phase::kBW); };
   for (int r = 0; r < pp; ++r) {
-    const int warmup = std::min((pp - r - 1) * 2 + (vpp - 1) * n, total);
-    for (int k = 0; k < warmup; ++k) fwd(k);
+    const int warmup = std::min((pp - r - 1) * 2 + (vpp - 1) * n + (combined ? 1 : 0), total);
+    for (int k = 0; k < warmup; ++k) fwd(k, false);
     for (int k = 0; k < total - warmup; ++k) {
-      fwd(k + warmup);
+      fwd(k + warmup, combined);
       bwd(k);
     }
     for (int k = total - warmup; k < total; ++k) bwd(k);

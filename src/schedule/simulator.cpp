@@ -113,7 +113,8 @@ void check_input(const ScheduleTable& table, const SimulationInput& in) {
   }
   for (const ChunkCost& c : in.costs) {
     if (!(c.f_s >= 0 && c.b_s >= 0 && c.w_s >= 0 && c.f_comm_s >= 0 && c.b_comm_s >= 0 &&
-          c.f_comm_s <= c.f_s && c.b_comm_s <= c.b_s)) {
+          c.f_comm_s <= c.f_s && c.b_comm_s <= c.b_s && c.w_serial_s >= 0 &&
+          c.w_serial_s <= c.w_s)) {
       fail("chunk costs must be finite, >= 0, and comm parts no larger than their durations");
     }
   }
@@ -304,7 +305,7 @@ class Simulation {
   void launch(int k, double t, int trigger_pred);
   void wake(std::size_t key);
   long ready(int r, int g, double& t, int& pred) const;
-  double nominal(int r, const Action& a, double& comm_part) const;
+  double nominal(int r, const Action& a, double& comm_part, double& serial_part) const;
   void finish(int r, int g, double start, double end, int pred);
   void advance(int r);
 
@@ -437,8 +438,9 @@ long Simulation::ready(int r, int g, double& t, int& pred) const {
   return -1;
 }
 
-double Simulation::nominal(int r, const Action& a, double& comm_part) const {
+double Simulation::nominal(int r, const Action& a, double& comm_part, double& serial_part) const {
   const ChunkCost& c = in_.costs[r * V_ + a.chunk];
+  serial_part = 0.0;
   switch (a.phase) {
     case Phase::kF:
       comm_part = c.f_comm_s;
@@ -448,9 +450,11 @@ double Simulation::nominal(int r, const Action& a, double& comm_part) const {
       return c.b_s;
     case Phase::kW:
       comm_part = 0.0;
+      serial_part = c.w_serial_s;
       return c.w_s;
     case Phase::kBW:
       comm_part = c.b_comm_s;
+      serial_part = c.w_serial_s;
       return c.b_s + c.w_s;
   }
   return 0.0;
@@ -529,11 +533,12 @@ void Simulation::advance(int r) {
         }
       }
     }
-    double comm1 = 0.0, comm2 = 0.0;
-    double work_s = nominal(r, table_.actions[g], comm1);
+    double comm1 = 0.0, comm2 = 0.0, serial1 = 0.0, serial2 = 0.0;
+    double work_s = nominal(r, table_.actions[g], comm1, serial1);
     if (pair) {
-      const double work2 = nominal(r, table_.actions[g + 1], comm2);
-      work_s = std::max(work_s - comm1 + work2 - comm2, comm1 + comm2);
+      const double work2 = nominal(r, table_.actions[g + 1], comm2, serial2);
+      work_s = std::max(work_s - comm1 - serial1 + work2 - comm2 - serial2, comm1 + comm2) +
+               serial1 + serial2;
     }
     const double end = stretched_end(start, work_s, in_.interference, comm_iv_[r], scratch_);
     for (int h = g; h < g + n; ++h) finish(r, h, start, end, pred);

@@ -104,8 +104,15 @@ void read_dispatcher(Mapper& m, const std::string& text) {
   }
   if (has(t, "flex") || has(t, "deepep") || has(t, "hybridep")) {
     m.d_.runtime.moe_dedup_dispatch = true;
+    m.d_.runtime.moe_dispatcher = MoeDispatcher::kFlex;
+    m.d_.runtime.moe_dispatch_kernel =
+        has(t, "hybridep") ? MoeDispatchKernel::kHybridEp : MoeDispatchKernel::kDeepEp;
     m.note("training.moe_dispatcher: '" + text +
            "' read as a deduplicating dispatcher (one copy per destination node / GPU)");
+    return;
+  }
+  if (has(t, "allgather") || has(t, "all-gather")) {
+    m.d_.runtime.moe_dispatcher = MoeDispatcher::kAllGather;
     return;
   }
   if (!has(t, "alltoall") && !has(t, "all-to-all")) {

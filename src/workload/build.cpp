@@ -127,15 +127,29 @@ double norm_bytes(const Ctx& c, std::int64_t rows, std::int64_t width) {
   return 2.0 * static_cast<double>(rows) * width * c.act_b;  // read x, write y
 }
 
+// `width`: the MLP's input / output features (0: the hidden size). `sequential`: the `groups`
+// experts run as one GEMM each (Megatron's SequentialMLP when moe_grouped_gemm is false: MG8
+// experts.py), not as one grouped GEMM.
 void add_mlp(const Ctx& c, std::vector<Op>& f, const std::string& prefix, const MlpSpec& mlp,
-             std::int64_t rows, std::int64_t ffn_per_rank, int groups) {
-  const std::int64_t h = c.job.model.hidden_size;
+             std::int64_t rows, std::int64_t ffn_per_rank, int groups, std::int64_t width = 0,
+             bool sequential = false) {
+  const std::int64_t h = width > 0 ? width : c.job.model.hidden_size;
   const std::int64_t up = mlp.gated ? 2 * ffn_per_rank : ffn_per_rank;
+  const std::size_t first = f.size();
   push_gemm(c, f, prefix + ".fc1", rows, up, h, groups);
   // Activation (and gating product): read the fc1 output, write the activated half.
   f.push_back(
       mem_op(prefix + ".act", static_cast<double>(rows) * groups * (up + ffn_per_rank) * c.act_b));
   push_gemm(c, f, prefix + ".fc2", rows, h, ffn_per_rank, groups);
+  if (!sequential || groups <= 1) return;
+  for (std::size_t i = first; i < f.size(); ++i) {
+    Op& op = f[i];
+    if (op.kind != OpKind::kGroupedGemm) continue;
+    // One kernel per expert: a GEMM of the expert's rows, run `groups` times.
+    op.kind = OpKind::kGemm;
+    op.gemm.batch = 1;
+    op.steps = groups;
+  }
 }
 
 void add_flash_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer, int heads,
@@ -290,60 +304,164 @@ double dedup_dispatch_factor(int experts, int topk, int ep, int nodes) {
   return std::clamp(dedup / standard, 0.0, 1.0);
 }
 
-void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
+// The EP collectives of one direction (dispatch or combine) for the layer's dispatcher
+// (MG8 token_dispatcher.py): allgather gathers every token over ETP x EP (:281-303) and
+// reduce-scatters the outputs back (:355-369); alltoall exchanges the routed copies over EP
+// (:682-726, :837-880) with an all-gather / reduce-scatter over ETP behind / before it (:728-760,
+// :796-835); flex runs one fused dispatch / combine over ETP x EP (:1809-2030), deduplicated per
+// destination. Overlap: with moe_shared_expert_overlap the shared experts hide dispatch / combine;
+// with overlap_moe_expert_parallel_comm another microbatch's compute does (the schedule pairs F
+// and B; the EP part of each phase is what the pair can hide).
+struct MoeComm {
+  double local_tokens = 0.0;  // tokens entering the layer on this rank (sequence-parallel)
+  double width_bytes = 0.0;   // bytes of one token in the dispatch width (h, or the latent)
+  double routed_bytes = 0.0;  // routed copies of the local tokens x width bytes
+  double a2a_bytes = 0.0;     // routed bytes after deduplication (flex)
+};
+
+Overlap ep_overlap(const JobSpec& job) {
+  return job.runtime.moe_overlap.has(MoeOverlap::kSharedExperts) ? Overlap::kWithSharedExperts
+                                                                 : Overlap::kExposed;
+}
+
+void moe_dispatch(const Ctx& c, std::vector<Op>& f, const MoeSpec& m, const MoeComm& mc) {
+  const ParallelSpec& p = c.job.parallel;
+  const Overlap ov = ep_overlap(c.job);
+  const int tp_ep = p.etp * p.ep;
+  switch (c.job.runtime.moe_dispatcher) {
+    case MoeDispatcher::kAllGather:
+      if (tp_ep > 1) {
+        // Routing map (1 byte) and probabilities (4 bytes) of every token, then the tokens.
+        f.push_back(comm_op("moe.dispatch_all_gather_probs", GroupKind::kEtpEp,
+                            CollectiveKind::kAllGather, tp_ep,
+                            mc.local_tokens * m.num_experts * 5.0 * tp_ep));
+        f.push_back(comm_op("moe.dispatch_all_gather", GroupKind::kEtpEp,
+                            CollectiveKind::kAllGather, tp_ep,
+                            mc.local_tokens * mc.width_bytes * tp_ep));
+      }
+      break;
+    case MoeDispatcher::kAllToAll:
+      if (p.ep > 1) {
+        f.push_back(comm_op("moe.dispatch_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, p.ep,
+                            mc.a2a_bytes, ov));
+      }
+      if (p.etp > 1) {
+        f.push_back(comm_op("moe.etp_all_gather", GroupKind::kEtp, CollectiveKind::kAllGather,
+                            p.etp, mc.routed_bytes * p.etp));
+      }
+      break;
+    case MoeDispatcher::kFlex:
+      if (tp_ep > 1) {
+        f.push_back(comm_op("moe.dispatch", GroupKind::kEtpEp, CollectiveKind::kAllToAll, tp_ep,
+                            mc.a2a_bytes * p.etp, ov));
+      }
+      break;
+  }
+}
+
+void moe_combine(const Ctx& c, std::vector<Op>& f, const MoeComm& mc) {
+  const ParallelSpec& p = c.job.parallel;
+  const Overlap ov = ep_overlap(c.job);
+  const int tp_ep = p.etp * p.ep;
+  switch (c.job.runtime.moe_dispatcher) {
+    case MoeDispatcher::kAllGather:
+      if (tp_ep > 1) {
+        // Reduce-scattered in the probabilities' dtype (MG8 token_dispatcher.py:365-367).
+        const double b = c.job.runtime.moe_probs_fp32 ? 4.0 : c.act_b;
+        f.push_back(comm_op("moe.combine_reduce_scatter", GroupKind::kEtpEp,
+                            CollectiveKind::kReduceScatter, tp_ep,
+                            mc.local_tokens * mc.width_bytes / c.act_b * b * tp_ep));
+      }
+      break;
+    case MoeDispatcher::kAllToAll:
+      if (p.etp > 1) {
+        f.push_back(comm_op("moe.etp_reduce_scatter", GroupKind::kEtp,
+                            CollectiveKind::kReduceScatter, p.etp, mc.routed_bytes * p.etp));
+      }
+      if (p.ep > 1) {
+        f.push_back(comm_op("moe.combine_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, p.ep,
+                            mc.a2a_bytes, ov));
+      }
+      break;
+    case MoeDispatcher::kFlex:
+      if (tp_ep > 1) {
+        f.push_back(comm_op("moe.combine", GroupKind::kEtpEp, CollectiveKind::kAllToAll, tp_ep,
+                            mc.a2a_bytes * p.etp, ov));
+      }
+      break;
+  }
+}
+
+void add_moe(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   const JobSpec& job = c.job;
   const ParallelSpec& p = job.parallel;
+  const MoeSpec& m = layer.moe;
   const std::int64_t h = job.model.hidden_size;
+  const std::int64_t width = m.latent_size > 0 ? m.latent_size : h;
+  // Tokens enter the MoE block sequence-parallel (Megatron requires SP with MoE and TP > 1).
+  const std::int64_t local = c.tokens / c.tp;
+  const bool shared = m.shared_expert_ffn_hidden_size > 0;
+  auto shared_experts = [&] {
+    tp_enter(c, f, "moe.shared");
+    add_mlp(c, f, "moe.shared", layer.mlp, c.tokens, m.shared_expert_ffn_hidden_size / c.tp, 1);
+    tp_exit(c, f, "moe.shared");
+    if (m.shared_expert_gate) {
+      f.push_back(act_gemm_op(c, "moe.shared.gate", local, 1, h));
+      f.push_back(mem_op("moe.shared.gate_mul", 3.0 * static_cast<double>(local) * h * c.act_b));
+    }
+  };
+  // Without an EP overlap the shared experts run before the router (MG2 transformer_config.py
+  // :701-711); with one, between the router and the routed experts, beside the dispatch.
+  const bool shared_beside_dispatch = !job.runtime.moe_overlap.empty();
+  if (shared && !shared_beside_dispatch) shared_experts();
+  f.push_back(act_gemm_op(c, "moe.router", local, m.num_experts, h));
+  f.push_back(mem_op("moe.topk", 3.0 * static_cast<double>(local) * m.num_experts * 4.0));
+  if (m.latent_size > 0) push_gemm(c, f, "moe.latent_down", local, width, h);
+  const double routed =
+      static_cast<double>(local) * m.topk * (m.capacity_factor > 0.0 ? m.capacity_factor : 1.0);
+  MoeComm mc;
+  mc.local_tokens = static_cast<double>(local);
+  mc.width_bytes = static_cast<double>(width) * c.act_b;
+  mc.routed_bytes = routed * mc.width_bytes;
+  mc.a2a_bytes = mc.routed_bytes;
+  if (job.runtime.moe_dedup_dispatch && p.ep > 1) {
+    const int nodes = job_group(job, GroupKind::kEp).nodes;
+    mc.a2a_bytes *= dedup_dispatch_factor(m.num_experts, m.topk, p.ep, nodes);
+  }
+  if (job.runtime.moe_dispatcher != MoeDispatcher::kAllGather) {
+    f.push_back(mem_op("moe.permute", 2.0 * mc.routed_bytes, MemOpClass::kPermute));
+  }
+  if (shared && shared_beside_dispatch) shared_experts();
+  moe_dispatch(c, f, m, mc);
+  const int local_experts = std::max(1, m.num_experts / p.ep);
+  if (job.runtime.moe_dispatcher == MoeDispatcher::kAllGather) {
+    // The local experts' rows picked out of every gathered token.
+    f.push_back(mem_op("moe.permute", 2.0 * routed * p.etp * mc.width_bytes, MemOpClass::kPermute));
+  }
+  const auto rows_total = static_cast<std::int64_t>(std::llround(routed * p.etp));
+  const std::int64_t rows_per_expert = std::max<std::int64_t>(1, rows_total / local_experts);
+  add_mlp(c, f, "moe.experts", layer.mlp, rows_per_expert, m.expert_ffn_hidden_size / p.etp,
+          local_experts, width, !m.grouped_gemm);
+  if (job.runtime.moe_dispatcher == MoeDispatcher::kAllGather) {
+    f.push_back(
+        mem_op("moe.unpermute", 2.0 * routed * p.etp * mc.width_bytes, MemOpClass::kPermute));
+  }
+  moe_combine(c, f, mc);
+  if (job.runtime.moe_dispatcher != MoeDispatcher::kAllGather) {
+    f.push_back(mem_op("moe.unpermute", 2.0 * mc.routed_bytes, MemOpClass::kPermute));
+  }
+  if (m.latent_size > 0) push_gemm(c, f, "moe.latent_up", local, h, width);
+}
+
+void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
+  const std::int64_t h = c.job.model.hidden_size;
   f.push_back(mem_op("mlp.norm", norm_bytes(c, c.tokens_sp, h)));
   if (!layer.is_moe) {
     tp_enter(c, f, "mlp");
     add_mlp(c, f, "mlp", layer.mlp, c.tokens, layer.mlp.ffn_hidden_size / c.tp, 1);
     tp_exit(c, f, "mlp");
   } else {
-    const MoeSpec& m = layer.moe;
-    // Tokens enter the MoE block sequence-parallel (Megatron requires SP with MoE and TP > 1).
-    const std::int64_t local = c.tokens / c.tp;
-    f.push_back(act_gemm_op(c, "moe.router", local, m.num_experts, h));
-    f.push_back(mem_op("moe.topk", 3.0 * static_cast<double>(local) * m.num_experts * 4.0));
-    const double routed =
-        static_cast<double>(local) * m.topk * (m.capacity_factor > 0.0 ? m.capacity_factor : 1.0);
-    const double routed_bytes = routed * h * c.act_b;
-    f.push_back(mem_op("moe.permute", 2.0 * routed_bytes, MemOpClass::kPermute));
-    const Overlap ep_overlap = (job.runtime.deepep || job.runtime.sync_free_moe_stage > 0)
-                                   ? Overlap::kWithExpertCompute
-                                   : Overlap::kExposed;
-    double a2a_bytes = routed_bytes;
-    if (job.runtime.moe_dedup_dispatch && p.ep > 1) {
-      const int nodes = job_group(job, GroupKind::kEp).nodes;
-      a2a_bytes *= dedup_dispatch_factor(m.num_experts, m.topk, p.ep, nodes);
-    }
-    if (p.ep > 1) {
-      f.push_back(comm_op("moe.dispatch_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, p.ep,
-                          a2a_bytes, ep_overlap));
-    }
-    if (p.etp > 1) {
-      f.push_back(comm_op("moe.etp_all_gather", GroupKind::kEtp, CollectiveKind::kAllGather, p.etp,
-                          routed_bytes * p.etp));
-    }
-    const int local_experts = std::max(1, m.num_experts / p.ep);
-    const auto rows_total = static_cast<std::int64_t>(std::llround(routed * p.etp));
-    const std::int64_t rows_per_expert = std::max<std::int64_t>(1, rows_total / local_experts);
-    add_mlp(c, f, "moe.experts", layer.mlp, rows_per_expert, m.expert_ffn_hidden_size / p.etp,
-            local_experts);
-    if (p.etp > 1) {
-      f.push_back(comm_op("moe.etp_reduce_scatter", GroupKind::kEtp, CollectiveKind::kReduceScatter,
-                          p.etp, routed_bytes * p.etp));
-    }
-    if (p.ep > 1) {
-      f.push_back(comm_op("moe.combine_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, p.ep,
-                          a2a_bytes, ep_overlap));
-    }
-    f.push_back(mem_op("moe.unpermute", 2.0 * routed_bytes, MemOpClass::kPermute));
-    if (m.shared_expert_ffn_hidden_size > 0) {
-      tp_enter(c, f, "moe.shared");
-      add_mlp(c, f, "moe.shared", layer.mlp, c.tokens, m.shared_expert_ffn_hidden_size / c.tp, 1);
-      tp_exit(c, f, "moe.shared");
-    }
+    add_moe(c, f, layer);
   }
   f.push_back(mem_op("mlp.residual", 3.0 * static_cast<double>(c.tokens_sp) * h * c.act_b));
 }
@@ -373,14 +491,14 @@ void add_backward(const std::vector<Op>& fwd, std::vector<Op>& out, bool sp) {
         }
         b.name = f.name + ".dgrad";
         b.gemm = GemmShape{f.gemm.m, f.gemm.k, f.gemm.n, f.gemm.batch, f.gemm.dtype, f.gemm.out};
-        b.flops = b.gemm.flops();
+        b.flops = b.gemm.flops() * f.steps;
         out.push_back(b);
         Op w = f;
         w.phase = WorkPhase::kW;
         w.recompute = false;
         w.name = f.name + ".wgrad";
         w.gemm = GemmShape{f.gemm.n, f.gemm.k, f.gemm.m, f.gemm.batch, f.gemm.dtype, Dtype::kFp32};
-        w.flops = w.gemm.flops();
+        w.flops = w.gemm.flops() * f.steps;
         w_ops.push_back(w);
         break;
       }

@@ -147,7 +147,12 @@ TEST(PrimusExamples, FlexDispatcher) {
   r.set_overrides = {"moe_token_dispatcher_type=flex"};
   const JobSpec flex = load_job(r);
   EXPECT_TRUE(flex.runtime.moe_dedup_dispatch);
-  EXPECT_FALSE(flex.runtime.deepep);
+  // Megatron's flex dispatcher runs the DeepEP backend unless moe_flex_dispatcher_backend says
+  // otherwise (MG2 transformer_config.py:898).
+  EXPECT_EQ(flex.runtime.moe_dispatcher, MoeDispatcher::kFlex);
+  EXPECT_EQ(flex.runtime.moe_dispatch_kernel, MoeDispatchKernel::kDeepEp);
+  r.set_overrides = {"moe_token_dispatcher_type=flex", "moe_flex_dispatcher_backend=hybridep"};
+  EXPECT_EQ(load_job(r).runtime.moe_dispatch_kernel, MoeDispatchKernel::kHybridEp);
 }
 
 TEST(PrimusExamples, DeepSeekV2LiteEnvSet) {
@@ -340,7 +345,7 @@ TEST(MergeOrder, PrimusFlags) {
   EXPECT_EQ(job.parallel.stages.size(), 8u);  // 56 / 8 = 7 layers per virtual stage
   EXPECT_EQ(job.parallel.stages[7].num_layers, 7);
   EXPECT_EQ(job.runtime.micro_batch_size, 1);
-  EXPECT_TRUE(job.runtime.deepep);  // sync-free > 0 forces DeepEP
+  EXPECT_TRUE(job.runtime.deepep);  // sync-free stage 2 turns Turbo DeepEP on
   EXPECT_EQ(job.runtime.schedule, ScheduleKind::kZbvGreedyHalf);
   EXPECT_EQ(job.cluster.nodes, 8);
   EXPECT_EQ(job.parallel.dp, 16);

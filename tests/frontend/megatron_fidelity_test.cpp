@@ -171,6 +171,65 @@ TEST(MegatronFidelity, ExpertParallelDividesEveryMoeLayer) {
   EXPECT_EQ(load_text(dir, moe + "expert_model_parallel_size: 8\n").parallel.ep, 8);
 }
 
+// ---------------------------------------------------------------- 5, 6: MoE dispatch
+
+std::string moe_args(const std::string& extra) {
+  return "num_layers: 4\nhidden_size: 1024\nnum_attention_heads: 8\nffn_hidden_size: 4096\n"
+         "vocab_size: 32000\nnum_experts: 16\nmoe_ffn_hidden_size: 512\nmoe_router_topk: 2\n"
+         "micro_batch_size: 1\nglobal_batch_size: 8\nseq_length: 1024\n"
+         "expert_model_parallel_size: 8\n" +
+         extra;
+}
+
+// Megatron's default dispatcher is allgather; flex runs DeepEP unless its backend says otherwise;
+// Primus' use_turbo_deepep takes effect only with enable_primus_turbo and means flex + Turbo
+// DeepEP; sync-free stage 1 does not turn DeepEP on, stage 2 does.
+TEST(MegatronFidelity, MoeDispatcherAndKernel) {
+  testing::TempDir dir;
+  const JobSpec def = load_text(dir, moe_args(""));
+  EXPECT_EQ(def.runtime.moe_dispatcher, MoeDispatcher::kAllGather);
+  ASSERT_NE(find_default(def, "moe_token_dispatcher_type"), nullptr);
+  EXPECT_EQ(
+      load_text(dir, moe_args("moe_token_dispatcher_type: alltoall\n")).runtime.moe_dispatcher,
+      MoeDispatcher::kAllToAll);
+  const JobSpec flex = load_text(dir, moe_args("moe_token_dispatcher_type: flex\n"));
+  EXPECT_EQ(flex.runtime.moe_dispatch_kernel, MoeDispatchKernel::kDeepEp);
+  EXPECT_TRUE(flex.runtime.moe_dedup_dispatch);
+  const JobSpec no_turbo = load_text(dir, moe_args("use_turbo_deepep: true\n"));
+  EXPECT_EQ(no_turbo.runtime.moe_dispatcher, MoeDispatcher::kAllGather);
+  const JobSpec turbo =
+      load_text(dir, moe_args("enable_primus_turbo: true\nuse_turbo_deepep: true\n"));
+  EXPECT_EQ(turbo.runtime.moe_dispatcher, MoeDispatcher::kFlex);
+  EXPECT_EQ(turbo.runtime.moe_dispatch_kernel, MoeDispatchKernel::kTurboDeepEp);
+  EXPECT_FALSE(load_text(dir, moe_args("enable_primus_turbo: true\nturbo_sync_free_moe_stage: 1\n"))
+                   .runtime.deepep);
+  EXPECT_TRUE(load_text(dir, moe_args("enable_primus_turbo: true\nturbo_sync_free_moe_stage: 2\n"))
+                  .runtime.deepep);
+  EXPECT_THROW(load_text(dir, moe_args("moe_enable_deepep: true\n")), InputError);
+}
+
+// What hides the EP communication, and the combinations Megatron refuses.
+TEST(MegatronFidelity, MoeOverlapSettings) {
+  testing::TempDir dir;
+  const std::string a2a = "moe_token_dispatcher_type: alltoall\n";
+  const JobSpec shared = load_text(dir, moe_args(a2a + "moe_shared_expert_overlap: true\n"));
+  EXPECT_TRUE(shared.runtime.moe_overlap.has(MoeOverlap::kSharedExperts));
+  const JobSpec other = load_text(
+      dir, moe_args(a2a + "overlap_moe_expert_parallel_comm: true\ndelay_wgrad_compute: true\n"));
+  EXPECT_TRUE(other.runtime.moe_overlap.has(MoeOverlap::kOtherMicrobatch));
+  EXPECT_TRUE(other.runtime.moe_overlap.has(MoeOverlap::kDelayedWgrad));
+  // allgather cannot overlap; delayed wgrad needs the overlap; full recompute excludes it; with a
+  // pipeline it needs virtual stages.
+  EXPECT_THROW(load_text(dir, moe_args("overlap_moe_expert_parallel_comm: true\n")), InputError);
+  EXPECT_THROW(load_text(dir, moe_args(a2a + "delay_wgrad_compute: true\n")), InputError);
+  EXPECT_THROW(load_text(dir, moe_args(a2a + "overlap_moe_expert_parallel_comm: true\n"
+                                             "recompute_granularity: full\n")),
+               InputError);
+  EXPECT_THROW(load_text(dir, moe_args(a2a + "overlap_moe_expert_parallel_comm: true\n"
+                                             "pipeline_model_parallel_size: 2\n")),
+               InputError);
+}
+
 // ------------------------------------------------------------------ 12: key classes
 
 bool has_warning(const JobSpec& job, const std::string& needle) {

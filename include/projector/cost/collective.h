@@ -52,6 +52,7 @@ enum class GroupKind {
   kEtp,     // size etp, stride 1
   kEp,      // size ep, stride etp
   kEdp,     // expert data parallel: size tp*cp*dp/(etp*ep), stride etp*ep
+  kEtpEp,  // expert tensor x expert parallel (MoE allgather / flex dispatch): size etp*ep, stride 1
 };
 std::string_view to_string(GroupKind k);
 

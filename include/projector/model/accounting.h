@@ -14,7 +14,8 @@ struct LayerParams {
   std::int64_t attention_norms = 0;  // input norm, q/k norms, MLA latent norms (replicated over TP)
   std::int64_t mlp = 0;          // dense MLP, or the shared experts of an MoE layer (TP-sharded)
   std::int64_t mlp_norm = 0;     // pre-MLP norm (replicated over TP)
-  std::int64_t router = 0;       // MoE router (replicated over TP and EP)
+  std::int64_t router = 0;       // MoE router, latent projections, shared-expert gate
+                                 // (replicated over TP and EP)
   std::int64_t expert_each = 0;  // one routed expert
   std::int64_t experts = 0;      // all routed experts (sharded over EP x ETP)
 
@@ -86,7 +87,7 @@ struct LayerFlops {
   double attn_core_flops = 0.0;    // Q K^T and A V
   double attn_out_flops = 0.0;     // output projection
   double mlp_flops = 0.0;          // dense MLP, or the shared experts of an MoE layer
-  double router_flops = 0.0;       // MoE router
+  double router_flops = 0.0;       // MoE router (+ latent projections, shared-expert gate)
   double experts_flops = 0.0;      // the topk routed experts
   double mla_up_proj_flops = 0.0;  // part of qkv_flops: MLA up-projections (selective recompute)
 

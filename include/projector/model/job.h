@@ -60,7 +60,11 @@ struct MoeSpec {
   std::int64_t shared_expert_ffn_hidden_size = 0;  // moe_shared_expert_intermediate_size (total)
   double capacity_factor = 0.0;                    // 0: dropless
   bool router_bias = false;                        // expert bias (aux-loss-free balancing)
-  bool grouped_gemm = true;
+  bool grouped_gemm = true;  // false: one GEMM per local expert (Megatron's SequentialMLP)
+  // moe_latent_size: tokens are projected h -> latent before dispatch and back after combine
+  // (replicated projections); the experts and the dispatch work in the latent width. 0: none.
+  std::int64_t latent_size = 0;
+  bool shared_expert_gate = false;  // a sigmoid gate (1 x h weight) on the shared experts' output
 };
 
 struct LayerSpec {
@@ -201,6 +205,52 @@ enum class OptimizerKind { kAdam, kSgd, kMuon };
 // kFa2: a FlashAttention-2-class kernel (the flash-attn package, PyTorch SDPA's flash backend).
 enum class AttentionKernel : std::uint8_t { kFused, kFa2 };
 
+// How routed tokens reach their experts and come back (Megatron's moe_token_dispatcher_type,
+// MG8 token_dispatcher.py).
+enum class MoeDispatcher : std::uint8_t {
+  kAllToAll,   // all-to-all over EP, then all-gather over ETP; the mirror image to combine
+  kAllGather,  // every token all-gathered over ETP x EP, the local experts' rows selected, and
+               // the outputs reduce-scattered back over ETP x EP (Megatron's default)
+  kFlex,       // one fused dispatch and one combine over ETP x EP, deduplicated per destination
+               // (DeepEP, HybridEP, NCCL EP)
+};
+std::string_view to_string(MoeDispatcher d);
+
+// The kernel that moves the tokens. kCollective: the framework's collective library (NCCL,
+// RCCL); the others are dedicated dispatch kernels (their bandwidths: data/hardware).
+enum class MoeDispatchKernel : std::uint8_t {
+  kCollective,
+  kDeepEp,
+  kHybridEp,
+  kNcclEp,
+  kTurboDeepEp
+};
+std::string_view to_string(MoeDispatchKernel k);
+
+// What hides the expert-parallel communication; several may apply.
+enum class MoeOverlap : std::uint8_t {
+  kSharedExperts,    // shared experts run on a side stream while tokens are dispatched / combined
+  kOtherMicrobatch,  // F and B of two microbatches run as one overlapped unit (combined 1F1B):
+                     // one's dispatch / combine hides behind the other's compute
+  kDelayedWgrad,     // expert weight gradients are deferred, so they too can hide communication
+  kCount
+};
+std::string_view to_string(MoeOverlap o);
+
+class MoeOverlaps {
+ public:
+  constexpr bool has(MoeOverlap o) const { return (bits_ >> static_cast<int>(o)) & 1U; }
+  constexpr void add(MoeOverlap o) {
+    bits_ |= static_cast<std::uint8_t>(1U << static_cast<int>(o));
+  }
+  constexpr bool empty() const { return bits_ == 0; }
+  std::vector<std::string> names() const;
+  friend constexpr bool operator==(MoeOverlaps, MoeOverlaps) = default;
+
+ private:
+  std::uint8_t bits_ = 0;
+};
+
 struct RuntimeSpec {
   int micro_batch_size = 1;
   int global_batch_size = 1;
@@ -219,7 +269,11 @@ struct RuntimeSpec {
   // token crosses to each remote node (or, within one node, each GPU) once however many of its
   // chosen experts live there, instead of once per chosen expert.
   bool moe_dedup_dispatch = false;
-  int sync_free_moe_stage = 0;  // Primus turbo_sync_free_moe_stage, 0-3
+  int sync_free_moe_stage = 0;  // Primus turbo_sync_free_moe_stage, 0-3 (no host syncs)
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  MoeDispatchKernel moe_dispatch_kernel = MoeDispatchKernel::kCollective;
+  MoeOverlaps moe_overlap;
+  bool moe_probs_fp32 = false;  // router probabilities in fp32 (moe_router_dtype fp32)
   ScheduleKind schedule = ScheduleKind::kAuto;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   bool precision_aware_optimizer = false;
@@ -270,6 +324,12 @@ struct JobSpec {
     return static_cast<std::int64_t>(runtime.global_batch_size) * runtime.seq_length;
   }
 };
+
+// Megatron's combined 1F1B (overlap_moe_expert_parallel_comm): the schedule pairs steady-state
+// forwards and backwards of different microbatches (schedule::ScheduleRequest).
+inline bool combined_forward_backward(const JobSpec& job) {
+  return job.runtime.moe_overlap.has(MoeOverlap::kOtherMicrobatch);
+}
 
 // The invariants every projection relies on: positive sizes, TP x PP x CP x DP and, with experts,
 // ETP x EP x PP x expert-DP equal to the world, pp x vpp contiguous stages covering every layer

@@ -38,6 +38,7 @@ struct ChunkTiming {
   int stage = 0;  // virtual stage index (pp * chunk + rank in the interleaved layout)
   double f_s = 0.0, b_s = 0.0, w_s = 0.0;  // compute + exposed in-layer communication
   double f_comm_s = 0.0, b_comm_s = 0.0;   // exposed EP all-to-all a partner can hide (DualPipe)
+  double w_serial_s = 0.0;  // expert weight gradients a partner cannot use as cover (no deferral)
   std::vector<PricedOp> ops;
 };
 

@@ -52,7 +52,7 @@ class InFlightCache {
   std::size_t size() const { return entries_.size(); }
 
  private:
-  using Key = std::tuple<ScheduleKind, int, int, int, bool, int>;
+  using Key = std::tuple<ScheduleKind, int, int, int, bool, int, bool>;
   std::map<Key, InFlightProfile> entries_;
 };
 

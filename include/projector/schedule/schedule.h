@@ -50,7 +50,8 @@ struct ScheduleTable {
   int pp = 1;
   int vpp = 1;
   int microbatches = 1;
-  std::vector<Action> actions;    // all ranks' lists back to back
+  bool combined_forward_backward = false;  // see ScheduleRequest
+  std::vector<Action> actions;             // all ranks' lists back to back
   std::vector<int> rank_offsets;  // size pp + 1; rank r owns actions[rank_offsets[r], [r+1])
 
   int num_stages() const { return pp * vpp; }
@@ -94,12 +95,17 @@ enum class ZbvMemory { kMin, kHalf };
 // Builders. Each validates its shape and throws projector::InputError with the key of the
 // offending setting ("pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
 // "num_microbatches", "microbatch_group_size_per_vp_stage") when the schedule cannot be built.
-ScheduleTable build_1f1b(int pp, int microbatches);
+// `combined`: Megatron's combined 1F1B for overlap_moe_expert_parallel_comm (MG9 combined_1f1b.py,
+// schedules.py:966-970): one more warm-up forward on every rank, so each steady-state forward is
+// independent of the backward after it, and the two run as one overlapped unit (their EP
+// communication hides behind each other's compute). With pp == 1: F0, then (F i, BW i-1) pairs.
+ScheduleTable build_1f1b(int pp, int microbatches, bool combined = false);
 // Megatron's interleaved ordering (microbatch groups of `group_size` consecutive microbatches per
 // chunk; 0 = pp, Megatron's default). Follows current Megatron-LM's rule: pp <= group_size <= m,
 // and m % group_size must be 0 or >= pp (so with the default group size m must be a multiple of
 // pp). Older Megatron required m % pp == 0, which is the default case of the same rule.
-ScheduleTable build_interleaved(int pp, int vpp, int microbatches, int group_size = 0);
+ScheduleTable build_interleaved(int pp, int vpp, int microbatches, int group_size = 0,
+                                bool combined = false);
 ScheduleTable build_zero_bubble_h1(int pp, int microbatches);
 ScheduleTable build_zbv_formatted(int pp, int microbatches);
 ScheduleTable build_zbv_greedy(int pp, int microbatches, ZbvMemory memory);
@@ -113,6 +119,9 @@ struct ScheduleRequest {
   int microbatches = 1;
   bool zero_bubble = false;       // only consulted by kAuto
   int microbatch_group_size = 0;  // interleaved only; 0 = pp
+  // Combined 1F1B (1F1B and interleaved only; see build_1f1b): steady-state F and B of two
+  // microbatches run as one overlapped unit. Other schedules refuse it.
+  bool combined_forward_backward = false;
 };
 // Resolves ScheduleKind::kAuto with select_schedule and calls the matching builder.
 ScheduleTable build_schedule(const ScheduleRequest& request);

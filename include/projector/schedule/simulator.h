@@ -12,9 +12,10 @@
 //   (the V-shape turn on rank pp-1) is free.
 // * Overlapped pairs (Action::overlap_with_next, DualPipeV): both actions start together once both
 //   are ready and end together after
-//     max(compute_a + compute_b, comm_a + comm_b)
+//     max(compute_a + compute_b, comm_a + comm_b) + serial_a + serial_b
 //   where comm_x is the part of the action's duration that is communication which the other
-//   action's computation can hide (ChunkCost::f_comm_s / b_comm_s, e.g. exposed EP all-to-all) and
+//   action's computation can hide (ChunkCost::f_comm_s / b_comm_s, e.g. exposed EP all-to-all),
+//   serial_x the compute that cannot serve as cover (ChunkCost::w_serial_s, BW and W only) and
 //   compute_x the rest. With no comm parts this is just the sum.
 // * Communication tasks (CommTask) run on their named stream of their rank. A task is launched at
 //   iteration start or at the start / end of a given action and starts at
@@ -49,11 +50,15 @@ class ScheduleError : public std::runtime_error {
 
 struct ChunkCost {
   double f_s = 0.0;
-  double b_s = 0.0;         // backward w.r.t. inputs (B)
-  double w_s = 0.0;         // weight-gradient backward (W); BW takes b_s + w_s
-  double f_comm_s = 0.0;    // part of f_s hideable behind another microbatch's compute (overlap)
-  double b_comm_s = 0.0;    // part of b_s hideable likewise
-  double activation = 1.0;  // activation memory one microbatch leaves on this chunk
+  double b_s = 0.0;       // backward w.r.t. inputs (B)
+  double w_s = 0.0;       // weight-gradient backward (W); BW takes b_s + w_s
+  double f_comm_s = 0.0;  // part of f_s hideable behind another microbatch's compute (overlap)
+  double b_comm_s = 0.0;  // part of b_s hideable likewise
+  // Part of w_s that a pair partner's communication cannot hide behind: work that must finish
+  // before this backward's own next communication (expert weight gradients when they are not
+  // deferred, Megatron's delay_wgrad_compute off). Counted after the overlapped part.
+  double w_serial_s = 0.0;
+  double activation = 1.0;          // activation memory one microbatch leaves on this chunk
   double b_release_fraction = 0.0;  // part of it a split B frees (W frees the rest)
 };
 

@@ -28,9 +28,10 @@ enum class OpKind {
 
 // How a collective relates to compute when it runs.
 enum class Overlap {
-  kExposed,           // on the critical path of the compute stream
-  kWithCompute,       // overlappable with independent compute (TP comm overlap, CP ring)
-  kWithExpertCompute  // EP all-to-all that DeepEP / sync-free stages hide behind expert compute
+  kExposed,            // on the critical path of the compute stream
+  kWithCompute,        // overlappable with independent compute (TP comm overlap, CP ring)
+  kWithSharedExperts,  // EP dispatch / combine that the layer's shared experts, running on a side
+                       // stream, hide (moe_shared_expert_overlap)
 };
 
 struct Op {
@@ -45,7 +46,9 @@ struct Op {
   CollectiveKind collective = CollectiveKind::kAllReduce;
   Overlap overlap = Overlap::kExposed;
   int group_size = 1;
-  int steps = 1;  // CP ring: number of P2P rounds, each of `bytes`
+  // Repetitions of the same op back to back: CP ring P2P rounds (each of `bytes`), or one GEMM
+  // per expert (SequentialMLP; `flops` is the total, the shape is one expert's).
+  int steps = 1;
   // Counts.
   double flops = 0.0;
   double bytes = 0.0;       // HBM bytes for memory-bound ops; per-rank buffer bytes for collectives

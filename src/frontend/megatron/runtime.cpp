@@ -200,16 +200,106 @@ void read_attention(ArgReader& r, JobDraft& d) {
   }
 }
 
-void read_moe_dispatch(ArgReader& r, JobDraft& d) {
+bool has_experts(const ArgReader& r) {
+  return r.has("num_experts") && r.as_int("num_experts", *r.get("num_experts")) > 0;
+}
+
+// What hides the EP communication (MG2 model_parallel_config.py:343-349, transformer_config.py
+// :2999-3095, :1817-1826): overlap_moe_expert_parallel_comm runs F and B of two microbatches as
+// one unit (combined 1F1B: MG9 combined_1f1b.py, schedules.py:966-970 adds one warm-up
+// microbatch); it needs EP > 1, the alltoall or flex dispatcher, no full recompute, no "moe" in
+// recompute_modules, no moe_shared_expert_overlap, and VPP when PP > 1. delay_wgrad_compute
+// needs it. moe_shared_expert_overlap runs the shared experts beside dispatch / combine (alltoall
+// or flex only).
+void read_moe_overlap(ArgReader& r, JobDraft& d) {
+  RuntimeSpec& rt = d.runtime;
+  const bool a2a_or_flex = rt.moe_dispatcher != MoeDispatcher::kAllGather;
+  if (r.bool_quiet("moe_shared_expert_overlap", false)) {
+    if (!a2a_or_flex) {
+      r.fail("moe_shared_expert_overlap", "only works with the alltoall or flex dispatcher");
+    }
+    if (rt.deepep && rt.moe_dispatch_kernel == MoeDispatchKernel::kTurboDeepEp) {
+      r.fail("moe_shared_expert_overlap", "Primus Turbo DeepEP does not support it");
+    }
+    rt.moe_overlap.add(MoeOverlap::kSharedExperts);
+  }
+  const bool other = r.bool_quiet("overlap_moe_expert_parallel_comm", false);
+  if (other) {
+    const std::string key = "overlap_moe_expert_parallel_comm";
+    if (!a2a_or_flex) r.fail(key, "needs the alltoall or flex dispatcher (Megatron asserts it)");
+    if (rt.moe_overlap.has(MoeOverlap::kSharedExperts)) {
+      r.fail(key, "cannot be combined with moe_shared_expert_overlap (Megatron asserts it)");
+    }
+    if (rt.recompute.granularity == RecomputeGranularity::kFull ||
+        rt.recompute.modules.has(RecomputeModule::kMoe)) {
+      r.fail(key, "cannot be combined with full recompute or 'moe' in recompute_modules");
+    }
+    rt.moe_overlap.add(MoeOverlap::kOtherMicrobatch);
+  }
+  if (r.bool_quiet("delay_wgrad_compute", false)) {
+    if (!other) {
+      r.fail("delay_wgrad_compute", "needs overlap_moe_expert_parallel_comm (Megatron asserts it)");
+    }
+    rt.moe_overlap.add(MoeOverlap::kDelayedWgrad);
+  }
+}
+
+// The token dispatcher, the kernel that moves the tokens and what hides the expert-parallel
+// communication. Megatron: moe_token_dispatcher_type defaults to allgather (MG2
+// transformer_config.py:891); moe_enable_deepep (deprecated) means flex with the DeepEP backend,
+// flex's backend is moe_flex_dispatcher_backend (deepep by default; :895-898, :1743-1760).
+// Primus: use_turbo_deepep with enable_primus_turbo swaps the flex dispatcher for Turbo's DeepEP
+// and sets flex (PR4 moe_dispatcher_patches.py); turbo_sync_free_moe_stage 2-3 turns
+// use_turbo_deepep on, stage 1 only fuses the router and permutation (PR4
+// rocm_arg_validation.py _get_sync_free_moe_options). DeepEP is a kernel, not an overlap switch.
+void read_moe_dispatcher(ArgReader& r, JobDraft& d) {
   RuntimeSpec& rt = d.runtime;
   rt.sync_free_moe_stage = static_cast<int>(r.int_quiet("turbo_sync_free_moe_stage", 0));
   if (rt.sync_free_moe_stage < 0 || rt.sync_free_moe_stage > 3) {
     r.fail("turbo_sync_free_moe_stage", "must be 0..3");
   }
-  rt.deepep = r.bool_quiet("use_turbo_deepep", false) || rt.sync_free_moe_stage > 0;
-  const bool flex = r.has("moe_token_dispatcher_type") &&
-                    to_lower(r.string_or("moe_token_dispatcher_type", "alltoall", "")) == "flex";
-  rt.moe_dedup_dispatch = rt.deepep || flex || r.bool_quiet("moe_enable_deepep", false);
+  const bool turbo = r.bool_quiet("enable_primus_turbo", false);
+  const bool turbo_deepep =
+      turbo && (r.bool_quiet("use_turbo_deepep", false) || rt.sync_free_moe_stage >= 2);
+  const std::string type = to_lower(
+      r.string_or("moe_token_dispatcher_type", "allgather",
+                  has_experts(r) ? "Megatron default (MG2 transformer_config.py:891)" : ""));
+  if (type == "allgather") {
+    rt.moe_dispatcher = MoeDispatcher::kAllGather;
+  } else if (type == "alltoall" || type == "alltoall_seq") {
+    rt.moe_dispatcher = MoeDispatcher::kAllToAll;
+  } else if (type == "flex") {
+    rt.moe_dispatcher = MoeDispatcher::kFlex;
+  } else {
+    r.fail("moe_token_dispatcher_type",
+           fmt::format("unknown dispatcher '{}' (allgather, alltoall, flex)", type));
+  }
+  const bool enable_deepep = r.bool_quiet("moe_enable_deepep", false);
+  if (enable_deepep && rt.moe_dispatcher != MoeDispatcher::kFlex && !turbo_deepep) {
+    r.fail("moe_enable_deepep", "needs moe_token_dispatcher_type flex (Megatron asserts it)");
+  }
+  rt.moe_dispatch_kernel = MoeDispatchKernel::kCollective;
+  if (turbo_deepep) {
+    rt.moe_dispatcher = MoeDispatcher::kFlex;
+    rt.moe_dispatch_kernel = MoeDispatchKernel::kTurboDeepEp;
+  } else if (rt.moe_dispatcher == MoeDispatcher::kFlex) {
+    const std::string backend = to_lower(r.string_or("moe_flex_dispatcher_backend", "deepep", ""));
+    if (enable_deepep || backend == "deepep") {
+      rt.moe_dispatch_kernel = MoeDispatchKernel::kDeepEp;
+    } else if (backend == "hybridep") {
+      rt.moe_dispatch_kernel = MoeDispatchKernel::kHybridEp;
+    } else if (backend == "ncclep") {
+      rt.moe_dispatch_kernel = MoeDispatchKernel::kNcclEp;
+    } else {
+      r.fail("moe_flex_dispatcher_backend",
+             fmt::format("unknown backend '{}' (deepep, hybridep, ncclep)", backend));
+    }
+  }
+  rt.deepep = rt.moe_dispatch_kernel == MoeDispatchKernel::kDeepEp ||
+              rt.moe_dispatch_kernel == MoeDispatchKernel::kTurboDeepEp;
+  rt.moe_dedup_dispatch = rt.moe_dispatcher == MoeDispatcher::kFlex;
+  rt.moe_probs_fp32 = to_lower(r.string_or("moe_router_dtype", "", "")) == "fp32";
+  read_moe_overlap(r, d);
 }
 
 void read_schedule(ArgReader& r, JobDraft& d) {
@@ -283,7 +373,7 @@ void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d) {
   read_recompute(r, model, d);
   read_attention(r, d);
   d.runtime.cross_entropy_fusion = r.bool_quiet("cross_entropy_loss_fusion", false);
-  read_moe_dispatch(r, d);
+  read_moe_dispatcher(r, d);
   read_schedule(r, d);
   read_optimizer(r, d);
 }

@@ -90,16 +90,21 @@ void apply_cli(const CliOverrides& c, JobDraft& d) {
     if (value) set_size(d, field, *value, {flag, 0, 0});
   }
   if (c.enable_zero_bubble) d.prefer_zero_bubble = *c.enable_zero_bubble;
-  if (c.enable_deepep) {
-    d.runtime.deepep = *c.enable_deepep;
-    if (*c.enable_deepep) d.runtime.moe_dedup_dispatch = true;
-  }
+  // DeepEP dispatch and combine: the flex dispatcher with the DeepEP kernel (a kernel choice: what
+  // hides the communication is decided by the overlap settings, not by DeepEP).
+  auto use_deepep = [&d](MoeDispatchKernel kernel) {
+    d.runtime.moe_dispatcher = MoeDispatcher::kFlex;
+    d.runtime.moe_dispatch_kernel = kernel;
+    d.runtime.deepep = d.runtime.moe_dedup_dispatch = true;
+  };
+  if (c.enable_deepep && *c.enable_deepep) use_deepep(MoeDispatchKernel::kDeepEp);
   if (c.sync_free_stage) {
     if (*c.sync_free_stage < 0 || *c.sync_free_stage > 3) {
       throw InputError({"--sync-free-stage", 0, 0}, "turbo_sync_free_moe_stage", "must be 0..3");
     }
     d.runtime.sync_free_moe_stage = *c.sync_free_stage;
-    if (*c.sync_free_stage > 0) d.runtime.deepep = d.runtime.moe_dedup_dispatch = true;
+    // Stages 2 and 3 turn Primus Turbo's DeepEP on (PR4 rocm_arg_validation.py).
+    if (*c.sync_free_stage >= 2) use_deepep(MoeDispatchKernel::kTurboDeepEp);
   }
   if (c.pipeline_schedule) {
     const std::optional<ScheduleKind> s = parse_schedule_name(*c.pipeline_schedule);
