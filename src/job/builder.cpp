@@ -597,6 +597,12 @@ void Builder::runtime_defaults() {
   rt.precision.fp8 =
       d_.fp8 ? decide(DraftField::kFp8Recipe, d_.fp8_recipe, prof.fp8_recipe, Fp8Recipe::kDelayed)
              : Fp8Recipe::kNone;
+  if (rt.precision.fp4 != Fp4Recipe::kNone &&
+      job_.cluster.accelerator.peak_flops(Dtype::kFp4) <= 0.0) {
+    throw InputError({d_.source, 0, 0}, "fp4",
+                     fmt::format("{} has no FP4 peak: FP4 ({}) GEMMs cannot run on it",
+                                 job_.cluster.accelerator.name, to_string(rt.precision.fp4)));
+  }
   rt.main_grads_dtype = decide(DraftField::kGradReduceDtype, d_.main_grads_dtype,
                                prof.grad_reduce_dtype, Dtype::kFp32);
   rt.loss_grad_in_place =

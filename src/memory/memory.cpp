@@ -63,6 +63,14 @@ SelectiveSet selective_set(const RecomputeSpec& r) {
 }
 
 double gemm_input_bytes(const PrecisionSpec& p) {
+  switch (p.fp4) {
+    case Fp4Recipe::kNvfp4:
+      return 0.5 + 1.0 / 16.0;  // e4m3 scale per 16 elements
+    case Fp4Recipe::kMxfp4:
+      return 0.5 + 1.0 / 32.0;  // e8m0 scale per 32 elements
+    case Fp4Recipe::kNone:
+      break;
+  }
   switch (p.fp8) {
     case Fp8Recipe::kNone:
       return bytes_per_element(p.params_dtype);
@@ -78,7 +86,7 @@ double gemm_input_bytes(const PrecisionSpec& p) {
 // fp8 weight copies kept for the step per GEMM weight: the quantised weight and its transpose
 // (columnwise copy) for the backward GEMMs.
 double fp8_weight_copy_bytes(const PrecisionSpec& p) {
-  if (p.fp8 == Fp8Recipe::kNone) return 0.0;
+  if (!p.quantized_gemms()) return 0.0;
   const double one = gemm_input_bytes(p);
   return p.fp8_param ? one : 2.0 * one;  // fp8_param: the weight itself is the rowwise copy
 }
@@ -217,7 +225,7 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
                           const LayerSpec& layer, bool upper, const MemoryOptions& options) {
   const AttentionSpec& a = layer.attention;
   const double T = geo.tokens, h = geo.h, t = geo.t, sp = geo.sp, e = geo.e, g = geo.g;
-  const bool fp8 = job.runtime.precision.fp8 != Fp8Recipe::kNone;
+  const bool fp8 = job.runtime.precision.quantized_gemms();  // quantised GEMM inputs (fp8 / fp4)
   const bool flash = job.runtime.flash_attention;
   const double heads = a.num_heads;
   LayerActivation out;

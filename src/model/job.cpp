@@ -158,6 +158,7 @@ std::int64_t padded_vocab_size(const ModelSpec& model, int tp) {
 }
 
 Dtype PrecisionSpec::gemm_dtype() const {
+  if (fp4 != Fp4Recipe::kNone) return Dtype::kFp4;
   switch (fp8) {
     case Fp8Recipe::kNone:
       return params_dtype;
@@ -166,6 +167,18 @@ Dtype PrecisionSpec::gemm_dtype() const {
     default:
       return Dtype::kFp8;
   }
+}
+
+std::string_view to_string(Fp4Recipe r) {
+  switch (r) {
+    case Fp4Recipe::kNone:
+      return "none";
+    case Fp4Recipe::kNvfp4:
+      return "nvfp4";
+    case Fp4Recipe::kMxfp4:
+      return "mxfp4";
+  }
+  return "?";
 }
 
 std::string_view to_string(RecomputeGranularity g) {

@@ -96,10 +96,10 @@ std::string summary_text(const JobSpec& job) {
   out +=
       fmt::format("\nruntime: MBS {} GBS {} seq {} -> {} microbatches per replica\n",
                   rt.micro_batch_size, rt.global_batch_size, rt.seq_length, job.num_microbatches());
-  out +=
-      fmt::format("  precision {} (fp8 {}{}), GEMMs in {}\n", to_string(rt.precision.params_dtype),
-                  to_string(rt.precision.fp8), rt.precision.fp8_param ? ", fp8 params" : "",
-                  to_string(rt.precision.gemm_dtype()));
+  out += fmt::format("  precision {} (fp8 {}, fp4 {}{}), GEMMs in {}\n",
+                     to_string(rt.precision.params_dtype), to_string(rt.precision.fp8),
+                     to_string(rt.precision.fp4), rt.precision.fp8_param ? ", fp8 params" : "",
+                     to_string(rt.precision.gemm_dtype()));
   out += fmt::format("  recompute {}", to_string(rt.recompute.granularity));
   if (rt.recompute.granularity == RecomputeGranularity::kFull) {
     out += fmt::format(" ({}, {} layers)",
@@ -184,6 +184,7 @@ report_detail::Json to_json(const JobSpec& job) {
       {"num_microbatches", job.num_microbatches()},
       {"params_dtype", std::string(to_string(rt.precision.params_dtype))},
       {"fp8_recipe", std::string(to_string(rt.precision.fp8))},
+      {"fp4_recipe", std::string(to_string(rt.precision.fp4))},
       {"fp8_param", rt.precision.fp8_param},
       {"recompute_granularity", std::string(to_string(rt.recompute.granularity))},
       {"recompute_method", rt.recompute.method == RecomputeMethod::kBlock ? "block" : "uniform"},

@@ -34,8 +34,11 @@ std::string human_count(double v) {
 
 std::string precision_text(const RuntimeSpec& r) {
   std::string s{to_string(r.precision.params_dtype)};
-  if (r.precision.fp8 != Fp8Recipe::kNone)
+  if (r.precision.fp4 != Fp4Recipe::kNone) {
+    s += fmt::format(" + fp4 ({})", to_string(r.precision.fp4));
+  } else if (r.precision.fp8 != Fp8Recipe::kNone) {
     s += fmt::format(" + fp8 ({})", to_string(r.precision.fp8));
+  }
   return s;
 }
 

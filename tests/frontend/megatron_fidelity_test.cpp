@@ -230,6 +230,68 @@ TEST(MegatronFidelity, MoeOverlapSettings) {
                InputError);
 }
 
+// ------------------------------------------------------------------ 7: precision keys
+
+// fp8: 0 / '' / null mean off; fp8_recipe custom is accepted as per-tensor FP8 with the
+// assumption recorded; fp4 with nvfp4 / mxfp4 runs the GEMMs in FP4 on a part with an FP4 peak
+// and is refused on one without (and together with fp8).
+TEST(MegatronFidelity, PrecisionKeys) {
+  testing::TempDir dir;
+  for (const char* off : {"fp8: 0\n", "fp8: ''\n", "fp8: null\n", "fp8: false\n"}) {
+    EXPECT_EQ(load_text(dir, flat_args(off)).runtime.precision.fp8, Fp8Recipe::kNone) << off;
+  }
+  EXPECT_EQ(load_text(dir, flat_args("fp8: hybrid\nfp8_recipe: delayed\n")).runtime.precision.fp8,
+            Fp8Recipe::kDelayed);
+  const JobSpec custom = load_text(dir, flat_args("fp8: e4m3\nfp8_recipe: custom\n"));
+  EXPECT_EQ(custom.runtime.precision.fp8, Fp8Recipe::kTensorwise);
+  ASSERT_NE(find_default(custom, "fp8_recipe"), nullptr);
+  LoadRequest r;
+  r.config_path = dir.write("fp4.yaml", flat_args("fp4: e2m1\nfp4_recipe: mxfp4\n"));
+  r.data_dir = kRepoData;
+  r.hardware = "mi355x";
+  const JobSpec fp4 = load_job(r);
+  EXPECT_EQ(fp4.runtime.precision.fp4, Fp4Recipe::kMxfp4);
+  EXPECT_EQ(fp4.runtime.precision.gemm_dtype(), Dtype::kFp4);
+  r.hardware = "mi300x";  // CDNA3: no FP4
+  EXPECT_THROW(load_job(r), InputError);
+  EXPECT_THROW(load_text(dir, flat_args("fp4: e2m1\nfp8: hybrid\n")), InputError);
+}
+
+// ------------------------------------------------------- 8: keys that change model or memory
+
+TEST(MegatronFidelity, MoeModelKeys) {
+  testing::TempDir dir;
+  const JobSpec job =
+      load_text(dir, moe_args("moe_latent_size: 256\nmoe_shared_expert_intermediate_size: 1024\n"
+                              "moe_shared_expert_gate: true\n"));
+  const MoeSpec& m = job.model.layers[0].moe;
+  EXPECT_EQ(m.latent_size, 256);
+  EXPECT_TRUE(m.shared_expert_gate);
+  EXPECT_FALSE(m.grouped_gemm);  // Megatron's default: SequentialMLP (MG2 :850)
+  // moe_layer_recompute: selective recompute of the MoE block.
+  const JobSpec rc = load_text(dir, moe_args("moe_layer_recompute: true\n"));
+  EXPECT_EQ(rc.runtime.recompute.granularity, RecomputeGranularity::kSelective);
+  EXPECT_TRUE(rc.runtime.recompute.modules.has(RecomputeModule::kMoe));
+  EXPECT_THROW(load_text(dir, moe_args("moe_layer_recompute: true\nrecompute_granularity: full\n")),
+               InputError);
+  // cross_entropy_fusion_impl: native or te; anything else is an error.
+  EXPECT_NO_THROW(load_text(dir, flat_args("cross_entropy_fusion_impl: te\n")));
+  EXPECT_THROW(load_text(dir, flat_args("cross_entropy_fusion_impl: triton\n")), InputError);
+}
+
+// recompute_modules names are checked against Megatron's set and against the model.
+TEST(MegatronFidelity, RecomputeModulesValidated) {
+  testing::TempDir dir;
+  const std::string sel = "recompute_granularity: selective\n";
+  EXPECT_NO_THROW(load_text(dir, flat_args(sel + "recompute_modules: [core_attn, mlp]\n")));
+  EXPECT_THROW(load_text(dir, flat_args(sel + "recompute_modules: [attention]\n")), InputError);
+  EXPECT_THROW(load_text(dir, flat_args(sel + "recompute_modules: [mla_up_proj]\n")), InputError);
+  EXPECT_THROW(load_text(dir, flat_args(sel + "recompute_modules: [gdn_norm_out]\n")), InputError);
+  EXPECT_THROW(load_text(dir, moe_args(sel + "recompute_modules: [moe_act]\n")), InputError);
+  EXPECT_NO_THROW(
+      load_text(dir, moe_args(sel + "moe_grouped_gemm: true\nrecompute_modules: [moe_act]\n")));
+}
+
 // ------------------------------------------------------------------ 12: key classes
 
 bool has_warning(const JobSpec& job, const std::string& needle) {

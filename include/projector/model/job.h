@@ -190,12 +190,17 @@ struct RecomputeSpec {
 };
 
 enum class Fp8Recipe { kNone, kDelayed, kTensorwise, kBlockwise, kMxfp8 };
+// 4-bit GEMMs (Megatron's --fp4-format e2m1 with fp4_recipe nvfp4; Primus' mxfp4): NVFP4 scales
+// 16-element blocks with fp8 (e4m3) scales, MXFP4 32-element blocks with e8m0 scales.
+enum class Fp4Recipe { kNone, kNvfp4, kMxfp4 };
 
 struct PrecisionSpec {
   Dtype params_dtype = Dtype::kBf16;  // bf16 or fp16 model weights and activations
   Fp8Recipe fp8 = Fp8Recipe::kNone;
-  bool fp8_param = false;    // --fp8-param-gather: weights kept in fp8
-  Dtype gemm_dtype() const;  // params_dtype, kFp8 or kMxfp8
+  Fp4Recipe fp4 = Fp4Recipe::kNone;  // wins over fp8 for the GEMMs it covers (all linear layers)
+  bool fp8_param = false;            // --fp8-param-gather: weights kept in fp8
+  Dtype gemm_dtype() const;          // params_dtype, kFp8, kMxfp8 or kFp4
+  bool quantized_gemms() const { return fp8 != Fp8Recipe::kNone || fp4 != Fp4Recipe::kNone; }
 };
 
 enum class OptimizerKind { kAdam, kSgd, kMuon };
@@ -341,6 +346,7 @@ void check_job_invariants(const JobSpec& job);
 
 std::string_view to_string(RecomputeGranularity g);
 std::string_view to_string(Fp8Recipe r);
+std::string_view to_string(Fp4Recipe r);
 std::string_view to_string(FsdpKind f);
 
 }  // namespace projector

@@ -262,7 +262,12 @@ MoeSpec read_moe(ArgReader& r, int num_layers, const MlpSpec& mlp, std::vector<i
     moe.shared_expert_ffn_hidden_size = r.int_quiet("moe_shared_expert_intermediate_size", 0);
     moe.capacity_factor = r.float_or("moe_expert_capacity_factor", 0.0, "");
     moe.router_bias = r.bool_quiet("moe_router_enable_expert_bias", false);
-    moe.grouped_gemm = r.bool_quiet("moe_grouped_gemm", true);
+    // Megatron's default is false: SequentialMLP, one GEMM per local expert (MG2
+    // transformer_config.py:850).
+    moe.grouped_gemm = r.bool_or("moe_grouped_gemm", false, "Megatron default (MG2 :850)");
+    moe.latent_size = r.int_quiet("moe_latent_size", 0);
+    if (moe.latent_size < 0) r.fail("moe_latent_size", "must not be negative");
+    moe.shared_expert_gate = r.bool_quiet("moe_shared_expert_gate", false);
   } else if (r.has("num_experts") && r.int_quiet("num_experts", 0) < 0) {
     r.fail("num_experts", "must not be negative");
   }

@@ -78,6 +78,20 @@ void read_batches(ArgReader& r, JobDraft& d) {
   d.seq_length = positive_arg(r, "seq_length");
 }
 
+// fp8 / fp4: a format name (e4m3, hybrid, e2m1, ...) or true turns it on; false, 0, an empty
+// string, none or null leave it off (Primus configs write all of these).
+bool low_precision_on(ArgReader& r, const std::string& key) {
+  const ConfigValue* v = r.get(key);
+  if (v == nullptr) return false;
+  if (v->kind == ConfigValue::Kind::kBool) return v->b;
+  if (v->kind == ConfigValue::Kind::kInt) return v->i != 0;
+  const std::string text = to_lower(v->to_text());
+  if (text.empty() || text == "0" || text == "false" || text == "none" || text == "null") {
+    return false;
+  }
+  return true;
+}
+
 void read_precision(ArgReader& r, JobDraft& d) {
   PrecisionSpec& prec = d.runtime.precision;
   if (r.bool_quiet("fp16", false)) {
@@ -94,9 +108,7 @@ void read_precision(ArgReader& r, JobDraft& d) {
     r.note("bf16", "true", "precision not given; assuming bf16 mixed precision");
   }
   name_field(r, d, DraftField::kFp8Recipe, "fp8_recipe");
-  if (const ConfigValue* fp8 = r.get("fp8")) {
-    d.fp8 = fp8->kind == ConfigValue::Kind::kBool ? fp8->b : true;  // hybrid, e4m3, ...
-  }
+  d.fp8 = low_precision_on(r, "fp8");
   if (d.fp8 && r.has("fp8_recipe")) {
     const std::string recipe = to_lower(r.string_or("fp8_recipe", "", ""));
     const std::pair<const char*, Fp8Recipe> kRecipes[] = {{"delayed", Fp8Recipe::kDelayed},
@@ -106,15 +118,79 @@ void read_precision(ArgReader& r, JobDraft& d) {
     for (const auto& [name, value] : kRecipes) {
       if (recipe == name) d.fp8_recipe = value;
     }
+    if (recipe == "custom") {
+      // A user quantizer factory (MG2 transformer_config.py:594-611): its scaling is unknown here.
+      d.fp8_recipe = Fp8Recipe::kTensorwise;
+      r.note("fp8_recipe", "tensorwise",
+             "custom recipe (a user quantizer factory): projected as per-tensor FP8 GEMMs");
+    }
     if (!d.fp8_recipe) {
       r.fail("fp8_recipe",
-             fmt::format("unknown recipe '{}' (delayed, tensorwise, blockwise, mxfp8)", recipe));
+             fmt::format("unknown recipe '{}' (delayed, tensorwise, blockwise, mxfp8, "
+                         "custom)",
+                         recipe));
+    }
+  }
+  // FP4 (MG2 transformer_config.py:679, MG1 arguments.py:1101: not together with FP8); Primus
+  // adds the mxfp4 recipe. Whether the part has an FP4 peak is checked with the hardware.
+  if (low_precision_on(r, "fp4")) {
+    if (d.fp8) r.fail("fp4", "fp4 and fp8 cannot be used together (Megatron refuses it)");
+    const std::string recipe = to_lower(r.string_or("fp4_recipe", "nvfp4", "Megatron default"));
+    if (recipe == "nvfp4" || recipe == "custom") {
+      prec.fp4 = Fp4Recipe::kNvfp4;
+      if (recipe == "custom") {
+        r.note("fp4_recipe", "nvfp4", "custom recipe: projected as NVFP4 block-scaled GEMMs");
+      }
+    } else if (recipe == "mxfp4") {
+      prec.fp4 = Fp4Recipe::kMxfp4;
+    } else {
+      r.fail("fp4_recipe", fmt::format("unknown recipe '{}' (nvfp4, mxfp4, custom)", recipe));
     }
   }
   prec.fp8_param = r.bool_quiet("fp8_param_gather", false);
   if (prec.fp8_param && !d.fp8) {
     d.warnings.push_back("fp8_param_gather is set without fp8; ignored");
     prec.fp8_param = false;
+  }
+}
+
+// recompute_modules against Megatron's set (MG2 transformer_config.py:1940-2010): every name must
+// be one Megatron accepts; those for layers this model does not have are refused as Megatron
+// refuses them (moe_act needs grouped GEMM, mla_up_proj MLA, the gdn / gdp / mhc ones their
+// GatedDeltaNet / GatedDeltaProduct / hyper-connection layers, which are not modelled).
+void read_recompute_modules(ArgReader& r, const ModelSpec& model, RecomputeSpec& rc) {
+  const std::string key = "recompute_modules";
+  bool mla = false, grouped = false, shared = false;
+  for (const LayerSpec& l : model.layers) {
+    mla = mla || l.attention.kind == AttentionKind::kMla;
+    grouped = grouped || (l.is_moe && l.moe.grouped_gemm);
+    shared = shared || (l.is_moe && l.moe.shared_expert_ffn_hidden_size > 0);
+  }
+  for (const std::string& name : string_list(r, key)) {
+    const std::optional<RecomputeModule> m = parse_recompute_module(name);
+    if (!m) {
+      const bool megatron =
+          name == "gdn_norm_out" || name == "gdp_in_proj" || name == "gdp_qkv" || name == "mhc";
+      r.fail(key, megatron
+                      ? fmt::format("'{}' recomputes a GatedDeltaNet / GatedDeltaProduct / "
+                                    "hyper-connection module, which this model does not have",
+                                    name)
+                      : fmt::format("unknown module '{}' (Megatron's set: core_attn, mlp, moe, "
+                                    "moe_act, layernorm, mla_up_proj, shared_experts, "
+                                    "gdn_norm_out, gdp_in_proj, gdp_qkv, mhc)",
+                                    name));
+    }
+    if (*m == RecomputeModule::kMoeAct && !grouped) {
+      r.fail(key, "moe_act is only supported with moe_grouped_gemm (Megatron refuses it)");
+    }
+    if (*m == RecomputeModule::kMlaUpProj && !mla) {
+      r.fail(key, "mla_up_proj needs multi-latent attention (Megatron refuses it)");
+    }
+    if (*m == RecomputeModule::kSharedExperts && shared &&
+        r.bool_quiet("moe_shared_expert_overlap", false)) {
+      r.fail(key, "shared_experts cannot be recomputed with moe_shared_expert_overlap");
+    }
+    rc.modules.add(*m);
   }
 }
 
@@ -142,15 +218,20 @@ void read_recompute(ArgReader& r, const ModelSpec& model, JobDraft& d) {
     rc.num_layers = 1;
     r.note("recompute_num_layers", "1", "Megatron default with full recompute");
   }
-  for (const std::string& name : string_list(r, "recompute_modules")) {
-    const std::optional<RecomputeModule> m = parse_recompute_module(name);
-    if (!m) {
-      r.fail("recompute_modules",
-             fmt::format("unknown module '{}' (core_attn, mlp, moe, moe_act, layernorm, "
-                         "mla_up_proj, shared_experts)",
-                         name));
+  read_recompute_modules(r, model, rc);
+  // moe_layer_recompute (deprecated) = selective recompute of the MoE block (MG2
+  // transformer_config.py:2012-2024); Megatron refuses it with full recompute.
+  if (r.bool_quiet("moe_layer_recompute", false)) {
+    if (rc.granularity == RecomputeGranularity::kFull) {
+      r.fail("moe_layer_recompute", "cannot be combined with full recompute (Megatron refuses it)");
     }
-    rc.modules.add(*m);
+    rc.granularity = RecomputeGranularity::kSelective;
+    rc.modules.add(RecomputeModule::kMoe);
+  }
+  // --recompute-activations (deprecated) means selective recompute (MG1 arguments.py).
+  if (rc.granularity == RecomputeGranularity::kNone &&
+      r.bool_quiet("recompute_activations", false)) {
+    rc.granularity = RecomputeGranularity::kSelective;
   }
   rc.layer_ids = int_list(r, "recompute_layer_ids");
   for (int id : rc.layer_ids) {
@@ -373,6 +454,14 @@ void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d) {
   read_recompute(r, model, d);
   read_attention(r, d);
   d.runtime.cross_entropy_fusion = r.bool_quiet("cross_entropy_loss_fusion", false);
+  // Either implementation keeps the logits in their own dtype and writes the gradient in place
+  // (MG10 fused_cross_entropy.py saves exp_logits; TE's parallel_cross_entropy computes the
+  // gradient in the forward): the same memory and traffic. Current Megatron refuses te with the
+  // fusion (MG1 arguments.py:1697); the Megatron Primus pins accepts it.
+  const std::string ce = to_lower(r.string_or("cross_entropy_fusion_impl", "native", ""));
+  if (ce != "native" && ce != "te") {
+    r.fail("cross_entropy_fusion_impl", fmt::format("unknown '{}' (native, te)", ce));
+  }
   read_moe_dispatcher(r, d);
   read_schedule(r, d);
   read_optimizer(r, d);
