@@ -130,8 +130,11 @@ OpCost CostCache::attention_bwd(const AttentionShape& s) {
 OpCost CostCache::memory_bound(double bytes, MemOpClass cls, int kernels) {
   const Key k{{static_cast<std::uint64_t>(Op::kMemory), bits(bytes),
                static_cast<std::uint64_t>(cls), u(kernels), 0, 0, 0, 0, 0, 0}};
-  return lookup(
-      k, [&] { return measure(cost_class(cls), memory_bound_time(acc_, bytes, cls, kernels)); });
+  return lookup(k, [&] {
+    const OpCost model = memory_bound_time(acc_, bytes, cls, kernels);
+    // A host-link copy is no kernel class a measured profile scales.
+    return cls == MemOpClass::kHostTransfer ? model : measure(cost_class(cls), model);
+  });
 }
 
 OpCost CostCache::collective(CollectiveKind kind, double bytes, const CommGroup& g) {

@@ -47,6 +47,8 @@ CostClass cost_class(MemOpClass c) {
       return CostClass::kOptimizer;
     case MemOpClass::kLoss:
       return CostClass::kLoss;
+    case MemOpClass::kHostTransfer:
+      break;  // not a kernel: CostCache::memory_bound never scales it
   }
   return CostClass::kElementwise;
 }

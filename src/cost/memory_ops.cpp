@@ -18,6 +18,8 @@ std::string_view to_string(MemOpClass c) {
       return "optimizer";
     case MemOpClass::kLoss:
       return "loss";
+    case MemOpClass::kHostTransfer:
+      return "host_transfer";
   }
   return "?";
 }
@@ -38,6 +40,8 @@ double hbm_fraction(const AcceleratorSpec& acc, MemOpClass cls) {
     case MemOpClass::kLoss:
       f = cal.hbm_loss_fraction.value;
       break;
+    case MemOpClass::kHostTransfer:
+      break;  // priced at the host link, not HBM
   }
   if (f <= 0.0) f = cal.hbm_elementwise_fraction.value;
   if (f <= 0.0) f = kUncalibratedHbmFraction;
@@ -49,6 +53,11 @@ OpCost memory_bound_time(const AcceleratorSpec& acc, double bytes, MemOpClass cl
   c.provenance = Provenance::kRoofline;
   c.bytes = bytes;
   if (bytes <= 0.0 || kernels <= 0) return c;
+  if (cls == MemOpClass::kHostTransfer) {
+    // A DMA copy over the host link: its bandwidth, no kernel launch. Unknown link: not priced.
+    if (acc.host_link_bw_bytes_per_s > 0.0) c.time_s = bytes / acc.host_link_bw_bytes_per_s;
+    return c;
+  }
   const double bw = acc.hbm_bw_bytes_per_s * hbm_fraction(acc, cls);
   const double transfer_s = bw > 0.0 ? bytes / bw : 0.0;
   c.time_s = transfer_s + kernels * acc.calibration.kernel_launch_s.value;

@@ -46,6 +46,7 @@ constexpr std::string_view kTopKeys[] = {"name",
                                          "torus_dims",
                                          "torus_wraparound",
                                          "scaleout_bandwidth",
+                                         "host_link_bandwidth",
                                          "default_network",
                                          "calibration"};
 
@@ -509,6 +510,7 @@ void read_fabrics(const hw::YamlContext& ctx, const YAML::Node& root, Accelerato
     }
   }
   acc.scaleout_bw_bytes_per_s = r.bandwidth("scaleout_bandwidth", true, true);
+  acc.host_link_bw_bytes_per_s = r.bandwidth("host_link_bandwidth", true, true);
   acc.default_network = hw::read_string(
       ctx, require(ctx, root, "default_network", "default_network"), "default_network");
 }

@@ -597,6 +597,12 @@ void Builder::runtime_defaults() {
   rt.precision.fp8 =
       d_.fp8 ? decide(DraftField::kFp8Recipe, d_.fp8_recipe, prof.fp8_recipe, Fp8Recipe::kDelayed)
              : Fp8Recipe::kNone;
+  if (rt.offload.any() && job_.cluster.accelerator.host_link_bw_bytes_per_s <= 0.0) {
+    job_.warnings.push_back(fmt::format(
+        "{} has no host_link_bandwidth in its accelerator file: the activation offload copies "
+        "are not priced (memory is)",
+        job_.cluster.accelerator.name));
+  }
   if (rt.precision.fp4 != Fp4Recipe::kNone &&
       job_.cluster.accelerator.peak_flops(Dtype::kFp4) <= 0.0) {
     throw InputError({d_.source, 0, 0}, "fp4",

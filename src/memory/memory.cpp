@@ -286,6 +286,7 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
   // ---------------------------------------------------------------- MLP / MoE block
   norms += seq_in * e;  // pre-MLP norm input
   double mlp = 0.0, moe = 0.0, shared = 0.0;
+  double expert_fc1_in = 0.0, expert_fc1_out = 0.0;  // for module-level offloading
   const bool drop_ln_mlp = rc.layernorm;
   auto dense_mlp = [&](double ffn, bool recompute_all) {
     const double up = layer.mlp.gated ? 2.0 * ffn : ffn;
@@ -320,6 +321,8 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
     const double fc2_in = rc.moe_act ? 0.0 : te * fe / etp * g;
     const double combine = T * m.topk * w * e / sp;  // kept for the probability gradient
     moe = router_in + probs + fc1_in + fc1_out + fc2_in + combine + latent;
+    expert_fc1_in = fc1_in;
+    expert_fc1_out = fc1_out;
     w_io += fc1_in + fc1_out + te * fe / etp * g + te * w * e;
     // Dispatch: permuted send buffer + received tokens; backward: fc1-output grad. The allgather
     // dispatcher gathers every token of the ETP x EP group into one buffer (MG8
@@ -348,6 +351,21 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
   out.shared_expert_bytes = shared;
   out.dropout_mask_bytes = masks;
   out.total_bytes = norms + attn + core + mlp + moe + shared + masks;
+  // Module-level activation offloading (MG2 transformer_config.py:1323-1361): the inputs of the
+  // listed modules go to host memory (the fraction of them Megatron offloads).
+  const OffloadSpec& off = job.runtime.offload;
+  if (off.modules != 0) {
+    double moved = 0.0;
+    if (off.has(OffloadModule::kAttnNorm)) moved += seq_in * e;
+    if (off.has(OffloadModule::kQkvLinear)) moved += ln_out_attn;
+    if (off.has(OffloadModule::kCoreAttn) && !rc.core_attn) moved += qkv;
+    if (off.has(OffloadModule::kAttnProj)) moved += proj_in;
+    if (off.has(OffloadModule::kMlpNorm)) moved += seq_in * e;
+    if (off.has(OffloadModule::kExpertFc1) && !rc.moe) moved += expert_fc1_in;
+    if (off.has(OffloadModule::kMoeAct) && !rc.moe) moved += expert_fc1_out;
+    out.offloaded_bytes = std::min(out.total_bytes, moved * std::clamp(off.fraction, 0.0, 1.0));
+    out.total_bytes -= out.offloaded_bytes;
+  }
   out.w_retained_bytes = w_io;
   out.largest_temporary_bytes = largest_tmp;
   return out;
@@ -437,7 +455,12 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
     const LayerActivation& la = acts.get(job.model.layers[static_cast<std::size_t>(i)]);
     const int j = i - first;
     consider_transient(c, la.largest_temporary_bytes, "largest layer temporary");
-    if (in_layer_ids(rc, i) || (full && block && j < rc.num_layers)) {
+    if (j < job.runtime.offload.layers) {
+      // Layer-level offloading (cpu_offloading, MG2 model_parallel_config.py:458-475): every
+      // saved tensor of the layer lives in host memory; one layer's worth is reloaded ahead of
+      // its backward.
+      consider_transient(c, la.total_bytes + la.largest_temporary_bytes, "offload reload buffer");
+    } else if (in_layer_ids(rc, i) || (full && block && j < rc.num_layers)) {
       c.per_microbatch += la.input_bytes;  // checkpointed: only the layer input
       consider_transient(c, la.full_bytes + la.largest_temporary_bytes,
                          "recompute working set (1 layer)");

@@ -276,3 +276,24 @@ std::vector<std::string> MoeOverlaps::names() const {
 }
 
 }  // namespace projector
+
+namespace projector {
+namespace {
+constexpr std::string_view kOffloadModuleNames[] = {
+    "attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act"};
+static_assert(std::size(kOffloadModuleNames) == static_cast<std::size_t>(OffloadModule::kCount));
+}  // namespace
+
+std::string_view to_string(OffloadModule m) {
+  const auto i = static_cast<std::size_t>(m);
+  return i < std::size(kOffloadModuleNames) ? kOffloadModuleNames[i] : "?";
+}
+
+std::optional<OffloadModule> parse_offload_module(std::string_view name) {
+  for (std::size_t i = 0; i < std::size(kOffloadModuleNames); ++i) {
+    if (kOffloadModuleNames[i] == name) return static_cast<OffloadModule>(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace projector

@@ -78,12 +78,55 @@ void add_exposed(ExposedComm& e, GroupKind g, double t) {
   }
 }
 
+// Bytes of one microbatch's saved activations a decoder-layer block sends to host memory per
+// layer (the same bytes come back for the backward): layer-level offloading moves every saved
+// tensor of the first `offload.layers` layers of the chunk, module-level the listed inputs
+// (memory.h LayerActivation::offloaded_bytes). Averaged over the block's `count` layers.
+double offloaded_bytes_per_layer(const JobSpec& job, const LayerWork& lw, int chunk_first) {
+  const OffloadSpec& off = job.runtime.offload;
+  if (!off.any() || lw.layer < 0) return 0.0;
+  const LayerActivation la =
+      layer_activation(job, job.model.layers[static_cast<std::size_t>(lw.layer)]);
+  const int j0 = lw.layer - chunk_first;
+  const int whole = std::clamp(off.layers - j0, 0, lw.count);  // layers of the run offloaded whole
+  return (whole * (la.total_bytes + la.offloaded_bytes) + (lw.count - whole) * la.offloaded_bytes) /
+         lw.count;
+}
+
+// The host copies of one block: D2H during the forward, H2D during the backward, each on a copy
+// engine beside the block's compute; only what exceeds that compute is exposed.
+void price_offload(CostCache& cache, double bytes, const std::string& label,
+                   std::vector<PricedOp>* table, const double (&compute)[3], double n,
+                   PhaseAccumulator (&acc)[3]) {
+  if (bytes <= 0.0) return;
+  const OpCost t = cache.memory_bound(bytes, MemOpClass::kHostTransfer);
+  for (const WorkPhase ph : {WorkPhase::kF, WorkPhase::kB}) {
+    const int i = static_cast<int>(ph);
+    const double exposed = std::max(0.0, t.time_s - compute[i]);
+    acc[i].compute_s += n * exposed;
+    if (table == nullptr) continue;
+    PricedOp po;
+    po.block = label;
+    po.op.name = ph == WorkPhase::kF ? "offload.d2h" : "offload.h2d";
+    po.op.phase = ph;
+    po.op.kind = OpKind::kMemoryBound;
+    po.op.mem_class = MemOpClass::kHostTransfer;
+    po.op.bytes = bytes;
+    po.time_s = t.time_s;
+    po.exposed_s = exposed;
+    po.provenance = t.provenance;
+    po.detail = "host link";
+    po.repeat = static_cast<int>(n);
+    table->push_back(std::move(po));
+  }
+}
+
 // Prices one block's ops of one phase. Overlappable collectives hide behind the compute of the
 // op they pipeline with: TP comm overlap behind the adjacent GEMM, the CP ring behind the
 // attention core, EP dispatch / combine behind the shared experts (moe_shared_expert_overlap).
 void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
-                 const std::string& label, std::vector<PricedOp>* table,
-                 PhaseAccumulator (&acc)[3]) {
+                 const std::string& label, std::vector<PricedOp>* table, PhaseAccumulator (&acc)[3],
+                 double offload_bytes) {
   // Shared-expert compute of this block per phase: what moe_shared_expert_overlap hides the EP
   // dispatch / combine behind.
   double shared_compute[3] = {0, 0, 0};
@@ -102,6 +145,14 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
   }
   const double n = lw.count;
   double ep_budget[3] = {shared_compute[0], shared_compute[1], shared_compute[2]};
+  double block_compute[3] = {0, 0, 0};  // per layer: what a host copy overlaps with
+  for (std::size_t i = 0; i < lw.ops.size(); ++i) {
+    if (lw.ops[i].kind != OpKind::kCollective) {
+      block_compute[static_cast<int>(lw.ops[i].phase)] += costs[i].time_s;
+    }
+  }
+  block_compute[1] += block_compute[2];  // the W of a combined backward runs with it
+  price_offload(cache, offload_bytes, label, table, block_compute, n, acc);
   for (std::size_t i = 0; i < lw.ops.size(); ++i) {
     const Op& op = lw.ops[i];
     const int ph = static_cast<int>(op.phase);
@@ -187,9 +238,11 @@ std::vector<ExposedComm> price_chunks(const JobSpec& job, CostCache& cache,
       ct.chunk = c;
       ct.stage = z;
       PhaseAccumulator acc[3];
+      const int chunk_first = p.stage(r, c).first_layer;
       for (const LayerWork& lw : rw.chunks[static_cast<std::size_t>(c)].blocks) {
         price_block(job, cache, lw, options.keep_op_table ? block_label(lw) : std::string(),
-                    options.keep_op_table ? &ct.ops : nullptr, acc);
+                    options.keep_op_table ? &ct.ops : nullptr, acc,
+                    offloaded_bytes_per_layer(job, lw, chunk_first));
       }
       ct.f_s = acc[0].compute_s + acc[0].exposed_s;
       ct.b_s = acc[1].compute_s + acc[1].exposed_s;

@@ -292,6 +292,35 @@ TEST(MegatronFidelity, RecomputeModulesValidated) {
       load_text(dir, moe_args(sel + "moe_grouped_gemm: true\nrecompute_modules: [moe_act]\n")));
 }
 
+// Activation offloading: module level moves the listed inputs (here the input norm's input, one
+// residual-stream tensor T x h x 2 B) to host; layer level every saved tensor of the first N
+// layers. The copies over the host link (64 GB/s on MI300X) are priced beside the compute.
+TEST(MegatronFidelity, ActivationOffloading) {
+  testing::TempDir dir;
+  const JobSpec base = load_text(dir, flat_args(""));
+  const JobSpec fine = load_text(
+      dir, flat_args("fine_grained_activation_offloading: true\noffload_modules: [attn_norm]\n"));
+  const double T = 8192.0, h = 4096.0;
+  const LayerActivation a = layer_activation(base, base.model.layers[0]);
+  const LayerActivation b = layer_activation(fine, fine.model.layers[0]);
+  EXPECT_NEAR(b.offloaded_bytes, T * h * 2.0, 1.0);
+  EXPECT_NEAR(a.total_bytes - b.total_bytes, T * h * 2.0, 1.0);
+  const JobSpec layer = load_text(dir, flat_args("cpu_offloading: true\n"
+                                                 "cpu_offloading_num_layers: 2\n"));
+  EXPECT_EQ(layer.runtime.offload.layers, 2);
+  const double saved_base = project_memory(base).ranks[0].activation_per_microbatch_bytes;
+  const double saved_off = project_memory(layer).ranks[0].activation_per_microbatch_bytes;
+  EXPECT_NEAR(saved_base - saved_off, 2.0 * a.total_bytes, 1.0);
+  // Megatron refuses layer-level offloading with recompute, with PP, and with every layer.
+  EXPECT_THROW(load_text(dir, flat_args("cpu_offloading: true\ncpu_offloading_num_layers: 4\n")),
+               InputError);
+  EXPECT_THROW(load_text(dir, flat_args("cpu_offloading: true\nrecompute_granularity: full\n")),
+               InputError);
+  EXPECT_THROW(load_text(dir, flat_args("fine_grained_activation_offloading: true\n"
+                                        "offload_modules: [attn_proj]\n")),
+               InputError);
+}
+
 // ------------------------------------------------------------------ 12: key classes
 
 bool has_warning(const JobSpec& job, const std::string& needle) {

@@ -9,10 +9,11 @@
 namespace projector {
 
 enum class MemOpClass {
-  kElementwise,  // norms, activations, residual adds, RoPE, casts: streaming reads/writes
-  kPermute,      // gather/scatter (MoE token permute/unpermute)
-  kOptimizer,    // optimizer step (many tensors, fp32 states)
-  kLoss,         // cross-entropy passes over the logits
+  kElementwise,   // norms, activations, residual adds, RoPE, casts: streaming reads/writes
+  kPermute,       // gather/scatter (MoE token permute/unpermute)
+  kOptimizer,     // optimizer step (many tensors, fp32 states)
+  kLoss,          // cross-entropy passes over the logits
+  kHostTransfer,  // copies between HBM and host memory over the host link (activation offload)
 };
 
 std::string_view to_string(MemOpClass c);

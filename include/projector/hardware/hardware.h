@@ -58,8 +58,9 @@ struct AcceleratorSpec {
   double scaleup_link_bw_bytes_per_s = 0.0;  // per link, one direction; 0 = unknown
   int torus_dims = 0;                        // 2 or 3 for a torus fabric, else 0
   std::string torus_wraparound;  // always / full_axis / cube_multiples / none; "" = not a torus
-  double scaleout_bw_bytes_per_s = 0.0;  // NIC / DCN bandwidth per GPU/chip, one direction
-  std::string default_network;           // network catalogue name used when none is given
+  double scaleout_bw_bytes_per_s = 0.0;   // NIC / DCN bandwidth per GPU/chip, one direction
+  double host_link_bw_bytes_per_s = 0.0;  // CPU-GPU link (PCIe, C2C), one direction; 0 = unknown
+  std::string default_network;            // network catalogue name used when none is given
   std::string file;  // the YAML file it was loaded from (empty if built in code)
 
   // Where each non-calibration fact came from, keyed by its field path in the YAML file

@@ -66,7 +66,8 @@ struct LayerActivation {
   double moe_bytes = 0.0;        // router, dispatched tokens, expert GEMM inputs, combine
   double shared_expert_bytes = 0.0;
   double dropout_mask_bytes = 0.0;
-  double total_bytes = 0.0;       // sum of the above after the recompute policy
+  double offloaded_bytes = 0.0;   // moved to host memory (module-level activation offloading)
+  double total_bytes = 0.0;       // sum of the above after the recompute policy, less offloaded
   double full_bytes = 0.0;        // the saved set without any recompute (recompute working set)
   double input_bytes = 0.0;       // the layer input (what full recompute keeps)
   double w_retained_bytes = 0.0;  // kept after B until W in zero-bubble schedules (GEMM inputs

@@ -210,6 +210,32 @@ enum class OptimizerKind { kAdam, kSgd, kMuon };
 // kFa2: a FlashAttention-2-class kernel (the flash-attn package, PyTorch SDPA's flash backend).
 enum class AttentionKernel : std::uint8_t { kFused, kFa2 };
 
+// Saved activations moved to host memory during the forward and brought back for the backward.
+// Layer level (Megatron's cpu_offloading: every saved tensor of the first `layers` decoder layers
+// of a chunk) or module level (fine-grained activation offloading: the inputs of the listed
+// modules in every layer, a `fraction` of them).
+enum class OffloadModule : std::uint8_t {
+  kAttnNorm,   // attn_norm: input of the input norm
+  kQkvLinear,  // qkv_linear: input of the QKV projection
+  kCoreAttn,   // core_attn: Q, K, V
+  kAttnProj,   // attn_proj: input of the output projection
+  kMlpNorm,    // mlp_norm: input of the pre-MLP norm
+  kExpertFc1,  // expert_fc1: input of the routed experts' fc1
+  kMoeAct,     // moe_act: input of the experts' activation
+  kCount
+};
+std::string_view to_string(OffloadModule m);
+std::optional<OffloadModule> parse_offload_module(std::string_view name);
+
+struct OffloadSpec {
+  int layers = 0;             // layer-level offloading: layers per chunk (0: off)
+  std::uint16_t modules = 0;  // bit set of OffloadModule (module-level)
+  double fraction = 1.0;      // module level: the share of eligible tensors offloaded
+  bool has(OffloadModule m) const { return (modules >> static_cast<int>(m)) & 1U; }
+  void add(OffloadModule m) { modules |= static_cast<std::uint16_t>(1U << static_cast<int>(m)); }
+  bool any() const { return layers > 0 || modules != 0; }
+};
+
 // How routed tokens reach their experts and come back (Megatron's moe_token_dispatcher_type,
 // MG8 token_dispatcher.py).
 enum class MoeDispatcher : std::uint8_t {
@@ -279,6 +305,7 @@ struct RuntimeSpec {
   MoeDispatchKernel moe_dispatch_kernel = MoeDispatchKernel::kCollective;
   MoeOverlaps moe_overlap;
   bool moe_probs_fp32 = false;  // router probabilities in fp32 (moe_router_dtype fp32)
+  OffloadSpec offload;
   ScheduleKind schedule = ScheduleKind::kAuto;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   bool precision_aware_optimizer = false;

@@ -441,6 +441,57 @@ void read_optimizer(ArgReader& r, JobDraft& d) {
   }
 }
 
+// Activation offloading to host memory. Layer level: cpu_offloading with
+// cpu_offloading_num_layers in [0, num_layers), no pipeline, no recompute (MG2
+// transformer_config.py:1884-1899; model_parallel_config.py:458-475). Module level:
+// fine_grained_activation_offloading with offload_modules (MG2 transformer_config.py:1323-1361,
+// :2127-2190): not with cpu_offloading, at least one module, attn_proj only with core_attn.
+void read_offload(ArgReader& r, const ModelSpec& model, JobDraft& d) {
+  OffloadSpec& off = d.runtime.offload;
+  const bool layer_level = r.bool_quiet("cpu_offloading", false);
+  if (layer_level && r.bool_quiet("cpu_offloading_activations", true)) {
+    const std::int64_t n = r.int_quiet("cpu_offloading_num_layers", 0);
+    if (n < 0 || n >= model.num_layers()) {
+      r.fail("cpu_offloading_num_layers",
+             fmt::format("must be in 0..{} (Megatron refuses others)", model.num_layers() - 1));
+    }
+    if (d.pp.value_or(1) > 1) {
+      r.fail("cpu_offloading",
+             "Megatron does not support CPU offloading with pipeline parallelism");
+    }
+    if (d.runtime.recompute.granularity != RecomputeGranularity::kNone) {
+      r.fail("cpu_offloading", "Megatron refuses CPU offloading with activation recomputation");
+    }
+    off.layers = static_cast<int>(n);
+  }
+  if (!r.bool_quiet("fine_grained_activation_offloading", false)) return;
+  const std::string key = "offload_modules";
+  if (layer_level) {
+    r.fail("fine_grained_activation_offloading", "cannot be combined with cpu_offloading");
+  }
+  for (const std::string& name : string_list(r, key)) {
+    std::optional<OffloadModule> m = parse_offload_module(name);
+    if (name == "fused_group_mlp") m = OffloadModule::kExpertFc1;  // the grouped MLP's input
+    if (!m) {
+      r.fail(key, name == "gdp_qkv"
+                      ? "'gdp_qkv' offloads a GatedDeltaProduct input; this model has none"
+                      : fmt::format("unknown module '{}' (attn_norm, qkv_linear, core_attn, "
+                                    "attn_proj, mlp_norm, expert_fc1, moe_act, fused_group_mlp, "
+                                    "gdp_qkv)",
+                                    name));
+    }
+    off.add(*m);
+  }
+  if (off.modules == 0) r.fail(key, "fine-grained offloading needs at least one module");
+  if (off.has(OffloadModule::kAttnProj) && !off.has(OffloadModule::kCoreAttn)) {
+    r.fail(key, "attn_proj cannot be offloaded without core_attn (Megatron refuses it)");
+  }
+  off.fraction = r.float_or("activation_offload_fraction", 1.0, "");
+  if (off.fraction < 0.0 || off.fraction > 1.0) {
+    r.fail("activation_offload_fraction", "must be in [0, 1]");
+  }
+}
+
 }  // namespace
 
 std::optional<ScheduleKind> parse_schedule_name(std::string_view text) {
@@ -463,6 +514,7 @@ void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d) {
     r.fail("cross_entropy_fusion_impl", fmt::format("unknown '{}' (native, te)", ce));
   }
   read_moe_dispatcher(r, d);
+  read_offload(r, model, d);
   read_schedule(r, d);
   read_optimizer(r, d);
 }
