@@ -10,9 +10,16 @@ RuleFacts rule_facts(const ModelSpec& model, int seq, int gbs, int gpus_per_node
   RuleFacts f;
   f.layers = model.num_layers();
   for (const LayerSpec& l : model.layers) {
-    f.heads_gcd = std::gcd(f.heads_gcd, l.attention.num_heads);
-    if (l.attention.kind == AttentionKind::kStandard) {
-      f.kv_gcd = std::gcd(f.kv_gcd, l.attention.num_query_groups);
+    if (l.has_attention()) {
+      f.heads_gcd = std::gcd(f.heads_gcd, l.attention.num_heads);
+      if (l.attention.kind == AttentionKind::kStandard) {
+        f.kv_gcd = std::gcd(f.kv_gcd, l.attention.num_query_groups);
+      }
+    }
+    if (l.has_mamba()) {
+      // Mamba-2 shards its heads and its B / C groups over TP (MG11 mamba_mixer.py:262-271).
+      f.heads_gcd = std::gcd(f.heads_gcd, l.mamba.num_heads);
+      f.kv_gcd = std::gcd(f.kv_gcd, l.mamba.num_groups);
     }
     if (l.is_moe) f.experts_gcd = std::gcd(f.experts_gcd, l.moe.num_experts);
   }

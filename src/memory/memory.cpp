@@ -221,6 +221,25 @@ InFlight in_flight_microbatches(ScheduleKind schedule, int pp, int vpp, int pp_r
 
 namespace {
 
+// Saved tensors of a Mamba-2 mixer (MG11 mamba_mixer.py, memory-efficient path
+// mamba_split_conv1d_scan_combined): the in_proj input (the norm output), in_proj's output
+// zxBCdt (T x (2 d_inner + 2 G N + H) / t), the scan output the gated norm reads and the norm's
+// output that out_proj reads (T x d_inner / t each); the SSD kernel recomputes its chunk states in
+// the backward, which is the largest temporary: (T / chunk) x heads x head_dim x N x 4 B / t.
+void mamba_act(const Geometry& geo, const MambaSpec& m, bool recompute_norm, double& saved,
+               double& ln_out, double& w_io, double& largest_tmp) {
+  const double T = geo.tokens, h = geo.h, t = geo.t, sp = geo.sp, e = geo.e, g = geo.g;
+  const double d_inner = static_cast<double>(m.d_inner());
+  ln_out = recompute_norm ? 0.0 : T * h * g / sp;
+  const double zxbcdt = T * static_cast<double>(m.in_proj_width()) * e / t;
+  const double y = T * d_inner * e / t;
+  const double proj_in = T * d_inner * g / t;
+  saved += ln_out + zxbcdt + y + proj_in;
+  w_io += T * h * g / sp + zxbcdt + proj_in + T * h * e / sp;
+  const double states = T / std::max(1, m.chunk_size) * d_inner * m.state_dim * 4.0 / t;
+  largest_tmp = std::max(largest_tmp, states + zxbcdt);
+}
+
 LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const SelectiveSet& rc,
                           const LayerSpec& layer, bool upper, const MemoryOptions& options) {
   const AttentionSpec& a = layer.attention;
@@ -236,55 +255,63 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
   out.input_bytes = seq_in * e;
 
   // ---------------------------------------------------------------- attention block
-  double norms = seq_in * e;  // input norm input
-  double attn = 0.0;          // projections: inputs and Q/K/V
-  double core = 0.0;          // s^2 terms or logsumexp
-  double qkv = 0.0;           // Q, K, V (dropped by mla_up_proj)
+  double norms = 0.0;  // norm inputs
+  double attn = 0.0;   // projections: inputs and Q/K/V (a Mamba mixer's saved tensors)
+  double core = 0.0;   // s^2 terms or logsumexp
+  double qkv = 0.0;    // Q, K, V (dropped by mla_up_proj)
   double proj_in = 0.0;
   double ln_out_attn = 0.0;  // GEMM input produced by the input norm (dropped by "layernorm")
-  if (a.kind == AttentionKind::kMla) {
-    const double qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
-    // Down-projection input (shared by q_down and kv_down; fp8 quantises it once per GEMM).
-    ln_out_attn = seq_in * g * (fp8 && a.q_lora_rank > 0 ? 2.0 : 1.0);
-    double latents = 0.0;
-    if (a.q_lora_rank > 0) {
-      norms += T * a.q_lora_rank * e / sp;  // q latent norm input
-      latents += T * a.q_lora_rank * g;     // q_up input (gathered, duplicated down-proj)
+  if (layer.has_mamba()) {
+    norms += seq_in * e;  // input norm input
+    mamba_act(geo, layer.mamba, rc.layernorm, attn, ln_out_attn, w_io, largest_tmp);
+  }
+  if (layer.has_attention()) {
+    norms += seq_in * e;  // input norm input
+    if (a.kind == AttentionKind::kMla) {
+      const double qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
+      // Down-projection input (shared by q_down and kv_down; fp8 quantises it once per GEMM).
+      ln_out_attn = seq_in * g * (fp8 && a.q_lora_rank > 0 ? 2.0 : 1.0);
+      double latents = 0.0;
+      if (a.q_lora_rank > 0) {
+        norms += T * a.q_lora_rank * e / sp;  // q latent norm input
+        latents += T * a.q_lora_rank * g;     // q_up input (gathered, duplicated down-proj)
+      }
+      norms += T * a.kv_lora_rank * e / sp;  // kv latent norm input
+      latents += T * a.kv_lora_rank * g;     // kv_up input
+      attn += latents;
+      qkv = T * heads * (2.0 * qk + a.v_head_dim) * e / t;
+      proj_in = T * heads * a.v_head_dim * g / t;
+      w_io += ln_out_attn + latents + T * (a.q_lora_rank + a.kv_lora_rank) * e + qkv + proj_in +
+              seq_in * e;
+    } else {
+      const double q_w = heads * a.head_dim;
+      const double kv_w = static_cast<double>(a.num_query_groups) * a.head_dim;
+      ln_out_attn = seq_in * g;
+      qkv = T * (q_w + 2.0 * kv_w) * e / t;
+      if (a.qk_layernorm) norms += T * (q_w + kv_w) * e / t;
+      proj_in = T * q_w * g / t;
+      w_io += ln_out_attn + qkv + proj_in + seq_in * e;
     }
-    norms += T * a.kv_lora_rank * e / sp;  // kv latent norm input
-    latents += T * a.kv_lora_rank * g;     // kv_up input
-    attn += latents;
-    qkv = T * heads * (2.0 * qk + a.v_head_dim) * e / t;
-    proj_in = T * heads * a.v_head_dim * g / t;
-    w_io += ln_out_attn + latents + T * (a.q_lora_rank + a.kv_lora_rank) * e + qkv + proj_in +
-            seq_in * e;
-  } else {
-    const double q_w = heads * a.head_dim;
-    const double kv_w = static_cast<double>(a.num_query_groups) * a.head_dim;
-    ln_out_attn = seq_in * g;
-    qkv = T * (q_w + 2.0 * kv_w) * e / t;
-    if (a.qk_layernorm) norms += T * (q_w + kv_w) * e / t;
-    proj_in = T * q_w * g / t;
-    w_io += ln_out_attn + qkv + proj_in + seq_in * e;
+    if (flash) {
+      core = geo.mbs * heads * geo.seq_local * 4.0 / t;  // fp32 logsumexp per head and query
+    } else {
+      const double s2 = geo.mbs * heads * geo.seq_local * geo.seq_local / t;
+      core = s2 * e;                                                  // softmax output
+      if (job.model.attention_dropout > 0.0) core += s2 * (1.0 + e);  // mask + dropout output
+      largest_tmp = std::max(largest_tmp, s2 * 4.0);                  // fp32 softmax grad
+    }
+    if (rc.core_attn) core = 0.0;  // Q, K, V stay as the checkpoint's inputs
+    if (rc.mla_up_proj && a.kind == AttentionKind::kMla) qkv = 0.0;
+    if (rc.layernorm) ln_out_attn = 0.0;
+    attn += qkv + proj_in + ln_out_attn;
   }
-  if (flash) {
-    core = geo.mbs * heads * geo.seq_local * 4.0 / t;  // fp32 logsumexp per head and query
-  } else {
-    const double s2 = geo.mbs * heads * geo.seq_local * geo.seq_local / t;
-    core = s2 * e;                                                  // softmax output
-    if (job.model.attention_dropout > 0.0) core += s2 * (1.0 + e);  // mask + dropout output
-    largest_tmp = std::max(largest_tmp, s2 * 4.0);                  // fp32 softmax grad
-  }
-  if (rc.core_attn) core = 0.0;  // Q, K, V stay as the checkpoint's inputs
-  if (rc.mla_up_proj && a.kind == AttentionKind::kMla) qkv = 0.0;
-  if (rc.layernorm) ln_out_attn = 0.0;
-  attn += qkv + proj_in + ln_out_attn;
 
-  double masks = 0.0;
-  if (job.model.hidden_dropout > 0.0) masks += 2.0 * seq_in;  // two bias-dropout-add masks
+  double masks = 0.0;  // a bias-dropout-add mask per sublayer
+  const double sublayers =
+      (layer.has_ffn() ? 1.0 : 0.0) + (layer.has_attention() || layer.has_mamba() ? 1.0 : 0.0);
+  if (job.model.hidden_dropout > 0.0) masks += sublayers * seq_in;
 
   // ---------------------------------------------------------------- MLP / MoE block
-  norms += seq_in * e;  // pre-MLP norm input
   double mlp = 0.0, moe = 0.0, shared = 0.0;
   double expert_fc1_in = 0.0, expert_fc1_out = 0.0;  // for module-level offloading
   const bool drop_ln_mlp = rc.layernorm;
@@ -296,7 +323,10 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
     largest_tmp = std::max(largest_tmp, act_in);
     return recompute_all ? 0.0 : act_in + fc2_in;
   };
-  if (!layer.is_moe) {
+  if (!layer.has_ffn()) {
+    // no MLP / MoE sublayer (hybrid attention or Mamba layer)
+  } else if (!layer.is_moe) {
+    norms += seq_in * e;  // pre-MLP norm input
     const double fc1_in = drop_ln_mlp ? 0.0 : seq_in * g;
     w_io += seq_in * g;
     if (rc.mlp) {
@@ -305,6 +335,7 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
       mlp = fc1_in + dense_mlp(static_cast<double>(layer.mlp.ffn_hidden_size), false);
     }
   } else {
+    norms += seq_in * e;  // pre-MLP norm input
     const MoeSpec& m = layer.moe;
     const double router_in = drop_ln_mlp ? 0.0 : seq_in * e;    // LN output: router + dispatch
     const double probs = T * m.num_experts * (4.0 + 1.0) / sp;  // fp32 probs + routing map

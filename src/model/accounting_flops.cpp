@@ -26,6 +26,16 @@ double mlp_forward_flops(std::int64_t h, const MlpSpec& mlp, std::int64_t ffn) {
   return 2.0 * h * up + 2.0 * ffn * h;
 }
 
+// Megatron's count for a Mamba layer (MG13 training.py:885-904 mamba_layer_flops): in_proj and
+// out_proj GEMMs plus 7 x d_inner x state FLOPs per token for the scan.
+double mamba_forward_flops(double h, const MambaSpec& m) {
+  const double d_inner = static_cast<double>(m.d_inner());
+  return 2.0 * h * static_cast<double>(m.in_proj_width()) + 7.0 * d_inner * m.state_dim +
+         2.0 * d_inner * h;
+}
+
+void ffn_flops(const ModelSpec& model, const LayerSpec& layer, LayerFlops& f);
+
 }  // namespace
 
 LayerFlops layer_forward_flops_per_token(const ModelSpec& model, const LayerSpec& layer,
@@ -35,6 +45,9 @@ LayerFlops layer_forward_flops_per_token(const ModelSpec& model, const LayerSpec
   const double heads = a.num_heads;
   const double keys = keys_per_query(a, seq_len, options);
   LayerFlops f;
+  if (layer.has_mamba()) f.mamba_flops = mamba_forward_flops(h, layer.mamba);
+  if (layer.has_ffn()) ffn_flops(model, layer, f);
+  if (!layer.has_attention()) return f;
   if (a.kind == AttentionKind::kMla) {
     const double qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
     const double v = a.v_head_dim;
@@ -60,6 +73,13 @@ LayerFlops layer_forward_flops_per_token(const ModelSpec& model, const LayerSpec
     f.attn_core_flops = 4.0 * keys * q_width;
     f.attn_out_flops = 2.0 * q_width * h;
   }
+  return f;
+}
+
+namespace {
+
+void ffn_flops(const ModelSpec& model, const LayerSpec& layer, LayerFlops& f) {
+  const double h = static_cast<double>(model.hidden_size);
   if (layer.is_moe) {
     const MoeSpec& m = layer.moe;
     const std::int64_t width = m.latent_size > 0 ? m.latent_size : model.hidden_size;
@@ -71,8 +91,9 @@ LayerFlops layer_forward_flops_per_token(const ModelSpec& model, const LayerSpec
   } else {
     f.mlp_flops = mlp_forward_flops(model.hidden_size, layer.mlp, layer.mlp.ffn_hidden_size);
   }
-  return f;
 }
+
+}  // namespace
 
 ForwardFlops forward_flops_per_token(const ModelSpec& model, std::int64_t seq_len,
                                      std::int64_t padded_vocab, const FlopOptions& options) {

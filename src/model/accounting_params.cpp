@@ -16,12 +16,18 @@ std::int64_t mlp_params(std::int64_t h, const MlpSpec& mlp, std::int64_t ffn) {
   return p;
 }
 
-}  // namespace
+// A Mamba-2 mixer (MG11 mamba_mixer.py:281-455): in_proj, the depthwise conv over [x, B, C]
+// with its bias, dt_bias, A_log and D per head, the gated RMSNorm over d_inner, out_proj. All of
+// it is sharded over TP (column-parallel in_proj, row-parallel out_proj, per-head parameters).
+std::int64_t mamba_mixer_params(std::int64_t h, const MambaSpec& m) {
+  const std::int64_t conv_channels =
+      m.d_inner() + 2 * static_cast<std::int64_t>(m.num_groups) * m.state_dim;
+  return h * m.in_proj_width() + conv_channels * (m.conv_kernel + 1) + 3 * m.num_heads +
+         m.d_inner() + m.d_inner() * h;
+}
 
-LayerParams layer_params(const ModelSpec& model, const LayerSpec& layer) {
+void attention_params(const ModelSpec& model, const AttentionSpec& a, LayerParams& p) {
   const std::int64_t h = model.hidden_size;
-  const AttentionSpec& a = layer.attention;
-  LayerParams p;
   p.attention_norms = norm_params(model, h);
   if (a.kind == AttentionKind::kMla) {
     const std::int64_t heads = a.num_heads;
@@ -47,6 +53,19 @@ LayerParams layer_params(const ModelSpec& model, const LayerSpec& layer) {
     if (a.add_bias_linear) p.attention += h;
     if (a.qk_layernorm) p.attention_norms += 2 * norm_params(model, a.head_dim);
   }
+}
+
+}  // namespace
+
+LayerParams layer_params(const ModelSpec& model, const LayerSpec& layer) {
+  const std::int64_t h = model.hidden_size;
+  LayerParams p;
+  if (layer.has_attention()) attention_params(model, layer.attention, p);
+  if (layer.has_mamba()) {
+    p.attention_norms = norm_params(model, h);
+    p.attention = mamba_mixer_params(h, layer.mamba);
+  }
+  if (!layer.has_ffn()) return p;
   p.mlp_norm = norm_params(model, h);
   if (layer.is_moe) {
     const MoeSpec& m = layer.moe;

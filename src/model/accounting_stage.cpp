@@ -9,6 +9,17 @@ LayerTpReplicated layer_tp_replicated(const ModelSpec& model, const LayerSpec& l
   const std::int64_t h = model.hidden_size;
   const AttentionSpec& a = layer.attention;
   LayerTpReplicated r;
+  if (!layer.has_attention()) {
+    // A Mamba mixer is sharded over TP whole; an MLP-only layer keeps its fc2 bias.
+    if (layer.has_ffn() && layer.mlp.add_bias && !layer.is_moe && layer.mlp.ffn_hidden_size > 0) {
+      r.mlp += h;
+    }
+    if (layer.has_ffn() && layer.is_moe && layer.mlp.add_bias &&
+        layer.moe.shared_expert_ffn_hidden_size > 0) {
+      r.mlp += h;
+    }
+    return r;
+  }
   if (a.kind == AttentionKind::kMla) {
     // linear_q_down_proj (h x q_lora) and linear_kv_down_proj (h x (kv_lora + rope)) are built
     // with parallel_mode "duplicated": every TP rank holds them whole.
@@ -18,11 +29,19 @@ LayerTpReplicated layer_tp_replicated(const ModelSpec& model, const LayerSpec& l
   if (a.add_bias_linear) r.attention += h;  // row-parallel output bias
   const std::int64_t ffn =
       layer.is_moe ? layer.moe.shared_expert_ffn_hidden_size : layer.mlp.ffn_hidden_size;
-  if (layer.mlp.add_bias && ffn > 0) r.mlp += h;  // fc2 bias (row-parallel)
+  if (layer.has_ffn() && layer.mlp.add_bias && ffn > 0) r.mlp += h;  // fc2 bias (row-parallel)
   return r;
 }
 
 bool same_layer_shape(const LayerSpec& a, const LayerSpec& b) {
+  if (a.kind != b.kind) return false;
+  const MambaSpec& ma = a.mamba;
+  const MambaSpec& mb = b.mamba;
+  if (a.has_mamba() && (ma.num_heads != mb.num_heads || ma.head_dim != mb.head_dim ||
+                        ma.state_dim != mb.state_dim || ma.num_groups != mb.num_groups ||
+                        ma.conv_kernel != mb.conv_kernel || ma.chunk_size != mb.chunk_size)) {
+    return false;
+  }
   const AttentionSpec& x = a.attention;
   const AttentionSpec& y = b.attention;
   const bool attention_same =

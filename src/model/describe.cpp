@@ -7,7 +7,14 @@ namespace projector {
 std::string describe_layer(const LayerSpec& layer) {
   const AttentionSpec& a = layer.attention;
   std::string out;
-  if (a.kind == AttentionKind::kMla) {
+  if (layer.has_mamba()) {
+    const MambaSpec& s = layer.mamba;
+    return fmt::format("Mamba-2 {} heads x {}, state {}, {} groups, conv {}", s.num_heads,
+                       s.head_dim, s.state_dim, s.num_groups, s.conv_kernel);
+  }
+  if (!layer.has_attention()) {
+    out = "FFN only";
+  } else if (a.kind == AttentionKind::kMla) {
     out = fmt::format("MLA {} heads, q_lora {}, kv_lora {}, qk {}+{}, v {}", a.num_heads,
                       a.q_lora_rank, a.kv_lora_rank, a.qk_head_dim, a.qk_pos_emb_head_dim,
                       a.v_head_dim);
@@ -19,9 +26,12 @@ std::string describe_layer(const LayerSpec& layer) {
     if (a.num_query_groups != a.num_heads) out += fmt::format(" / {} KV", a.num_query_groups);
     out += fmt::format(", head_dim {}", a.head_dim);
   }
-  if (a.qk_layernorm) out += ", qk-norm";
-  if (a.add_qkv_bias) out += ", qkv bias";
-  if (a.sliding_window > 0) out += fmt::format(", sliding window {}", a.sliding_window);
+  if (layer.has_attention()) {
+    if (a.qk_layernorm) out += ", qk-norm";
+    if (a.add_qkv_bias) out += ", qkv bias";
+    if (a.sliding_window > 0) out += fmt::format(", sliding window {}", a.sliding_window);
+    if (!layer.has_ffn()) return out + " (attention only)";
+  }
   const MlpSpec& m = layer.mlp;
   const char* act = m.activation == ActivationKind::kSilu          ? "SiLU"
                     : m.activation == ActivationKind::kRelu        ? "ReLU"

@@ -107,6 +107,20 @@ void check_runtime(const JobSpec& job) {
 
 }  // namespace
 
+std::string_view to_string(LayerKind k) {
+  switch (k) {
+    case LayerKind::kTransformer:
+      return "transformer";
+    case LayerKind::kAttention:
+      return "attention";
+    case LayerKind::kMamba:
+      return "mamba";
+    case LayerKind::kFfn:
+      return "ffn";
+  }
+  return "?";
+}
+
 std::string_view to_string(ModelFamily f) {
   switch (f) {
     case ModelFamily::kDecoderLm:

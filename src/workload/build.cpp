@@ -466,6 +466,36 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   f.push_back(mem_op("mlp.residual", 3.0 * static_cast<double>(c.tokens_sp) * h * c.act_b));
 }
 
+// A Mamba-2 layer (MG11 mamba_layer.py, mamba_mixer.py): norm, in_proj (column-parallel), the
+// causal depthwise conv and the chunked SSD scan (one fused kernel, priced as memory-bound by the
+// bytes it moves: zxBCdt in, the conv output and y out, the fp32 chunk states written and read),
+// the gated RMSNorm over d_inner, out_proj (row-parallel), the residual. Its backward recomputes
+// the conv and the chunk states (MG11 mamba_mixer.py:707 mamba_split_conv1d_scan_combined), so
+// it moves about twice the forward's bytes.
+void add_mamba(const Ctx& c, std::vector<Op>& f, const MambaSpec& m) {
+  const std::int64_t h = c.job.model.hidden_size;
+  const std::int64_t d_inner = m.d_inner() / c.tp;
+  const std::int64_t conv_channels =
+      d_inner + 2 * static_cast<std::int64_t>(m.num_groups) * m.state_dim / c.tp;
+  const double T = static_cast<double>(c.tokens);
+  f.push_back(mem_op("mamba.norm", norm_bytes(c, c.tokens_sp, h)));
+  tp_enter(c, f, "mamba");
+  push_gemm(c, f, "mamba.in_proj", c.tokens, m.in_proj_width() / c.tp, h);
+  const double states =
+      T / std::max(1, m.chunk_size) * static_cast<double>(d_inner) * m.state_dim * 4.0;
+  Op scan = mem_op(
+      "mamba.conv_scan",
+      T * (static_cast<double>(m.in_proj_width()) / c.tp + conv_channels + d_inner) * c.act_b +
+          2.0 * states);
+  scan.bwd_bytes = 2.0 * scan.bytes;
+  scan.flops = 7.0 * T * static_cast<double>(d_inner) * m.state_dim;
+  f.push_back(scan);
+  f.push_back(mem_op("mamba.gated_norm", 3.0 * T * static_cast<double>(d_inner) * c.act_b));
+  push_gemm(c, f, "mamba.out_proj", c.tokens, h, d_inner);
+  tp_exit(c, f, "mamba");
+  f.push_back(mem_op("mamba.residual", 3.0 * static_cast<double>(c.tokens_sp) * h * c.act_b));
+}
+
 // The backward of a forward op list: B ops (input gradients, attention backward, collectives
 // mirrored) in reverse order, then W ops (weight gradients).
 void add_backward(const std::vector<Op>& fwd, std::vector<Op>& out, bool sp) {
@@ -605,11 +635,25 @@ LayerWork build_layer_work(const JobSpec& job, int layer_index) {
   const Ctx c = make_ctx(job);
   const LayerSpec& layer = job.model.layers[static_cast<std::size_t>(layer_index)];
   std::vector<Op> fwd;
-  add_attention(c, fwd, layer);
-  add_ffn(c, fwd, layer);
+  if (layer.has_mamba()) add_mamba(c, fwd, layer.mamba);
+  if (layer.has_attention()) add_attention(c, fwd, layer);
+  if (layer.has_ffn()) add_ffn(c, fwd, layer);
   LayerWork lw;
   lw.layer = layer_index;
-  lw.label = layer.is_moe ? "moe_layer" : "dense_layer";
+  switch (layer.kind) {
+    case LayerKind::kTransformer:
+      lw.label = layer.is_moe ? "moe_layer" : "dense_layer";
+      break;
+    case LayerKind::kAttention:
+      lw.label = "attention_layer";
+      break;
+    case LayerKind::kMamba:
+      lw.label = "mamba_layer";
+      break;
+    case LayerKind::kFfn:
+      lw.label = layer.is_moe ? "moe_ffn_layer" : "mlp_layer";
+      break;
+  }
   finish_block(job, fwd, layer_fully_recomputed(job, layer_index), lw, c.sp);
   return lw;
 }

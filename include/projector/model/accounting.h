@@ -90,9 +90,12 @@ struct LayerFlops {
   double router_flops = 0.0;       // MoE router (+ latent projections, shared-expert gate)
   double experts_flops = 0.0;      // the topk routed experts
   double mla_up_proj_flops = 0.0;  // part of qkv_flops: MLA up-projections (selective recompute)
+  double mamba_flops = 0.0;        // Mamba-2 mixer: in_proj, out_proj and the SSD scan
 
   double attention() const { return qkv_flops + attn_core_flops + attn_out_flops; }
-  double total() const { return attention() + mlp_flops + router_flops + experts_flops; }
+  double total() const {
+    return attention() + mlp_flops + router_flops + experts_flops + mamba_flops;
+  }
 };
 
 LayerFlops layer_forward_flops_per_token(const ModelSpec& model, const LayerSpec& layer,

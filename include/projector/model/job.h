@@ -67,11 +67,48 @@ struct MoeSpec {
   bool shared_expert_gate = false;  // a sigmoid gate (1 x h weight) on the shared experts' output
 };
 
+// A Mamba-2 mixer (MG11 ssm/mamba_mixer.py): in_proj h -> [z, x, B, C, dt] = 2 d_inner +
+// 2 groups x state + heads, a depthwise causal conv over [x, B, C], the selective-state-space scan
+// (SSD, chunked), a gated RMSNorm over d_inner and out_proj d_inner -> h. Heads, groups and the
+// inner width are sharded over TP.
+struct MambaSpec {
+  int num_heads = 0;     // nheads = d_inner / head_dim
+  int head_dim = 64;     // mamba_head_dim
+  int state_dim = 128;   // mamba_state_dim (d_state)
+  int num_groups = 8;    // mamba_num_groups (B and C are shared per group)
+  int conv_kernel = 4;   // d_conv
+  int chunk_size = 128;  // SSD chunk length (MG11 mamba_mixer.py:194)
+  std::int64_t d_inner() const { return static_cast<std::int64_t>(num_heads) * head_dim; }
+  // in_proj output features: z, x, B, C, dt.
+  std::int64_t in_proj_width() const {
+    return 2 * d_inner() + 2 * static_cast<std::int64_t>(num_groups) * state_dim + num_heads;
+  }
+};
+
+// What a decoder layer holds. A GPT layer is attention followed by an MLP or MoE block; hybrid
+// stacks (Megatron's hybrid_layer_pattern symbols, Primus' HybridStack) build layers of one
+// sublayer each: '*' attention, 'M' Mamba-2, '-' MLP, 'E' MoE (MG12 hybrid_layer_allocation.py).
+enum class LayerKind : std::uint8_t {
+  kTransformer,  // norm + attention, norm + MLP / MoE
+  kAttention,    // norm + attention only
+  kMamba,        // norm + Mamba-2 mixer only
+  kFfn,          // norm + MLP (or MoE when is_moe) only
+};
+std::string_view to_string(LayerKind k);
+
 struct LayerSpec {
-  AttentionSpec attention;
+  LayerKind kind = LayerKind::kTransformer;
+  AttentionSpec attention;  // meaningful when has_attention()
   MlpSpec mlp;  // dense MLP, or the per-expert MLP shape (activation, gating) for MoE layers
   bool is_moe = false;
-  MoeSpec moe;  // meaningful only when is_moe
+  MoeSpec moe;      // meaningful only when is_moe
+  MambaSpec mamba;  // meaningful only for kMamba
+
+  bool has_attention() const {
+    return kind == LayerKind::kTransformer || kind == LayerKind::kAttention;
+  }
+  bool has_ffn() const { return kind == LayerKind::kTransformer || kind == LayerKind::kFfn; }
+  bool has_mamba() const { return kind == LayerKind::kMamba; }
 };
 
 // Which kind of model a ModelSpec describes. Memory, workload and accounting are chosen per family

@@ -40,6 +40,14 @@ void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d);
 // CLI's "compare every schedule"; nullopt for an unknown name.
 std::optional<ScheduleKind> parse_schedule_name(std::string_view text);
 
+// Refuses a model type or layer kind this tool does not model (diffusion transformers,
+// GatedDeltaNet / KDA / short-convolution layers, DeepSeek-V4 attention, heterogeneous layers)
+// with "model type X is not supported" (megatron/hybrid.cpp).
+void refuse_unmodelled_models(ArgReader& r);
+// The layer symbols of a Mamba / hybrid stack ('M' Mamba-2, '*' or '+' attention, '-' MLP, 'E'
+// MoE), or nullopt for a GPT (megatron/hybrid.cpp).
+std::optional<std::string> hybrid_layer_pattern(ArgReader& r, int num_layers);
+
 // A stated integer within [1, kMaxCount]; nullopt when the key is absent.
 std::optional<int> positive_arg(ArgReader& r, const std::string& key);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "frontend/megatron/adapter.h"
 #include "frontend/megatron/arg_reader.h"
 #include "projector/frontend/layer_pattern.h"
 #include "projector/frontend/loader.h"
@@ -277,10 +278,76 @@ MoeSpec read_moe(ArgReader& r, int num_layers, const MlpSpec& mlp, std::vector<i
 
 }  // namespace
 
+// Mamba-2 mixer settings (MG2 transformer_config.py:1256-1270; MG11 mamba_mixer.py:181-275):
+// d_inner = expand x h unless mamba_num_heads fixes it; heads divide into groups.
+MambaSpec read_mamba(ArgReader& r, const ModelSpec& m) {
+  MambaSpec s;
+  s.state_dim = checked_int(r, "mamba_state_dim",
+                            r.int_or("mamba_state_dim", 128, "Megatron default (MG2 :1259)"), 1);
+  s.head_dim = checked_int(r, "mamba_head_dim",
+                           r.int_or("mamba_head_dim", 64, "Megatron default (MG2 :1262)"), 1);
+  s.num_groups = checked_int(r, "mamba_num_groups",
+                             r.int_or("mamba_num_groups", 8, "Megatron default (MG2 :1265)"), 1);
+  s.conv_kernel = checked_int(r, "mamba_d_conv", r.int_quiet("mamba_d_conv", 4), 1);
+  if (r.has("mamba_num_heads")) {
+    s.num_heads = checked_int(r, "mamba_num_heads", r.require_int("mamba_num_heads"), 1);
+  } else {
+    const std::int64_t expand = r.int_quiet("mamba_expand", 2);
+    const std::int64_t d_inner = expand * m.hidden_size;
+    if (expand < 1 || d_inner % s.head_dim != 0) {
+      r.fail("mamba_head_dim", fmt::format("d_inner {} (mamba_expand x hidden_size) is not "
+                                           "divisible by mamba_head_dim {}",
+                                           d_inner, s.head_dim));
+    }
+    s.num_heads = static_cast<int>(d_inner / s.head_dim);
+    r.note("mamba_num_heads", fmt::format("{}", s.num_heads),
+           "mamba_expand x hidden_size / mamba_head_dim (MG11 mamba_mixer.py:246-251)");
+  }
+  if (s.num_heads % s.num_groups != 0) {
+    r.fail("mamba_num_groups", fmt::format("{} Mamba heads are not divisible into {} groups",
+                                           s.num_heads, s.num_groups));
+  }
+  return s;
+}
+
+// Layers from a hybrid pattern: '*' / '+' attention only, 'M' Mamba-2 only, '-' MLP only, 'E'
+// MoE only.
+void hybrid_layers(ArgReader& r, const std::string& pattern, const AttentionSpec& attn,
+                   const MlpSpec& mlp, const MoeSpec& moe, ModelSpec& m) {
+  const bool needs_mamba = pattern.find('M') != std::string::npos;
+  const MambaSpec mamba = needs_mamba ? read_mamba(r, m) : MambaSpec{};
+  m.layers.resize(pattern.size());
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    LayerSpec& layer = m.layers[i];
+    layer.attention = attn;
+    layer.mlp = mlp;
+    switch (pattern[i]) {
+      case 'M':
+        layer.kind = LayerKind::kMamba;
+        layer.mamba = mamba;
+        break;
+      case '*':
+      case '+':
+        layer.kind = LayerKind::kAttention;
+        break;
+      case 'E':
+        if (moe.num_experts <= 0) r.fail("num_experts", "the hybrid pattern has MoE ('E') layers");
+        layer.kind = LayerKind::kFfn;
+        layer.is_moe = true;
+        layer.moe = moe;
+        break;
+      default:
+        layer.kind = LayerKind::kFfn;
+        break;
+    }
+  }
+}
+
 ModelSpec build_model(const ConfigValue& args, const std::string& data_dir,
                       std::vector<AppliedDefault>& defaults, std::vector<std::string>& warnings) {
   ArgReader r(args, defaults);
   ModelSpec m;
+  frontend_detail::refuse_unmodelled_models(r);
   const int num_layers = checked_int(r, "num_layers", r.require_int("num_layers"), 1);
   m.hidden_size = checked_int(r, "hidden_size", r.require_int("hidden_size"), 1);
   const int heads = checked_int(r, "num_attention_heads", r.require_int("num_attention_heads"), 1);
@@ -290,6 +357,16 @@ ModelSpec build_model(const ConfigValue& args, const std::string& data_dir,
   const MlpSpec mlp = read_mlp(r, m);
   std::vector<int> full_attention_layer;
   const int window = read_window(r, num_layers, full_attention_layer);
+  if (const std::optional<std::string> hybrid =
+          frontend_detail::hybrid_layer_pattern(r, num_layers)) {
+    if (hybrid->empty()) r.fail("num_layers", "the hybrid stack has no layers");
+    std::vector<int> unused;
+    const MoeSpec moe = read_moe(r, static_cast<int>(hybrid->size()), mlp, unused);
+    hybrid_layers(r, *hybrid, attn, mlp, moe, m);
+    m.mtp_num_layers = static_cast<int>(r.int_quiet("mtp_num_layers", 0));
+    if (m.mtp_num_layers != 0) r.fail("mtp_num_layers", "MTP on a hybrid stack is not modelled");
+    return m;
+  }
   std::vector<int> pattern;
   const MoeSpec moe = read_moe(r, num_layers, mlp, pattern);
   m.layers.resize(static_cast<std::size_t>(num_layers));

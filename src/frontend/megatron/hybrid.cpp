@@ -1,0 +1,186 @@
+// Which layers a Megatron / Primus model builds: GPT (attention + MLP / MoE in every layer), a
+// Mamba or hybrid stack (one sublayer per layer: Mamba-2, attention, MLP, MoE), or a model this
+// tool does not model, which is refused by name ("model type X is not supported") rather than
+// projected as a GPT.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "frontend/megatron/adapter.h"
+#include "projector/util/text.h"
+
+namespace projector::frontend_detail {
+namespace {
+
+[[noreturn]] void not_supported(ArgReader& r, const std::string& key, const std::string& type,
+                                const std::string& why) {
+  r.fail(key, fmt::format("model type '{}' is not supported: {}", type, why));
+}
+
+// Megatron's pattern_from_ratios (MG12 hybrid_layer_allocation.py:74-125): attention layers
+// evenly spaced between Mamba runs, then MLP layers evenly among the remaining Mamba layers.
+std::string pattern_from_ratios(int num_layers, double attention_ratio, double mlp_ratio) {
+  const int attention = static_cast<int>(std::lround(num_layers * attention_ratio));
+  int mamba = num_layers - attention;
+  const double section = static_cast<double>(mamba) / (attention + 1);
+  std::string types(static_cast<std::size_t>(num_layers), 'M');
+  double x = section;
+  for (int i = 0; i < num_layers; ++i) {
+    if (x < 0.5) {
+      types[static_cast<std::size_t>(i)] = '*';
+      x += section;
+    } else {
+      x -= 1.0;
+    }
+  }
+  const int mlp = static_cast<int>(std::lround(num_layers * mlp_ratio));
+  if (mlp > 0) {
+    mamba -= mlp;
+    const double ratio = static_cast<double>(mamba) / mlp;
+    x = ratio;
+    for (int i = 0; i < num_layers; ++i) {
+      if (types[static_cast<std::size_t>(i)] != 'M') continue;
+      if (x < 0.5) {
+        types[static_cast<std::size_t>(i)] = '-';
+        x += ratio;
+      } else {
+        x -= 1.0;
+      }
+    }
+  }
+  return types;
+}
+
+// Primus' HybridStack.allocate_layers (PR5 hybrid_block.py:219-244): num_layers / 2 mixers, each
+// followed by an MLP; a share of the mixers are attention, spread in blocks.
+std::string primus_hybrid_pattern(int num_layers, double attention_ratio) {
+  const int mixers = num_layers / 2;
+  const int attention = static_cast<int>(mixers * attention_ratio);
+  const int mamba = mixers - attention;
+  std::string out;
+  if (attention == 0) {
+    for (int i = 0; i < mixers; ++i) out += "M-";
+    return out;
+  }
+  if (attention_ratio <= 0.5) {
+    const int per = mamba / attention;
+    for (int a = 0; a < attention; ++a) {
+      out += "*-";
+      for (int i = 0; i < per; ++i) out += "M-";
+    }
+    for (int i = 0; i < mamba % attention; ++i) out += "M-";
+  } else {
+    for (int i = 0; i < attention - mamba; ++i) out += "*-";
+    for (int i = 0; i < mamba; ++i) out += "*-M-";
+  }
+  return out;
+}
+
+std::string spec_name(ArgReader& r) {
+  const ConfigValue* spec = r.get("spec");
+  if (spec == nullptr) return "";
+  if (spec->is_list()) return spec->items.empty() ? "" : spec->items.back().to_text();
+  return spec->to_text();
+}
+
+// hybrid_layer_pattern (hybrid_override_pattern, deprecated): one symbol per layer (MG12
+// hybrid_layer_allocation.py:14-27). '|' (pipeline segments) and '/' (MTP patterns) and the
+// layer kinds not modelled are refused.
+std::string stated_pattern(ArgReader& r, const std::string& key, const std::string& type) {
+  const std::string text = r.string_or(key, "", "");
+  for (const char c : text) {
+    switch (c) {
+      case 'M':
+      case '*':
+      case '+':
+      case '-':
+      case 'E':
+        break;
+      case 'G':
+        not_supported(r, key, type, "'G' layers are GatedDeltaNet linear attention");
+      case 'D':
+        not_supported(r, key, type, "'D' layers are DeepSeek sparse attention");
+      case '|':
+      case '/':
+        r.fail(key,
+               "pipeline segments ('|') and MTP patterns ('/') in a hybrid pattern are not "
+               "modelled; state the pattern of the decoder layers only");
+      default:
+        r.fail(key, fmt::format("unknown layer symbol '{}' (M, *, +, -, E)", c));
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+// Refuses model types and layer kinds that are not modelled; nothing for a plain GPT.
+void refuse_unmodelled_models(ArgReader& r) {
+  const std::string type = to_lower(r.string_or("model_type", "gpt", ""));
+  if (type != "gpt" && type != "mamba") {
+    not_supported(r, "model_type", type,
+                  type.starts_with("flux") || type.find("diffusion") != std::string::npos
+                      ? "diffusion transformers (DiT) are not modelled"
+                      : "only GPT (decoder transformer) and Mamba / hybrid models are modelled");
+  }
+  if (r.has("experimental_attention_variant")) {
+    const std::string v = r.string_or("experimental_attention_variant", "", "");
+    if (!v.empty() && to_lower(v) != "none") {
+      not_supported(r, "experimental_attention_variant", type,
+                    fmt::format("'{}' attention layers (GatedDeltaNet / linear attention) are not "
+                                "modelled",
+                                v));
+    }
+  }
+  if (const ConfigValue* lfm = r.get("lfm_layer_types"); lfm != nullptr && lfm->is_list()) {
+    for (const ConfigValue& t : lfm->items) {
+      if (to_lower(t.to_text()) != "full_attention") {
+        not_supported(
+            r, "lfm_layer_types", "lfm2",
+            fmt::format("'{}' layers (LFM2 short convolutions) are not modelled", t.to_text()));
+      }
+    }
+  }
+  if (r.bool_quiet("hybrid_attention_enabled", false)) {
+    not_supported(r, "hybrid_attention_enabled", type,
+                  "DeepSeek-V4 hybrid (compressed / sparse) attention is not modelled");
+  }
+  for (const char* key :
+       {"heterogeneous_layers_config_path", "heterogeneous_layers_config_encoded_json"}) {
+    if (!r.string_or(key, "", "").empty()) {
+      not_supported(r, key, type, "per-layer heterogeneous architectures are not modelled");
+    }
+  }
+}
+
+std::optional<std::string> hybrid_layer_pattern(ArgReader& r, int num_layers) {
+  const std::string type = to_lower(r.string_or("model_type", "gpt", ""));
+  const bool hybrid = r.bool_quiet("is_hybrid_model", false);
+  for (const char* key : {"hybrid_layer_pattern", "hybrid_override_pattern"}) {
+    if (!r.string_or(key, "", "").empty()) return stated_pattern(r, key, type);
+  }
+  if (type != "mamba" && !hybrid) return std::nullopt;
+  const std::string spec = spec_name(r);
+  if (spec.find("gdn") != std::string::npos) {
+    not_supported(r, "spec", type, "GatedDeltaNet (gdn) hybrid stacks are not modelled");
+  }
+  if (spec.find("kda") != std::string::npos) {
+    not_supported(r, "spec", type, "Kimi Delta Attention (kda) hybrid stacks are not modelled");
+  }
+  const double attention = r.float_or("hybrid_attention_ratio", 0.0, "");
+  const double mlp = r.float_or("hybrid_mlp_ratio", 0.0, "");
+  if (attention < 0.0 || attention > 1.0 || mlp < 0.0 || attention + mlp > 1.0) {
+    r.fail("hybrid_attention_ratio", "the attention and MLP ratios must be in [0, 1] and sum <= 1");
+  }
+  if (spec == "hybrid_stack_spec" || spec == "mamba_hybrid_stack_spec_no_te") {
+    // Primus' Mamba-2 + MLA HybridStack: its own allocation, an MLP after every mixer.
+    return primus_hybrid_pattern(num_layers, attention);
+  }
+  if (spec == "mamba_stack_spec") {
+    // Primus' MambaStack without a pattern: every layer is Mamba (PR5 mamba_block.py).
+    return std::string(static_cast<std::size_t>(num_layers), 'M');
+  }
+  return pattern_from_ratios(num_layers, attention, mlp);
+}
+
+}  // namespace projector::frontend_detail

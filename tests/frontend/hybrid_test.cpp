@@ -1,0 +1,174 @@
+// Issue 12 item 9: Mamba-2 and hybrid layer stacks, and the model types that are refused.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "projector/frontend/loader.h"
+#include "projector/memory/memory.h"
+#include "projector/model/accounting.h"
+#include "projector/workload/workload.h"
+#include "support/temp_dir.h"
+
+namespace projector {
+namespace {
+
+const std::string kRepoData = PROJECTOR_DEFAULT_DATA_DIR;
+const std::string kData = PROJECTOR_TEST_DATA_DIR;
+
+// A small Mamba / hybrid model: h 1024, Mamba-2 with 32 heads of 64 (d_inner 2048), state 16,
+// 8 groups; RMSNorm, vocabulary 50304.
+std::string mamba_args(const std::string& extra) {
+  return "model_type: mamba\nnum_layers: 10\nhidden_size: 1024\nnum_attention_heads: 16\n"
+         "ffn_hidden_size: 4096\nnormalization: RMSNorm\nvocab_size: 50304\n"
+         "mamba_state_dim: 16\nmamba_head_dim: 64\nmamba_num_groups: 8\n"
+         "micro_batch_size: 1\nglobal_batch_size: 8\nseq_length: 2048\nbf16: true\n"
+         "hidden_dropout: 0.0\nattention_dropout: 0.0\n" +
+         extra;
+}
+
+JobSpec load_text(const testing::TempDir& dir, const std::string& text) {
+  LoadRequest r;
+  r.config_path = dir.write("exp.yaml", text);
+  r.data_dir = kRepoData;
+  return load_job(r);
+}
+
+std::string kinds(const JobSpec& job) {
+  std::string out;
+  for (const LayerSpec& l : job.model.layers) {
+    switch (l.kind) {
+      case LayerKind::kMamba:
+        out += 'M';
+        break;
+      case LayerKind::kAttention:
+        out += '*';
+        break;
+      case LayerKind::kFfn:
+        out += l.is_moe ? 'E' : '-';
+        break;
+      case LayerKind::kTransformer:
+        out += 'T';
+        break;
+    }
+  }
+  return out;
+}
+
+// Megatron's pattern_from_ratios (MG12 hybrid_layer_allocation.py:74): 10 layers, 20 % attention:
+// sections of 8/3 Mamba layers, an attention layer wherever the running remainder drops below
+// one half: MMM*MM*MMM. A stated pattern is taken as is; Primus' HybridStack pairs every mixer
+// with an MLP (32 layers, 25 %: 16 mixers, 4 attention, blocks *-M-M-M-).
+TEST(Hybrid, LayerPatterns) {
+  testing::TempDir dir;
+  EXPECT_EQ(kinds(load_text(dir, mamba_args(""))), "MMMMMMMMMM");
+  EXPECT_EQ(kinds(load_text(dir, mamba_args("hybrid_attention_ratio: 0.2\n"))), "MMM*MM*MMM");
+  EXPECT_EQ(kinds(load_text(dir, mamba_args("hybrid_override_pattern: \"M-M*-M-M-\"\n"))),
+            "M-M*-M-M-");
+  std::string primus = mamba_args(
+      "hybrid_attention_ratio: 0.25\nspec: ['primus.backends.megatron.core.models.hybrid."
+      "hybrid_mamba_mla_layer_specs', 'hybrid_stack_spec']\n");
+  primus.replace(primus.find("num_layers: 10"), 14, "num_layers: 32");
+  std::string expected;
+  for (int i = 0; i < 4; ++i) expected += "*-M-M-M-";
+  EXPECT_EQ(kinds(load_text(dir, primus)), expected);
+}
+
+// Parameters of one Mamba-2 layer (MG11 mamba_mixer.py:281-455), by hand: in_proj 1024 x
+// (2 x 2048 + 2 x 8 x 16 + 32) = 1024 x 4384, conv over 2048 + 256 channels with kernel 4 and a
+// bias, dt_bias / A_log / D per head, the gated norm (2048), out_proj 2048 x 1024, the input
+// RMSNorm (1024). FLOPs: Megatron's mamba_layer_flops (MG13 training.py:885): 2 h x 4384 +
+// 7 x 2048 x 16 + 2 x 2048 x h per token.
+TEST(Hybrid, MambaLayerParamsAndFlops) {
+  testing::TempDir dir;
+  const JobSpec job = load_text(dir, mamba_args(""));
+  const LayerSpec& l = job.model.layers[0];
+  const std::int64_t expected = 1024 * 4384 + (2048 + 256) * 5 + 3 * 32 + 2048 + 2048 * 1024 + 1024;
+  EXPECT_EQ(layer_params(job.model, l).total(), expected);
+  const double flops = layer_forward_flops_per_token(job.model, l, 2048).total();
+  EXPECT_DOUBLE_EQ(flops, 2.0 * 1024 * 4384 + 7.0 * 2048 * 16 + 2.0 * 2048 * 1024);
+}
+
+// The Mamba layer's saved tensors (one microbatch of 2048 tokens, bf16, TP 1): the norm input and
+// output (2 x T x h x 2 B), zxBCdt (T x 4384 x 2 B), the scan output and out_proj's input
+// (2 x T x 2048 x 2 B). The scan is a memory-bound op, its backward recomputes (2x the bytes).
+TEST(Hybrid, MambaActivationsAndScan) {
+  testing::TempDir dir;
+  const JobSpec job = load_text(dir, mamba_args(""));
+  const double T = 2048.0;
+  const double saved = 2 * T * 1024 * 2 + T * 4384 * 2 + 2 * T * 2048 * 2;
+  EXPECT_NEAR(layer_activation(job, job.model.layers[0]).total_bytes, saved, 1.0);
+  const LayerWork lw = build_layer_work(job, 0);
+  EXPECT_EQ(lw.label, "mamba_layer");
+  bool scan = false, in_proj = false;
+  for (const Op& op : lw.ops) {
+    if (op.name == "mamba.conv_scan") {
+      scan = true;
+      EXPECT_EQ(op.kind, OpKind::kMemoryBound);
+      EXPECT_DOUBLE_EQ(op.bwd_bytes, 2.0 * op.bytes);
+    }
+    if (op.name == "mamba.in_proj") {
+      in_proj = true;
+      EXPECT_EQ(op.gemm.n, 4384);
+    }
+    EXPECT_NE(op.name.rfind("attn.", 0), 0u) << op.name;  // no attention in a Mamba layer
+  }
+  EXPECT_TRUE(scan && in_proj);
+  // Mamba heads and groups divide over TP: 8 groups over TP 16 do not.
+  EXPECT_THROW(load_text(dir, mamba_args("tensor_model_parallel_size: 16\n"
+                                         "allow_tp_beyond_node: true\n")),
+               InputError);
+}
+
+// Models that are not modelled are refused by name, never projected as a GPT.
+TEST(Hybrid, UnmodelledModelTypesAreRefused) {
+  testing::TempDir dir;
+  auto refused = [&](const std::string& extra, const std::string& needle) {
+    std::string text = mamba_args("");
+    if (extra.starts_with("model_type:")) {
+      text.replace(0, text.find('\n') + 1, extra.substr(0, extra.find('\n') + 1));
+      text += extra.substr(extra.find('\n') + 1);
+    } else {
+      text += extra;
+    }
+    try {
+      load_text(dir, text);
+      ADD_FAILURE() << "accepted: " << extra;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("is not supported"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  refused("model_type: flux_schnell\n", "flux_schnell");
+  refused("spec: [m, gdn_hybrid_stack_spec]\n", "GatedDeltaNet");
+  refused("spec: [m, kda_hybrid_stack_spec]\n", "Kimi Delta Attention");
+  refused("hybrid_override_pattern: \"MGMG\"\n", "GatedDeltaNet");
+  refused("model_type: gpt\nexperimental_attention_variant: gated_delta_net\n", "gated_delta_net");
+  refused("model_type: gpt\nlfm_layer_types: [conv, full_attention]\n", "LFM2");
+  refused("model_type: deepseek_v4\n", "deepseek_v4");
+}
+
+// The bundled Primus subset: the Mamba and Zebra-Llama hybrid examples load; the GDN one and the
+// Flux DiT are refused.
+TEST(Hybrid, PrimusExamples) {
+  auto load = [](const std::string& rel) {
+    LoadRequest r;
+    r.config_path = kData + "/primus/examples/megatron/configs/" + rel;
+    r.data_dir = kRepoData;
+    r.primus_path = kData + "/primus";
+    r.hardware = "mi300x";
+    return load_job(r);
+  };
+  const JobSpec mamba = load("MI300X/mamba_370M-pretrain.yaml");
+  EXPECT_EQ(mamba.model.num_layers(), 48);
+  EXPECT_EQ(mamba.model.layers[0].kind, LayerKind::kMamba);
+  const JobSpec zebra = load("MI300X/zebra_llama_1B-pretrain.yaml");
+  EXPECT_EQ(zebra.model.layers[0].kind, LayerKind::kAttention);
+  EXPECT_EQ(zebra.model.layers[0].attention.kind, AttentionKind::kMla);
+  EXPECT_EQ(zebra.model.layers[2].kind, LayerKind::kMamba);
+  EXPECT_LT(project_memory(zebra).peak_point_bytes, 192.0 * (1 << 30));
+  EXPECT_THROW(load("MI300X/zebra_llama_1B_gdn-pretrain.yaml"), InputError);
+  EXPECT_THROW(load("MI300X/diffusion/flux_535m_pretrain.yaml"), InputError);
+}
+
+}  // namespace
+}  // namespace projector
