@@ -65,9 +65,12 @@ class Builder {
     batches();
     virtual_stages();
     schedule_choice();
-    parallel_defaults();
-    runtime_defaults();
-    if (job_.model.family == ModelFamily::kRecommendation) recommendation();
+    if (job_.model.family == ModelFamily::kRecommendation) {
+      recommendation();  // the LLM behaviour defaults do not apply
+    } else {
+      parallel_defaults();
+      runtime_defaults();
+    }
     check_rules();
     return std::move(job_);
   }

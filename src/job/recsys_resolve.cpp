@@ -116,6 +116,14 @@ void resolve_recsys(const RecsysDraft& d, const FrameworkProfile& profile, JobSp
   rt.uvm_cache_hit_rate = r.number("uvm_cache_hit_rate");
   rt.host_link_bw = r.number("host_link_gib_per_s", kGiB);
   rt.planner = planner_settings(r, d);
+  if (d.primus_v4 && !d.planner_hbm_cap_bytes && job.cluster.accelerator.hbm_bytes > 0.0) {
+    // Primus' DLRM-v4 projection keeps the tables in the device's HBM, not TorchRec's 32 GiB.
+    rt.planner.hbm_cap_bytes = job.cluster.accelerator.hbm_bytes;
+    defaults.push_back({"planner_hbm_cap_gib", fmt::format("{:g}", rt.planner.hbm_cap_bytes / kGiB),
+                        "Primus' DLRM-v4 keys: the tables are planned against the device's HBM "
+                        "(PRD sparse_embedding.py, embedding_hbm_fraction)",
+                        ""});
+  }
   if (job.parallel.ddp_bucket_size_bytes == 0) {
     job.parallel.ddp_bucket_size_bytes =
         static_cast<std::int64_t>(r.number("ddp_bucket_mib", 1024.0 * 1024.0));

@@ -7,6 +7,7 @@
 #include "json_common.h"
 #include "projector/model/accounting.h"
 #include "projector/model/describe.h"
+#include "recsys_report.h"
 
 namespace projector {
 namespace {
@@ -66,10 +67,14 @@ std::string summary_text(const JobSpec& job) {
   const ModelParams params = model_params(m, padded_vocab_size(m, p.tp));
   out += fmt::format("config: {}\n\n", job.source);
   out += fmt::format("model: {}\n", m.name);
-  out += fmt::format(
-      "  layers {}, hidden {}, vocab {} (padded {} at TP {}), {}, {}, {} embeddings\n",
-      m.num_layers(), m.hidden_size, m.vocab_size, padded_vocab_size(m, p.tp), p.tp,
-      norm_name(m.norm), pos_name(m.position_embedding), m.tied_embeddings ? "tied" : "untied");
+  if (m.family == ModelFamily::kRecommendation) {
+    out += report_detail::recsys_model_text(job);
+  } else {
+    out += fmt::format(
+        "  layers {}, hidden {}, vocab {} (padded {} at TP {}), {}, {}, {} embeddings\n",
+        m.num_layers(), m.hidden_size, m.vocab_size, padded_vocab_size(m, p.tp), p.tp,
+        norm_name(m.norm), pos_name(m.position_embedding), m.tied_embeddings ? "tied" : "untied");
+  }
   if (m.mtp_num_layers > 0) out += fmt::format("  MTP layers: {}\n", m.mtp_num_layers);
   out += fmt::format("  parameters: {:.3f} B total, {:.3f} B active per token\n",
                      params.total / 1e9, params.active / 1e9);
@@ -164,6 +169,10 @@ report_detail::Json to_json(const JobSpec& job) {
                 {"params_total", params.total},
                 {"params_active", params.active},
                 {"layer_runs", layers}};
+  if (m.family == ModelFamily::kRecommendation) {
+    j["model"]["family"] = "recommendation";
+    j["model"]["recommendation"] = report_detail::recsys_model_json(job);
+  }
   json stages = json::array();
   for (const VirtualStage& s : p.stages) {
     stages.push_back({{"first_layer", s.first_layer},

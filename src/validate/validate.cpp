@@ -57,6 +57,11 @@ void compare(const RunEntry& e, const MappedRun& m, RunResult& r) {
     tokens_basis = "derived by the data file";
   }
   if (tokens) add("tokens_per_sec_per_gpu", p.tokens_per_sec_per_gpu, *tokens, tokens_basis);
+  // Recommendation models: samples per second (one sample is one row: the projection's token).
+  if (ms.samples_per_sec_total) {
+    add("samples_per_sec_total", p.tokens_per_sec_per_gpu * gpus, *ms.samples_per_sec_total,
+        "measured");
+  }
   std::optional<double> step = ms.step_time_s;
   std::string step_basis = "measured";
   if (!step && e.derived.step_time_s) {
@@ -86,6 +91,9 @@ void compare(const RunEntry& e, const MappedRun& m, RunResult& r) {
   if (p.tokens_per_sec_per_gpu > 0 || pred_step > 0) {
     if (ms.tokens_per_sec_per_gpu || ms.tokens_per_sec_total) {
       set_tp(p.tokens_per_sec_per_gpu / *tokens, "tokens_per_sec_per_gpu (" + tokens_basis + ")");
+    } else if (ms.samples_per_sec_total) {
+      set_tp(p.tokens_per_sec_per_gpu * gpus / *ms.samples_per_sec_total,
+             "samples_per_sec_total (measured)");
     } else if (ms.step_time_s && pred_step > 0) {
       set_tp(*ms.step_time_s / pred_step, "step_time_s (measured)");
     } else if (ms.tflops_per_gpu) {

@@ -108,6 +108,8 @@ struct RunEntry {
     std::optional<int> per_device_batch_size;  // MaxText per-chip batch
     std::optional<int> fsdp_shard_degree;
     std::optional<int> batch_size_per_gpu;  // TorchRec --batch_size (per rank)
+    std::string optimizer;                  // free text: sgd, adagrad, adam, ...
+    std::string sharding;                   // free text: a sharding type, or the planner's
   } training;
 
   struct Measured {
