@@ -176,7 +176,12 @@ std::string recsys_perf_text(const JobSpec& job, const PerfReport& rep) {
                      job.cluster.gpus_per_node, job.cluster.accelerator.name, rep.world_size);
   out += fmt::format("Batch        {} per GPU, {} global\n", job.runtime.micro_batch_size,
                      job.runtime.global_batch_size);
-  out += fmt::format("Embedding    {}", describe_plan(job));
+  std::string plan = describe_plan(job);
+  for (std::size_t i = plan.find('\n'); i != std::string::npos && i + 1 < plan.size();
+       i = plan.find('\n', i + 1)) {
+    plan.insert(i + 1, "             ");
+  }
+  out += fmt::format("Embedding    {}", plan);
   out += "\n-- Step (the critical rank; ms) --\n";
   out += fmt::format("  step                     {:>10.3f}   ({} bound)\n", ms(s.step_s), s.bound);
   out += fmt::format("  device                   {:>10.3f}   rank {}\n", ms(s.device_s),
