@@ -159,6 +159,18 @@ std::vector<RecsysRankLoad> recsys_rank_loads(const JobSpec& job) {
   return ranks;
 }
 
+EmbeddingTraffic embedding_traffic(const JobSpec& job, const RecsysRankLoad& r) {
+  const double ids = r.lookups * job.runtime.recsys.index_bytes;
+  const double hbm_rows = r.gather_bytes - r.host_gather_bytes;
+  const double in_hbm = r.gather_bytes > 0.0 ? hbm_rows / r.gather_bytes : 0.0;
+  EmbeddingTraffic t;
+  if (r.lookups <= 0.0) return t;
+  t.fwd_bytes = hbm_rows + ids + r.output_bytes;
+  t.bwd_bytes = r.output_bytes + 4.0 * 2.0 * ids + 2.0 * hbm_rows +
+                2.0 * r.state_bytes_per_row * r.lookups * in_hbm;
+  return t;
+}
+
 double recsys_input_batch_bytes(const JobSpec& job) {
   const RecommendationSpec& m = job.model.recommendation;
   double per_sample = (m.dense_features + 1.0) * 4.0;  // dense features and the label

@@ -39,20 +39,12 @@ void breakdown(const JobSpec& job, CostCache& cache, const ChunkWork& chunk, Rec
 std::vector<double> rank_embedding_times(const JobSpec& job, CostCache& cache,
                                          const std::vector<RecsysRankLoad>& loads) {
   std::vector<double> out;
-  const double id_b = job.runtime.recsys.index_bytes;
   for (const RecsysRankLoad& r : loads) {
-    const double hbm_rows = r.gather_bytes - r.host_gather_bytes;
-    const double ids = r.lookups * id_b;
-    const double fwd = hbm_rows + ids + r.output_bytes;
-    const double state = r.gather_bytes > 0.0 ? hbm_rows / r.gather_bytes : 0.0;
-    const double bwd = r.output_bytes + 8.0 * ids + 2.0 * hbm_rows +
-                       2.0 * r.state_bytes_per_row * r.lookups * state;
-    double t = 0.0;
-    if (r.lookups > 0.0) {
-      t = cache.memory_bound(fwd, MemOpClass::kEmbedding).time_s +
-          cache.memory_bound(bwd, MemOpClass::kEmbedding).time_s;
-    }
-    out.push_back(t);
+    const EmbeddingTraffic t = embedding_traffic(job, r);
+    out.push_back(r.lookups > 0.0
+                      ? cache.memory_bound(t.fwd_bytes, MemOpClass::kEmbedding).time_s +
+                            cache.memory_bound(t.bwd_bytes, MemOpClass::kEmbedding).time_s
+                      : 0.0);
   }
   return out;
 }

@@ -53,6 +53,18 @@ double table_bytes(const RecommendationSpec& m) {
   return b;
 }
 
+// Every line of `text` behind `prefix`.
+std::string indented(const std::string& text, const std::string& prefix) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t nl = text.find('\n', start);
+    out += prefix + text.substr(start, nl - start) + "\n";
+    start = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  return out;
+}
+
 double lookups_per_sample(const RecommendationSpec& m) {
   double l = 0.0;
   for (const EmbeddingTableSpec& t : m.tables) l += t.pooling_factor;
@@ -93,13 +105,8 @@ std::string recsys_model_text(const JobSpec& job) {
       to_string(rt.embedding_optimizer), to_string(rt.dense_optimizer), to_string(rt.dense_dtype),
       rt.pipelined_input ? "on" : "off");
   out += "  embedding plan:\n";
-  std::string plan = describe_plan(job);
-  std::size_t start = 0;
-  while (start < plan.size()) {
-    const std::size_t nl = plan.find('\n', start);
-    out += "    " + plan.substr(start, nl - start) + "\n";
-    start = nl == std::string::npos ? plan.size() : nl + 1;
-  }
+  const std::string plan = describe_plan(job);
+  out += indented(plan, "    ");
   return out;
 }
 
@@ -176,12 +183,8 @@ std::string recsys_perf_text(const JobSpec& job, const PerfReport& rep) {
                      job.cluster.gpus_per_node, job.cluster.accelerator.name, rep.world_size);
   out += fmt::format("Batch        {} per GPU, {} global\n", job.runtime.micro_batch_size,
                      job.runtime.global_batch_size);
-  std::string plan = describe_plan(job);
-  for (std::size_t i = plan.find('\n'); i != std::string::npos && i + 1 < plan.size();
-       i = plan.find('\n', i + 1)) {
-    plan.insert(i + 1, "             ");
-  }
-  out += fmt::format("Embedding    {}", plan);
+  const std::string plan = indented(describe_plan(job), "             ");
+  out += fmt::format("Embedding    {}", plan.substr(13));
   out += "\n-- Step (the critical rank; ms) --\n";
   out += fmt::format("  step                     {:>10.3f}   ({} bound)\n", ms(s.step_s), s.bound);
   out += fmt::format("  device                   {:>10.3f}   rank {}\n", ms(s.device_s),
@@ -259,13 +262,8 @@ std::string recsys_memory_text(const JobSpec& job, const MemoryReport& rep) {
   out += fmt::format("Memory projection: {} ({})\n", job.model.name, job.source);
   out += fmt::format("  {} ranks, batch {} per GPU; embedding plan:\n", r.world,
                      job.runtime.micro_batch_size);
-  std::string plan = r.plan;
-  std::size_t start = 0;
-  while (start < plan.size()) {
-    const std::size_t nl = plan.find('\n', start);
-    out += "    " + plan.substr(start, nl - start) + "\n";
-    start = nl == std::string::npos ? plan.size() : nl + 1;
-  }
+  const std::string& plan = r.plan;
+  out += indented(plan, "    ");
   out += "  all values GiB (2^30 bytes); per GPU, heaviest rank first\n\n";
   out += fmt::format("{:>6} {:>7} {:>10} {:>10} {:>10} {:>11} {:>10} {:>10} {:>10}\n", "rank",
                      "shards", "tables", "opt state", "dense", "activations", "buffers", "total",

@@ -698,5 +698,13 @@ void add_backward_ops(const std::vector<Op>& fwd, std::vector<Op>& out) {
   add_backward(fwd, out, false);
 }
 
+Op memory_op(std::string name, double bytes, MemOpClass cls) {
+  return mem_op(std::move(name), bytes, cls);
+}
+
+Op collective_op(std::string name, GroupKind group, CollectiveKind kind, int size, double bytes) {
+  return comm_op(std::move(name), group, kind, size, bytes);
+}
+
 }  // namespace workload_detail
 }  // namespace projector

@@ -9,6 +9,10 @@
 
 namespace projector::workload_detail {
 
+// A memory-bound op and a collective op on the layout's `group` (build.cpp's helpers).
+Op memory_op(std::string name, double bytes, MemOpClass cls);
+Op collective_op(std::string name, GroupKind group, CollectiveKind kind, int size, double bytes);
+
 // Appends the B ops (input gradients, in reverse order) and then the W ops (weight gradients) of
 // `fwd` to `out`.
 void add_backward_ops(const std::vector<Op>& fwd, std::vector<Op>& out);

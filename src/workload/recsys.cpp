@@ -54,24 +54,14 @@ Op dense_gemm(const RecCtx& c, const RecsysGemm& g) {
   return op;
 }
 
-Op mem(std::string name, double bytes, MemOpClass cls = MemOpClass::kElementwise) {
-  Op op;
-  op.name = std::move(name);
-  op.kind = OpKind::kMemoryBound;
-  op.mem_class = cls;
-  op.bytes = bytes;
-  return op;
+Op mem(std::string name, double bytes) {
+  return memory_op(std::move(name), bytes, MemOpClass::kElementwise);
 }
 
+// A communicator of `size` ranks at rank distance `stride` (the world: size W, stride 1).
 Op coll(std::string name, CollectiveKind kind, double bytes, int size, int stride) {
-  Op op;
-  op.name = std::move(name);
-  op.kind = OpKind::kCollective;
-  op.group = GroupKind::kDp;
-  op.collective = kind;
-  op.group_size = size;
+  Op op = collective_op(std::move(name), GroupKind::kDp, kind, size, bytes);
   op.group_stride = stride;
-  op.bytes = bytes;
   return op;
 }
 
@@ -140,15 +130,10 @@ LayerWork hstu_block(const RecCtx& c) {
 // The embedding block of one rank: lookups, output distribution, and (mirrored in backward) the
 // gradient distribution and the table update with the fused optimizer.
 LayerWork embedding_block(const RecCtx& c, const RecsysRankLoad& r, double a2a_bytes) {
-  const double ids = r.lookups * c.job.runtime.recsys.index_bytes;
-  const double hbm_rows = r.gather_bytes - r.host_gather_bytes;
+  const EmbeddingTraffic traffic = embedding_traffic(c.job, r);
   std::vector<Op> f;
-  Op lookup = mem("embedding.lookup", hbm_rows + ids + r.output_bytes, MemOpClass::kEmbedding);
-  // Backward: read the pooled gradients, sort the ids (radix sort: ~4 passes of id + position),
-  // then per row read and write the weights and the optimizer state.
-  lookup.bwd_bytes = r.output_bytes + 4.0 * 2.0 * ids + 2.0 * hbm_rows +
-                     2.0 * r.state_bytes_per_row * r.lookups *
-                         (r.gather_bytes > 0.0 ? hbm_rows / r.gather_bytes : 0.0);
+  Op lookup = memory_op("embedding.lookup", traffic.fwd_bytes, MemOpClass::kEmbedding);
+  lookup.bwd_bytes = traffic.bwd_bytes;
   if (r.lookups > 0.0) f.push_back(lookup);
   if (a2a_bytes > 0.0) {
     f.push_back(
@@ -191,7 +176,8 @@ std::size_t critical_rank(const JobSpec& job, const std::vector<RecsysRankLoad>&
   double best_t = -1.0;
   for (std::size_t i = 0; i < loads.size(); ++i) {
     const RecsysRankLoad& r = loads[i];
-    const double t = memory_bound_time(acc, 3.0 * r.gather_bytes + 2.0 * r.output_bytes,
+    const EmbeddingTraffic traffic = embedding_traffic(job, r);
+    const double t = memory_bound_time(acc, traffic.fwd_bytes + traffic.bwd_bytes,
                                        MemOpClass::kEmbedding, r.tbe_groups)
                          .time_s +
                      r.host_gather_bytes * 3.0 / link;
@@ -255,8 +241,8 @@ Workload build_recsys_workload(const JobSpec& job) {
   // Read weight and gradient, read and write the state, write the weight (and an fp32 master).
   const double per_param = 2.0 * bytes_per_element(c.act) + 2.0 * state + bytes_per_element(c.act) +
                            (c.act_b < 4.0 ? 8.0 : 0.0);
-  it.optimizer = mem("dense.optimizer", static_cast<double>(it.local_params) * per_param,
-                     MemOpClass::kOptimizer);
+  it.optimizer = memory_op("dense.optimizer", static_cast<double>(it.local_params) * per_param,
+                           MemOpClass::kOptimizer);
   double input = 0.0;
   for (const RecsysRankLoad& l : loads) input = std::max(input, l.input_send_bytes);
   if (c.world > 1 && input > 0.0) {

@@ -48,6 +48,15 @@ struct RecsysRankLoad {
 // One entry per rank of the world (ranks in order).
 std::vector<RecsysRankLoad> recsys_rank_loads(const JobSpec& job);
 
+// HBM bytes of a rank's table-batched lookups. Forward: its rows (those in HBM), the ids and the
+// pooled outputs. Backward: the pooled gradients, a radix sort of the ids (~4 passes of id and
+// position), and per gathered row the weights and the fused optimizer's state read and written.
+struct EmbeddingTraffic {
+  double fwd_bytes = 0.0;
+  double bwd_bytes = 0.0;
+};
+EmbeddingTraffic embedding_traffic(const JobSpec& job, const RecsysRankLoad& r);
+
 // Bytes of one local batch on the device before distribution: dense features, labels, the KJT.
 double recsys_input_batch_bytes(const JobSpec& job);
 

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <set>
 
 #include "projector/util/text.h"
 
@@ -23,23 +22,6 @@ std::string canonical_key(std::string key) {
 // The launcher words before the flags ("python", "dlrm_main.py", "torchrun ...") are skipped.
 bool is_flag(std::string_view word) {
   return word.size() > 2 && word.substr(0, 2) == "--";
-}
-
-void warn_unknown_keys(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
-  std::set<std::string> warned;
-  for (const std::string& raw : in.user_keys) {
-    const std::string key = canonical_key(raw);
-    if (schema.known(key) || !warned.insert(key).second) continue;
-    const std::string nearest = schema.nearest(key);
-    const ConfigValue* v = in.args.find(key);
-    const SourceLocation where = v != nullptr ? v->where : SourceLocation{};
-    const std::string loc =
-        where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
-    d.warnings.push_back(
-        nearest.empty()
-            ? fmt::format("{}unknown key '{}' (ignored)", loc, key)
-            : fmt::format("{}unknown key '{}' (ignored); did you mean '{}'?", loc, key, nearest));
-  }
 }
 
 void name_fields(const ArgReader& r, JobDraft& d, bool v4) {
@@ -234,8 +216,11 @@ JobDraft TorchrecAdapter::normalize(AdapterInput& in) const {
   d.warnings = in.warnings;
   std::vector<std::string> expanded;
   normalize_torchrec_args(in.args, d.warnings, &expanded);
-  in.user_keys.insert(in.user_keys.end(), expanded.begin(), expanded.end());
-  warn_unknown_keys(in, key_schema(in.data_dir), d);
+  std::vector<std::string> keys = expanded;
+  for (const std::string& k : in.user_keys) keys.push_back(canonical_key(k));
+  for (std::string& w : unknown_key_warnings(in.args, keys, key_schema(in.data_dir))) {
+    d.warnings.push_back(std::move(w));
+  }
   ArgReader r(in.args, d.defaults);
   const bool v4 = uses_dlrm_v4_keys(in.args);
   name_fields(r, d, v4);
