@@ -255,48 +255,56 @@ struct Device {
   double hbm = 0.0, ddr = 0.0, cost = 0.0;
 };
 
+using Proposal = std::vector<const Option*>;  // one option per table, in table order
+using Ranks = std::vector<std::vector<int>>;  // per table, the rank of each shard
+
 // TR2 GreedyPerfPartitioner (sort by storage): uniform options on every rank, then host-level
 // (TWRW) options on the cheapest host with room, then per-device options shard by shard on the
 // cheapest device with room. False when a shard fits nowhere.
-bool partition(const JobSpec& job, std::vector<Option>& proposal, double budget,
-               std::vector<Device>& devices, bool ignore_capacity) {
+bool partition(const JobSpec& job, const Proposal& proposal, double budget,
+               std::vector<Device>& devices, Ranks& ranks, bool ignore_capacity) {
   const int world = world_of(job);
   const int local = local_of(job);
   devices.assign(static_cast<std::size_t>(world), Device{budget, kDdrCapBytes, 0.0});
+  ranks.resize(proposal.size());
   auto fits = [&](const Device& d, const PlannerShardEstimate& e) {
     return ignore_capacity || (e.hbm_bytes <= d.hbm && e.ddr_bytes <= d.ddr);
   };
-  auto take = [&](Device& d, const PlannerShardEstimate& e) {
+  auto take = [&](int r, const PlannerShardEstimate& e, int& slot) {
+    Device& d = devices[static_cast<std::size_t>(r)];
     d.hbm -= e.hbm_bytes;
     d.ddr -= e.ddr_bytes;
     d.cost += e.total_s();
+    slot = r;
   };
-  for (Option& o : proposal) {
-    if (!uniform(o.sharding)) continue;
+  std::vector<std::size_t> rest;
+  for (std::size_t t = 0; t < proposal.size(); ++t) {
+    const Option& o = *proposal[t];
+    ranks[t].assign(o.shards.size(), -1);
+    if (!uniform(o.sharding)) {
+      rest.push_back(t);
+      continue;
+    }
     for (std::size_t i = 0; i < o.shards.size(); ++i) {
-      Device& d = devices[i];
-      if (!fits(d, o.est[i])) return false;
-      o.shards[i].rank = static_cast<int>(i);
-      take(d, o.est[i]);
+      if (!fits(devices[i], o.est[i])) return false;
+      take(static_cast<int>(i), o.est[i], ranks[t][i]);
     }
   }
-  std::vector<Option*> rest;
-  for (Option& o : proposal) {
-    if (!uniform(o.sharding)) rest.push_back(&o);
-  }
-  std::stable_sort(rest.begin(), rest.end(), [](const Option* a, const Option* b) {
-    return std::tie(a->hbm_sum, a->ddr_sum) > std::tie(b->hbm_sum, b->ddr_sum);
+  std::stable_sort(rest.begin(), rest.end(), [&](std::size_t a, std::size_t b) {
+    return std::tie(proposal[a]->hbm_sum, proposal[a]->ddr_sum) >
+           std::tie(proposal[b]->hbm_sum, proposal[b]->ddr_sum);
   });
-  for (Option* o : rest) {
-    if (o->sharding == EmbeddingSharding::kTableRowWise) {
+  for (const std::size_t t : rest) {
+    const Option& o = *proposal[t];
+    if (o.sharding == EmbeddingSharding::kTableRowWise) {
       int best = -1;
       double best_cost = std::numeric_limits<double>::infinity();
       for (int h = 0; h < world / local; ++h) {
         double cost = 0.0;
         bool ok = true;
-        for (std::size_t i = 0; i < o->shards.size(); ++i) {
+        for (std::size_t i = 0; i < o.shards.size(); ++i) {
           const Device& d = devices[static_cast<std::size_t>(h * local) + i];
-          ok = ok && fits(d, o->est[i]);
+          ok = ok && fits(d, o.est[i]);
           cost += d.cost;
         }
         if (ok && cost < best_cost) {
@@ -305,17 +313,16 @@ bool partition(const JobSpec& job, std::vector<Option>& proposal, double budget,
         }
       }
       if (best < 0) return false;
-      for (std::size_t i = 0; i < o->shards.size(); ++i) {
-        o->shards[i].rank = best * local + static_cast<int>(i);
-        take(devices[static_cast<std::size_t>(o->shards[i].rank)], o->est[i]);
+      for (std::size_t i = 0; i < o.shards.size(); ++i) {
+        take(best * local + static_cast<int>(i), o.est[i], ranks[t][i]);
       }
       continue;
     }
-    for (std::size_t i = 0; i < o->shards.size(); ++i) {
+    for (std::size_t i = 0; i < o.shards.size(); ++i) {
       int best = -1;
       for (int r = 0; r < world; ++r) {
         const Device& d = devices[static_cast<std::size_t>(r)];
-        if (!fits(d, o->est[i])) continue;
+        if (!fits(d, o.est[i])) continue;
         if (best < 0) {
           best = r;
           continue;
@@ -326,8 +333,7 @@ bool partition(const JobSpec& job, std::vector<Option>& proposal, double budget,
         }
       }
       if (best < 0) return false;
-      o->shards[i].rank = best;
-      take(devices[static_cast<std::size_t>(best)], o->est[i]);
+      take(best, o.est[i], ranks[t][i]);
     }
   }
   return true;
@@ -340,22 +346,26 @@ double rating(const std::vector<Device>& devices) {
 }
 
 struct Search {
+  explicit Search(const JobSpec& j) : job(j), budget(planner_rank_budget_bytes(j)) {}
   const JobSpec& job;
-  std::vector<std::vector<Option>> options;  // per table, sorted per proposer
+  std::vector<std::vector<Option>> options;  // per table
   double budget = 0.0;
-  std::vector<Option> best;
+  Proposal best;
+  Ranks best_ranks;
   double best_rating = std::numeric_limits<double>::infinity();
   std::string best_proposer;
   int evaluated = 0;
+  std::vector<Device> devices;  // scratch
+  Ranks ranks;                  // scratch
 
-  void evaluate(std::vector<Option> proposal, const std::string& proposer) {
+  void evaluate(const Proposal& proposal, const char* proposer) {
     ++evaluated;
-    std::vector<Device> devices;
-    if (!partition(job, proposal, budget, devices, false)) return;
+    if (!partition(job, proposal, budget, devices, ranks, false)) return;
     const double r = rating(devices);
     if (r < best_rating) {
       best_rating = r;
-      best = std::move(proposal);
+      best = proposal;
+      best_ranks = ranks;
       best_proposer = proposer;
     }
   }
@@ -364,22 +374,23 @@ struct Search {
   // otherwise); start from the cheapest of each; then repeatedly move the table whose current
   // option takes the most storage to its next option.
   void greedy(bool use_depth) {
-    std::vector<std::vector<Option>> sorted = options;
-    for (std::vector<Option>& v : sorted) {
-      std::stable_sort(v.begin(), v.end(), [&](const Option& a, const Option& b) {
-        return use_depth ? a.max_s < b.max_s : a.sum_s < b.sum_s;
+    std::vector<Proposal> sorted(options.size());
+    for (std::size_t t = 0; t < options.size(); ++t) {
+      for (const Option& o : options[t]) sorted[t].push_back(&o);
+      std::stable_sort(sorted[t].begin(), sorted[t].end(), [&](const Option* a, const Option* b) {
+        return use_depth ? a->max_s < b->max_s : a->sum_s < b->sum_s;
       });
     }
     std::vector<std::size_t> at(sorted.size(), 0);
+    Proposal proposal(sorted.size());
     while (true) {
-      std::vector<Option> proposal;
-      for (std::size_t t = 0; t < sorted.size(); ++t) proposal.push_back(sorted[t][at[t]]);
-      evaluate(std::move(proposal), use_depth ? "greedy (by max shard cost)" : "greedy");
+      for (std::size_t t = 0; t < sorted.size(); ++t) proposal[t] = sorted[t][at[t]];
+      evaluate(proposal, use_depth ? "greedy (by max shard cost)" : "greedy");
       int largest = -1;
       std::tuple<double, double, double, double> largest_storage{0, 0, 0, 0};
       for (std::size_t t = 0; t < sorted.size(); ++t) {
         if (at[t] + 1 >= sorted[t].size()) continue;
-        const Option& o = sorted[t][at[t]];
+        const Option& o = *sorted[t][at[t]];
         const auto st = std::make_tuple(o.hbm_max, o.hbm_sum, o.ddr_max, o.ddr_sum);
         if (st > largest_storage) {
           largest_storage = st;
@@ -394,19 +405,17 @@ struct Search {
   // TR2 UniformProposer: the same sharding type for every table (its cheapest kernel), for each
   // type every table offers.
   void uniform_proposals() {
-    std::map<EmbeddingSharding, std::vector<Option>> by_type;
+    std::map<EmbeddingSharding, Proposal> by_type;
     for (const std::vector<Option>& v : options) {
       std::map<EmbeddingSharding, const Option*> cheapest;
       for (const Option& o : v) {
         const Option*& c = cheapest[o.sharding];
         if (c == nullptr || o.max_s < c->max_s) c = &o;
       }
-      for (const auto& [s, o] : cheapest) by_type[s].push_back(*o);
+      for (const auto& [sharding, o] : cheapest) by_type[sharding].push_back(o);
     }
-    for (auto& [s, proposal] : by_type) {
-      if (proposal.size() == options.size()) {
-        evaluate(std::move(proposal), fmt::format("uniform ({})", to_string(s)));
-      }
+    for (const auto& [sharding, proposal] : by_type) {
+      if (proposal.size() == options.size()) evaluate(proposal, "uniform");
     }
   }
 
@@ -416,10 +425,10 @@ struct Search {
     for (const std::vector<Option>& v : options) count *= static_cast<double>(v.size());
     if (count > kMaxGridProposals) return;
     std::vector<std::size_t> idx(options.size(), 0);
+    Proposal proposal(options.size());
     while (true) {
-      std::vector<Option> proposal;
-      for (std::size_t t = 0; t < options.size(); ++t) proposal.push_back(options[t][idx[t]]);
-      evaluate(std::move(proposal), "grid search");
+      for (std::size_t t = 0; t < options.size(); ++t) proposal[t] = &options[t][idx[t]];
+      evaluate(proposal, "grid search");
       std::size_t t = 0;
       while (t < idx.size() && ++idx[t] == options[t].size()) idx[t++] = 0;
       if (t == idx.size()) break;
@@ -427,11 +436,15 @@ struct Search {
   }
 };
 
-TablePlan to_table_plan(const Option& o, const EmbeddingTableSpec& t) {
+TablePlan to_table_plan(const Option& o, const std::vector<int>& ranks,
+                        const EmbeddingTableSpec& t) {
   TablePlan tp;
   tp.sharding = o.sharding;
   tp.placement = o.placement;
   tp.shards = o.shards;
+  for (std::size_t i = 0; i < tp.shards.size() && i < ranks.size(); ++i) {
+    tp.shards[i].rank = ranks[i];
+  }
   tp.pinned = t.sharding != EmbeddingSharding::kAuto;
   tp.planner_cost_ms = o.sum_s * 1e3;
   return tp;
@@ -446,10 +459,10 @@ EmbeddingPlan plan_embeddings(const JobSpec& job) {
     plan.planned = true;
     return plan;
   }
-  Search s{job, {}, planner_rank_budget_bytes(job), {}, std::numeric_limits<double>::infinity(),
-           "",  0};
-  for (int t = 0; t < static_cast<int>(r.tables.size()); ++t)
+  Search s(job);
+  for (int t = 0; t < static_cast<int>(r.tables.size()); ++t) {
     s.options.push_back(table_options(job, t));
+  }
   s.grid();
   s.greedy(true);
   s.greedy(false);
@@ -458,7 +471,7 @@ EmbeddingPlan plan_embeddings(const JobSpec& job) {
   plan.proposals_evaluated = s.evaluated;
   if (!s.best.empty()) {
     for (std::size_t t = 0; t < s.best.size(); ++t) {
-      plan.tables.push_back(to_table_plan(s.best[t], r.tables[t]));
+      plan.tables.push_back(to_table_plan(*s.best[t], s.best_ranks[t], r.tables[t]));
     }
     plan.proposer = s.best_proposer;
     plan.max_rank_cost_ms = s.best_rating * 1e3;
@@ -466,16 +479,17 @@ EmbeddingPlan plan_embeddings(const JobSpec& job) {
     return plan;
   }
   // Nothing fits: the least storage per rank, for the memory projection to report.
-  std::vector<Option> fallback;
+  Proposal fallback;
   for (const std::vector<Option>& v : s.options) {
-    fallback.push_back(*std::min_element(v.begin(), v.end(), [](const Option& a, const Option& b) {
+    fallback.push_back(&*std::min_element(v.begin(), v.end(), [](const Option& a, const Option& b) {
       return std::tie(a.hbm_max, a.ddr_max) < std::tie(b.hbm_max, b.ddr_max);
     }));
   }
   std::vector<Device> devices;
-  partition(job, fallback, s.budget, devices, true);
+  Ranks ranks;
+  partition(job, fallback, s.budget, devices, ranks, true);
   for (std::size_t t = 0; t < fallback.size(); ++t) {
-    plan.tables.push_back(to_table_plan(fallback[t], r.tables[t]));
+    plan.tables.push_back(to_table_plan(*fallback[t], ranks[t], r.tables[t]));
   }
   plan.proposer = "none fits: least storage per rank";
   plan.max_rank_cost_ms = rating(devices) * 1e3;
