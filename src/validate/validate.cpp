@@ -182,9 +182,9 @@ ValidationSummary summarize(const std::vector<RunResult>& runs) {
   s.throughput = error_stats(tp);
   s.memory = error_stats(mem);
   auto& g = s.by_regime;
-  for (const char* v : {"dense", "moe"}) {
+  for (const char* v : {"dense", "moe", "recommendation"}) {
     add_group(g, runs, "model", v, [](const RunResult& r, const std::string& x) {
-      return (r.moe ? "moe" : "dense") == x;
+      return (r.recommendation ? "recommendation" : (r.moe ? "moe" : "dense")) == x;
     });
   }
   for (const char* v : {"AMD", "NVIDIA", "TPU", "other"}) {
@@ -237,6 +237,7 @@ ValidationReport validate(const std::vector<RunEntry>& runs, const ProjectFn& pr
     const MappedRun m = map_run(e, data_dir, profiles);
     r.assumptions = m.assumptions;
     r.moe = m.moe;
+    r.recommendation = m.job.model.family == ModelFamily::kRecommendation;
     r.accelerator_family = m.accelerator_family;
     r.num_gpus = m.num_gpus;
     r.pp = m.job.parallel.pp > 1;

@@ -225,6 +225,7 @@ struct RunResult {
   std::vector<std::string> assumptions;
   // Regime labels
   bool moe = false;
+  bool recommendation = false;  // the recommendation family (model regime "recommendation")
   std::string accelerator_family;
   int num_gpus = 0;
   bool pp = false, cp = false, ep = false, fp8 = false;
