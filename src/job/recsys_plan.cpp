@@ -106,6 +106,26 @@ double comms_bw(const PlannerSettings& ps, int world, int local, bool all_reduce
   return world <= local ? ps.intra_node_bw : ps.inter_node_bw;
 }
 
+// Storage: the shard (in HBM, or in host memory with a cache of its rows in HBM), its optimizer
+// state, the UVM cache's bookkeeping, and the input / output buffers (PipelineType NONE).
+void add_shard_storage(const JobSpec& job, const EmbeddingTableSpec& t, EmbeddingPlacement p,
+                       const EmbeddingShard& shard, double io_bytes, PlannerShardEstimate& e) {
+  const PlannerSettings& ps = job.runtime.recsys.planner;
+  const double tensor = static_cast<double>(shard.rows) * shard.cols * bytes_per_element(t.dtype);
+  const double opt = optimizer_multiplier(job.runtime.recsys.embedding_optimizer, t.embedding_dim);
+  double hbm_tensor = tensor;
+  double aux = 0.0;
+  if (p == EmbeddingPlacement::kUvmCaching) {
+    hbm_tensor = tensor * ps.uvm_caching_ratio;
+    aux = static_cast<double>(shard.rows) * (4.0 + ps.uvm_caching_ratio * 16.0);
+    e.ddr_bytes = tensor * (1.0 + opt);
+  } else if (p == EmbeddingPlacement::kUvm) {
+    hbm_tensor = 0.0;
+    e.ddr_bytes = tensor * (1.0 + opt);
+  }
+  e.hbm_bytes = hbm_tensor * (1.0 + opt) + aux + io_bytes;
+}
+
 }  // namespace
 
 PlannerShardEstimate planner_shard_estimate(const JobSpec& job, const EmbeddingTableSpec& t,
@@ -179,21 +199,7 @@ PlannerShardEstimate planner_shard_estimate(const JobSpec& job, const EmbeddingT
       break;
     }
   }
-  // Storage: the shard (in HBM, or in host memory with a cache of its rows in HBM), its optimizer
-  // state, the UVM cache's bookkeeping, and the input / output buffers (PipelineType NONE).
-  const double tensor = static_cast<double>(shard.rows) * shard.cols * b;
-  const double opt = optimizer_multiplier(job.runtime.recsys.embedding_optimizer, t.embedding_dim);
-  double hbm_tensor = tensor;
-  double aux = 0.0;
-  if (p == EmbeddingPlacement::kUvmCaching) {
-    hbm_tensor = tensor * ps.uvm_caching_ratio;
-    aux = static_cast<double>(shard.rows) * (4.0 + ps.uvm_caching_ratio * 16.0);
-    e.ddr_bytes = tensor * (1.0 + opt);
-  } else if (p == EmbeddingPlacement::kUvm) {
-    hbm_tensor = 0.0;
-    e.ddr_bytes = tensor * (1.0 + opt);
-  }
-  e.hbm_bytes = hbm_tensor * (1.0 + opt) + aux + input_size + output_size;
+  add_shard_storage(job, t, p, shard, input_size + output_size, e);
   return e;
 }
 
