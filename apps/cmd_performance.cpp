@@ -198,7 +198,27 @@ std::vector<ScalingPoint> scan_nodes(const PerfCliOptions& o) {
   return points;
 }
 
+// Recommendation jobs keep TorchRec's per-rank batch: the global batch grows with the GPUs.
+void print_recsys_scan(const std::vector<ScalingPoint>& points, const JobSpec& job) {
+  fmt::print("\n-- Scaling over nodes ({} samples per GPU; the global batch grows) --\n",
+             job.runtime.micro_batch_size);
+  fmt::print("  {:>6} {:>6} {:>12} {:>10} {:>14} {:>14} {:>10}\n", "nodes", "GPUs", "global batch",
+             "step ms", "samples/s", "samples/s/GPU", "speedup");
+  double first = 0.0;
+  for (const ScalingPoint& p : points) {
+    if (!p.error.empty()) {
+      fmt::print("  {:>6} {}\n", p.nodes, p.error);
+      continue;
+    }
+    if (first == 0.0) first = p.tokens_per_s;
+    fmt::print("  {:>6} {:>6} {:>12} {:>10.2f} {:>14.0f} {:>14.0f} {:>9.2f}x\n", p.nodes,
+               p.world_size, static_cast<std::int64_t>(p.world_size) * job.runtime.micro_batch_size,
+               p.iteration_s * 1e3, p.tokens_per_s, p.tokens_per_s_per_gpu, p.tokens_per_s / first);
+  }
+}
+
 void print_node_scan(const std::vector<ScalingPoint>& points, const JobSpec& job) {
+  if (job.model.family == ModelFamily::kRecommendation) return print_recsys_scan(points, job);
   fmt::print("\n-- Scaling over data parallelism (strong scaling: the global batch is fixed) --\n");
   fmt::print("  {:>6} {:>6} {:>5} {:>7} {:>12} {:>14} {:>8} {:>10}\n", "nodes", "GPUs", "DP",
              "micro/DP", "iter ms", "tokens/s/GPU", "MFU %", "speedup");

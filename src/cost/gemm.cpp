@@ -99,6 +99,13 @@ OpCost price(const AcceleratorSpec& acc, const Problem& p) {
       // plus one partial-tile fix-up (fp32 partials written and read back, ~ an epilogue).
       double waves_s = std::ceil(tiles / cus) * tile_s;
       if (tiles >= cus) waves_s = std::min(waves_s, tiles / cus * tile_s + epilogue_s);
+      // Split-K (fewer tiles than CUs, a long K loop: weight gradients of narrow layers over a
+      // large batch): the K loop of each tile over s CUs, fp32 partials written and reduced.
+      const double splits = std::min(std::floor(cus / tiles), kpad / bk / 4.0);
+      if (splits >= 2.0) {
+        const double reduce_s = 2.0 * splits * tiles * t.bm * t.bn * 4.0 / hbm;
+        waves_s = std::min(waves_s, tile_s / splits + reduce_s);
+      }
       const double compute_s = waves_s + epilogue_s;
       // HBM traffic: each wave of tiles covers a square-ish block of the output grid and reads
       // the A rows and B columns of that block once (L2 reuse inside a wave), then writes C.

@@ -1,7 +1,10 @@
 // Key schemas of the back-end adapters (data/frameworks/keys/<name>.txt) and the nearest-key
 // suggestion for a misspelt key.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "projector/frontend/adapter.h"
@@ -62,6 +65,25 @@ KeySchema load_key_schema(const std::string& path) {
     keys.push_back(line.substr(first, last - first + 1));
   }
   return KeySchema(std::move(keys));
+}
+
+std::vector<std::string> unknown_key_warnings(const ConfigValue& args,
+                                              const std::vector<std::string>& user_keys,
+                                              const KeySchema& schema) {
+  std::vector<std::string> out;
+  std::set<std::string> warned;
+  for (const std::string& key : user_keys) {
+    if (schema.known(key) || !warned.insert(key).second) continue;
+    const std::string nearest = schema.nearest(key);
+    const ConfigValue* v = args.find(key);
+    const SourceLocation where = v != nullptr ? v->where : SourceLocation{};
+    const std::string loc =
+        where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
+    out.push_back(nearest.empty() ? fmt::format("{}unknown key '{}' (ignored)", loc, key)
+                                  : fmt::format("{}unknown key '{}' (ignored); did you mean '{}'?",
+                                                loc, key, nearest));
+  }
+  return out;
 }
 
 }  // namespace projector

@@ -76,6 +76,7 @@ constexpr CalKey kCalKeys[] = {
     {"attention_fa2_bwd_fraction", &Cal::attention_fa2_bwd_fraction, 0, 1, true, false, false},
     {"hbm_elementwise_fraction", &Cal::hbm_elementwise_fraction, 0, 1, true, false, true},
     {"hbm_permute_fraction", &Cal::hbm_permute_fraction, 0, 1, true, false, true},
+    {"hbm_gather_fraction", &Cal::hbm_gather_fraction, 0, 1, true, false, false},
     {"hbm_optimizer_fraction", &Cal::hbm_optimizer_fraction, 0, 1, true, false, true},
     {"hbm_loss_fraction", &Cal::hbm_loss_fraction, 0, 1, true, false, true},
     {"kernel_launch_s", &Cal::kernel_launch_s, 0, 1e-2, false, false, true},

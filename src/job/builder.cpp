@@ -65,8 +65,12 @@ class Builder {
     batches();
     virtual_stages();
     schedule_choice();
-    parallel_defaults();
-    runtime_defaults();
+    if (job_.model.family == ModelFamily::kRecommendation) {
+      recommendation();  // the LLM behaviour defaults do not apply
+    } else {
+      parallel_defaults();
+      runtime_defaults();
+    }
     check_rules();
     return std::move(job_);
   }
@@ -146,6 +150,7 @@ class Builder {
   void schedule_choice();
   void parallel_defaults();
   void runtime_defaults();
+  void recommendation();
   void check_rules() const;
   std::string rule_message(LayoutRule rule) const;
 
@@ -563,6 +568,24 @@ void Builder::runtime_defaults() {
   m.hidden_dropout = decide(DraftField::kHiddenDropout, d_.hidden_dropout, prof.dropout, 0.0);
   m.make_vocab_size_divisible_by =
       decide(DraftField::kVocabPadding, d_.vocab_padding, prof.vocab_padding, 1);
+}
+
+// TorchRec runs the dense part data-parallel and shards the tables (job/recsys_plan.h).
+void Builder::recommendation() {
+  const ParallelSpec& p = job_.parallel;
+  const std::pair<DraftField, int> sizes[] = {{DraftField::kTp, p.tp},
+                                              {DraftField::kPp, p.pp},
+                                              {DraftField::kCp, p.cp},
+                                              {DraftField::kEp, p.ep}};
+  for (const auto& [field, v] : sizes) {
+    if (v != 1) {
+      fail(LayoutRule::kSizes, field,
+           fmt::format("must be 1 for a recommendation model (the dense part runs data-parallel, "
+                       "the embedding tables are sharded), got {}",
+                       v));
+    }
+  }
+  resolve_recsys(d_.recsys, d_.profile, job_, job_.defaults);
 }
 
 void Builder::check_rules() const {

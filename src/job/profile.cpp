@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "job/recsys_profile_read.h"
 #include "projector/util/error.h"
 #include "projector/util/text.h"
 
@@ -241,8 +242,10 @@ FrameworkProfile load_profile(const std::string& path, int depth) {
       for (const YAML::Node& m : v) p.match.push_back(to_lower(r.text(m, key)));
     } else if (key == "defaults") {
       read_defaults(r, v, p);
+    } else if (key == "recsys") {
+      job_detail::read_recsys_profile(path, v, p.recsys);
     } else if (key != "extends") {
-      r.fail(kv.first, key, "unknown key (name, title, backend, extends, match, defaults)");
+      r.fail(kv.first, key, "unknown key (name, title, backend, extends, match, defaults, recsys)");
     }
   }
   if (p.backend.empty()) r.fail(root, "backend", "required");

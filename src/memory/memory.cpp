@@ -31,6 +31,7 @@
 #include <span>
 #include <string>
 
+#include "memory/recsys.h"
 #include "projector/job/layout.h"
 #include "projector/job/rules.h"
 #include "projector/model/accounting.h"
@@ -486,12 +487,7 @@ double sum(const ComponentBytes& c) {
   return s;
 }
 
-MemoryVerdict verdict_of(double point, double upper, double capacity) {
-  if (capacity <= 0.0) return MemoryVerdict::kUnknown;
-  if (point > capacity) return MemoryVerdict::kOom;
-  if (upper > capacity) return MemoryVerdict::kAtRisk;
-  return MemoryVerdict::kFits;
-}
+using memory_detail::verdict_of;
 
 constexpr std::size_t idx(MemoryComponent c) {
   return static_cast<std::size_t>(c);
@@ -839,6 +835,17 @@ RankMemory project_rank(Context& cx, int r) {
   return rm;
 }
 
+void add_largest_components(const ComponentBytes& pk, MemoryReport& report) {
+  std::array<int, kNumMemoryComponents> order{};
+  for (int i = 0; i < kNumMemoryComponents; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return pk[static_cast<std::size_t>(a)] > pk[static_cast<std::size_t>(b)];
+  });
+  for (int i = 0; i < 3; ++i) {
+    report.largest_components.push_back(static_cast<MemoryComponent>(order[i]));
+  }
+}
+
 // Peak ranks, verdict, the three largest components of the peak rank, remedies.
 void summarise(const JobSpec& job, const MemoryOptions& options, MemoryReport& report) {
   for (const RankMemory& rm : report.ranks) {
@@ -855,15 +862,7 @@ void summarise(const JobSpec& job, const MemoryOptions& options, MemoryReport& r
   report.verdict =
       verdict_of(report.peak_point_bytes, report.peak_upper_bytes, report.capacity_bytes);
   if (!report.ranks.empty()) {
-    const ComponentBytes& pk = report.ranks[static_cast<std::size_t>(report.peak_rank)].point;
-    std::array<int, kNumMemoryComponents> order{};
-    for (int i = 0; i < kNumMemoryComponents; ++i) order[static_cast<std::size_t>(i)] = i;
-    std::sort(order.begin(), order.end(), [&](int a, int b) {
-      return pk[static_cast<std::size_t>(a)] > pk[static_cast<std::size_t>(b)];
-    });
-    for (int i = 0; i < 3; ++i) {
-      report.largest_components.push_back(static_cast<MemoryComponent>(order[i]));
-    }
+    add_largest_components(report.ranks[static_cast<std::size_t>(report.peak_rank)].point, report);
   }
   if (options.suggest_remedies &&
       (report.verdict == MemoryVerdict::kOom || report.verdict == MemoryVerdict::kAtRisk)) {
@@ -879,6 +878,12 @@ MemoryReport project_memory(const JobSpec& job) {
 
 MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
   check_job_invariants(job);  // a malformed job is refused, never repaired
+  if (job.model.family == ModelFamily::kRecommendation) {
+    MemoryReport report = memory_detail::project_recsys_memory(job, options);
+    fill_sources(job.cluster.accelerator.calibration, report);
+    if (!report.ranks.empty()) add_largest_components(report.ranks.front().point, report);
+    return report;
+  }
   MemoryReport report;
   Context cx{job, options};
   resolve_pipeline(cx, report);
@@ -890,4 +895,14 @@ MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
   return report;
 }
 
+namespace memory_detail {
+
+MemoryVerdict verdict_of(double point, double upper, double capacity) {
+  if (capacity <= 0.0) return MemoryVerdict::kUnknown;
+  if (point > capacity) return MemoryVerdict::kOom;
+  if (upper > capacity) return MemoryVerdict::kAtRisk;
+  return MemoryVerdict::kFits;
+}
+
+}  // namespace memory_detail
 }  // namespace projector

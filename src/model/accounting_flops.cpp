@@ -4,6 +4,7 @@
 
 #include "projector/model/accounting.h"
 #include "projector/model/family.h"
+#include "projector/model/recsys_accounting.h"
 
 namespace projector {
 namespace {
@@ -155,6 +156,12 @@ ModelFlops model_flops(const JobSpec& job, const FlopOptions& options) {
   const std::int64_t seq = job.runtime.seq_length;
   ModelFlops r;
   r.tokens = static_cast<double>(job.tokens_per_iteration());
+  if (job.model.family == ModelFamily::kRecommendation) {
+    // A sample is one "token" (seq_length 1): its dense GEMMs and HSTU attention, 3x forward.
+    r.forward_per_token.decoder_flops = recsys_forward_flops_per_sample(job.model.recommendation);
+    r.model_flops = r.hardware_flops = 3.0 * r.forward_per_token.total() * r.tokens;
+    return r;
+  }
   r.forward_per_token = forward_flops_per_token(
       job.model, seq, padded_vocab_size(job.model, job.parallel.tp), options);
   r.model_flops = 3.0 * r.forward_per_token.total() * r.tokens;

@@ -1,5 +1,6 @@
 #include "projector/model/accounting.h"
 #include "projector/model/family.h"
+#include "projector/model/recsys_accounting.h"
 
 namespace projector {
 namespace {
@@ -71,6 +72,14 @@ std::int64_t mtp_module_params(const ModelSpec& model) {
 ModelParams model_params(const ModelSpec& model, std::int64_t padded_vocab) {
   require_modelled(model, ProjectionStage::kAccounting);
   ModelParams p;
+  if (model.family == ModelFamily::kRecommendation) {
+    // Tables as the embedding, the dense part as the "decoder" (model/recsys_accounting.h).
+    const RecsysParams r = recsys_params(model.recommendation);
+    p.embedding = r.embedding;
+    p.decoder = r.dense();
+    p.total = p.active = r.total();
+    return p;
+  }
   const std::int64_t h = model.hidden_size;
   p.embedding = padded_vocab * h;
   if (model.position_embedding == PositionEmbeddingKind::kLearnedAbsolute) {

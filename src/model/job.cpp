@@ -105,6 +105,36 @@ void check_runtime(const JobSpec& job) {
   }
 }
 
+// The embedding plan covers every table with shards on ranks of the world; the dense part runs
+// data-parallel (no TP / PP / CP).
+void check_recommendation(const JobSpec& job) {
+  const ParallelSpec& p = job.parallel;
+  if (p.tp != 1 || p.pp != 1 || p.cp != 1) {
+    malformed(job, "a recommendation model runs with TP = PP = CP = 1");
+  }
+  const RecommendationSpec& m = job.model.recommendation;
+  if (p.embedding_plan.tables.size() != m.tables.size()) {
+    malformed(job, fmt::format("the embedding plan places {} tables, the model has {}",
+                               p.embedding_plan.tables.size(), m.tables.size()));
+  }
+  for (std::size_t t = 0; t < m.tables.size(); ++t) {
+    const TablePlan& tp = p.embedding_plan.tables[t];
+    std::int64_t rows = 0;
+    for (const EmbeddingShard& s : tp.shards) {
+      if (s.rank < 0 || s.rank >= job.cluster.world_size()) {
+        malformed(job, fmt::format("table {} has a shard on rank {}", m.tables[t].name, s.rank));
+      }
+      if (tp.sharding == EmbeddingSharding::kRowWise ||
+          tp.sharding == EmbeddingSharding::kTableRowWise) {
+        rows += s.rows;
+      }
+    }
+    if (tp.shards.empty() || (rows != 0 && rows != m.tables[t].num_embeddings)) {
+      malformed(job, fmt::format("table {} is not fully placed", m.tables[t].name));
+    }
+  }
+}
+
 }  // namespace
 
 std::string_view to_string(ModelFamily f) {
@@ -147,6 +177,7 @@ void check_job_invariants(const JobSpec& job) {
   check_groups(job);
   check_stages(job);
   check_runtime(job);
+  if (job.model.family == ModelFamily::kRecommendation) check_recommendation(job);
 }
 
 std::int64_t padded_vocab_size(const ModelSpec& model, int tp) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "perf/pricing.h"
 #include "projector/util/error.h"
 
 namespace projector {
@@ -13,6 +14,10 @@ namespace {
 using schedule::Phase;
 
 CommGroup group_for(const JobSpec& job, const Op& op) {
+  if (op.group_stride > 0) {
+    return make_group(op.group_size, op.group_stride, job.cluster.gpus_per_node,
+                      job.cluster.network.pod_size);
+  }
   if (op.collective == CollectiveKind::kSendRecv) {
     // A pipeline hop is the cost module's kPpPeer pair; a CP ring neighbour is tp ranks away.
     if (op.group == GroupKind::kPp) return job_group(job, GroupKind::kPpPeer);
@@ -378,6 +383,8 @@ PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfO
   rep.simulation = schedule::simulate(rep.table, in);
   fill_metrics(job, cache, rep);
   fill_exposed(job, stage_exposed, rep);
+  if (job.model.family == ModelFamily::kRecommendation)
+    perf_detail::finish_recsys_step(job, cache, rep);
   if (options.with_memory) {
     MemoryOptions mo;
     mo.table = &rep.table;  // the in-flight states come from the table just simulated
@@ -392,4 +399,12 @@ PerfReport project_performance(const JobSpec& job, const PerfOptions& options) {
   return project_performance(job, cache, options);
 }
 
+namespace perf_detail {
+
+OpCost price_op(const JobSpec& job, CostCache& cache, const Op& op) {
+  return op.kind == OpKind::kCollective ? price_collective(job, cache, op)
+                                        : price_compute(cache, op);
+}
+
+}  // namespace perf_detail
 }  // namespace projector

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_common.h"
+#include "recsys_report.h"
 
 namespace projector {
 namespace {
@@ -88,6 +89,7 @@ std::string describe_op_shape(const Op& op) {
 }
 
 std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
+  if (rep.has_recsys) return report_detail::recsys_perf_text(job, rep);
   const ParallelSpec& p = job.parallel;
   std::string out;
   out += "==================== Performance projection ====================\n";
@@ -291,6 +293,7 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                    {"peak_rank", rep.memory.peak_rank},
                    {"verdict", std::string(to_string(rep.memory.verdict))}};
   }
+  if (rep.has_recsys) j["recsys"] = report_detail::recsys_perf_json(job, rep);
   j["notes"] = rep.notes;
   if (const std::string hw = hardware_note(job.cluster.accelerator); !hw.empty()) {
     j["notes"].push_back(hw);

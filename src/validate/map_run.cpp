@@ -243,6 +243,8 @@ void map_batches(Mapper& m) {
 void map_runtime(Mapper& m) {
   const RunEntry::Training& t = m.e_.training;
   JobDraft& d = m.d_;
+  // Recommendation runs: their optimizer, dtype and sharding are read by map_recommendation.
+  if (d.model.family == ModelFamily::kRecommendation) return;
   validate_detail::read_recompute(m, t.recompute);
   validate_detail::read_precision(m, t.precision);
   // The entry says its configuration follows NeMo's recipes: NeMo's gradient-reduce dtype.

@@ -38,6 +38,8 @@ bool has(const std::string& haystack_lower, const char* needle);
 
 // map_model.cpp: the model block (decoder LM or recommendation).
 void map_model(Mapper& m, int seq_len);
+// map_torchrec.cpp: model.type dlrm (TorchRec dlrm_main.py names) and its training settings.
+void map_recommendation(Mapper& m);
 
 // map_text.cpp: free-text readings.
 ActivationKind read_activation(Mapper& m, const std::string& text, bool& gated);

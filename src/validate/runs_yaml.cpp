@@ -264,6 +264,8 @@ void read_training(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   tr.per_device_batch_size = r.integer<int>(t, "per_device_batch_size", "training");
   tr.fsdp_shard_degree = r.integer<int>(t, "fsdp_shard_degree", "training");
   tr.batch_size_per_gpu = r.integer<int>(t, "batch_size_per_gpu", "training");
+  tr.optimizer = r.text(t, "optimizer", "training");
+  tr.sharding = r.text(t, "sharding", "training");
 }
 
 void read_measured(EntryReader& r, const YAML::Node& node, RunEntry& e) {

@@ -17,6 +17,7 @@
 #include "projector/model/accounting.h"
 #include "projector/model/family.h"
 #include "projector/workload/workload.h"
+#include "workload/ops.h"
 
 namespace projector {
 namespace {
@@ -564,6 +565,9 @@ LayerWork mtp_work(const Ctx& c, int depth) {
 
 Workload build_workload(const JobSpec& job) {
   require_modelled(job.model, ProjectionStage::kWorkload);
+  if (job.model.family == ModelFamily::kRecommendation) {
+    return workload_detail::build_recsys_workload(job);
+  }
   const Ctx c = make_ctx(job);
   const ParallelSpec& p = job.parallel;
   Workload wl;
@@ -688,4 +692,19 @@ std::string_view to_string(OpKind k) {
   return "?";
 }
 
+namespace workload_detail {
+
+void add_backward_ops(const std::vector<Op>& fwd, std::vector<Op>& out) {
+  add_backward(fwd, out, false);
+}
+
+Op memory_op(std::string name, double bytes, MemOpClass cls) {
+  return mem_op(std::move(name), bytes, cls);
+}
+
+Op collective_op(std::string name, GroupKind group, CollectiveKind kind, int size, double bytes) {
+  return comm_op(std::move(name), group, kind, size, bytes);
+}
+
+}  // namespace workload_detail
 }  // namespace projector

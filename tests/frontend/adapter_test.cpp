@@ -30,7 +30,7 @@ LoadRequest request(const std::string& path) {
 
 TEST(Registry, BuiltinsAndAliases) {
   const AdapterRegistry& r = builtin_adapters();
-  EXPECT_EQ(r.names(), std::vector<std::string>{"megatron"});
+  EXPECT_EQ(r.names(), (std::vector<std::string>{"megatron", "torchrec_dlrm"}));
   for (const char* alias : {"megatron", "Megatron", "megatron-lm", "mcore", "megatron-core"}) {
     ASSERT_NE(r.find(alias), nullptr) << alias;
     EXPECT_EQ(r.find(alias)->name(), "megatron");

@@ -35,6 +35,12 @@ class KeySchema {
 // One key per line, '#' comments. InputError when the file cannot be read.
 KeySchema load_key_schema(const std::string& path);
 
+// "file:line: unknown key 'k' (ignored); did you mean 'n'?" for each key of `user_keys` (once)
+// that `schema` does not know; the location is read from `args`.
+std::vector<std::string> unknown_key_warnings(const ConfigValue& args,
+                                              const std::vector<std::string>& user_keys,
+                                              const KeySchema& schema);
+
 // What a back-end adapter reads: the trainer namespace the experiment format resolved.
 struct AdapterInput {
   ConfigValue args;  // a map: the back-end's keys -> values (file:line kept); normalized in place

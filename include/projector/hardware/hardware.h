@@ -81,8 +81,11 @@ struct AcceleratorSpec {
     Sourced attention_fa2_bwd_fraction;
     Sourced hbm_elementwise_fraction;  // streaming elementwise ops (norm, act, residual, rope)
     Sourced hbm_permute_fraction;      // gather/scatter-like ops (MoE permute)
-    Sourced hbm_optimizer_fraction;    // optimizer step
-    Sourced hbm_loss_fraction;  // cross-entropy loss passes (Primus charges these separately)
+    // Embedding-row gathers and scatters (TBE lookups, their fused optimizer update): random rows
+    // of a large table (0: not calibrated, cost/memory_ops.h says the fallback).
+    Sourced hbm_gather_fraction;
+    Sourced hbm_optimizer_fraction;  // optimizer step
+    Sourced hbm_loss_fraction;       // cross-entropy loss passes (Primus charges these separately)
     Sourced kernel_launch_s;
     Sourced runtime_context_bytes;        // CUDA/HIP context and allocator pools
     Sourced comm_buffer_bytes_per_group;  // NCCL/RCCL buffers per communicator

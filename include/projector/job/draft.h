@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "projector/job/profile.h"
+#include "projector/job/recsys_plan.h"
 #include "projector/model/job.h"
 #include "projector/util/error.h"
 
@@ -126,6 +127,7 @@ struct JobDraft {
   // ...). Their fields listed above are overwritten.
   ParallelSpec parallel;
   RuntimeSpec runtime;
+  RecsysDraft recsys;  // recommendation family: what the config states (job/recsys_plan.h)
 
   std::vector<AppliedDefault> defaults;
   std::vector<std::string> warnings;

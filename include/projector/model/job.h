@@ -71,8 +71,8 @@ struct LayerSpec {
 };
 
 // Which kind of model a ModelSpec describes. Memory, workload and accounting are chosen per family
-// (model/family.h); the decoder-LM family is modelled end to end, the recommendation family
-// (DLRM-style) carries its data types only, for the TorchRec backend.
+// (model/family.h); both are modelled end to end (the recommendation family by the TorchRec DLRM
+// back-end's providers: model/accounting_recsys.cpp, memory/recsys.cpp, workload/recsys.cpp).
 enum class ModelFamily : std::uint8_t { kDecoderLm, kRecommendation };
 std::string_view to_string(ModelFamily f);
 
@@ -133,6 +133,7 @@ struct ParallelSpec {
   CpCommType cp_comm_type = CpCommType::kP2p;
   std::int64_t ddp_bucket_size_bytes = 0;  // 0: Megatron's default max(40M params, 1M x dp)
   bool allow_tp_beyond_node = false;
+  EmbeddingPlan embedding_plan;  // recommendation family: where each embedding table lives
 
   int model_parallel_size() const { return tp * pp * cp; }
   const VirtualStage& stage(int pp_rank, int chunk) const { return stages[chunk * pp + pp_rank]; }
@@ -228,6 +229,7 @@ struct RuntimeSpec {
   Dtype main_grads_dtype = Dtype::kFp32;
   Dtype exp_avg_dtype = Dtype::kFp32;
   Dtype exp_avg_sq_dtype = Dtype::kFp32;
+  RecsysRuntime recsys;  // recommendation family: optimizers, input pipeline, planner settings
 };
 
 // -------------------------------------------------------------------------------------- cluster

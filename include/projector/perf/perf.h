@@ -10,6 +10,7 @@
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
 #include "projector/model/job.h"
+#include "projector/perf/recsys_perf.h"
 #include "projector/schedule/simulator.h"
 #include "projector/workload/workload.h"
 
@@ -77,6 +78,9 @@ struct PerfReport {
   Workload workload;
   MemoryReport memory;
   bool has_memory = false;
+  // Recommendation family: iteration_s is the train pipeline's step, tokens are samples.
+  RecsysStep recsys;
+  bool has_recsys = false;
   std::vector<std::string> notes;
 };
 

@@ -108,6 +108,8 @@ struct RunEntry {
     std::optional<int> per_device_batch_size;  // MaxText per-chip batch
     std::optional<int> fsdp_shard_degree;
     std::optional<int> batch_size_per_gpu;  // TorchRec --batch_size (per rank)
+    std::string optimizer;                  // free text: sgd, adagrad, adam, ...
+    std::string sharding;                   // free text: a sharding type, or the planner's
   } training;
 
   struct Measured {
@@ -223,6 +225,7 @@ struct RunResult {
   std::vector<std::string> assumptions;
   // Regime labels
   bool moe = false;
+  bool recommendation = false;  // the recommendation family (model regime "recommendation")
   std::string accelerator_family;
   int num_gpus = 0;
   bool pp = false, cp = false, ep = false, fp8 = false;

@@ -45,6 +45,9 @@ struct Op {
   CollectiveKind collective = CollectiveKind::kAllReduce;
   Overlap overlap = Overlap::kExposed;
   int group_size = 1;
+  // > 0: the communicator is group_size ranks at this rank distance (the recommendation family's
+  // node-local and cross-node groups) instead of the layout's `group`.
+  int group_stride = 0;
   int steps = 1;  // CP ring: number of P2P rounds, each of `bytes`
   // Counts.
   double flops = 0.0;
@@ -77,6 +80,9 @@ struct IterationWork {
   std::vector<int> param_gather_chunk;
   Op optimizer;                   // memory-bound optimizer step
   std::int64_t local_params = 0;  // parameters held by this rank (unsharded)
+  // Recommendation family: the next batch's input all-to-all (ids and lengths), which TorchRec's
+  // train pipeline runs on its data-dist stream while this batch computes (empty: none).
+  Op input_dist;
 };
 
 struct RankWork {

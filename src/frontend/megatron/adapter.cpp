@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <set>
 
 #include "projector/frontend/loader.h"
 
@@ -20,22 +19,6 @@ constexpr Alias kAliases[] = {
     {"virtual_pipeline_model_parallel_size", "num_virtual_stages_per_pipeline_rank"},
     {"use_custom_fsdp", "use_megatron_fsdp"},
 };
-
-void warn_unknown_keys(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
-  std::set<std::string> warned;
-  for (const std::string& key : in.user_keys) {
-    if (schema.known(key) || !warned.insert(key).second) continue;
-    const std::string nearest = schema.nearest(key);
-    const ConfigValue* v = in.args.find(key);
-    const SourceLocation where = v != nullptr ? v->where : SourceLocation{};
-    const std::string loc =
-        where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
-    d.warnings.push_back(
-        nearest.empty()
-            ? fmt::format("{}unknown key '{}' (ignored)", loc, key)
-            : fmt::format("{}unknown key '{}' (ignored); did you mean '{}'?", loc, key, nearest));
-  }
-}
 
 void name_model_fields(const ArgReader& r, JobDraft& d) {
   const std::pair<DraftField, const char*> keys[] = {
@@ -88,7 +71,9 @@ JobDraft MegatronAdapter::normalize(AdapterInput& in) const {
   d.profile = in.profile;
   d.defaults = in.defaults;
   d.warnings = in.warnings;
-  warn_unknown_keys(in, key_schema(in.data_dir), d);
+  for (std::string& w : unknown_key_warnings(in.args, in.user_keys, key_schema(in.data_dir))) {
+    d.warnings.push_back(std::move(w));
+  }
   d.model = build_model(in.args, d.defaults, d.warnings);
   d.model.name = in.model_name;
   ArgReader r(in.args, d.defaults);

@@ -217,17 +217,23 @@ ResolvedConfig resolve_config(const LoadRequest& request) {
   if (const ConfigValue* module = find_trainer(experiment, module_name)) {
     resolve_module(*module, module_name, request, out);
   } else {
-    // A flat file of Megatron arguments (no Primus experiment structure).
+    // A flat file of one back-end's arguments (no Primus experiment structure): Megatron's unless
+    // a top-level `framework:` names another.
     out.args = experiment;
     for (const char* meta : {"work_group", "user_name", "exp_name", "workspace", "platform"}) {
       out.args.erase(meta);
     }
-    collect_keys(out.args, out.user_keys);
     out.framework = "megatron";
-    out.defaults.push_back({"modules.pre_trainer", "(none)",
-                            "no Primus experiment structure: the file is read as flat Megatron "
-                            "arguments",
-                            ""});
+    if (out.args.find("framework") != nullptr) {
+      out.framework = select_framework(out.args, "", registry_of(request), out);
+      out.args.erase("framework");
+    }
+    collect_keys(out.args, out.user_keys);
+    out.defaults.push_back(
+        {"modules.pre_trainer", "(none)",
+         fmt::format("no Primus experiment structure: the file is read as flat {} arguments",
+                     out.framework == "megatron" ? "Megatron" : out.framework),
+         ""});
   }
   apply_set_overrides(request, out);
   // The bundled preset's values that nothing later replaced are defaults of this job.
