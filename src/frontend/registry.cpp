@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include "frontend/megatron/adapter.h"
+#include "frontend/torchtitan/adapter.h"
 #include "projector/frontend/adapter.h"
 #include "projector/util/error.h"
 #include "projector/util/text.h"
@@ -47,6 +48,7 @@ const AdapterRegistry& builtin_adapters() {
   static const AdapterRegistry registry = [] {
     AdapterRegistry r;
     register_backend_adapter(r, std::make_shared<frontend_detail::MegatronAdapter>());
+    register_backend_adapter(r, std::make_shared<frontend_detail::TorchtitanAdapter>());
     return r;
   }();
   return registry;

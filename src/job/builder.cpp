@@ -221,7 +221,18 @@ void Builder::cluster(const ClusterRequest& req) {
   const ParallelSpec& p = job_.parallel;
   const std::int64_t dense = static_cast<std::int64_t>(p.tp) * p.pp * p.cp;
   const std::int64_t expert = static_cast<std::int64_t>(p.etp) * p.ep * p.pp;
-  const std::int64_t min_world = std::lcm(dense, expert);
+  std::int64_t min_world = std::lcm(dense, expert);
+  if (d_.dp) {
+    // A stated DP fixes the world; a world smaller than a node is one partial node.
+    const std::int64_t stated = dense * std::max(1, *d_.dp);
+    if (!req.gpus_per_node && !req.nodes && stated < cl.gpus_per_node) {
+      cl.gpus_per_node = static_cast<int>(stated);
+      record(DraftField::kGpusPerNode, show(cl.gpus_per_node),
+             fmt::format("the stated {} x TP x PP x CP = {} GPUs, fewer than a node",
+                         d_.key(DraftField::kDp), stated));
+    }
+    min_world = std::lcm(min_world, stated);
+  }
   const std::int64_t min_nodes = min_world / std::gcd(min_world, std::int64_t{cl.gpus_per_node});
   std::int64_t nodes = min_nodes;
   if (req.nodes) {
@@ -275,6 +286,16 @@ void Builder::data_parallel() {
   const DataParallelSizes s = data_parallel_sizes(world_, p.tp, p.pp, p.cp, p.etp, p.ep);
   p.dp = static_cast<int>(s.dp);  // 0 when the world does not divide: a rule reports it
   p.expert_dp = static_cast<int>(s.expert_dp > 0 ? s.expert_dp : 1);
+  if (d_.dp && s.dp > 0 && p.dp != *d_.dp) {
+    fail(LayoutRule::kWorldDense, DraftField::kDp,
+         fmt::format("DP {} x TP {} x PP {} x CP {} = {} GPUs, but the world is {} GPUs", *d_.dp,
+                     p.tp, p.pp, p.cp, static_cast<std::int64_t>(*d_.dp) * p.tp * p.pp * p.cp,
+                     world_));
+  }
+  if (p.dp_replicate > 1 && s.dp > 0 && p.dp % p.dp_replicate != 0) {
+    fail(LayoutRule::kWorldDense, DraftField::kDp,
+         fmt::format("the replicate degree {} does not divide DP {}", p.dp_replicate, p.dp));
+  }
 }
 
 void Builder::batches() {
@@ -319,6 +340,22 @@ void Builder::batches() {
                        to_string(prof.microbatch_rule.value.value_or(MicrobatchRule::kGlobalBatch)),
                        prof.microbatch_rule.source),
            true);
+  }
+  if (d_.flush_batch_size) {
+    // Gradient accumulation outside the schedule: one flush per flush batch x DP samples.
+    const std::int64_t per_flush = static_cast<std::int64_t>(*d_.flush_batch_size) * dp;
+    if (rt.global_batch_size % per_flush != 0) {
+      fail(LayoutRule::kGbs, DraftField::kGlobalBatchSize,
+           fmt::format("global batch {} is not a multiple of the per-replica batch {} x DP {}",
+                       rt.global_batch_size, *d_.flush_batch_size, dp));
+    }
+    rt.accumulation_rounds = static_cast<int>(rt.global_batch_size / per_flush);
+    if (rt.accumulation_rounds > 1) {
+      record(DraftField::kGlobalBatchSize, fmt::format("{} rounds", rt.accumulation_rounds),
+             fmt::format("gradient accumulation: global batch {} / (per-replica batch {} x DP {}), "
+                         "each round its own pipeline flush",
+                         rt.global_batch_size, *d_.flush_batch_size, dp));
+    }
   }
   ModelSpec& m = job_.model;
   if (m.max_position_embeddings == 0) {
@@ -679,7 +716,8 @@ std::string_view to_string(DraftField f) {
                                                 "schedule",
                                                 "hardware",
                                                 "nodes",
-                                                "gpus_per_node"};
+                                                "gpus_per_node",
+                                                "dp"};
   static_assert(std::size(kNames) == kNumDraftFields);
   const auto i = static_cast<std::size_t>(f);
   return i < std::size(kNames) ? kNames[i] : "?";

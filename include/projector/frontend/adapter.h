@@ -1,5 +1,5 @@
 // Back-end adapters and their registry. A back-end adapter reads one training framework's
-// configuration namespace (Megatron arguments today; torchtitan, MaxText and TorchRec DLRM next)
+// configuration namespace (Megatron arguments, torchtitan's JobConfig; MaxText and TorchRec next)
 // and turns it into the neutral JobDraft that the job builder finalizes (job/builder.h). The
 // experiment format in front of it (Primus' modules / presets / overrides, frontend/primus/) and
 // the overrides after it (PRIMUS_* environment, CLI flags) are shared by every back-end.
@@ -43,6 +43,11 @@ struct AdapterInput {
   std::string model_name;              // the model preset's name, or "(inline)"
   FrameworkProfile profile;            // the framework whose defaults apply
   std::string data_dir;                // catalogues (key schemas, presets)
+  // The installed back-end to read tables from (--backend-path, else BACKEND_PATH; empty: none)
+  // and the Primus checkout (--primus-path / PRIMUS_PATH; empty: none).
+  std::string backend_path;
+  std::string primus_path;
+  std::string module_preset;  // the module preset file read (checkout or bundled copy), if any
   std::vector<AppliedDefault> defaults;
   std::vector<std::string> warnings;
 };

@@ -51,6 +51,7 @@ enum class DraftField : std::uint8_t {
   kHardware,
   kNodes,
   kGpusPerNode,
+  kDp,
   kCount
 };
 inline constexpr int kNumDraftFields = static_cast<int>(DraftField::kCount);
@@ -95,6 +96,9 @@ struct JobDraft {
   // layers_per_virtual_stage, a stated layout, or the schedule).
   std::optional<int> tp, pp, vpp, cp, ep, etp;
   std::optional<int> layers_per_virtual_stage;
+  // A stated data-parallel size (torchtitan's dp_replicate x dp_shard): the world is then
+  // TP x PP x CP x DP, unstated nodes follow from it, and any other world breaks a rule.
+  std::optional<int> dp;
   LayerSplit layer_split;
 
   // Behaviour the framework profile decides when the input does not.
@@ -115,6 +119,10 @@ struct JobDraft {
   // microbatch, the profile's microbatch rule).
   std::optional<int> micro_batch_size, global_batch_size, seq_length;
   std::optional<int> replica_batch_size;
+  // Samples per data-parallel replica in one flush of the pipeline schedule (torchtitan's
+  // local_batch_size): the iteration runs GBS / (flush batch x DP) flushes back to back
+  // (RuntimeSpec::accumulation_rounds). Unset: one flush.
+  std::optional<int> flush_batch_size;
 
   // kAuto: the schedule module's selection rule; prefer_zero_bubble asks for the zero-bubble
   // schedules when they are legal (Primus enable_zero_bubble + patch_zero_bubble).

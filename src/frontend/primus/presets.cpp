@@ -83,4 +83,42 @@ ModelSpec load_model_preset(const std::string& name, const std::string& data_dir
   return model;
 }
 
+namespace frontend_detail {
+
+std::string find_backend_model_preset(const std::string& name, const std::string& dir,
+                                      const std::string& data_dir, const std::string& primus_path,
+                                      const SourceLocation& where) {
+  std::error_code ec;
+  const std::string file = with_yaml_suffix(name);
+  if (!where.file.empty() && fs::path(name).has_parent_path()) {
+    fs::path p = name;
+    if (p.is_relative()) p = fs::path(where.file).parent_path() / p;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  if (!primus_path.empty()) {
+    const fs::path p = fs::path(primus_path) / "primus/configs/models" / dir / file;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  const fs::path bundled = fs::path(data_dir) / "frameworks/primus/models" / dir;
+  if (fs::is_regular_file(bundled / file, ec)) return (bundled / file).string();
+  std::string nearest;
+  int best = 1 << 30;
+  for (const auto& entry : fs::directory_iterator(bundled, ec)) {
+    const std::string candidate = strip_yaml_suffix(entry.path().filename().string());
+    const int d = edit_distance(strip_yaml_suffix(name), candidate);
+    if (d < best) {
+      best = d;
+      nearest = candidate;
+    }
+  }
+  std::string msg =
+      fmt::format("unknown {} model preset '{}' (not in {}", dir, name, bundled.string());
+  if (!primus_path.empty())
+    msg += fmt::format(" nor {}/primus/configs/models/{}", primus_path, dir);
+  msg += ")";
+  if (!nearest.empty()) msg += fmt::format("; did you mean '{}'?", nearest);
+  throw InputError(where, "model", msg);
+}
+
+}  // namespace frontend_detail
 }  // namespace projector
