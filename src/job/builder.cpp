@@ -143,6 +143,7 @@ class Builder {
   void stated_stages(const std::vector<StatedStage>& stages);
   void first_last_stages();
   void balanced_split();
+  void weighted_split();
   void schedule_choice();
   void parallel_defaults();
   void runtime_defaults();
@@ -425,6 +426,36 @@ void Builder::virtual_stages() {
     case LayerSplit::Kind::kBalanced:
       balanced_split();
       break;
+    case LayerSplit::Kind::kWeighted:
+      weighted_split();
+      break;
+  }
+}
+
+void Builder::weighted_split() {
+  ParallelSpec& p = job_.parallel;
+  const LayerSplit& s = d_.layer_split;
+  const int layers = job_.model.num_layers();
+  const int z = p.pp * p.vpp;
+  const int effective = layers + s.first_weight + s.last_weight;
+  const int per = z > 0 ? effective / z : 0;
+  if (z > 1 && (z > effective || s.first_weight > per || s.last_weight > per)) {
+    fail(LayoutRule::kLayerSplit, DraftField::kLayerSplit,
+         fmt::format("{} layers with embedding / output weights {} / {} cannot fill {} stages "
+                     "(each needs at least the weights)",
+                     layers, s.first_weight, s.last_weight, z));
+  }
+  p.stages.clear();
+  int next = 0;
+  for (int i = 0; i < z; ++i) {
+    int take = z == 1 ? layers : per + (i < effective % z ? 1 : 0);
+    if (z > 1 && i == 0) take -= s.first_weight;
+    if (z > 1 && i == z - 1) take -= s.last_weight;
+    take = std::clamp(take, 0, layers - next);
+    if (i == z - 1) take = layers - next;
+    p.stages.push_back(
+        {next, take, i == 0, i == z - 1, i == z - 1 ? job_.model.mtp_num_layers : 0});
+    next += take;
   }
 }
 

@@ -286,6 +286,17 @@ TEST(TorchtitanPipeline, VShapeAndSingleStage) {
   }
 }
 
+// PRIMUS_PP re-lays the pipeline out with torchtitan's weighted split (the draft keeps the rule,
+// not a fixed stage list).
+TEST(TorchtitanPipeline, EnvironmentOverrideKeepsTheSplitRule) {
+  LoadRequest r = request(kTitan + "/upstream/llama3_8b.toml", {"training.local_batch_size=4"});
+  r.env = fixed_environment({{"PRIMUS_PP", "2"}});
+  const JobSpec j = load_job(r);
+  ASSERT_EQ(j.parallel.pp, 2);
+  EXPECT_EQ(j.parallel.stages[0].num_layers, 16);
+  EXPECT_EQ(j.parallel.stages[1].num_layers, 16);
+}
+
 // A global batch of twice local x DP is two accumulation rounds, each its own pipeline flush.
 TEST(TorchtitanBatch, GradientAccumulationRounds) {
   const JobSpec j = upstream("llama3_8b.toml",

@@ -78,12 +78,17 @@ struct LayerSplit {
     kBalanced,   // Megatron's default: the layers must divide (or allow_uneven)
     kFirstLast,  // stated layer counts of the first and / or last stage, the rest balanced
     kStated,     // every stage stated (`stages`); VPP follows from their count when unstated
+    // torchtitan: the embedding and the output head count as `first_weight` / `last_weight`
+    // decoder layers; layers plus weights are spread evenly over the PP x VPP stages, the first
+    // (total mod stages) taking one more, and the first / last stage give up their weight.
+    kWeighted,
   };
   Kind kind = Kind::kBalanced;
   // kBalanced: the first L mod (PP x VPP) stages take one more layer instead of failing (the
   // validation mapper: a published run ran, so its framework split the layers somehow).
   bool allow_uneven = false;
   std::optional<int> first_stage_layers, last_stage_layers;  // kFirstLast
+  int first_weight = 1, last_weight = 1;                     // kWeighted
   std::vector<StatedStage> stages;                           // kStated
 };
 

@@ -53,10 +53,4 @@ void read_torchtitan_parallel(TitanReader& r, const TitanModelFacts& facts, JobD
 // (runtime.cpp).
 void read_torchtitan_runtime(TitanReader& r, const TitanModelFacts& facts, JobDraft& d);
 
-// torchtitan's default pipeline split (pipeline_parallel.py generate_llm_fqn_per_model_part):
-// embedding and norm + output count as `input_weight` / `output_weight` layers. Empty with a
-// message in `error` when torchtitan would refuse the split.
-std::vector<StatedStage> torchtitan_stage_split(int num_stages, int num_layers, int input_weight,
-                                                int output_weight, std::string& error);
-
 }  // namespace projector::frontend_detail

@@ -80,7 +80,19 @@ std::vector<StatedStage> stated_model_parts(TitanReader& r, const std::string& k
 
 void read_pipeline(TitanReader& r, const TitanModelFacts& facts, int pp, int layers, JobDraft& d) {
   const std::string sched_key = "parallelism.pipeline_parallel_schedule";
-  if (pp == 1) return;  // no pipeline: the schedule keys have no effect
+  if (pp == 1) {
+    // No pipeline: the schedule keys have no effect; the split rule stays torchtitan's, for a
+    // PP set later (PRIMUS_PP, --pp) with the stated or default weights.
+    d.layer_split.kind = LayerSplit::Kind::kWeighted;
+    for (const auto& [key, weight] :
+         {std::pair{"parallelism.pipeline_parallel_first_stage_less_layers",
+                    &d.layer_split.first_weight},
+          std::pair{"parallelism.pipeline_parallel_last_stage_less_layers",
+                    &d.layer_split.last_weight}}) {
+      if (r.stated(key) != nullptr) *weight = static_cast<int>(r.integer(key));
+    }
+    return;
+  }
   if (!facts.pipelining) {
     r.fail(
         "parallelism.pipeline_parallel_degree",
@@ -123,26 +135,26 @@ void read_pipeline(TitanReader& r, const TitanModelFacts& facts, int pp, int lay
                        "(pipeline_parallel.py:111-115)",
                        per_rank, s.multi_stage ? "multi" : "single"));
   }
-  std::vector<StatedStage> stages;
   const std::string fqn_key = "parallelism.module_fqns_per_model_part";
   if (r.stated(fqn_key) != nullptr) {
-    stages = stated_model_parts(r, fqn_key);
+    const std::vector<StatedStage> stages = stated_model_parts(r, fqn_key);
     if (stages.empty() || stages.size() % static_cast<std::size_t>(pp) != 0) {
       r.fail(fqn_key, fmt::format("{} model parts are not a multiple of PP {}", stages.size(), pp));
     }
     per_rank = static_cast<int>(stages.size()) / pp;
     d.set_origin(DraftField::kLayerSplit, fqn_key, r.where(fqn_key));
+    d.layer_split.kind = LayerSplit::Kind::kStated;
+    d.layer_split.stages = stages;
   } else {
-    std::string error;
-    stages = torchtitan_stage_split(pp * per_rank, layers, in_w, out_w, error);
-    if (!error.empty()) r.fail("parallelism.pipeline_parallel_degree", error);
+    // generate_llm_fqn_per_model_part: the embedding and norm + output weigh as layers.
+    d.layer_split.kind = LayerSplit::Kind::kWeighted;
+    d.layer_split.first_weight = in_w;
+    d.layer_split.last_weight = out_w;
   }
   if (is_v_shape(s.kind) && per_rank != 2) {
     r.fail(sched_key,
            fmt::format("V-shape schedules place exactly 2 stages per rank, got {}", per_rank));
   }
-  d.layer_split.kind = LayerSplit::Kind::kStated;
-  d.layer_split.stages = stages;
   d.vpp = per_rank;
   d.schedule = s.kind;
 }
@@ -185,7 +197,6 @@ void read_mesh(TitanReader& r, const TitanModelFacts& facts, JobDraft& d) {
   // models exactly (fp32 weights, gradients and state; params-dtype compute copies).
   d.fsdp = FsdpKind::kFsdp2;
   d.distributed_optimizer = false;
-  d.sequence_parallel = tp > 1;  // TP always shards norms and the embedding output by sequence
   d.parallel.vocab_parallel_loss = !r.boolean("parallelism.disable_loss_parallel");
   const std::string reshard = r.text("parallelism.fsdp_reshard_after_forward");
   if (reshard == "default") {
@@ -244,49 +255,6 @@ void read_batches(TitanReader& r, int pp, int tp, int cp, JobDraft& d) {
 }
 
 }  // namespace
-
-std::vector<StatedStage> torchtitan_stage_split(int num_stages, int num_layers, int input_weight,
-                                                int output_weight, std::string& error) {
-  std::vector<StatedStage> out;
-  if (num_stages == 1) {
-    out.push_back({num_layers, true, true, 0});
-    return out;
-  }
-  const int effective = num_layers + input_weight + output_weight;
-  if (num_stages > effective) {
-    error = fmt::format(
-        "{} stages are more than the {} effective layers (layers + embedding "
-        "and output weights)",
-        num_stages, effective);
-    return {};
-  }
-  const int per_stage = effective / num_stages;
-  const int extra = effective % num_stages;
-  if (input_weight > per_stage || output_weight > per_stage) {
-    error = fmt::format("the embedding / output weights ({} / {}) exceed the {} layers per stage",
-                        input_weight, output_weight, per_stage);
-    return {};
-  }
-  int current = 0;
-  for (int i = 0; i < num_stages; ++i) {
-    int take = per_stage + (i < extra ? 1 : 0);
-    StatedStage s;
-    if (i == 0) {
-      s.embedding = true;
-      take -= input_weight;
-    } else if (i == num_stages - 1) {
-      s.loss = true;
-      take -= output_weight;
-    }
-    s.decoder_layers = std::max(0, std::min(take, num_layers - current));
-    current += s.decoder_layers;
-    out.push_back(s);
-  }
-  // Layers the weights pushed past the last stage stay there (torchtitan appends nothing: it
-  // would drop them; its own checks above make that impossible).
-  if (current < num_layers) out.back().decoder_layers += num_layers - current;
-  return out;
-}
 
 void read_torchtitan_parallel(TitanReader& r, const TitanModelFacts& facts, JobDraft& d) {
   read_mesh(r, facts, d);
