@@ -1,5 +1,7 @@
 // Key schemas of the back-end adapters (data/frameworks/keys/<name>.txt) and the nearest-key
 // suggestion for a misspelt key.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
 #include <string>
@@ -46,6 +48,27 @@ std::string KeySchema::nearest(std::string_view key) const {
   // Only suggest when the key is plausibly a misspelling (at most a third of it differs).
   if (best_d > std::max<int>(2, static_cast<int>(key.size()) / 3)) return "";
   return best;
+}
+
+std::string KeySchema::unknown_key_warning(const std::string& key,
+                                           const SourceLocation& where) const {
+  const std::string n = nearest(key);
+  const std::string loc = where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
+  return n.empty() ? fmt::format("{}unknown key '{}' (ignored)", loc, key)
+                   : fmt::format("{}unknown key '{}' (ignored); did you mean '{}'?", loc, key, n);
+}
+
+JobDraft start_draft(const AdapterInput& in) {
+  JobDraft d;
+  d.source = in.source;
+  d.profile = in.profile;
+  d.defaults = in.defaults;
+  d.warnings = in.warnings;
+  return d;
+}
+
+KeySchema load_backend_key_schema(const std::string& data_dir, std::string_view name) {
+  return load_key_schema(data_dir + "/frameworks/keys/" + std::string(name) + ".txt");
 }
 
 KeySchema load_key_schema(const std::string& path) {

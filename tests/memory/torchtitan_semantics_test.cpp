@@ -18,12 +18,7 @@ constexpr std::size_t idx(MemoryComponent c) {
 }
 
 JobSpec fsdp2_job(int replicate = 1, bool reshard = true, JobShape s = {}) {
-  JobDraft d = testing::make_draft(testing::llama31_8b(), s);
-  d.fsdp = FsdpKind::kFsdp2;
-  d.distributed_optimizer = false;
-  d.parallel.dp_replicate = replicate;
-  d.parallel.reshard_after_forward = reshard;
-  return finalize_job(d, testing::make_cluster(s));
+  return testing::make_fsdp2_job(s, replicate, reshard);
 }
 
 // FSDP2 keeps fp32 sharded parameters as the master: 4 (master) + 4 (grads) + 8 (Adam) bytes per

@@ -14,12 +14,7 @@ namespace {
 using testing::JobShape;
 
 JobSpec fsdp2_job(JobShape s, int replicate = 1, bool reshard = true) {
-  JobDraft d = testing::make_draft(testing::llama31_8b(), s);
-  d.fsdp = FsdpKind::kFsdp2;
-  d.distributed_optimizer = false;
-  d.parallel.dp_replicate = replicate;
-  d.parallel.reshard_after_forward = reshard;
-  return finalize_job(d, testing::make_cluster(s));
+  return testing::make_fsdp2_job(s, replicate, reshard);
 }
 
 // Two rounds of 4 microbatches take twice the simulated flush of one round of 4; the optimizer

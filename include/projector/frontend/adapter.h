@@ -27,6 +27,8 @@ class KeySchema {
   // The known key nearest by edit distance, when the key is plausibly a misspelling of it (at
   // most a third of it differs); empty otherwise.
   std::string nearest(std::string_view key) const;
+  // "file:line: unknown key 'k' (ignored)[; did you mean 'n'?]" for a key the schema lacks.
+  std::string unknown_key_warning(const std::string& key, const SourceLocation& where) const;
   const std::vector<std::string>& keys() const { return keys_; }
 
  private:
@@ -34,6 +36,8 @@ class KeySchema {
 };
 // One key per line, '#' comments. InputError when the file cannot be read.
 KeySchema load_key_schema(const std::string& path);
+// The schema of back-end `name`: <data_dir>/frameworks/keys/<name>.txt.
+KeySchema load_backend_key_schema(const std::string& data_dir, std::string_view name);
 
 // What a back-end adapter reads: the trainer namespace the experiment format resolved.
 struct AdapterInput {
@@ -51,6 +55,10 @@ struct AdapterInput {
   std::vector<AppliedDefault> defaults;
   std::vector<std::string> warnings;
 };
+
+// The draft every adapter's normalize starts from: the input's source, profile, defaults and
+// warnings.
+JobDraft start_draft(const AdapterInput& in);
 
 class BackendAdapter {
  public:

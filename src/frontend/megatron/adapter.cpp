@@ -25,15 +25,9 @@ void warn_unknown_keys(const AdapterInput& in, const KeySchema& schema, JobDraft
   std::set<std::string> warned;
   for (const std::string& key : in.user_keys) {
     if (schema.known(key) || !warned.insert(key).second) continue;
-    const std::string nearest = schema.nearest(key);
     const ConfigValue* v = in.args.find(key);
-    const SourceLocation where = v != nullptr ? v->where : SourceLocation{};
-    const std::string loc =
-        where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
     d.warnings.push_back(
-        nearest.empty()
-            ? fmt::format("{}unknown key '{}' (ignored)", loc, key)
-            : fmt::format("{}unknown key '{}' (ignored); did you mean '{}'?", loc, key, nearest));
+        schema.unknown_key_warning(key, v != nullptr ? v->where : SourceLocation{}));
   }
 }
 
@@ -77,17 +71,12 @@ void normalize_megatron_args(ConfigValue& args) {
 }
 
 KeySchema MegatronAdapter::key_schema(const std::string& data_dir) const {
-  return load_key_schema(
-      (std::filesystem::path(data_dir) / "frameworks" / "keys" / "megatron.txt").string());
+  return load_backend_key_schema(data_dir, name());
 }
 
 JobDraft MegatronAdapter::normalize(AdapterInput& in) const {
   normalize_megatron_args(in.args);
-  JobDraft d;
-  d.source = in.source;
-  d.profile = in.profile;
-  d.defaults = in.defaults;
-  d.warnings = in.warnings;
+  JobDraft d = start_draft(in);
   warn_unknown_keys(in, key_schema(in.data_dir), d);
   d.model = build_model(in.args, d.defaults, d.warnings);
   d.model.name = in.model_name;

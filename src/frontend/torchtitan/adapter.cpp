@@ -40,13 +40,7 @@ void warn_unknown_keys(const AdapterInput& in, const KeySchema& schema, JobDraft
     if (key.starts_with("model.") || ignored_leaf(schema, key) || !warned.insert(key).second) {
       continue;
     }
-    const std::string nearest = schema.nearest(key);
-    const std::string loc =
-        where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
-    d.warnings.push_back(
-        nearest.empty()
-            ? fmt::format("{}unknown key '{}' (ignored)", loc, key)
-            : fmt::format("{}unknown key '{}' (ignored); did you mean '{}'?", loc, key, nearest));
+    d.warnings.push_back(schema.unknown_key_warning(key, where));
   }
 }
 
@@ -158,17 +152,12 @@ std::string torchtitan_checkout(const AdapterInput& in) {
 }
 
 KeySchema TorchtitanAdapter::key_schema(const std::string& data_dir) const {
-  return load_key_schema(
-      (std::filesystem::path(data_dir) / "frameworks" / "keys" / "torchtitan.txt").string());
+  return load_backend_key_schema(data_dir, name());
 }
 
 JobDraft TorchtitanAdapter::normalize(AdapterInput& in) const {
   normalize_torchtitan_args(in.args);
-  JobDraft d;
-  d.source = in.source;
-  d.profile = in.profile;
-  d.defaults = in.defaults;
-  d.warnings = in.warnings;
+  JobDraft d = start_draft(in);
   warn_unknown_keys(in, key_schema(in.data_dir), d);
   const TitanDefaults defaults = load_titan_defaults(in.data_dir);
   TitanOrigins origins;
