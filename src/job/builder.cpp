@@ -304,6 +304,16 @@ void Builder::batches() {
   const FrameworkProfile& prof = d_.profile;
   if (d_.micro_batch_size) {
     rt.micro_batch_size = size_or(DraftField::kMicroBatchSize, d_.micro_batch_size, 1, nullptr);
+  } else if (d_.flush_batch_size) {
+    // One flush: the whole per-replica batch without PP, pipeline microbatches with PP.
+    const int mbs =
+        job_.parallel.pp > 1 ? d_.pipeline_micro_batch_size.value_or(1) : *d_.flush_batch_size;
+    rt.micro_batch_size = size_or(DraftField::kMicroBatchSize, mbs, 1, nullptr);
+    if (*d_.flush_batch_size % rt.micro_batch_size != 0) {
+      fail(LayoutRule::kGbs, DraftField::kMicroBatchSize,
+           fmt::format("the per-replica batch {} is not divisible by the microbatch size {}",
+                       *d_.flush_batch_size, rt.micro_batch_size));
+    }
   } else if (prof.micro_batch_size.value) {
     rt.micro_batch_size = *prof.micro_batch_size.value;
     record(DraftField::kMicroBatchSize, show(rt.micro_batch_size), prof.micro_batch_size.source,

@@ -295,6 +295,9 @@ TEST(TorchtitanPipeline, EnvironmentOverrideKeepsTheSplitRule) {
   ASSERT_EQ(j.parallel.pp, 2);
   EXPECT_EQ(j.parallel.stages[0].num_layers, 16);
   EXPECT_EQ(j.parallel.stages[1].num_layers, 16);
+  // With PP the local batch of 4 splits into pipeline microbatches of 1 (default size).
+  EXPECT_EQ(j.runtime.micro_batch_size, 1);
+  EXPECT_EQ(j.num_microbatches(), 4);
 }
 
 // A global batch of twice local x DP is two accumulation rounds, each its own pipeline flush.

@@ -128,6 +128,10 @@ struct JobDraft {
   // local_batch_size): the iteration runs GBS / (flush batch x DP) flushes back to back
   // (RuntimeSpec::accumulation_rounds). Unset: one flush.
   std::optional<int> flush_batch_size;
+  // With a flush batch and PP > 1, the microbatch size (torchtitan's
+  // pipeline_parallel_microbatch_size, default 1); without PP the flush batch is one microbatch.
+  // A stated micro_batch_size wins.
+  std::optional<int> pipeline_micro_batch_size;
 
   // kAuto: the schedule module's selection rule; prefer_zero_bubble asks for the zero-bubble
   // schedules when they are legal (Primus enable_zero_bubble + patch_zero_bubble).

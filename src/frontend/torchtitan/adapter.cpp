@@ -54,7 +54,6 @@ void name_fields(const TitanReader& r, JobDraft& d) {
       {DraftField::kEp, "parallelism.expert_parallel_degree"},
       {DraftField::kEtp, "parallelism.expert_tensor_parallel_degree"},
       {DraftField::kLayerSplit, "parallelism.pipeline_parallel_degree"},
-      {DraftField::kSequenceParallel, "parallelism.tensor_parallel_degree"},
       {DraftField::kDistributedOptimizer, "parallelism.data_parallel_shard_degree"},
       {DraftField::kTpCommOverlap, "parallelism.enable_async_tensor_parallel"},
       {DraftField::kFsdp, "parallelism.data_parallel_shard_degree"},

@@ -231,18 +231,15 @@ void read_batches(TitanReader& r, int pp, int tp, int cp, JobDraft& d) {
            fmt::format("must be divisible by TP x 2 x CP = {} (parallel_dims.py:365-372)",
                        tp * 2 * cp));
   }
-  if (pp > 1) {
-    const std::string key = "parallelism.pipeline_parallel_microbatch_size";
-    const int mbs = positive(r, key);
-    if (local % mbs != 0) {
-      r.fail(key, fmt::format("local_batch_size {} is not divisible by the microbatch size {}",
-                              local, mbs));
+  // The builder splits the flush batch: the whole local batch without PP, microbatches of
+  // pipeline_parallel_microbatch_size with PP (also when PP comes from PRIMUS_PP / --pp).
+  const std::string key = "parallelism.pipeline_parallel_microbatch_size";
+  if (pp > 1 || r.stated(key) != nullptr) {
+    d.pipeline_micro_batch_size = positive(r, key);
+    if (pp > 1) {
+      d.set_origin(DraftField::kMicroBatchSize, key,
+                   r.stated(key) != nullptr ? r.where(key) : SourceLocation{});
     }
-    d.micro_batch_size = mbs;
-    d.set_origin(DraftField::kMicroBatchSize, key,
-                 r.stated(key) != nullptr ? r.where(key) : SourceLocation{});
-  } else {
-    d.micro_batch_size = local;
   }
   d.flush_batch_size = local;
   if (gbs > 0) {
