@@ -34,7 +34,6 @@ struct PerfCliOptions {
   std::string profiling_mode = "simulate";
   std::string gemm_backend = "analytical";
   std::string data_path;
-  std::string backend_path;
   std::string scan_nodes;
   int benchmark_gpus = 0;
   double gpu_clock_mhz = 0.0;
@@ -63,8 +62,6 @@ void add_perf_options(CLI::App* cmd, PerfCliOptions& o) {
       ->check(CLI::IsMember({"analytical", "origami"}));
   cmd->add_option("--data_path,--data-path", o.data_path,
                   "accepted for Primus compatibility (no data is read)");
-  cmd->add_option("--backend_path,--backend-path", o.backend_path,
-                  "accepted for Primus compatibility (no backend is imported)");
   cmd->add_option("--benchmark-gpus", o.benchmark_gpus,
                   "GPUs a benchmark run would use (benchmark mode only)")
       ->check(CLI::Range(std::int64_t{0}, kMaxCount));
@@ -114,7 +111,6 @@ JobSpec make_job(const PerfCliOptions& o) {
                             "compute clock set by --gpu-clock-mhz / PRIMUS_GPU_CLOCK_MHZ"});
   }
   if (!o.data_path.empty()) job.warnings.push_back("--data_path is accepted but not used");
-  if (!o.backend_path.empty()) job.warnings.push_back("--backend_path is accepted but not used");
   if (o.benchmark_gpus > 0 && o.profiling_mode == "simulate") {
     job.warnings.push_back("--benchmark-gpus only applies to benchmark mode; ignored in simulate");
   }

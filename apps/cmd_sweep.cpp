@@ -142,7 +142,9 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
   JobOptions load = o.job;
   load.tp = load.pp = load.vpp = load.cp = load.ep = load.etp = load.mbs = 0;
   load.nodes = 0;
-  const JobSpec base = build_job(load);
+  const LoadRequest request = to_load_request(load);
+  const ResolvedConfig resolved = resolve_config(request);
+  const JobSpec base = build_job_spec(resolved, request);
   for (const std::string& w : base.warnings) fmt::print(stderr, "projector: warning: {}\n", w);
 
   sweep::SpaceOptions space;
@@ -150,6 +152,8 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
   space.include_vshape = o.include_vshape;
   space.allow_uneven_layers = o.allow_uneven_layers;
   space.allow_tp_beyond_node = o.job.allow_tp_beyond_node;
+  // A torchtitan job sweeps torchtitan's own layouts (FSDP2 / HSDP, its schedules, its AC modes).
+  space.fsdp2_native = resolved.framework == "torchtitan";
   sweep::Options opts;
   opts.objective = objective;
   opts.memory_limit = o.memory_limit;

@@ -51,6 +51,27 @@ std::string KeySchema::nearest(std::string_view key) const {
   return best;
 }
 
+std::string KeySchema::unknown_key_warning(const std::string& key,
+                                           const SourceLocation& where) const {
+  const std::string n = nearest(key);
+  const std::string loc = where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
+  return n.empty() ? fmt::format("{}unknown key '{}' (ignored)", loc, key)
+                   : fmt::format("{}unknown key '{}' (ignored); did you mean '{}'?", loc, key, n);
+}
+
+JobDraft start_draft(const AdapterInput& in) {
+  JobDraft d;
+  d.source = in.source;
+  d.profile = in.profile;
+  d.defaults = in.defaults;
+  d.warnings = in.warnings;
+  return d;
+}
+
+KeySchema load_backend_key_schema(const std::string& data_dir, std::string_view name) {
+  return load_key_schema(data_dir + "/frameworks/keys/" + std::string(name) + ".txt");
+}
+
 KeySchema load_key_schema(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError({path, 0, 0}, "", "cannot read the key schema");
@@ -74,14 +95,8 @@ std::vector<std::string> unknown_key_warnings(const ConfigValue& args,
   std::set<std::string> warned;
   for (const std::string& key : user_keys) {
     if (schema.known(key) || !warned.insert(key).second) continue;
-    const std::string nearest = schema.nearest(key);
     const ConfigValue* v = args.find(key);
-    const SourceLocation where = v != nullptr ? v->where : SourceLocation{};
-    const std::string loc =
-        where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
-    out.push_back(nearest.empty() ? fmt::format("{}unknown key '{}' (ignored)", loc, key)
-                                  : fmt::format("{}unknown key '{}' (ignored); did you mean '{}'?",
-                                                loc, key, nearest));
+    out.push_back(schema.unknown_key_warning(key, v != nullptr ? v->where : SourceLocation{}));
   }
   return out;
 }

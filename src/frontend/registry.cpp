@@ -4,6 +4,7 @@
 
 #include "frontend/megatron/adapter.h"
 #include "frontend/torchrec/adapter.h"
+#include "frontend/torchtitan/adapter.h"
 #include "projector/frontend/adapter.h"
 #include "projector/util/error.h"
 #include "projector/util/text.h"
@@ -49,6 +50,7 @@ const AdapterRegistry& builtin_adapters() {
     AdapterRegistry r;
     register_backend_adapter(r, std::make_shared<frontend_detail::MegatronAdapter>());
     register_backend_adapter(r, std::make_shared<frontend_detail::TorchrecAdapter>());
+    register_backend_adapter(r, std::make_shared<frontend_detail::TorchtitanAdapter>());
     return r;
   }();
   return registry;

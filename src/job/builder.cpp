@@ -147,6 +147,7 @@ class Builder {
   void stated_stages(const std::vector<StatedStage>& stages);
   void first_last_stages();
   void balanced_split();
+  void weighted_split();
   void schedule_choice();
   void parallel_defaults();
   void runtime_defaults();
@@ -226,7 +227,18 @@ void Builder::cluster(const ClusterRequest& req) {
   const ParallelSpec& p = job_.parallel;
   const std::int64_t dense = static_cast<std::int64_t>(p.tp) * p.pp * p.cp;
   const std::int64_t expert = static_cast<std::int64_t>(p.etp) * p.ep * p.pp;
-  const std::int64_t min_world = std::lcm(dense, expert);
+  std::int64_t min_world = std::lcm(dense, expert);
+  if (d_.dp) {
+    // A stated DP fixes the world; a world smaller than a node is one partial node.
+    const std::int64_t stated = dense * std::max(1, *d_.dp);
+    if (!req.gpus_per_node && !req.nodes && stated < cl.gpus_per_node) {
+      cl.gpus_per_node = static_cast<int>(stated);
+      record(DraftField::kGpusPerNode, show(cl.gpus_per_node),
+             fmt::format("the stated {} x TP x PP x CP = {} GPUs, fewer than a node",
+                         d_.key(DraftField::kDp), stated));
+    }
+    min_world = std::lcm(min_world, stated);
+  }
   const std::int64_t min_nodes = min_world / std::gcd(min_world, std::int64_t{cl.gpus_per_node});
   std::int64_t nodes = min_nodes;
   if (req.nodes) {
@@ -280,6 +292,16 @@ void Builder::data_parallel() {
   const DataParallelSizes s = data_parallel_sizes(world_, p.tp, p.pp, p.cp, p.etp, p.ep);
   p.dp = static_cast<int>(s.dp);  // 0 when the world does not divide: a rule reports it
   p.expert_dp = static_cast<int>(s.expert_dp > 0 ? s.expert_dp : 1);
+  if (d_.dp && s.dp > 0 && p.dp != *d_.dp) {
+    fail(LayoutRule::kWorldDense, DraftField::kDp,
+         fmt::format("DP {} x TP {} x PP {} x CP {} = {} GPUs, but the world is {} GPUs", *d_.dp,
+                     p.tp, p.pp, p.cp, static_cast<std::int64_t>(*d_.dp) * p.tp * p.pp * p.cp,
+                     world_));
+  }
+  if (p.dp_replicate > 1 && s.dp > 0 && p.dp % p.dp_replicate != 0) {
+    fail(LayoutRule::kWorldDense, DraftField::kDp,
+         fmt::format("the replicate degree {} does not divide DP {}", p.dp_replicate, p.dp));
+  }
 }
 
 void Builder::batches() {
@@ -287,6 +309,16 @@ void Builder::batches() {
   const FrameworkProfile& prof = d_.profile;
   if (d_.micro_batch_size) {
     rt.micro_batch_size = size_or(DraftField::kMicroBatchSize, d_.micro_batch_size, 1, nullptr);
+  } else if (d_.flush_batch_size) {
+    // One flush: the whole per-replica batch without PP, pipeline microbatches with PP.
+    const int mbs =
+        job_.parallel.pp > 1 ? d_.pipeline_micro_batch_size.value_or(1) : *d_.flush_batch_size;
+    rt.micro_batch_size = size_or(DraftField::kMicroBatchSize, mbs, 1, nullptr);
+    if (*d_.flush_batch_size % rt.micro_batch_size != 0) {
+      fail(LayoutRule::kGbs, DraftField::kMicroBatchSize,
+           fmt::format("the per-replica batch {} is not divisible by the microbatch size {}",
+                       *d_.flush_batch_size, rt.micro_batch_size));
+    }
   } else if (prof.micro_batch_size.value) {
     rt.micro_batch_size = *prof.micro_batch_size.value;
     record(DraftField::kMicroBatchSize, show(rt.micro_batch_size), prof.micro_batch_size.source,
@@ -324,6 +356,22 @@ void Builder::batches() {
                        to_string(prof.microbatch_rule.value.value_or(MicrobatchRule::kGlobalBatch)),
                        prof.microbatch_rule.source),
            true);
+  }
+  if (d_.flush_batch_size) {
+    // Gradient accumulation outside the schedule: one flush per flush batch x DP samples.
+    const std::int64_t per_flush = static_cast<std::int64_t>(*d_.flush_batch_size) * dp;
+    if (rt.global_batch_size % per_flush != 0) {
+      fail(LayoutRule::kGbs, DraftField::kGlobalBatchSize,
+           fmt::format("global batch {} is not a multiple of the per-replica batch {} x DP {}",
+                       rt.global_batch_size, *d_.flush_batch_size, dp));
+    }
+    rt.accumulation_rounds = static_cast<int>(rt.global_batch_size / per_flush);
+    if (rt.accumulation_rounds > 1) {
+      record(DraftField::kGlobalBatchSize, fmt::format("{} rounds", rt.accumulation_rounds),
+             fmt::format("gradient accumulation: global batch {} / (per-replica batch {} x DP {}), "
+                         "each round its own pipeline flush",
+                         rt.global_batch_size, *d_.flush_batch_size, dp));
+    }
   }
   ModelSpec& m = job_.model;
   if (m.max_position_embeddings == 0) {
@@ -393,6 +441,36 @@ void Builder::virtual_stages() {
     case LayerSplit::Kind::kBalanced:
       balanced_split();
       break;
+    case LayerSplit::Kind::kWeighted:
+      weighted_split();
+      break;
+  }
+}
+
+void Builder::weighted_split() {
+  ParallelSpec& p = job_.parallel;
+  const LayerSplit& s = d_.layer_split;
+  const int layers = job_.model.num_layers();
+  const int z = p.pp * p.vpp;
+  const int effective = layers + s.first_weight + s.last_weight;
+  const int per = z > 0 ? effective / z : 0;
+  if (z > 1 && (z > effective || s.first_weight > per || s.last_weight > per)) {
+    fail(LayoutRule::kLayerSplit, DraftField::kLayerSplit,
+         fmt::format("{} layers with embedding / output weights {} / {} cannot fill {} stages "
+                     "(each needs at least the weights)",
+                     layers, s.first_weight, s.last_weight, z));
+  }
+  p.stages.clear();
+  int next = 0;
+  for (int i = 0; i < z; ++i) {
+    int take = z == 1 ? layers : per + (i < effective % z ? 1 : 0);
+    if (z > 1 && i == 0) take -= s.first_weight;
+    if (z > 1 && i == z - 1) take -= s.last_weight;
+    take = std::clamp(take, 0, layers - next);
+    if (i == z - 1) take = layers - next;
+    p.stages.push_back(
+        {next, take, i == 0, i == z - 1, i == z - 1 ? job_.model.mtp_num_layers : 0});
+    next += take;
   }
 }
 
@@ -702,7 +780,8 @@ std::string_view to_string(DraftField f) {
                                                 "schedule",
                                                 "hardware",
                                                 "nodes",
-                                                "gpus_per_node"};
+                                                "gpus_per_node",
+                                                "dp"};
   static_assert(std::size(kNames) == kNumDraftFields);
   const auto i = static_cast<std::size_t>(f);
   return i < std::size(kNames) ? kNames[i] : "?";

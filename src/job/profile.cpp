@@ -69,10 +69,10 @@ constexpr std::pair<const char*, WhenRule> kWhen[] = {
     {"with_sequence_parallel", WhenRule::kWithSequenceParallel}};
 constexpr std::pair<const char*, AttentionKernel> kKernels[] = {{"fused", AttentionKernel::kFused},
                                                                 {"fa2", AttentionKernel::kFa2}};
-constexpr std::pair<const char*, Fp8Recipe> kRecipes[] = {{"delayed", Fp8Recipe::kDelayed},
-                                                          {"tensorwise", Fp8Recipe::kTensorwise},
-                                                          {"blockwise", Fp8Recipe::kBlockwise},
-                                                          {"mxfp8", Fp8Recipe::kMxfp8}};
+constexpr std::pair<const char*, Fp8Recipe> kRecipes[] = {
+    {"delayed", Fp8Recipe::kDelayed},     {"tensorwise", Fp8Recipe::kTensorwise},
+    {"blockwise", Fp8Recipe::kBlockwise}, {"mxfp8", Fp8Recipe::kMxfp8},
+    {"rowwise", Fp8Recipe::kRowwise},     {"rowwise_with_gw_hp", Fp8Recipe::kRowwiseHpWgrad}};
 constexpr std::pair<const char*, Dtype> kGradDtypes[] = {{"fp32", Dtype::kFp32},
                                                          {"bf16", Dtype::kBf16}};
 constexpr std::pair<const char*, FsdpKind> kFsdp[] = {

@@ -25,6 +25,8 @@
 // combine input kept for the probability gradient (T topk h e / sp) and the shared experts.
 #include "projector/memory/memory.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -35,6 +37,7 @@
 #include "projector/job/layout.h"
 #include "projector/job/rules.h"
 #include "projector/model/accounting.h"
+#include "projector/model/recompute_policy.h"
 
 namespace projector {
 namespace {
@@ -91,6 +94,7 @@ struct Geometry {
   double sp = 1.0;
   double e = 2.0;
   double g = 2.0;
+  double g_expert = 2.0;   // g of the routed-expert GEMMs (PrecisionSpec::fp8_experts)
   double seq_local = 0.0;  // s / cp
   double mbs = 1.0;
 };
@@ -105,7 +109,9 @@ Geometry geometry(const JobSpec& job) {
   g.t = std::max(1, job.parallel.tp);
   g.sp = job.parallel.sequence_parallel ? g.t : 1.0;
   g.e = bytes_per_element(job.runtime.precision.params_dtype);
-  g.g = gemm_input_bytes(job.runtime.precision);
+  const PrecisionSpec& p = job.runtime.precision;
+  g.g = p.fp8_dense ? gemm_input_bytes(p) : g.e;
+  g.g_expert = p.fp8_experts ? gemm_input_bytes(p) : g.e;
   return g;
 }
 
@@ -218,7 +224,7 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
                           const LayerSpec& layer, bool upper, const MemoryOptions& options) {
   const AttentionSpec& a = layer.attention;
   const double T = geo.tokens, h = geo.h, t = geo.t, sp = geo.sp, e = geo.e, g = geo.g;
-  const bool fp8 = job.runtime.precision.fp8 != Fp8Recipe::kNone;
+  const bool fp8 = job.runtime.precision.fp8 != Fp8Recipe::kNone && job.runtime.precision.fp8_dense;
   const bool flash = job.runtime.flash_attention;
   const double heads = a.num_heads;
   LayerActivation out;
@@ -304,12 +310,13 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
     const double etp = std::max(1, job.parallel.etp);
     const double fe = static_cast<double>(m.expert_ffn_hidden_size);
     const double up_e = layer.mlp.gated ? 2.0 * fe : fe;
-    const double fc1_in = te * h * g;
+    const double ge = geo.g_expert;
+    const double fc1_in = te * h * ge;
     const double fc1_out = te * up_e / etp * e;
-    const double fc2_in = rc.moe_act ? 0.0 : te * fe / etp * g;
+    const double fc2_in = rc.moe_act ? 0.0 : te * fe / etp * ge;
     const double combine = T * m.topk * h * e / sp;  // kept for the probability gradient
     moe = router_in + probs + fc1_in + fc1_out + fc2_in + combine;
-    w_io += fc1_in + fc1_out + te * fe / etp * g + te * h * e;
+    w_io += fc1_in + fc1_out + te * fe / etp * ge + te * h * e;
     // Dispatch: permuted send buffer + received tokens; backward: fc1-output grad.
     largest_tmp = std::max(largest_tmp, std::max(T * m.topk * h * e / sp + te * h * e, fc1_out));
     if (m.shared_expert_ffn_hidden_size > 0) {
@@ -336,9 +343,79 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
   return out;
 }
 
+// Per-op selective checkpointing (model/recompute_policy.h) keeps the block input, the saved
+// matmul outputs (row-parallel ones at full width, before their reduction), the attention output
+// and logsumexp, and the reduce-scatter and all-to-all outputs. `full`: the block's saved set
+// without recomputation, re-materialised one block at a time in the backward.
+LayerActivation layer_act_op_policy(const JobSpec& job, const Geometry& geo, const LayerSpec& layer,
+                                    bool upper, const MemoryOptions& options,
+                                    const LayerActivation& full) {
+  const double T = geo.tokens, h = geo.h, t = geo.t, sp = geo.sp, e = geo.e;
+  const double budget = job.runtime.recompute.memory_budget;
+  if (budget >= 0.0) {
+    // A compiler's memory budget: the block input plus that share of the rest (model/job.h).
+    LayerActivation out = full;
+    const double input = T * h * e / sp;
+    out.total_bytes = input + budget * std::max(0.0, full.total_bytes - input);
+    out.full_bytes = full.total_bytes;
+    return out;
+  }
+  const OpPolicySaved s = op_policy_saved(layer, job.runtime.precision);
+  const AttentionSpec& a = layer.attention;
+  const double heads = a.num_heads;
+  double attn = 0.0;
+  if (a.kind == AttentionKind::kMla) {
+    const double qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
+    attn = s.q_proj * heads * qk / t + s.q_down * a.q_lora_rank + s.q_up * heads * qk / t +
+           s.kv_down * (a.kv_lora_rank + a.qk_pos_emb_head_dim) +
+           s.kv_up * heads * (a.qk_head_dim + a.v_head_dim) / t + heads * a.v_head_dim / t;
+  } else {
+    const double q_w = heads * a.head_dim;
+    const double kv_w = static_cast<double>(a.num_query_groups) * a.head_dim;
+    attn = s.qkv * (q_w + 2.0 * kv_w) / t + q_w / t;
+  }
+  attn = attn * T * e + s.out_proj * T * h * e;
+  const PrecisionSpec& prec = job.runtime.precision;
+  const bool fp8 = prec.fp8 != Fp8Recipe::kNone && prec.fp8_dense;
+  if (fp8) {
+    // No scaled_mm output is saved; the partitioner keeps the quantized inputs of the linears
+    // (the normed block input shared by the projections, and the MLP's inner activation).
+    attn += T * h * geo.g / sp;
+  }
+  const double reduce_scatter = t > 1.0 && sp > 1.0 ? T * h * e / sp : 0.0;
+  double mlp = 0.0, moe = 0.0, shared = 0.0;
+  if (!layer.is_moe) {
+    const double f = static_cast<double>(layer.mlp.ffn_hidden_size);
+    mlp = (s.fc1 * (layer.mlp.gated ? 2.0 : 1.0) * f / t + s.fc2 * h) * T * e + reduce_scatter;
+    if (fp8) mlp += T * (h / sp + f / t) * geo.g;
+  } else {
+    if (job.parallel.ep > 1) moe = 2.0 * expert_tokens(job, layer, geo, upper, options) * h * e;
+    const double f = static_cast<double>(layer.moe.shared_expert_ffn_hidden_size);
+    if (f > 0.0) {
+      shared = (s.shared_fc1 * (layer.mlp.gated ? 2.0 : 1.0) * f / t + s.shared_fc2 * h) * T * e +
+               reduce_scatter;
+    }
+  }
+  LayerActivation out = full;
+  out.norms_bytes = T * h * e / sp;  // the block input
+  out.attention_bytes = attn + reduce_scatter;
+  out.core_attn_bytes = full.core_attn_bytes;
+  out.mlp_bytes = mlp;
+  out.moe_bytes = moe;
+  out.shared_expert_bytes = shared;
+  out.dropout_mask_bytes = 0.0;
+  out.total_bytes =
+      out.norms_bytes + out.attention_bytes + out.core_attn_bytes + mlp + moe + shared;
+  out.full_bytes = full.total_bytes;
+  return out;
+}
+
 LayerActivation layer_act_full(const JobSpec& job, const Geometry& geo, const SelectiveSet& rc,
                                const LayerSpec& layer, bool upper, const MemoryOptions& options) {
   LayerActivation out = layer_act(job, geo, rc, layer, upper, options);
+  if (job.runtime.recompute.granularity == RecomputeGranularity::kOpPolicy) {
+    return layer_act_op_policy(job, geo, layer, upper, options, out);
+  }
   // The saved set with no recompute at all: the working set a recompute re-materialises.
   const bool any = rc.core_attn || rc.mlp || rc.moe || rc.moe_act || rc.layernorm ||
                    rc.mla_up_proj || rc.shared_experts;
@@ -606,8 +683,9 @@ void resolve_pipeline(Context& cx, MemoryReport& report) {
     report.notes.push_back(std::string("schedule auto -> ") + std::string(to_string(cx.schedule)));
   }
   cx.stages = &par.stages;  // check_job_invariants: pp x vpp contiguous stages
-  const int m = cx.job.num_microbatches();
-  report.num_microbatches = m;
+  // Each accumulation round is its own flush of the schedule (model/job.h).
+  const int m = cx.job.num_microbatches() / std::max(1, rt.accumulation_rounds);
+  report.num_microbatches = cx.job.num_microbatches();
   const schedule::ScheduleRequest request{cx.schedule, cx.pp, cx.vpp, m};
   const schedule::ScheduleTable* given = cx.options.table;
   if (given != nullptr && given->algorithm == cx.schedule && given->pp == cx.pp &&
@@ -647,13 +725,23 @@ void resolve_activations(Context& cx, MemoryReport& report) {
         "gets " +
         std::to_string(cx.options.moe_dropless_imbalance_upper).substr(0, 4) + "x the mean tokens");
   }
+  // Without a vocabulary-parallel loss every TP rank holds the gathered, full-width logits.
   cx.vocab_local = static_cast<double>(padded_vocab_size(job.model, job.parallel.tp)) /
-                   std::max(1, job.parallel.tp);
+                   (job.parallel.vocab_parallel_loss ? std::max(1, job.parallel.tp) : 1);
   cx.cache_point = {&job, &cx.geo, &cx.sel, &cx.options, false, nullptr, {}};
   cx.cache_upper = {&job, &cx.geo, &cx.sel, &cx.options, true, nullptr, {}};
   if (job.parallel.fsdp != FsdpKind::kNone) {
     report.notes.push_back(
-        "FSDP window: 2 gathered units (current + prefetched) + 1 unit of unsharded grads");
+        job.parallel.reshard_after_forward
+            ? "FSDP window: 2 gathered units (current + prefetched) + 1 unit of unsharded grads"
+            : "FSDP window: no reshard after forward, every unit of the rank stays gathered from "
+              "its forward to its backward, + 1 unit of unsharded grads");
+  }
+  if (job.parallel.fsdp == FsdpKind::kFsdp2 &&
+      optimizer_bytes_per_param(job.runtime).master_bytes > 0) {
+    report.notes.push_back(
+        "FSDP2 mixed precision: the sharded parameter is the fp32 master copy; the params-dtype "
+        "copy exists only while gathered");
   }
   if (job.model.tied_embeddings && cx.pp > 1) {
     report.notes.push_back("tied embeddings: the last stage holds a copy of the word embedding");
@@ -761,12 +849,18 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   const double copy_b = fp8_weight_copy_bytes(prec);
   const bool fsdp = par.fsdp != FsdpKind::kNone;
   const bool sharded_opt = par.distributed_optimizer || fsdp;
-  const double dense_shard = std::max(1, par.dp) * std::max(1, par.cp);
+  // HSDP shards within one of dp_replicate groups (fsdp_shard_size); the rest over all DP x CP.
+  const int replicate = fsdp ? std::max(1, par.dp_replicate) : 1;
+  const double dense_shard = std::max(1, par.dp) * std::max(1, par.cp) / replicate;
   const int world =
       job.cluster.world_size() > 0 ? job.cluster.world_size() : par.tp * cx.pp * par.cp * par.dp;
-  const double expert_shard = par.expert_dp > 0
-                                  ? par.expert_dp
-                                  : std::max(1, world / std::max(1, par.etp * par.ep * cx.pp));
+  const double expert_shard = std::max(
+      1.0, (par.expert_dp > 0 ? par.expert_dp
+                              : std::max(1, world / std::max(1, par.etp * par.ep * cx.pp))) /
+               static_cast<double>(replicate));
+  // FSDP2 with a mixed-precision policy shards the fp32 master itself: no separate sharded copy
+  // of the weights in the params dtype.
+  const bool master_is_weight = par.fsdp == FsdpKind::kFsdp2 && master_b > 0.0;
   const RankParams& P = rm.params;
   const double dense_non_gemm = P.dense_params - P.dense_gemm_params;
   const double w_dense =
@@ -774,7 +868,8 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   const double w_exp = P.expert_params * (prec.fp8_param ? 1.0 : pb);
   ComponentBytes s{};
   s[idx(MemoryComponent::kWeights)] =
-      fsdp ? w_dense / dense_shard + w_exp / expert_shard : w_dense + w_exp;
+      master_is_weight ? 0.0
+                       : (fsdp ? w_dense / dense_shard + w_exp / expert_shard : w_dense + w_exp);
   s[idx(MemoryComponent::kGradients)] =
       fsdp ? P.dense_params * gb / dense_shard + P.expert_params * gb / expert_shard
            : (P.dense_params + P.expert_params) * gb;
@@ -784,11 +879,16 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   s[idx(MemoryComponent::kMasterWeights)] = opt_params * master_b;
   s[idx(MemoryComponent::kOptimizerStates)] = opt_params * state_b;
   if (fsdp) {
-    s[idx(MemoryComponent::kFsdpUnsharded)] =
-        2.0 * P.largest_unit_params * pb + P.largest_unit_params * gb;
+    // reshard_after_forward: the current and the prefetched unit; otherwise every unit of the
+    // rank stays gathered from its forward to its backward.
+    const double gathered =
+        par.reshard_after_forward ? 2.0 * P.largest_unit_params : P.dense_params + P.expert_params;
+    s[idx(MemoryComponent::kFsdpUnsharded)] = gathered * pb + P.largest_unit_params * gb;
     s[idx(MemoryComponent::kFp8WeightCopies)] = 2.0 * P.largest_unit_params * copy_b;
   } else {
-    s[idx(MemoryComponent::kFp8WeightCopies)] = (P.dense_gemm_params + P.expert_params) * copy_b;
+    s[idx(MemoryComponent::kFp8WeightCopies)] = ((prec.fp8_dense ? P.dense_gemm_params : 0.0) +
+                                                 (prec.fp8_experts ? P.expert_params : 0.0)) *
+                                                copy_b;
   }
   double comm = cal.comm_buffer_bytes_per_group.value * rm.communicators;
   if (rt.deepep && has_moe) {
@@ -892,6 +992,23 @@ MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
   report.ranks.reserve(static_cast<std::size_t>(cx.pp));
   for (int r = 0; r < cx.pp; ++r) report.ranks.push_back(project_rank(cx, r));
   summarise(job, options, report);
+  const double budget = job.runtime.recompute.memory_budget;
+  if (budget > 0.0 && budget < 1.0) {
+    // A compiler-chosen budget is a point inside a bracket: full AC (0) to no AC (1).
+    MemoryOptions inner = options;
+    inner.suggest_remedies = false;
+    double peak[2] = {0.0, 0.0};
+    for (int i = 0; i < 2; ++i) {
+      JobSpec j = job;
+      j.runtime.recompute.memory_budget = i;
+      peak[i] = project_memory(j, inner).peak_point_bytes;
+    }
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    report.notes.push_back(fmt::format(
+        "activation memory budget {}: the compiler decides what to save; the peak lies between "
+        "{:.2f} GiB (budget 0, full AC) and {:.2f} GiB (budget 1, no AC)",
+        budget, peak[0] / kGiB, peak[1] / kGiB));
+  }
   return report;
 }
 

@@ -4,6 +4,7 @@
 
 #include "projector/model/accounting.h"
 #include "projector/model/family.h"
+#include "projector/model/recompute_policy.h"
 #include "projector/model/recsys_accounting.h"
 
 namespace projector {
@@ -95,7 +96,8 @@ ForwardFlops forward_flops_per_token(const ModelSpec& model, std::int64_t seq_le
 double recompute_forward_flops_per_token(const ModelSpec& model, std::int64_t seq_len,
                                          const RecomputeSpec& recompute,
                                          const std::vector<VirtualStage>& stages, int num_stages,
-                                         const FlopOptions& options) {
+                                         const FlopOptions& options,
+                                         const PrecisionSpec& precision) {
   const int num_layers = model.num_layers();
   std::vector<bool> full(static_cast<std::size_t>(num_layers), false);
   if (recompute.granularity == RecomputeGranularity::kFull) {
@@ -135,6 +137,10 @@ double recompute_forward_flops_per_token(const ModelSpec& model, std::int64_t se
       total += f.total();
       continue;
     }
+    if (recompute.granularity == RecomputeGranularity::kOpPolicy) {
+      total += op_policy_replayed_flops(model, layer, precision, recompute, f);
+      continue;
+    }
     if (!selective) continue;
     if (modules.has(RecomputeModule::kCoreAttn)) total += f.attn_core_flops;
     if (modules.has(RecomputeModule::kMlaUpProj)) total += f.mla_up_proj_flops;
@@ -165,10 +171,10 @@ ModelFlops model_flops(const JobSpec& job, const FlopOptions& options) {
   r.forward_per_token = forward_flops_per_token(
       job.model, seq, padded_vocab_size(job.model, job.parallel.tp), options);
   r.model_flops = 3.0 * r.forward_per_token.total() * r.tokens;
-  r.recompute_flops =
-      recompute_forward_flops_per_token(job.model, seq, job.runtime.recompute, job.parallel.stages,
-                                        job.parallel.pp * job.parallel.vpp, options) *
-      r.tokens;
+  r.recompute_flops = recompute_forward_flops_per_token(
+                          job.model, seq, job.runtime.recompute, job.parallel.stages,
+                          job.parallel.pp * job.parallel.vpp, options, job.runtime.precision) *
+                      r.tokens;
   r.hardware_flops = r.model_flops + r.recompute_flops;
   return r;
 }
@@ -177,6 +183,19 @@ double sc21_megatron_flops(double batch, double seq_len, double layers, double h
                            double vocab) {
   return 96.0 * batch * seq_len * layers * hidden * hidden *
          (1.0 + seq_len / (6.0 * hidden) + vocab / (16.0 * layers * hidden));
+}
+
+double palm_flops_per_token(const ModelSpec& model, std::int64_t seq_len) {
+  const ModelParams p = model_params(model);
+  double attention = 0.0;
+  for (const LayerSpec& l : model.layers) {
+    const AttentionSpec& a = l.attention;
+    const double dims = a.kind == AttentionKind::kMla
+                            ? a.qk_head_dim + a.qk_pos_emb_head_dim + a.v_head_dim
+                            : 2.0 * a.head_dim;
+    attention += 6.0 * a.num_heads * dims * static_cast<double>(seq_len);
+  }
+  return 6.0 * static_cast<double>(p.active - p.embedding) + attention;
 }
 
 }  // namespace projector

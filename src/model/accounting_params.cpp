@@ -113,7 +113,7 @@ ModelParams model_params(const ModelSpec& model) {
 OptimizerBytes optimizer_bytes_per_param(const RuntimeSpec& rt) {
   OptimizerBytes b;
   const PrecisionSpec& p = rt.precision;
-  b.master_bytes = p.params_dtype == Dtype::kFp32 ? 0.0 : 4.0;
+  b.master_bytes = p.params_dtype == Dtype::kFp32 || !p.fp32_master ? 0.0 : 4.0;
   switch (rt.optimizer) {
     case OptimizerKind::kAdam:
       b.state_bytes = bytes_per_element(rt.exp_avg_dtype) + bytes_per_element(rt.exp_avg_sq_dtype);

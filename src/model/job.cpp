@@ -63,6 +63,15 @@ void check_groups(const JobSpec& job) {
     malformed(job, fmt::format("global batch {} is not a multiple of MBS x DP = {}",
                                rt.global_batch_size, per_step));
   }
+  const int rounds = rt.accumulation_rounds;
+  if (rounds < 1 || job.num_microbatches() % rounds != 0) {
+    malformed(job, fmt::format("{} microbatches do not split into {} accumulation rounds",
+                               job.num_microbatches(), rounds));
+  }
+  if (p.dp_replicate < 1 || (p.dp * p.cp) % p.dp_replicate != 0) {
+    malformed(job, fmt::format("HSDP replicate degree {} does not divide DP x CP = {}",
+                               p.dp_replicate, p.dp * p.cp));
+  }
 }
 
 void check_stages(const JobSpec& job) {
@@ -207,6 +216,8 @@ std::string_view to_string(RecomputeGranularity g) {
       return "full";
     case RecomputeGranularity::kSelective:
       return "selective";
+    case RecomputeGranularity::kOpPolicy:
+      return "op";
   }
   return "?";
 }
@@ -223,6 +234,10 @@ std::string_view to_string(Fp8Recipe r) {
       return "blockwise";
     case Fp8Recipe::kMxfp8:
       return "mxfp8";
+    case Fp8Recipe::kRowwise:
+      return "rowwise";
+    case Fp8Recipe::kRowwiseHpWgrad:
+      return "rowwise_with_gw_hp";
   }
   return "?";
 }

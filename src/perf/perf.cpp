@@ -207,7 +207,9 @@ void build_table(const JobSpec& job, PerfReport& rep) {
       schedule::select_schedule(job.runtime.schedule, p.pp, p.vpp, false);
   rep.schedule = sel.algorithm;
   rep.schedule_reason = sel.reason;
-  rep.table = schedule::build_schedule({sel.algorithm, p.pp, p.vpp, rep.num_microbatches});
+  // One accumulation round is one flush of the table; perf repeats it (fill_metrics).
+  const int per_round = rep.num_microbatches / std::max(1, job.runtime.accumulation_rounds);
+  rep.table = schedule::build_schedule({sel.algorithm, p.pp, p.vpp, per_round});
 }
 
 // 3. Simulation input: chunk costs by the table's own stage mapping, the P2P time, interference.
@@ -274,6 +276,68 @@ schedule::CommTask grad_sync_task(const JobSpec& job, CostCache& cache, const Pe
   return task;
 }
 
+// FSDP2 reduces each unit's gradients as soon as that unit's backward is done, on one stream:
+// the chunk's reduce-scatters (dense, expert, HSDP all-reduce) form one sequence of `units` equal
+// pieces released evenly over the chunk's last backward (the bucket rule of grad_sync_task with
+// one bucket per unit).
+schedule::CommTask fsdp2_grad_sync_task(const JobSpec& job, CostCache& cache, const PerfReport& rep,
+                                        const std::vector<Op>& ops, int units, int r, int c,
+                                        int z) {
+  const int last_bwd = schedule::last_action(rep.table, r, c, {Phase::kW, Phase::kBW});
+  double comm = 0.0;
+  for (const Op& op : ops) comm += price_collective(job, cache, op).time_s;
+  schedule::CommTask task;
+  task.rank = r;
+  task.stream = "dp";
+  task.label = fmt::format("fsdp2.grad_sync chunk {}", c);
+  const int n = std::max(1, units);
+  if (last_bwd < 0) {
+    task.duration_s = comm;
+    task.trigger = schedule::CommTrigger::kActionEnd;
+    task.trigger_action = static_cast<int>(rep.table.rank_actions(r).size()) - 1;
+    return task;
+  }
+  const ChunkTiming& ct = rep.chunks[static_cast<std::size_t>(z)];
+  const schedule::Action& a = rep.table.rank_actions(r)[static_cast<std::size_t>(last_bwd)];
+  const double t = a.phase == Phase::kW ? ct.w_s : ct.b_s + ct.w_s;
+  task.duration_s = std::max(t / n + comm, t + comm / n);
+  task.trigger = schedule::CommTrigger::kActionStart;
+  task.trigger_action = last_bwd;
+  return task;
+}
+
+// FSDP2 gathers unit by unit (one unit per block, the embedding, norm + output) and prefetches
+// the next unit while the current one computes: only the first unit's gather delays the chunk's
+// first forward; the rest runs beside that forward and holds back the rank's next action. The
+// backward's gathers (reshard after forward) run beside the chunk's first backward likewise.
+void attach_fsdp2_gathers(const PerfReport& rep, const Op& op, double t, int r, int c, int pass,
+                          int units, schedule::SimulationInput& in) {
+  const int count = static_cast<int>(rep.table.rank_actions(r).size());
+  const int anchor = pass == 0 ? schedule::first_action(rep.table, r, c, {Phase::kF})
+                               : schedule::first_action(rep.table, r, c, {Phase::kB, Phase::kBW});
+  schedule::CommTask first;
+  first.rank = r;
+  first.stream = "dp_gather";  // FSDP2 gathers on their own stream beside the reduce-scatters
+  first.label = fmt::format("{} chunk {} (first unit)", op.name, c);
+  first.duration_s = t / std::max(1, units);
+  schedule::CommTask rest = first;
+  rest.label = fmt::format("{} chunk {} (prefetched units)", op.name, c);
+  rest.duration_s = t - first.duration_s;
+  if (pass == 0) {
+    first.trigger = rest.trigger = schedule::CommTrigger::kIterationStart;
+    first.blocks_action = anchor;
+  } else {
+    // The backward gathers are issued as the backward starts; its first unit was prefetched.
+    first.duration_s = 0.0;
+    rest.duration_s = t;
+    rest.trigger = schedule::CommTrigger::kActionStart;
+    rest.trigger_action = anchor;
+  }
+  rest.blocks_action = anchor >= 0 && anchor + 1 < count ? anchor + 1 : -1;
+  if (first.duration_s > 0.0) in.comm.push_back(std::move(first));
+  in.comm.push_back(std::move(rest));
+}
+
 // 4. DP communication: gradient sync after each chunk's last backward; parameter gathers before
 // its first forward (overlapped ones block it on the "dp" stream). Returns the parameter-gather
 // time that cannot overlap (the largest over chunks).
@@ -287,9 +351,19 @@ double attach_dp_comm(const JobSpec& job, CostCache& cache, const PerfReport& re
       const RankWork& owner = rep.workload.ranks[static_cast<std::size_t>(z % p.pp)];
       const int owner_chunk = z / p.pp;
       const IterationWork& it = owner.iteration;
+      const VirtualStage& st = p.stages[static_cast<std::size_t>(z)];
+      const int units = st.num_layers + (st.has_embedding ? 1 : 0) + (st.has_output ? 1 : 0);
+      std::vector<Op> fsdp2_sync;
       for (std::size_t i = 0; i < it.grad_sync.size(); ++i) {
         if (it.grad_sync_chunk[i] != owner_chunk) continue;
+        if (p.fsdp == FsdpKind::kFsdp2 && it.grad_sync[i].overlap == Overlap::kWithCompute) {
+          fsdp2_sync.push_back(it.grad_sync[i]);
+          continue;
+        }
         in.comm.push_back(grad_sync_task(job, cache, rep, it.grad_sync[i], r, c, z));
+      }
+      if (!fsdp2_sync.empty()) {
+        in.comm.push_back(fsdp2_grad_sync_task(job, cache, rep, fsdp2_sync, units, r, c, z));
       }
       const int first_fwd = schedule::first_action(rep.table, r, c, {Phase::kF});
       double chunk_gather = 0.0;
@@ -297,6 +371,11 @@ double attach_dp_comm(const JobSpec& job, CostCache& cache, const PerfReport& re
         if (it.param_gather_chunk[i] != owner_chunk) continue;
         const Op& op = it.param_gather[i];
         const double t = price_collective(job, cache, op).time_s;
+        if (p.fsdp == FsdpKind::kFsdp2 && op.overlap == Overlap::kWithCompute) {
+          const int pass = op.name.ends_with("_bwd") ? 1 : 0;  // workload: the backward's gathers
+          attach_fsdp2_gathers(rep, op, t, r, c, pass, units, in);
+          continue;
+        }
         if (op.overlap != Overlap::kWithCompute) {
           chunk_gather += t;
           continue;
@@ -327,8 +406,10 @@ void fill_metrics(const JobSpec& job, CostCache& cache, PerfReport& rep) {
   }
   rep.optimizer_s =
       *std::max_element(rep.optimizer_s_per_rank.begin(), rep.optimizer_s_per_rank.end());
-  rep.pipeline_s = rep.simulation.makespan_s;
-  rep.iteration_s = rep.pipeline_s + rep.optimizer_s + rep.param_gather_exposed_s;
+  // Accumulation rounds run the simulated flush, its exposed gathers included, back to back.
+  const double rounds = std::max(1, job.runtime.accumulation_rounds);
+  rep.pipeline_s = rounds * rep.simulation.makespan_s;
+  rep.iteration_s = rep.pipeline_s + rep.optimizer_s + rounds * rep.param_gather_exposed_s;
   rep.tokens_per_s = static_cast<double>(job.tokens_per_iteration()) / rep.iteration_s;
   rep.tokens_per_s_per_gpu = rep.tokens_per_s / rep.world_size;
   rep.flops = model_flops(job);
@@ -337,6 +418,9 @@ void fill_metrics(const JobSpec& job, CostCache& cache, PerfReport& rep) {
   rep.mfu_dtype = job.runtime.precision.params_dtype;
   const double peak = job.cluster.accelerator.peak_flops(rep.mfu_dtype);
   rep.mfu = peak > 0 ? rep.model_tflops_per_gpu * 1e12 / peak : 0.0;
+  rep.palm_tflops_per_gpu =
+      palm_flops_per_token(job.model, job.runtime.seq_length) * rep.tokens_per_s_per_gpu / 1e12;
+  rep.palm_mfu = peak > 0 ? rep.palm_tflops_per_gpu * 1e12 / peak : 0.0;
   rep.bubble_fraction = rep.simulation.max_bubble_fraction;
   rep.bubble_over_ideal = rep.simulation.bubble_over_ideal;
 }
@@ -362,10 +446,13 @@ void fill_exposed(const JobSpec& job, const std::vector<ExposedComm>& stage_expo
     rep.exposed.ep_s += e.ep_s * rep.num_microbatches;
   }
   for (const schedule::StreamStats& s : rep.simulation.streams) {
-    if (s.name == "dp") rep.exposed.dp_s = s.exposed_s[static_cast<std::size_t>(crit)];
+    if (s.name == "dp" || s.name == "dp_gather") {
+      rep.exposed.dp_s += s.exposed_s[static_cast<std::size_t>(crit)];
+    }
   }
-  rep.exposed.dp_s += rep.param_gather_exposed_s;
-  rep.exposed.pp_s = p.pp > 1 ? 2.0 * (p.pp - 1) * rep.p2p_s : 0.0;
+  const double rounds = std::max(1, job.runtime.accumulation_rounds);
+  rep.exposed.dp_s = rounds * (rep.exposed.dp_s + rep.param_gather_exposed_s);
+  rep.exposed.pp_s = p.pp > 1 ? rounds * 2.0 * (p.pp - 1) * rep.p2p_s : 0.0;
 }
 
 }  // namespace

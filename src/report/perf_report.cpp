@@ -142,6 +142,9 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
   out += fmt::format("  MFU                     {:>12.1f} % of {} dense peak ({:.0f} TFLOP/s)\n",
                      100.0 * rep.mfu, to_string(rep.mfu_dtype),
                      job.cluster.accelerator.peak_tflops[static_cast<int>(rep.mfu_dtype)]);
+  out += fmt::format(
+      "  6N+attention TFLOP/s/GPU {:>11.1f} (PaLM convention, as torchtitan logs; MFU {:.1f} %)\n",
+      rep.palm_tflops_per_gpu, 100.0 * rep.palm_mfu);
   if (rep.has_memory) {
     out += fmt::format("  Peak memory             {:>12.2f} GiB (upper {:.2f}) of {:.0f} GiB: {}\n",
                        rep.memory.peak_point_bytes / kGiB, rep.memory.peak_upper_bytes / kGiB,
@@ -220,6 +223,8 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                   {"hardware_tflops_per_gpu", rep.hardware_tflops_per_gpu},
                   {"mfu_pct", 100.0 * rep.mfu},
                   {"mfu_dtype", std::string(to_string(rep.mfu_dtype))},
+                  {"palm_tflops_per_gpu", rep.palm_tflops_per_gpu},
+                  {"palm_mfu_pct", 100.0 * rep.palm_mfu},
                   {"bubble_fraction", rep.bubble_fraction},
                   {"bubble_over_ideal", rep.bubble_over_ideal},
                   {"p2p_ms", ms(rep.p2p_s)},

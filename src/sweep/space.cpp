@@ -73,7 +73,12 @@ RecomputeOption parse_recompute(std::string_view text) {
   if (t.rfind("block", 0) == 0 && t.size() > 5) {
     return {RecomputeKind::kFullBlock, positive_int("recompute", std::string_view(t).substr(5))};
   }
-  bad_grid(fmt::format("recompute: unknown '{}' (none, selective, full, block<N>)", text));
+  if (t == "op") return {RecomputeKind::kOpPolicy, 0};
+  if (t.rfind("every", 0) == 0 && t.size() > 5) {
+    return {RecomputeKind::kEveryN, positive_int("recompute", std::string_view(t).substr(5))};
+  }
+  bad_grid(
+      fmt::format("recompute: unknown '{}' (none, selective, full, block<N>, op, every<N>)", text));
 }
 
 Sharding parse_sharding(std::string_view text) {
@@ -82,7 +87,8 @@ Sharding parse_sharding(std::string_view text) {
     return Sharding::kDistributedOptimizer;
   }
   if (t == "fsdp") return Sharding::kFsdp;
-  bad_grid(fmt::format("sharding: unknown '{}' (distopt, fsdp)", text));
+  if (t == "fsdp2") return Sharding::kFsdp2;
+  bad_grid(fmt::format("sharding: unknown '{}' (distopt, fsdp, fsdp2)", text));
 }
 
 std::vector<int> divisors(std::int64_t n, std::int64_t max_value) {
@@ -126,8 +132,9 @@ LayoutChoice choice_of(const Candidate& c) {
   l.etp = c.etp;
   l.mbs = c.mbs;
   l.schedule = c.schedule;
-  l.full_recompute =
-      c.recompute.kind == RecomputeKind::kFull || c.recompute.kind == RecomputeKind::kFullBlock;
+  l.full_recompute = c.recompute.kind == RecomputeKind::kFull ||
+                     c.recompute.kind == RecomputeKind::kFullBlock ||
+                     c.recompute.kind == RecomputeKind::kEveryN;
   l.recompute_block_layers =
       c.recompute.kind == RecomputeKind::kFullBlock ? c.recompute.num_layers : 0;
   return l;
@@ -163,7 +170,7 @@ std::string_view to_string(Objective o) {
 }
 
 std::string_view to_string(Sharding s) {
-  return s == Sharding::kFsdp ? "fsdp" : "dist-opt";
+  return s == Sharding::kFsdp ? "fsdp" : (s == Sharding::kFsdp2 ? "fsdp2" : "dist-opt");
 }
 
 std::string to_string(RecomputeOption r) {
@@ -176,6 +183,10 @@ std::string to_string(RecomputeOption r) {
       return "full";
     case RecomputeKind::kFullBlock:
       return fmt::format("block{}", r.num_layers);
+    case RecomputeKind::kOpPolicy:
+      return "op";
+    case RecomputeKind::kEveryN:
+      return fmt::format("every{}", r.num_layers);
   }
   return "?";
 }
@@ -185,6 +196,7 @@ std::string describe(const Candidate& c) {
                               c.pp, c.vpp, c.cp, c.ep, c.etp, c.dp, c.mbs, to_string(c.schedule),
                               to_string(c.recompute), to_string(c.sharding));
   if (c.bucket_bytes > 0) s += fmt::format(" bucket={}MB", c.bucket_bytes / 1000000);
+  if (c.dp_replicate > 1) s += fmt::format(" replicate={}", c.dp_replicate);
   return s;
 }
 
@@ -227,6 +239,8 @@ Grid parse_grid(std::string_view text) {
     } else if (key == "sharding") {
       g.sharding.clear();
       for (const std::string_view v : values) g.sharding.push_back(parse_sharding(v));
+    } else if (key == "replicate") {
+      ints(g.replicate);
     } else if (key == "bucket_mb") {
       g.bucket_bytes.clear();
       for (const std::string_view v : values) {
@@ -235,7 +249,7 @@ Grid parse_grid(std::string_view text) {
     } else {
       bad_grid(
           fmt::format("unknown axis '{}' (tp, pp, vpp, cp, ep, etp, mbs, schedule, "
-                      "recompute, sharding, bucket_mb)",
+                      "recompute, sharding, bucket_mb, replicate)",
                       key));
     }
   }
@@ -262,6 +276,7 @@ struct Axes {
   std::vector<RecomputeOption> recompute;
   std::vector<Sharding> sharding;
   std::vector<std::int64_t> bucket;
+  std::vector<int> replicate;
   bool moe = false;
   // ETP depends on TP: the grid's values, else {TP} and, for MoE with TP > 1, also 1.
   std::vector<int> etp(int tp_size) const {
@@ -274,6 +289,11 @@ struct Axes {
 std::vector<std::pair<ScheduleKind, int>> schedule_variants(const Facts& f, const Grid& grid,
                                                             const SpaceOptions& options) {
   std::vector<ScheduleKind> schedules = grid.schedules;
+  if (schedules.empty() && options.fsdp2_native) {
+    // torchtitan's schedules; multi-stage ones with its default 2 stages per rank.
+    schedules = {ScheduleKind::k1F1B, ScheduleKind::kInterleaved, ScheduleKind::kZbvFormatted,
+                 ScheduleKind::kDualPipeV};
+  }
   if (schedules.empty()) {
     schedules = {ScheduleKind::k1F1B, ScheduleKind::kZeroBubble, ScheduleKind::kInterleaved};
     if (options.include_vshape) {
@@ -285,6 +305,8 @@ std::vector<std::pair<ScheduleKind, int>> schedule_variants(const Facts& f, cons
   for (const ScheduleKind s : schedules) {
     if (!grid.vpp.empty()) {
       for (const int v : grid.vpp) variants.emplace_back(s, v);
+    } else if (s == ScheduleKind::kInterleaved && options.fsdp2_native) {
+      variants.emplace_back(s, 2);
     } else if (s == ScheduleKind::kInterleaved) {
       // Balanced: the divisors of the layer count (only they can divide it with some PP). With
       // uneven layouts also the powers of two, which need not divide it.
@@ -316,14 +338,21 @@ Axes axes_of(const JobSpec& base, const Facts& f, const Grid& grid, const SpaceO
   a.etp_grid = grid.etp;
   a.variants = schedule_variants(f, grid, options);
   a.mbs = !grid.mbs.empty() ? grid.mbs : options.default_mbs;
-  a.recompute = !grid.recompute.empty()
-                    ? grid.recompute
-                    : std::vector<RecomputeOption>{{RecomputeKind::kNone, 0},
-                                                   {RecomputeKind::kSelective, 0},
-                                                   {RecomputeKind::kFull, 0}};
-  a.sharding = !grid.sharding.empty()
-                   ? grid.sharding
-                   : std::vector<Sharding>{Sharding::kDistributedOptimizer, Sharding::kFsdp};
+  const bool native = options.fsdp2_native;
+  a.recompute = !grid.recompute.empty() ? grid.recompute
+                : native                ? std::vector<RecomputeOption>{{RecomputeKind::kNone, 0},
+                                                                       {RecomputeKind::kOpPolicy, 0},
+                                                                       {RecomputeKind::kEveryN, 2},
+                                                                       {RecomputeKind::kFull, 0}}
+                                        : std::vector<RecomputeOption>{{RecomputeKind::kNone, 0},
+                                                                       {RecomputeKind::kSelective, 0},
+                                                                       {RecomputeKind::kFull, 0}};
+  a.sharding = !grid.sharding.empty() ? grid.sharding
+               : native               ? std::vector<Sharding>{Sharding::kFsdp2}
+                        : std::vector<Sharding>{Sharding::kDistributedOptimizer, Sharding::kFsdp};
+  a.replicate = !grid.replicate.empty() ? grid.replicate
+                : native                ? divisors(f.world, f.world)
+                                        : std::vector<int>{1};
   a.bucket = !grid.bucket_bytes.empty()
                  ? grid.bucket_bytes
                  : std::vector<std::int64_t>{base.parallel.ddp_bucket_size_bytes};
@@ -337,11 +366,25 @@ Axes axes_of(const JobSpec& base, const Facts& f, const Grid& grid, const SpaceO
 Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions& options) {
   const Facts f = facts_of(base, options);
   const Axes ax = axes_of(base, f, grid, options);
-  enum { kTp, kPp, kCp, kEp, kEtp, kVariant, kMbs, kRecompute, kSharding, kBucket, kNumAxes };
+  enum {
+    kTp,
+    kPp,
+    kCp,
+    kEp,
+    kEtp,
+    kVariant,
+    kMbs,
+    kRecompute,
+    kSharding,
+    kBucket,
+    kReplicate,
+    kNumAxes
+  };
   std::vector<int> etps = ax.tp.empty() ? std::vector<int>{} : ax.etp(ax.tp[0]);
   std::array<std::size_t, kNumAxes> size = {
-      ax.tp.size(),       ax.pp.size(),  ax.cp.size(),        ax.ep.size(),       etps.size(),
-      ax.variants.size(), ax.mbs.size(), ax.recompute.size(), ax.sharding.size(), ax.bucket.size()};
+      ax.tp.size(),       ax.pp.size(),       ax.cp.size(),       ax.ep.size(),
+      etps.size(),        ax.variants.size(), ax.mbs.size(),      ax.recompute.size(),
+      ax.sharding.size(), ax.bucket.size(),   ax.replicate.size()};
   Enumeration out;
   for (const std::size_t n : size) {
     if (n == 0) return out;  // an empty axis: nothing to enumerate
@@ -359,8 +402,14 @@ Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions&
     c.recompute = ax.recompute[at[kRecompute]];
     c.sharding = ax.sharding[at[kSharding]];
     c.bucket_bytes = ax.bucket[at[kBucket]];
+    c.dp_replicate = ax.replicate[at[kReplicate]];
     ++out.enumerated;
-    const Rule r = check(f, c);
+    Rule r = check(f, c);
+    if (r == Rule::kLegal && c.dp_replicate > 1) {
+      // HSDP needs FSDP2 and a replicate degree that divides DP.
+      const DataParallelSizes dps = data_parallel_sizes(f.world, c.tp, c.pp, c.cp, c.etp, c.ep);
+      if (c.sharding != Sharding::kFsdp2 || dps.dp % c.dp_replicate != 0) r = Rule::kWorldDense;
+    }
     if (r != Rule::kLegal) {
       ++out.illegal_by_rule[static_cast<std::size_t>(r)];
     } else {
@@ -392,8 +441,18 @@ void apply_candidate(const Candidate& c, int nodes, JobSpec& job) {
   ParallelSpec& p = job.parallel;
   p.sequence_parallel = c.tp > 1;
   p.distributed_optimizer = c.sharding == Sharding::kDistributedOptimizer;
-  p.fsdp = c.sharding == Sharding::kFsdp ? FsdpKind::kZero3 : FsdpKind::kNone;
+  p.fsdp = c.sharding == Sharding::kFsdp    ? FsdpKind::kZero3
+           : c.sharding == Sharding::kFsdp2 ? FsdpKind::kFsdp2
+                                            : FsdpKind::kNone;
   p.ddp_bucket_size_bytes = c.bucket_bytes;
+  p.dp_replicate = c.sharding == Sharding::kFsdp2 ? c.dp_replicate : 1;
+  job.runtime.accumulation_rounds = 1;
+  if (c.sharding == Sharding::kFsdp2) {
+    // torchtitan: reshard after forward unless PP; without PP every microbatch is its own
+    // accumulation round, with PP the iteration is one flush.
+    p.reshard_after_forward = c.pp == 1;
+    if (c.pp == 1) job.runtime.accumulation_rounds = std::max(1, job.num_microbatches());
+  }
   RecomputeSpec& rc = job.runtime.recompute;
   rc.layer_ids.clear();
   rc.modules.clear();
@@ -415,6 +474,16 @@ void apply_candidate(const Candidate& c, int nodes, JobSpec& job) {
       rc.granularity = RecomputeGranularity::kFull;
       rc.method = RecomputeMethod::kBlock;
       rc.num_layers = c.recompute.num_layers;
+      break;
+    case RecomputeKind::kOpPolicy:
+      rc.granularity = RecomputeGranularity::kOpPolicy;
+      rc.memory_budget = -1.0;
+      break;
+    case RecomputeKind::kEveryN:
+      rc.granularity = RecomputeGranularity::kNone;
+      for (int i = 0; i < job.model.num_layers(); ++i) {
+        if ((i + 1) % std::max(1, c.recompute.num_layers) == 0) rc.layer_ids.push_back(i);
+      }
       break;
   }
 }

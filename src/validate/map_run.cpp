@@ -171,8 +171,8 @@ void map_sharding(Mapper& m) {
   } else if (has(zero, "fsdp") || has(zero, "zero-3") || has(zero, "zero3") || zero == "3") {
     d.fsdp = FsdpKind::kZero3;
   } else if (fsdp_degree || t.fsdp_shard_degree.value_or(1) > 1) {
-    // A number is the FSDP shard degree (MaxText's ici_fsdp_parallelism, torchtitan's
-    // data_parallel_shard_degree): weights, gradients and optimizer state are sharded.
+    // A number is the FSDP shard degree (MaxText's ici_fsdp_parallelism): weights, gradients and
+    // optimizer state are sharded.
     d.fsdp = FsdpKind::kFsdp2;
     m.note(fmt::format("training.fsdp: shard degree {} read as FSDP",
                        fsdp_degree ? t.fsdp : std::to_string(*t.fsdp_shard_degree)));
@@ -194,9 +194,9 @@ void map_sharding(Mapper& m) {
   }
 }
 
-// Micro and global batch: stated, or a per-replica batch (torchtitan local_batch_size, MaxText
-// per_device_batch_size), or left to the profile's rule. With PP the microbatch count sets the
-// bubble, so an unstated global batch fails the run instead of being guessed.
+// Micro and global batch: stated, or a per-replica batch (MaxText per_device_batch_size), or left
+// to the profile's rule. With PP the microbatch count sets the bubble, so an unstated global batch
+// fails the run instead of being guessed.
 void map_batches(Mapper& m) {
   const RunEntry::Training& t = m.e_.training;
   JobDraft& d = m.d_;
@@ -204,7 +204,6 @@ void map_batches(Mapper& m) {
   const MicrobatchRule rule =
       d.profile.microbatch_rule.value.value_or(MicrobatchRule::kGlobalBatch);
   std::optional<int> replica;
-  if (rule == MicrobatchRule::kLocalBatch && t.local_batch_size) replica = t.local_batch_size;
   if (rule == MicrobatchRule::kPerDeviceBatch && t.per_device_batch_size) {
     replica = t.per_device_batch_size;
   }
@@ -407,8 +406,12 @@ MappedRun map_run(const RunEntry& entry, const std::string& data_dir,
     m.fail("seq_len not stated (no framework default)");
   }
   draft.seq_length = seq > 0 ? std::optional<int>(seq) : std::nullopt;
-  validate_detail::map_model(m, seq);
-  map_training(m);
+  if (draft.profile.backend == "torchtitan") {
+    validate_detail::map_torchtitan_run(m, data_dir, seq);
+  } else {
+    validate_detail::map_model(m, seq);
+    map_training(m);
+  }
   out.flop_convention = validate_detail::read_convention(m, entry.measured.flop_counting);
   if (out.reason.empty()) {
     finalize(m, cl);

@@ -41,6 +41,10 @@ void map_model(Mapper& m, int seq_len);
 // map_torchrec.cpp: model.type dlrm (TorchRec dlrm_main.py names) and its training settings.
 void map_recommendation(Mapper& m);
 
+// torchtitan_runs.cpp: a run of a torchtitan profile, through the torchtitan back-end adapter
+// (model and training blocks as the JobConfig namespace a job file would have).
+void map_torchtitan_run(Mapper& m, const std::string& data_dir, int seq_len);
+
 // map_text.cpp: free-text readings.
 ActivationKind read_activation(Mapper& m, const std::string& text, bool& gated);
 void read_recompute(Mapper& m, const std::string& text);

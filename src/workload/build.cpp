@@ -16,6 +16,7 @@
 
 #include "projector/model/accounting.h"
 #include "projector/model/family.h"
+#include "projector/model/recompute_policy.h"
 #include "projector/workload/workload.h"
 #include "workload/ops.h"
 
@@ -25,7 +26,9 @@ namespace {
 struct Ctx {
   const JobSpec& job;
   Dtype act;               // activation dtype
-  Dtype gemm;              // GEMM input dtype
+  Dtype gemm;              // GEMM input dtype (attention, dense MLP, shared experts)
+  Dtype gemm_expert;       // routed-expert grouped GEMMs
+  Dtype gemm_output;       // the output layer
   double act_b;            // bytes per activation element
   std::int64_t tokens;     // b*s/cp: rows of every GEMM on a TP rank
   std::int64_t tokens_sp;  // tokens seen by norms / residuals (divided by tp with SP)
@@ -38,9 +41,12 @@ Ctx make_ctx(const JobSpec& job) {
   const RuntimeSpec& r = job.runtime;
   const std::int64_t tokens = static_cast<std::int64_t>(r.micro_batch_size) * r.seq_length / p.cp;
   const bool sp = p.sequence_parallel && p.tp > 1;
+  const PrecisionSpec& pr = r.precision;
   return Ctx{job,
-             r.precision.params_dtype,
-             r.precision.gemm_dtype(),
+             pr.params_dtype,
+             pr.fp8_dense ? pr.gemm_dtype() : pr.params_dtype,
+             pr.fp8_experts ? pr.gemm_dtype() : pr.params_dtype,
+             pr.fp8_output ? pr.gemm_dtype() : pr.params_dtype,
              bytes_per_element(r.precision.params_dtype),
              tokens,
              sp ? tokens / p.tp : tokens,
@@ -69,14 +75,16 @@ Op gemm_op(const Ctx& c, std::string name, std::int64_t m, std::int64_t n, std::
 Op mem_op(std::string name, double bytes, MemOpClass cls = MemOpClass::kElementwise);
 void push_gemm(const Ctx& c, std::vector<Op>& f, const std::string& name, std::int64_t m,
                std::int64_t n, std::int64_t k, int groups = 1) {
-  if (c.gemm != c.act) {
+  // Routed experts (grouped) and the output layer follow their own fp8 coverage.
+  const Dtype in = name.rfind("moe.experts", 0) == 0 ? c.gemm_expert : c.gemm;
+  if (in != c.act) {
     const double rows = static_cast<double>(m) * groups;
-    const double q = bytes_per_element(c.gemm);
+    const double q = bytes_per_element(in);
     Op cast = mem_op(name + ".fp8_cast", rows * k * (c.act_b + 2.0 * q), MemOpClass::kElementwise);
     cast.bwd_bytes = rows * n * (c.act_b + 2.0 * q);
     f.push_back(cast);
   }
-  f.push_back(gemm_op(c, name, m, n, k, groups, c.gemm));
+  f.push_back(gemm_op(c, name, m, n, k, groups, in));
 }
 
 // GEMMs that stay in the activation dtype under fp8 recipes (router, output layer).
@@ -453,11 +461,74 @@ bool selectively_recomputed(const JobSpec& job, const Op& op) {
   return false;
 }
 
+// The share of a forward op that per-op selective checkpointing replays (model/recompute_policy.h):
+// the attention core and the collectives are saved, GEMMs keep the saved share of their output
+// features, every other op is recomputed. 0: nothing replayed.
+double op_policy_replay(const OpPolicySaved& s, const Op& op) {
+  if (op.kind == OpKind::kCollective || op.kind == OpKind::kAttention) return 0.0;
+  if (op.kind != OpKind::kGemm) return 1.0;
+  const std::pair<const char*, double> saved[] = {{"attn.qkv", s.qkv},
+                                                  {"attn.q_proj", s.q_proj},
+                                                  {"attn.q_down", s.q_down},
+                                                  {"attn.q_up", s.q_up},
+                                                  {"attn.kv_down", s.kv_down},
+                                                  {"attn.kv_up", s.kv_up},
+                                                  {"attn.out_proj", s.out_proj},
+                                                  {"mlp.fc1", s.fc1},
+                                                  {"mlp.fc2", s.fc2},
+                                                  {"moe.shared.fc1", s.shared_fc1},
+                                                  {"moe.shared.fc2", s.shared_fc2}};
+  for (const auto& [name, share] : saved) {
+    if (op.name == name) return 1.0 - share;
+  }
+  return 1.0;  // the router and anything else outside the save list
+}
+
+// Bytes of PyTorch's eager decompositions relative to the fused kernels priced above (each op
+// reads and writes whole tensors): RMSNorm as upcast, pow, mean, rsqrt, multiply, downcast,
+// weight multiply = 36 bytes per bf16 element against 4 fused; rotary embedding through fp32
+// complex numbers (upcast, complex multiply, downcast) = 28 against 4; SwiGLU as silu then
+// multiply = 10 bytes per intermediate element against 6.
+void apply_eager_elementwise(std::vector<Op>& fwd) {
+  for (Op& op : fwd) {
+    if (op.kind != OpKind::kMemoryBound) continue;
+    const std::string& n = op.name;
+    double factor = 1.0;
+    if (n.ends_with("norm") || n.ends_with("norms")) factor = 36.0 / 4.0;
+    if (n == "attn.rope") factor = 28.0 / 4.0;
+    if (n.ends_with(".act")) factor = 10.0 / 6.0;
+    op.bytes *= factor;
+    if (op.bwd_bytes >= 0.0) op.bwd_bytes *= factor;
+  }
+}
+
 void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute, LayerWork& lw,
-                  bool sp) {
+                  bool sp, const LayerSpec* layer = nullptr) {
+  if (!job.runtime.fused_elementwise) apply_eager_elementwise(fwd);
   std::vector<Op> ops = fwd;
+  const bool op_policy = layer != nullptr && !full_recompute &&
+                         job.runtime.recompute.granularity == RecomputeGranularity::kOpPolicy;
+  if (op_policy) {
+    const OpPolicySaved saved = op_policy_saved(*layer, job.runtime.precision);
+    for (const Op& f : fwd) {
+      const double share = op_policy_replay(saved, f);
+      if (share <= 0.0) continue;
+      Op r = f;
+      r.phase = WorkPhase::kB;
+      r.recompute = true;
+      r.name = f.name + ".recompute";
+      if (share < 1.0 && r.kind == OpKind::kGemm) {
+        // The replayed linears of a fused GEMM: the same rows and inputs, fewer output features.
+        r.gemm.n = std::max<std::int64_t>(1, std::llround(static_cast<double>(f.gemm.n) * share));
+        r.flops = r.gemm.flops();
+        r.bytes *= share;
+      }
+      ops.push_back(r);
+    }
+  }
   // Recompute forward, replayed at the start of the backward.
   for (const Op& f : fwd) {
+    if (op_policy) break;
     if (full_recompute || selectively_recomputed(job, f)) {
       Op r = f;
       r.phase = WorkPhase::kB;
@@ -467,6 +538,15 @@ void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute,
     }
   }
   add_backward(fwd, ops, sp);
+  if (job.runtime.precision.fp8 == Fp8Recipe::kRowwiseHpWgrad) {
+    // rowwise_with_gw_hp: the weight-gradient GEMMs run in the activation dtype.
+    for (Op& op : ops) {
+      if (op.phase == WorkPhase::kW && op.gemm.dtype != job.runtime.precision.params_dtype &&
+          (op.kind == OpKind::kGemm || op.kind == OpKind::kGroupedGemm)) {
+        op.gemm.dtype = job.runtime.precision.params_dtype;
+      }
+    }
+  }
   lw.ops = std::move(ops);
 }
 
@@ -481,6 +561,7 @@ CommGroup job_group(const JobSpec& job, GroupKind kind) {
   sizes.pp = p.pp;
   sizes.ep = p.ep;
   sizes.etp = p.etp;
+  sizes.dp_replicate = p.dp_replicate;
   return make_group(kind, sizes, job.cluster.gpus_per_node, job.cluster.network.pod_size);
 }
 
@@ -493,7 +574,7 @@ LayerWork build_layer_work(const JobSpec& job, int layer_index) {
   LayerWork lw;
   lw.layer = layer_index;
   lw.label = layer.is_moe ? "moe_layer" : "dense_layer";
-  finish_block(job, fwd, layer_fully_recomputed(job, layer_index), lw, c.sp);
+  finish_block(job, fwd, layer_fully_recomputed(job, layer_index), lw, c.sp, &layer);
   return lw;
 }
 
@@ -521,15 +602,26 @@ void add_output_head(const Ctx& c, std::vector<Op>& fwd, const std::string& pref
   const std::int64_t v_local = padded_vocab_size(job.model, c.tp) / c.tp;
   fwd.push_back(mem_op(prefix + ".final_norm", norm_bytes(c, c.tokens_sp, h)));
   tp_enter(c, fwd, prefix);
-  fwd.push_back(act_gemm_op(c, prefix + ".logits", c.tokens, v_local, h));
+  if (c.gemm_output != c.act) {
+    push_gemm(c, fwd, prefix + ".logits", c.tokens, v_local, h);
+  } else {
+    fwd.push_back(act_gemm_op(c, prefix + ".logits", c.tokens, v_local, h));
+  }
+  // Without a vocabulary-parallel loss the logits are gathered and every TP rank runs the loss on
+  // the full vocabulary.
+  const bool gathered = c.tp > 1 && !job.parallel.vocab_parallel_loss;
+  if (gathered) {
+    fwd.push_back(comm_op(prefix + ".logits_all_gather", GroupKind::kTp, CollectiveKind::kAllGather,
+                          c.tp, static_cast<double>(c.tokens) * v_local * c.tp * c.act_b));
+  }
   // Cross entropy over the vocabulary shard: fused it reads the logits once and writes the
   // gradient once; unfused it also writes and re-reads an fp32 copy (softmax, log, gather).
-  const double logits = static_cast<double>(c.tokens) * v_local;
+  const double logits = static_cast<double>(c.tokens) * v_local * (gathered ? c.tp : 1);
   const double loss_bytes = job.runtime.cross_entropy_fusion
                                 ? logits * (c.act_b + c.act_b)
                                 : logits * (c.act_b + 4.0 + 4.0 + 4.0 + 4.0);
   fwd.push_back(mem_op(prefix + ".cross_entropy", loss_bytes, MemOpClass::kLoss));
-  if (c.tp > 1) {
+  if (c.tp > 1 && !gathered) {
     fwd.push_back(comm_op(prefix + ".loss_all_reduce", GroupKind::kTp, CollectiveKind::kAllReduce,
                           c.tp, 3.0 * c.tokens * 4.0));
   }
@@ -559,6 +651,57 @@ LayerWork mtp_work(const Ctx& c, int depth) {
   lw.label = "mtp_" + std::to_string(depth);
   finish_block(job, fwd, false, lw, c.sp);
   return lw;
+}
+
+// PyTorch FSDP2 (one unit per block, embedding, norm + output): gradients reduce-scatter in the
+// shard group, then (HSDP) all-reduce across the replicate groups; weights all-gather in the
+// shard group before the forward and, with reshard_after_forward, again before the backward.
+// With fp8 all-gather the GEMM weights travel in one byte.
+void add_fsdp2_comm(const JobSpec& job, const Ctx& c, const StageParams& sp, int ch,
+                    IterationWork& it) {
+  const ParallelSpec& p = job.parallel;
+  const PrecisionSpec& pr = job.runtime.precision;
+  const double grad_b = bytes_per_element(job.runtime.main_grads_dtype);
+  const int rep = std::max(1, p.dp_replicate);
+  const bool hsdp = rep > 1;
+  const Overlap grad_ov = p.overlap_grad_reduce ? Overlap::kWithCompute : Overlap::kExposed;
+  struct Part {
+    const char* name;
+    GroupKind group;
+    int shard;
+    double params;
+    double gather_bytes;
+  };
+  const double dense_gather =
+      pr.fp8_param ? sp.dense_gemm_params + (sp.dense_params - sp.dense_gemm_params) * c.act_b
+                   : sp.dense_params * c.act_b;
+  const double expert_gather = sp.expert_params * (pr.fp8_param && pr.fp8_experts ? 1.0 : c.act_b);
+  const Part parts[] = {{"dp", hsdp ? GroupKind::kDpCpShard : GroupKind::kDpCp, p.fsdp_shard_size(),
+                         sp.dense_params, dense_gather},
+                        {"edp", hsdp ? GroupKind::kEdpShard : GroupKind::kEdp,
+                         std::max(1, p.expert_dp / rep), sp.expert_params, expert_gather}};
+  for (const Part& part : parts) {
+    if (part.params <= 0.0) continue;
+    const std::string n = part.name;
+    if (part.shard > 1) {
+      it.grad_sync.push_back(comm_op(n + ".grad_sync", part.group, CollectiveKind::kReduceScatter,
+                                     part.shard, part.params * grad_b, grad_ov));
+      it.grad_sync_chunk.push_back(ch);
+    }
+    if (hsdp) {
+      it.grad_sync.push_back(comm_op(n + ".grad_sync_replicate", GroupKind::kDpCpReplicate,
+                                     CollectiveKind::kAllReduce, rep,
+                                     part.params * grad_b / part.shard, grad_ov));
+      it.grad_sync_chunk.push_back(ch);
+    }
+    if (part.shard <= 1) continue;
+    for (int pass = 0; pass < (p.reshard_after_forward ? 2 : 1); ++pass) {
+      it.param_gather.push_back(comm_op(n + (pass == 0 ? ".param_gather" : ".param_gather_bwd"),
+                                        part.group, CollectiveKind::kAllGather, part.shard,
+                                        part.gather_bytes, Overlap::kWithCompute));
+      it.param_gather_chunk.push_back(ch);
+    }
+  }
 }
 
 }  // namespace
@@ -611,6 +754,10 @@ Workload build_workload(const JobSpec& job) {
       holds_embedding = holds_embedding || st.has_embedding;
       dense_total += sp.dense_params;
       expert_total += sp.expert_params;
+      if (p.fsdp == FsdpKind::kFsdp2) {
+        add_fsdp2_comm(job, c, sp, ch, rw.iteration);
+        continue;
+      }
       // Gradient synchronisation of this chunk once its backward is done.
       const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
       const CollectiveKind op =
@@ -654,8 +801,10 @@ Workload build_workload(const JobSpec& job) {
     // Optimizer step over this rank's shard: the bytes it reads and writes per parameter follow
     // the optimizer and its dtypes (accounting.h, shared with the memory projection).
     const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
+    // HSDP: each replicate group steps its own shard.
+    const int rep = p.fsdp != FsdpKind::kNone ? std::max(1, p.dp_replicate) : 1;
     const double shard_params =
-        sharded ? dense_total / dense_dp + expert_total / std::max(1, p.expert_dp)
+        sharded ? (dense_total / dense_dp + expert_total / std::max(1, p.expert_dp)) * rep
                 : dense_total + expert_total;
     const double bytes_per_param = optimizer_bytes_per_param(job.runtime).step_traffic_bytes;
     rw.iteration.optimizer =

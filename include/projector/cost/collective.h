@@ -39,7 +39,8 @@ struct ParallelSizes {
   int dp = 1;
   int pp = 1;
   int ep = 1;
-  int etp = 0;  // 0: tp (Megatron's default)
+  int etp = 0;           // 0: tp (Megatron's default)
+  int dp_replicate = 1;  // HSDP replicate groups (ParallelSpec::dp_replicate)
 };
 
 enum class GroupKind {
@@ -52,6 +53,10 @@ enum class GroupKind {
   kEtp,     // size etp, stride 1
   kEp,      // size ep, stride etp
   kEdp,     // expert data parallel: size tp*cp*dp/(etp*ep), stride etp*ep
+  // HSDP (dp_replicate > 1, PyTorch FSDP2 meshes with the replicate dimension outermost):
+  kDpCpShard,      // one shard group: size dp*cp/dp_replicate, stride tp
+  kEdpShard,       // its expert counterpart: size tp*cp*dp/(etp*ep*dp_replicate), stride etp*ep
+  kDpCpReplicate,  // across the shard groups: size dp_replicate, stride tp*cp*dp/dp_replicate
 };
 std::string_view to_string(GroupKind k);
 

@@ -52,6 +52,7 @@ enum class DraftField : std::uint8_t {
   kHardware,
   kNodes,
   kGpusPerNode,
+  kDp,
   kCount
 };
 inline constexpr int kNumDraftFields = static_cast<int>(DraftField::kCount);
@@ -78,12 +79,17 @@ struct LayerSplit {
     kBalanced,   // Megatron's default: the layers must divide (or allow_uneven)
     kFirstLast,  // stated layer counts of the first and / or last stage, the rest balanced
     kStated,     // every stage stated (`stages`); VPP follows from their count when unstated
+    // torchtitan: the embedding and the output head count as `first_weight` / `last_weight`
+    // decoder layers; layers plus weights are spread evenly over the PP x VPP stages, the first
+    // (total mod stages) taking one more, and the first / last stage give up their weight.
+    kWeighted,
   };
   Kind kind = Kind::kBalanced;
   // kBalanced: the first L mod (PP x VPP) stages take one more layer instead of failing (the
   // validation mapper: a published run ran, so its framework split the layers somehow).
   bool allow_uneven = false;
   std::optional<int> first_stage_layers, last_stage_layers;  // kFirstLast
+  int first_weight = 1, last_weight = 1;                     // kWeighted
   std::vector<StatedStage> stages;                           // kStated
 };
 
@@ -96,6 +102,9 @@ struct JobDraft {
   // layers_per_virtual_stage, a stated layout, or the schedule).
   std::optional<int> tp, pp, vpp, cp, ep, etp;
   std::optional<int> layers_per_virtual_stage;
+  // A stated data-parallel size (torchtitan's dp_replicate x dp_shard): the world is then
+  // TP x PP x CP x DP, unstated nodes follow from it, and any other world breaks a rule.
+  std::optional<int> dp;
   LayerSplit layer_split;
 
   // Behaviour the framework profile decides when the input does not.
@@ -116,6 +125,14 @@ struct JobDraft {
   // microbatch, the profile's microbatch rule).
   std::optional<int> micro_batch_size, global_batch_size, seq_length;
   std::optional<int> replica_batch_size;
+  // Samples per data-parallel replica in one flush of the pipeline schedule (torchtitan's
+  // local_batch_size): the iteration runs GBS / (flush batch x DP) flushes back to back
+  // (RuntimeSpec::accumulation_rounds). Unset: one flush.
+  std::optional<int> flush_batch_size;
+  // With a flush batch and PP > 1, the microbatch size (torchtitan's
+  // pipeline_parallel_microbatch_size, default 1); without PP the flush batch is one microbatch.
+  // A stated micro_batch_size wins.
+  std::optional<int> pipeline_micro_batch_size;
 
   // kAuto: the schedule module's selection rule; prefer_zero_bubble asks for the zero-bubble
   // schedules when they are legal (Primus enable_zero_bubble + patch_zero_bubble).

@@ -124,13 +124,21 @@ struct ModelFlops {
 // each virtual stage in `stages`, or of pp*vpp balanced stages when `stages` is empty; layer_ids ->
 // those layers); selective repeats the listed modules (core_attn, mlp, moe, shared_experts,
 // mla_up_proj; moe_act / layernorm hold no GEMMs).
+// kOpPolicy replays the share of each block's GEMMs the policy does not save
+// (model/recompute_policy.h), which depends on the fp8 coverage in `precision`.
 double recompute_forward_flops_per_token(const ModelSpec& model, std::int64_t seq_len,
                                          const RecomputeSpec& recompute,
                                          const std::vector<VirtualStage>& stages, int num_stages,
-                                         const FlopOptions& options = {});
+                                         const FlopOptions& options = {},
+                                         const PrecisionSpec& precision = {});
 
 // tokens = global_batch_size x seq_length; vocabulary padded by make_vocab_size_divisible_by x tp.
 ModelFlops model_flops(const JobSpec& job, const FlopOptions& options = {});
+
+// Training FLOPs per token in the convention of the PaLM paper (Chowdhery et al. 2022, App. B)
+// that torchtitan logs: 6 x (active parameters - embedding) + 6 x heads x (d_qk + d_v) x seq per
+// layer; every weight counted (norms too), tied weights once, no causal halving, no windows.
+double palm_flops_per_token(const ModelSpec& model, std::int64_t seq_len);
 
 // SC'21 (Narayanan et al., arXiv:2104.04473, Eq. 3): hardware FLOPs of one iteration of a GPT
 // model with full recomputation, F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).

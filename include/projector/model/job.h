@@ -6,6 +6,7 @@
 // the config key it came from.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -133,15 +134,33 @@ struct ParallelSpec {
   CpCommType cp_comm_type = CpCommType::kP2p;
   std::int64_t ddp_bucket_size_bytes = 0;  // 0: Megatron's default max(40M params, 1M x dp)
   bool allow_tp_beyond_node = false;
+  // FSDP (kFsdp2) details. Hybrid sharding (HSDP): the DP x CP ranks form dp_replicate groups
+  // that each shard the weights over dp x cp / dp_replicate ranks and replicate across groups
+  // (gradients reduce-scatter inside a group, then all-reduce across groups); 1: one group.
+  int dp_replicate = 1;
+  // Gathered weights are freed after each forward and gathered again for the backward; false
+  // keeps every gathered unit of the rank from its forward to its backward (PyTorch FSDP2's
+  // reshard_after_forward=False, torchtitan's default with PP).
+  bool reshard_after_forward = true;
+  // The loss runs on vocabulary-sharded logits over TP (Megatron's vocab-parallel cross entropy,
+  // torchtitan's loss parallel); false gathers the full logits on every TP rank first.
+  bool vocab_parallel_loss = true;
   EmbeddingPlan embedding_plan;  // recommendation family: where each embedding table lives
 
   int model_parallel_size() const { return tp * pp * cp; }
+  // Ranks one FSDP group shards the weights over (HSDP: one replicate group's share).
+  int fsdp_shard_size() const { return std::max(1, dp * cp / std::max(1, dp_replicate)); }
   const VirtualStage& stage(int pp_rank, int chunk) const { return stages[chunk * pp + pp_rank]; }
 };
 
 // -------------------------------------------------------------------------------------- runtime
 
-enum class RecomputeGranularity { kNone, kFull, kSelective };
+// kOpPolicy: per-op selective checkpointing of whole blocks (PyTorch's selective activation
+// checkpoint with torchtitan's policy): a block keeps its input and the outputs of the ops in the
+// save list (attention, reduce-scatter and all-to-all outputs, every other dense matmul); the
+// remaining ops (norms, the other matmuls, activations, expert grouped GEMMs, router) are
+// recomputed in the backward.
+enum class RecomputeGranularity { kNone, kFull, kSelective, kOpPolicy };
 enum class RecomputeMethod { kUniform, kBlock };
 
 // Megatron's --recompute-modules, resolved once from their names by the adapters; every model reads
@@ -184,14 +203,36 @@ struct RecomputeSpec {
   int num_layers = 0;          // full: layers per chunk (uniform) or per stage (block)
   RecomputeModules modules;    // selective: never empty (the framework's default set if unstated)
   std::vector<int> layer_ids;  // explicit decoder layers to recompute fully (Primus)
+  // kOpPolicy chosen by a compiler under a memory budget in [0, 1] (torch's activation memory
+  // budget: 0 keeps only block inputs, 1 everything); < 0: the fixed per-op policy.
+  double memory_budget = -1.0;
 };
 
-enum class Fp8Recipe { kNone, kDelayed, kTensorwise, kBlockwise, kMxfp8 };
+// kRowwise: one fp32 scale per row (torchao rowwise); kRowwiseHpWgrad: rowwise with the weight
+// gradient GEMM kept in high precision (torchao rowwise_with_gw_hp).
+enum class Fp8Recipe {
+  kNone,
+  kDelayed,
+  kTensorwise,
+  kBlockwise,
+  kMxfp8,
+  kRowwise,
+  kRowwiseHpWgrad
+};
 
 struct PrecisionSpec {
   Dtype params_dtype = Dtype::kBf16;  // bf16 or fp16 model weights and activations
   Fp8Recipe fp8 = Fp8Recipe::kNone;
-  bool fp8_param = false;    // --fp8-param-gather: weights kept in fp8
+  bool fp8_param = false;  // --fp8-param-gather: weights kept in fp8
+  // An fp32 master copy of the weights backs params_dtype weights (false: pure low-precision
+  // training, weights and optimizer state in params_dtype only).
+  bool fp32_master = true;
+  // Which GEMMs the fp8 recipe covers. Transformer Engine: every decoder and expert GEMM, never
+  // the router or the output layer; torchao converters choose per module (filter_fqns,
+  // grouped-GEMM fqns).
+  bool fp8_dense = true;     // attention, dense MLP and shared-expert linears
+  bool fp8_experts = true;   // routed-expert grouped GEMMs
+  bool fp8_output = false;   // the output layer
   Dtype gemm_dtype() const;  // params_dtype, kFp8 or kMxfp8
 };
 
@@ -222,6 +263,14 @@ struct RuntimeSpec {
   bool moe_dedup_dispatch = false;
   int sync_free_moe_stage = 0;  // Primus turbo_sync_free_moe_stage, 0-3
   ScheduleKind schedule = ScheduleKind::kAuto;
+  // Gradient accumulation outside the pipeline schedule (torchtitan): each iteration runs the
+  // schedule this many times back to back, each round a flush of num_microbatches / rounds
+  // microbatches with its own bubble, its own FSDP gathers and its own gradient reduction.
+  int accumulation_rounds = 1;
+  // Norms, rotary embedding and the gated activation run as fused kernels (Transformer Engine,
+  // Apex, torch.compile); false: PyTorch eager, each op of their decomposition its own kernel
+  // reading and writing whole tensors (torchtitan without compile).
+  bool fused_elementwise = true;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   bool precision_aware_optimizer = false;
   // The gradient buffer (accumulation and data-parallel reduction): fp32 in Megatron unless

@@ -66,6 +66,9 @@ struct PerfReport {
   double hardware_tflops_per_gpu = 0.0;
   double mfu = 0.0;  // model FLOP/s per GPU over the dense peak of mfu_dtype
   Dtype mfu_dtype = Dtype::kBf16;
+  // The same throughput in the PaLM convention torchtitan logs (palm_flops_per_token).
+  double palm_tflops_per_gpu = 0.0;
+  double palm_mfu = 0.0;
   double bubble_fraction = 0.0;    // idle / makespan on the busiest rank
   double bubble_over_ideal = 0.0;  // (makespan - ideal) / ideal
   ExposedComm exposed;

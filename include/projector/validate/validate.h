@@ -104,6 +104,7 @@ struct RunEntry {
     std::string pipeline_layout;
     std::string overlap;                       // free text with Megatron overlap flags
     std::string moe_dispatcher;                // free text: alltoall, allgather, flex, deepep, ...
+    std::string features;                      // free text: FSDP2, torch.compile, Float8, ...
     std::optional<int> local_batch_size;       // torchtitan per-rank batch
     std::optional<int> per_device_batch_size;  // MaxText per-chip batch
     std::optional<int> fsdp_shard_degree;

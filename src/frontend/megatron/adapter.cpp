@@ -60,17 +60,12 @@ void normalize_megatron_args(ConfigValue& args) {
 }
 
 KeySchema MegatronAdapter::key_schema(const std::string& data_dir) const {
-  return load_key_schema(
-      (std::filesystem::path(data_dir) / "frameworks" / "keys" / "megatron.txt").string());
+  return load_backend_key_schema(data_dir, name());
 }
 
 JobDraft MegatronAdapter::normalize(AdapterInput& in) const {
   normalize_megatron_args(in.args);
-  JobDraft d;
-  d.source = in.source;
-  d.profile = in.profile;
-  d.defaults = in.defaults;
-  d.warnings = in.warnings;
+  JobDraft d = start_draft(in);
   for (std::string& w : unknown_key_warnings(in.args, in.user_keys, key_schema(in.data_dir))) {
     d.warnings.push_back(std::move(w));
   }

@@ -172,7 +172,11 @@ void resolve_module(const ConfigValue& module, const std::string& module_name,
       throw InputError(m->where, prefix + "model", "must be a preset name such as llama3_8B.yaml");
     }
     out.model_preset_path =
-        find_model_preset(m->s, data_dir_of(request), primus_path_of(request), m->where);
+        adapter.preset_dir() == "megatron"
+            ? find_model_preset(m->s, data_dir_of(request), primus_path_of(request), m->where)
+            : frontend_detail::find_backend_model_preset(m->s, std::string(adapter.preset_dir()),
+                                                         data_dir_of(request),
+                                                         primus_path_of(request), m->where);
     model_preset = load_yaml_with_extends(out.model_preset_path, request.env);
   }
   out.args = merge_module(module, prefix, std::move(preset), model_preset, out);
@@ -212,6 +216,19 @@ ResolvedConfig resolve_config(const LoadRequest& request) {
   if (request.config_path.empty()) {
     throw InputError({}, "--config", "no experiment config given (--config FILE)");
   }
+  if (request.config_path.ends_with(".toml")) {
+    // A torchtitan job file: its JobConfig sections are the trainer namespace.
+    out.args = parse_toml_file(request.config_path);
+    collect_keys(out.args, out.user_keys);
+    out.framework = "torchtitan";
+    if (registry_of(request).find(out.framework) == nullptr) {
+      throw InputError({request.config_path, 0, 0}, "framework",
+                       fmt::format("a .toml job needs the torchtitan back-end (registered: {})",
+                                   fmt::join(registry_of(request).names(), ", ")));
+    }
+    apply_set_overrides(request, out);
+    return out;
+  }
   const ConfigValue experiment = load_yaml_with_extends(request.config_path, request.env);
   std::string module_name;
   if (const ConfigValue* module = find_trainer(experiment, module_name)) {
@@ -238,7 +255,8 @@ ResolvedConfig resolve_config(const LoadRequest& request) {
   apply_set_overrides(request, out);
   // The bundled preset's values that nothing later replaced are defaults of this job.
   for (const auto& [k, v] : out.args.entries) {
-    if (!out.bundled_preset_path.empty() && v.where.file == out.bundled_preset_path) {
+    if (!out.bundled_preset_path.empty() && v.where.file == out.bundled_preset_path &&
+        !v.is_map()) {  // nested sections: the adapter records the leaves it reads
       out.defaults.push_back({k, v.to_text(), "value of Primus' module preset (bundled copy)", ""});
     }
   }
