@@ -243,6 +243,12 @@ std::string_view to_string(GroupKind k) {
       return "ep";
     case GroupKind::kEdp:
       return "edp";
+    case GroupKind::kFsdpShard:
+      return "fsdp-shard";
+    case GroupKind::kExpertShard:
+      return "expert-shard";
+    case GroupKind::kFsdpReplica:
+      return "fsdp-replica";
   }
   return "?";
 }
@@ -307,6 +313,18 @@ CommGroup make_group(GroupKind kind, const ParallelSizes& p, int gpus_per_node, 
       size = std::max(1, dense / std::max(1, etp * p.ep));
       stride = etp * p.ep;
       break;
+    case GroupKind::kFsdpShard:
+      size = std::max(1, p.dp * p.cp / std::max(1, p.replicate));
+      stride = p.tp;
+      break;
+    case GroupKind::kExpertShard:
+      size = std::max(1, dense / std::max(1, etp * p.ep) / std::max(1, p.replicate));
+      stride = etp * p.ep;
+      break;
+    case GroupKind::kFsdpReplica:
+      size = std::max(1, p.replicate);
+      stride = std::max(1, dense / size);
+      break;
   }
   return make_group(size, stride, gpus_per_node, pod_size_gpus);
 }
@@ -333,6 +351,9 @@ CollectiveEstimate collective_estimate(const NetworkSpec& net, CollectiveKind ki
   e.cost.provenance = Provenance::kRoofline;
   if (bytes <= 0.0) return e;
   if (group.size <= 1 && kind != CollectiveKind::kSendRecv) return e;
+  if (group.torus.placed() && net.ici_link_bw_gb_per_s > 0.0) {
+    return torus_collective_estimate(net, kind, bytes, group);
+  }
   const Fabric f = resolve(net, group);
   Best b;
   switch (kind) {

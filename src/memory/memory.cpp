@@ -419,7 +419,21 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
     const LayerActivation& la = acts.get(job.model.layers[static_cast<std::size_t>(i)]);
     const int j = i - first;
     consider_transient(c, la.largest_temporary_bytes, "largest layer temporary");
-    if (in_layer_ids(rc, i) || (full && block && j < rc.num_layers)) {
+    if (rc.granularity == RecomputeGranularity::kTensors) {
+      // Per-tensor policy: the device-kept tensors the backward reads; the backward replays the
+      // rest of one layer at a time on top of them.
+      const LayerSpec& layer = job.model.layers[static_cast<std::size_t>(i)];
+      double kept = 0.0;
+      for (int t = 0; t < kNumLayerTensors; ++t) {
+        const auto lt = static_cast<LayerTensor>(t);
+        if (rc.tensors.on_device(lt) && layer_tensor_needed(layer, lt)) {
+          kept += layer_tensor_bytes(job, layer, lt);
+        }
+      }
+      c.per_microbatch += kept;
+      consider_transient(c, std::max(0.0, la.full_bytes - kept) + la.largest_temporary_bytes,
+                         "rematerialisation working set (1 layer)");
+    } else if (in_layer_ids(rc, i) || (full && block && j < rc.num_layers)) {
       c.per_microbatch += la.input_bytes;  // checkpointed: only the layer input
       consider_transient(c, la.full_bytes + la.largest_temporary_bytes,
                          "recompute working set (1 layer)");
@@ -757,7 +771,8 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   const RuntimeSpec& rt = job.runtime;
   const PrecisionSpec& prec = rt.precision;
   const AcceleratorSpec::Calibration& cal = job.cluster.accelerator.calibration;
-  const double pb = bytes_per_element(prec.params_dtype);
+  const double pb = bytes_per_element(prec.stored_weights_dtype());
+  const double gather_b = bytes_per_element(prec.params_dtype);  // gathered for the GEMMs
   const double gb = bytes_per_element(rt.main_grads_dtype);
   const OptimizerBytes opt_b = optimizer_bytes_per_param(rt);
   const double master_b = opt_b.master_bytes;
@@ -765,12 +780,15 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   const double copy_b = fp8_weight_copy_bytes(prec);
   const bool fsdp = par.fsdp != FsdpKind::kNone;
   const bool sharded_opt = par.distributed_optimizer || fsdp;
-  const double dense_shard = std::max(1, par.dp) * std::max(1, par.cp);
+  // Hybrid sharding: state is sharded within dp x cp / replicate ranks and replicated across.
+  const double replicate = std::max(1, par.fsdp_replicate);
+  const double dense_shard = std::max(1.0, std::max(1, par.dp) * std::max(1, par.cp) / replicate);
   const int world =
       job.cluster.world_size() > 0 ? job.cluster.world_size() : par.tp * cx.pp * par.cp * par.dp;
-  const double expert_shard = par.expert_dp > 0
-                                  ? par.expert_dp
-                                  : std::max(1, world / std::max(1, par.etp * par.ep * cx.pp));
+  const double expert_shard = std::max(
+      1.0, (par.expert_dp > 0 ? par.expert_dp
+                              : std::max(1, world / std::max(1, par.etp * par.ep * cx.pp))) /
+               replicate);
   const RankParams& P = rm.params;
   const double dense_non_gemm = P.dense_params - P.dense_gemm_params;
   const double w_dense =
@@ -785,11 +803,13 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   const double opt_params = sharded_opt
                                 ? P.dense_params / dense_shard + P.expert_params / expert_shard
                                 : P.dense_params + P.expert_params;
-  s[idx(MemoryComponent::kMasterWeights)] = opt_params * master_b;
-  s[idx(MemoryComponent::kOptimizerStates)] = opt_params * state_b;
+  // Offloaded optimizer state (MaxText optimizer_memory_host_offload) lives in host memory.
+  const double on_device = rt.optimizer_host_offload ? 0.0 : 1.0;
+  s[idx(MemoryComponent::kMasterWeights)] = opt_params * master_b * on_device;
+  s[idx(MemoryComponent::kOptimizerStates)] = opt_params * state_b * on_device;
   if (fsdp) {
     s[idx(MemoryComponent::kFsdpUnsharded)] =
-        2.0 * P.largest_unit_params * pb + P.largest_unit_params * gb;
+        2.0 * P.largest_unit_params * gather_b + P.largest_unit_params * gb;
     s[idx(MemoryComponent::kFp8WeightCopies)] = 2.0 * P.largest_unit_params * copy_b;
   } else {
     s[idx(MemoryComponent::kFp8WeightCopies)] = (P.dense_gemm_params + P.expert_params) * copy_b;

@@ -12,6 +12,11 @@ namespace {
 double keys_per_query(const AttentionSpec& a, std::int64_t seq_len, const FlopOptions& options) {
   const double s = static_cast<double>(seq_len);
   const bool halve = options.causal_attention_half && a.causal;
+  if (a.chunk_window > 0 && a.chunk_window < seq_len) {
+    // Chunked attention: a query sees only its own chunk (causally, half of it on average).
+    const double c = a.chunk_window;
+    return halve ? c / 2.0 : c;
+  }
   if (a.sliding_window > 0 && a.sliding_window < seq_len) {
     const double w = a.sliding_window;
     // Causal window: query i sees min(i + 1, w) keys, about w - w^2 / (2 s) on average.

@@ -33,10 +33,17 @@ OpCost price_compute(CostCache& cache, const Op& op) {
                                                        : cache.attention_bwd(op.attention);
     case OpKind::kMemoryBound:
       return cache.memory_bound(op.bytes, op.mem_class);
+    case OpKind::kHostTransfer:
+      return host_transfer_time(cache.accelerator(), op.bytes);
     case OpKind::kCollective:
       break;
   }
   return OpCost{};
+}
+
+// Communication-like ops: they run beside the compute stream and may hide behind it.
+bool is_transfer(const Op& op) {
+  return op.kind == OpKind::kCollective || op.kind == OpKind::kHostTransfer;
 }
 
 OpCost price_collective(const JobSpec& job, CostCache& cache, const Op& op) {
@@ -82,8 +89,11 @@ void add_exposed(ExposedComm& e, GroupKind g, double t) {
 void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
                  const std::string& label, std::vector<PricedOp>* table,
                  PhaseAccumulator (&acc)[3]) {
-  // Expert compute of this block per phase, the budget EP overlap can hide behind.
+  // Expert compute of this block per phase, the budget EP overlap can hide behind; all compute
+  // of one layer per phase, the budget of per-layer gathers / reductions and host copies
+  // (backward and weight-gradient phases together: only zero-bubble schedules split them).
   double expert_compute[3] = {0, 0, 0};
+  double block_compute[3] = {0, 0, 0};
   std::vector<OpCost> costs(lw.ops.size());
   for (std::size_t i = 0; i < lw.ops.size(); ++i) {
     const Op& op = lw.ops[i];
@@ -92,16 +102,26 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
     if (op.kind == OpKind::kGroupedGemm) {
       expert_compute[static_cast<int>(op.phase)] += costs[i].time_s;
     }
+    if (!is_transfer(op)) block_compute[static_cast<int>(op.phase)] += costs[i].time_s;
   }
   const double n = lw.count;
   double ep_budget[3] = {expert_compute[0], expert_compute[1], expert_compute[2]};
+  // [0]: forward, [1]: backward + weight gradients; one budget per engine (ICI / host DMA).
+  double comm_budget[2] = {block_compute[0], block_compute[1] + block_compute[2]};
+  double host_budget[2] = {comm_budget[0], comm_budget[1]};
   for (std::size_t i = 0; i < lw.ops.size(); ++i) {
     const Op& op = lw.ops[i];
     const int ph = static_cast<int>(op.phase);
     const double t = costs[i].time_s;
     double exposed = t;
-    if (op.kind == OpKind::kCollective) {
-      if (op.overlap == Overlap::kWithCompute) {
+    if (is_transfer(op)) {
+      if (op.overlap == Overlap::kWithBlockCompute) {
+        double& budget =
+            (op.kind == OpKind::kHostTransfer ? host_budget : comm_budget)[ph == 0 ? 0 : 1];
+        const double hidden = std::min(t, budget);
+        budget -= hidden;
+        exposed = t - hidden;
+      } else if (op.overlap == Overlap::kWithCompute) {
         // Neighbouring compute op in the same phase that this collective pipelines with.
         double partner = 0.0;
         for (std::size_t j : {i + 1, i - 1}) {
@@ -127,7 +147,7 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
       po.block = label;
       po.op = op;
       po.time_s = t;
-      po.exposed_s = op.kind == OpKind::kCollective ? exposed : t;
+      po.exposed_s = is_transfer(op) ? exposed : t;
       po.provenance = costs[i].provenance;
       po.detail = costs[i].source;
       po.repeat = lw.count;

@@ -83,6 +83,8 @@ std::string describe_op_shape(const Op& op) {
       return fmt::format("{} {} n={} {}B{}", to_string(op.collective), to_string(op.group),
                          op.group_size, human_count(op.bytes),
                          op.steps > 1 ? fmt::format(" x{}", op.steps) : "");
+    case OpKind::kHostTransfer:
+      return fmt::format("host copy {}B", human_count(op.bytes));
   }
   return "";
 }

@@ -17,6 +17,7 @@
 #include "projector/model/accounting.h"
 #include "projector/model/family.h"
 #include "projector/workload/workload.h"
+#include "workload/build_detail.h"
 
 namespace projector {
 namespace {
@@ -237,6 +238,12 @@ void add_flash_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& laye
     core.attention.seq_kv =
         a.sliding_window > 0 ? std::min<std::int64_t>(a.sliding_window, s / 2) : s / 2;
     core.attention.causal = false;
+  } else if (a.chunk_window > 0 && a.chunk_window < s) {
+    // Chunked attention: each chunk is its own causal sequence.
+    core.attention.batch *= (s + a.chunk_window - 1) / a.chunk_window;
+    core.attention.seq_q = a.chunk_window;
+    core.attention.seq_kv = a.chunk_window;
+    core.attention.causal = a.causal;
   } else {
     core.attention.seq_q = s;
     core.attention.seq_kv = s;
@@ -290,6 +297,74 @@ double dedup_dispatch_factor(int experts, int topk, int ep, int nodes) {
   return std::clamp(dedup / standard, 0.0, 1.0);
 }
 
+// A weightless (activation x activation) batched GEMM, e.g. a one-hot dispatch einsum.
+Op einsum_op(const Ctx& c, std::string name, std::int64_t m, std::int64_t n, std::int64_t k,
+             int batch) {
+  Op op = gemm_op(c, std::move(name), m, n, k, batch, c.act);
+  op.kind = OpKind::kGemm;
+  op.weightless = true;
+  return op;
+}
+
+// Dense MoE dispatch (MoeDispatchKind::kDenseCapacity / kDenseAll), as MaxText's dense_matmul
+// computes it. Capacity: per sequence of S tokens each expert takes C = ceil(S topk / E) x cf
+// slots; the dispatch einsum [S, E C] x [S, h] and the combine einsum cost 2 S E C h FLOPs each
+// per sequence, the experts run as a batched GEMM over their E x C slots (over the expert-parallel
+// group's sequences after an all-to-all). Dense all: every expert computes every token.
+void add_dense_moe(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
+  const JobSpec& job = c.job;
+  const ParallelSpec& p = job.parallel;
+  const MoeSpec& m = layer.moe;
+  const std::int64_t h = job.model.hidden_size;
+  const std::int64_t local = c.tokens / c.tp;
+  const int ep = std::max(1, p.ep);
+  const int local_experts = std::max(1, m.num_experts / ep);
+  const std::int64_t fe = m.expert_ffn_hidden_size / std::max(1, p.etp);
+  const std::int64_t up_e = layer.mlp.gated ? 2 * fe : fe;
+  f.push_back(act_gemm_op(c, "moe.router", local, m.num_experts, h));
+  f.push_back(mem_op("moe.topk", 3.0 * static_cast<double>(local) * m.num_experts * 4.0));
+  if (job.runtime.moe_dispatch == MoeDispatchKind::kDenseAll) {
+    push_gemm(c, f, "moe.experts.fc1", local, up_e * local_experts, h);
+    f.push_back(mem_op("moe.experts.act",
+                       static_cast<double>(local) * local_experts * (up_e + fe) * c.act_b));
+    push_gemm(c, f, "moe.experts.fc2", local, h, fe, local_experts);
+    f.back().kind = OpKind::kGemm;  // a batched einsum over the experts, not a grouped kernel
+    f.push_back(
+        mem_op("moe.weight_sum", static_cast<double>(local) * (local_experts + 1) * h * c.act_b));
+  } else {
+    const std::int64_t seq = std::max<std::int64_t>(1, job.runtime.seq_length / p.cp);
+    const int sequences = static_cast<int>(std::max<std::int64_t>(1, local / seq));
+    const double cf = m.capacity_factor > 0.0 ? m.capacity_factor : 1.0;
+    const std::int64_t per_expert = (seq * m.topk + m.num_experts - 1) / m.num_experts;
+    const auto capacity =
+        static_cast<std::int64_t>(std::max(cf, std::floor(static_cast<double>(per_expert) * cf)));
+    const std::int64_t slots = m.num_experts * capacity;
+    f.push_back(einsum_op(c, "moe.dispatch", slots, h, seq, sequences));
+    const double buffer = static_cast<double>(slots) * sequences * h * c.act_b;
+    if (ep > 1) {
+      f.push_back(
+          comm_op("moe.dispatch_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, ep, buffer));
+    }
+    const std::int64_t rows = capacity * sequences * ep;  // per local expert
+    add_mlp(c, f, "moe.experts", layer.mlp, rows, fe, local_experts);
+    for (Op& op : f) {
+      if (op.kind == OpKind::kGroupedGemm && op.name.rfind("moe.experts.", 0) == 0) {
+        op.kind = OpKind::kGemm;  // einsum over equal capacity buffers
+      }
+    }
+    if (ep > 1) {
+      f.push_back(
+          comm_op("moe.combine_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, ep, buffer));
+    }
+    f.push_back(einsum_op(c, "moe.combine", seq, h, slots, sequences));
+  }
+  if (m.shared_expert_ffn_hidden_size > 0) {
+    tp_enter(c, f, "moe.shared");
+    add_mlp(c, f, "moe.shared", layer.mlp, c.tokens, m.shared_expert_ffn_hidden_size / c.tp, 1);
+    tp_exit(c, f, "moe.shared");
+  }
+}
+
 void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   const JobSpec& job = c.job;
   const ParallelSpec& p = job.parallel;
@@ -299,6 +374,8 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
     tp_enter(c, f, "mlp");
     add_mlp(c, f, "mlp", layer.mlp, c.tokens, layer.mlp.ffn_hidden_size / c.tp, 1);
     tp_exit(c, f, "mlp");
+  } else if (job.runtime.moe_dispatch != MoeDispatchKind::kPermute) {
+    add_dense_moe(c, f, layer);
   } else {
     const MoeSpec& m = layer.moe;
     // Tokens enter the MoE block sequence-parallel (Megatron requires SP with MoE and TP > 1).
@@ -405,6 +482,8 @@ void add_backward(const std::vector<Op>& fwd, std::vector<Op>& out, bool sp) {
         }
         out.push_back(b);
         break;
+      case OpKind::kHostTransfer:
+        break;  // offload copies are added per phase by the layer (offload_ops)
     }
   }
   // Without SP the conjugate of the forward all-reduce after a row-parallel GEMM is an all-reduce
@@ -456,8 +535,10 @@ void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute,
                   bool sp) {
   std::vector<Op> ops = fwd;
   // Recompute forward, replayed at the start of the backward.
+  const bool tensor_policy = job.runtime.recompute.granularity == RecomputeGranularity::kTensors;
   for (const Op& f : fwd) {
-    if (full_recompute || selectively_recomputed(job, f)) {
+    if (full_recompute || selectively_recomputed(job, f) ||
+        (tensor_policy && workload_detail::recomputed_by_tensor_policy(job, f))) {
       Op r = f;
       r.phase = WorkPhase::kB;
       r.recompute = true;
@@ -473,6 +554,7 @@ void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute,
 
 CommGroup job_group(const JobSpec& job, GroupKind kind) {
   const ParallelSpec& p = job.parallel;
+  if (!p.mesh.empty()) return workload_detail::mesh_group(job, kind);
   ParallelSizes sizes;
   sizes.tp = p.tp;
   sizes.cp = p.cp;
@@ -480,8 +562,20 @@ CommGroup job_group(const JobSpec& job, GroupKind kind) {
   sizes.pp = p.pp;
   sizes.ep = p.ep;
   sizes.etp = p.etp;
+  sizes.replicate = std::max(1, p.fsdp_replicate);
   return make_group(kind, sizes, job.cluster.gpus_per_node, job.cluster.network.pod_size);
 }
+
+namespace {
+// Per-layer FSDP collectives of the weights a block of one stage holds (its VirtualStage).
+void add_fsdp_ops(const JobSpec& job, const VirtualStage& part, LayerWork& lw) {
+  if (!job.parallel.fsdp_per_layer || job.parallel.fsdp == FsdpKind::kNone) return;
+  const StageParams sp = stage_params(job.model, job.parallel, part, false);
+  for (Op& op : workload_detail::fsdp_layer_ops(job, sp.dense_params, sp.expert_params)) {
+    lw.ops.push_back(std::move(op));
+  }
+}
+}  // namespace
 
 LayerWork build_layer_work(const JobSpec& job, int layer_index) {
   const Ctx c = make_ctx(job);
@@ -493,6 +587,8 @@ LayerWork build_layer_work(const JobSpec& job, int layer_index) {
   lw.layer = layer_index;
   lw.label = layer.is_moe ? "moe_layer" : "dense_layer";
   finish_block(job, fwd, layer_fully_recomputed(job, layer_index), lw, c.sp);
+  for (Op& op : workload_detail::offload_ops(job, layer)) lw.ops.push_back(std::move(op));
+  add_fsdp_ops(job, VirtualStage{layer_index, 1, false, false, 0}, lw);
   return lw;
 }
 
@@ -511,6 +607,7 @@ LayerWork embedding_work(const Ctx& c) {
                 MemOpClass::kPermute);
   w.phase = WorkPhase::kW;
   lw.ops.push_back(w);
+  add_fsdp_ops(c.job, VirtualStage{0, 0, true, false, 0}, lw);
   return lw;
 }
 
@@ -540,6 +637,9 @@ LayerWork output_work(const Ctx& c) {
   LayerWork lw;
   lw.label = "output";
   finish_block(c.job, fwd, false, lw, c.sp);
+  // The output layer (a tied one is the embedding, gathered again here).
+  const int layers = c.job.model.num_layers();
+  add_fsdp_ops(c.job, VirtualStage{layers, 0, false, true, 0}, lw);
   return lw;
 }
 
@@ -607,6 +707,8 @@ Workload build_workload(const JobSpec& job) {
       holds_embedding = holds_embedding || st.has_embedding;
       dense_total += sp.dense_params;
       expert_total += sp.expert_params;
+      // Per-layer FSDP reduces and gathers inside the layers' blocks (add_fsdp_ops).
+      if (p.fsdp_per_layer && p.fsdp != FsdpKind::kNone) continue;
       // Gradient synchronisation of this chunk once its backward is done.
       const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
       const CollectiveKind op =
@@ -650,9 +752,10 @@ Workload build_workload(const JobSpec& job) {
     // Optimizer step over this rank's shard: the bytes it reads and writes per parameter follow
     // the optimizer and its dtypes (accounting.h, shared with the memory projection).
     const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
-    const double shard_params =
-        sharded ? dense_total / dense_dp + expert_total / std::max(1, p.expert_dp)
-                : dense_total + expert_total;
+    const int replicate = std::max(1, p.fsdp_replicate);
+    const double shard_params = sharded ? dense_total / std::max(1, dense_dp / replicate) +
+                                              expert_total / std::max(1, p.expert_dp / replicate)
+                                        : dense_total + expert_total;
     const double bytes_per_param = optimizer_bytes_per_param(job.runtime).step_traffic_bytes;
     rw.iteration.optimizer =
         mem_op("optimizer.step", shard_params * bytes_per_param, MemOpClass::kOptimizer);
@@ -684,6 +787,8 @@ std::string_view to_string(OpKind k) {
       return "memory";
     case OpKind::kCollective:
       return "collective";
+    case OpKind::kHostTransfer:
+      return "host_transfer";
   }
   return "?";
 }

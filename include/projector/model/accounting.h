@@ -61,6 +61,17 @@ struct OptimizerBytes {
 };
 OptimizerBytes optimizer_bytes_per_param(const RuntimeSpec& rt);
 
+// Bytes of one tensor of the saved-tensor vocabulary (model/saved_tensors.h) for one microbatch
+// on one rank: T = mbs x seq / cp tokens, heads and MLP columns over TP, the residual stream over
+// TP with sequence parallelism, routed-expert tensors for the T x topk (x capacity factor) tokens
+// this rank's experts receive with balanced routing; `context` includes the fp32 logsumexp.
+// 0 for a tensor the layer does not have (latents without MLA, MoE tensors of a dense layer).
+double layer_tensor_bytes(const JobSpec& job, const LayerSpec& layer, LayerTensor t);
+
+// Whether the backward pass reads `t` (mlp_out is only summed into the residual stream, so no
+// policy saves it even when it names it).
+bool layer_tensor_needed(const LayerSpec& layer, LayerTensor t);
+
 }  // namespace projector
 
 // ------------------------------------------------------------------------------------------ FLOPs

@@ -15,6 +15,7 @@
 
 #include "projector/hardware/hardware.h"
 #include "projector/model/recommendation.h"
+#include "projector/model/saved_tensors.h"
 #include "projector/util/bounds.h"
 #include "projector/util/dtype.h"
 #include "projector/util/schedule_kind.h"
@@ -43,6 +44,9 @@ struct AttentionSpec {
   bool add_qkv_bias = false;
   bool add_bias_linear = false;  // bias on the output projection
   int sliding_window = 0;        // 0: full (causal) attention
+  // Chunked (block-local) attention: each query attends causally only within its chunk of this
+  // many tokens (Llama 4's chunk_attn_window_size); 0: none.
+  int chunk_window = 0;
   bool causal = true;
 };
 
@@ -101,6 +105,35 @@ std::int64_t padded_vocab_size(const ModelSpec& model, int tp);
 // ------------------------------------------------------------------------------------- parallel
 
 enum class FsdpKind { kNone, kFsdp2, kZero3 };  // kZero3 == Megatron custom FSDP optim_grads_params
+
+// A named device-mesh axis (JAX Mesh, torch DeviceMesh) and what it shards. The neutral sizes of
+// ParallelSpec are products of these; the mesh says in addition where each axis lies on a torus
+// (TPU ICI) or across slices (DCN), which the collective model prices.
+enum class MeshRole : std::uint8_t {
+  kData,            // replicas: batch only
+  kStage,           // pipeline stages
+  kFsdp,            // batch + weight shards
+  kFsdpTranspose,   // batch + weight shards (the MLP dimension)
+  kContext,         // sequence shards (+ weight shards)
+  kTensor,          // heads / MLP columns; residual stream sharded on the hidden dimension
+  kTensorSequence,  // as kTensor, plus the sequence of norms and residuals
+  kExpert,          // experts (+ batch and non-expert weight shards)
+  kOther,           // axes the projection treats as replicas (diloco, autoregressive)
+};
+std::string_view to_string(MeshRole r);
+
+struct MeshAxis {
+  MeshRole role = MeshRole::kData;
+  std::string name;  // the framework's name (ici_fsdp_parallelism -> "fsdp")
+  int ici = 1;       // devices along this axis inside one slice
+  int dcn = 1;       // slices along this axis
+  // Where the ICI part lies on the slice's torus: for each physical axis it uses (index into
+  // ClusterSpec::slice_shape; the device-core axis is index slice_shape.size()), how many devices
+  // it spans there. Empty: not placed (the collective model falls back to its flat tiers).
+  std::vector<int> torus_axes;
+  std::vector<int> torus_extent;
+  int size() const { return ici * dcn; }
+};
 enum class CpCommType { kP2p, kAllGather, kA2a, kA2aP2p };
 
 // One virtual pipeline stage (model chunk): a contiguous range of decoder layers plus the
@@ -133,6 +166,17 @@ struct ParallelSpec {
   CpCommType cp_comm_type = CpCommType::kP2p;
   std::int64_t ddp_bucket_size_bytes = 0;  // 0: Megatron's default max(40M params, 1M x dp)
   bool allow_tp_beyond_node = false;
+  // Hybrid-sharded data parallelism: FSDP (or the distributed optimizer) shards state within
+  // groups of dp x cp / fsdp_replicate ranks (experts: expert_dp / fsdp_replicate) and replicates
+  // it across fsdp_replicate groups (MaxText's data axis, torchtitan's replicate degree).
+  int fsdp_replicate = 1;
+  // FSDP gathers and reduce-scatters issued per layer inside the step and overlapped with the
+  // neighbouring layer's compute (XLA's scheduling of a scanned layer stack, FSDP2 prefetch),
+  // instead of per model chunk before its first forward / after its last backward.
+  bool fsdp_per_layer = false;
+  // The device mesh the sizes come from (MaxText ici_* / dcn_* axes); empty for frameworks whose
+  // groups follow Megatron's rank order.
+  std::vector<MeshAxis> mesh;
 
   int model_parallel_size() const { return tp * pp * cp; }
   const VirtualStage& stage(int pp_rank, int chunk) const { return stages[chunk * pp + pp_rank]; }
@@ -140,7 +184,9 @@ struct ParallelSpec {
 
 // -------------------------------------------------------------------------------------- runtime
 
-enum class RecomputeGranularity { kNone, kFull, kSelective };
+// kTensors: a per-tensor policy over the saved-tensor vocabulary (model/saved_tensors.h): what it
+// keeps on the device or on the host, everything else recomputed (MaxText's remat_policy).
+enum class RecomputeGranularity { kNone, kFull, kSelective, kTensors };
 enum class RecomputeMethod { kUniform, kBlock };
 
 // Megatron's --recompute-modules, resolved once from their names by the adapters; every model reads
@@ -183,18 +229,33 @@ struct RecomputeSpec {
   int num_layers = 0;          // full: layers per chunk (uniform) or per stage (block)
   RecomputeModules modules;    // selective: never empty (the framework's default set if unstated)
   std::vector<int> layer_ids;  // explicit decoder layers to recompute fully (Primus)
+  TensorPolicy tensors;        // kTensors: per-tensor placement
 };
 
 enum class Fp8Recipe { kNone, kDelayed, kTensorwise, kBlockwise, kMxfp8 };
 
 struct PrecisionSpec {
   Dtype params_dtype = Dtype::kBf16;  // bf16 or fp16 model weights and activations
+  // The dtype the weights are stored in when it differs from params_dtype (MaxText weight_dtype
+  // float32: fp32 weights cast to bf16 for each GEMM); unset: params_dtype.
+  std::optional<Dtype> weights_storage;
+  Dtype stored_weights_dtype() const { return weights_storage.value_or(params_dtype); }
   Fp8Recipe fp8 = Fp8Recipe::kNone;
   bool fp8_param = false;    // --fp8-param-gather: weights kept in fp8
   Dtype gemm_dtype() const;  // params_dtype, kFp8 or kMxfp8
 };
 
 enum class OptimizerKind { kAdam, kSgd, kMuon };
+
+// How routed tokens reach their experts.
+enum class MoeDispatchKind : std::uint8_t {
+  kPermute,        // sort / permute the tokens, one grouped GEMM over the experts (dropless or
+                   // capacity-padded); Megatron's dispatchers, MaxText sparse_matmul
+  kDenseCapacity,  // one-hot dispatch and combine einsums into per-expert capacity buffers per
+                   // sequence (GShard; MaxText dense_matmul with capacity_factor > 0)
+  kDenseAll,       // every expert computes every token, outputs weighted by the router (MaxText
+                   // dense_matmul with capacity_factor <= 0)
+};
 
 // Which attention kernel the framework runs. kFused: the platform's best fused kernel as the
 // accelerator calibration describes it (Transformer Engine / cuDNN, FlashAttention-3, AITER);
@@ -228,13 +289,25 @@ struct RuntimeSpec {
   Dtype main_grads_dtype = Dtype::kFp32;
   Dtype exp_avg_dtype = Dtype::kFp32;
   Dtype exp_avg_sq_dtype = Dtype::kFp32;
+  // The optimizer keeps an fp32 master copy of weights stored in a narrower dtype (Megatron,
+  // torch AMP); false: it updates the stored weights directly (MaxText / optax).
+  bool master_weights = true;
+  bool optimizer_host_offload = false;  // optimizer state lives in host memory (MaxText)
+  MoeDispatchKind moe_dispatch = MoeDispatchKind::kPermute;
 };
 
 // -------------------------------------------------------------------------------------- cluster
 
 struct ClusterSpec {
   int nodes = 1;
-  int gpus_per_node = 8;
+  int gpus_per_node = 8;  // devices (ranks) per node; TPU7x: 2 per chip
+  // Framework devices per chip (AcceleratorSpec::devices_per_chip); `accelerator` then holds the
+  // per-device share of the chip (hardware/catalog.h device_share) and reports convert back.
+  int devices_per_chip = 1;
+  // TPU: the torus shape of one slice in chips (e.g. {4, 4, 8}) and the slices joined by DCN;
+  // empty for GPUs.
+  std::vector<int> slice_shape;
+  int slices = 1;
   AcceleratorSpec accelerator;
   NetworkSpec network;
 
@@ -280,6 +353,7 @@ struct JobSpec {
 void check_job_invariants(const JobSpec& job);
 
 std::string_view to_string(RecomputeGranularity g);
+std::string_view to_string(MoeDispatchKind k);
 std::string_view to_string(Fp8Recipe r);
 std::string_view to_string(FsdpKind f);
 
