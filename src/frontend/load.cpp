@@ -43,6 +43,10 @@ JobDraft build_job_draft(const ResolvedConfig& config, const LoadRequest& reques
   in.model_name = model_name(config);
   in.profile = *profile;
   in.data_dir = data_dir;
+  in.primus_path = request.primus_path;
+  if (in.primus_path.empty() && request.env)
+    in.primus_path = request.env("PRIMUS_PATH").value_or("");
+  in.env = request.env;
   in.defaults = config.defaults;
   in.warnings = config.warnings;
   JobDraft draft = adapter->normalize(in);

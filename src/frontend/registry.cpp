@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "frontend/maxtext/adapter.h"
 #include "frontend/megatron/adapter.h"
 #include "projector/frontend/adapter.h"
 #include "projector/util/error.h"
@@ -47,6 +48,7 @@ const AdapterRegistry& builtin_adapters() {
   static const AdapterRegistry registry = [] {
     AdapterRegistry r;
     register_backend_adapter(r, std::make_shared<frontend_detail::MegatronAdapter>());
+    register_backend_adapter(r, std::make_shared<frontend_detail::MaxTextAdapter>());
     return r;
   }();
   return registry;

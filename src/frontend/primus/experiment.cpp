@@ -171,8 +171,8 @@ void resolve_module(const ConfigValue& module, const std::string& module_name,
     if (m->kind != ConfigValue::Kind::kString) {
       throw InputError(m->where, prefix + "model", "must be a preset name such as llama3_8B.yaml");
     }
-    out.model_preset_path =
-        find_model_preset(m->s, data_dir_of(request), primus_path_of(request), m->where);
+    out.model_preset_path = find_model_preset(m->s, data_dir_of(request), primus_path_of(request),
+                                              m->where, adapter.preset_dir());
     model_preset = load_yaml_with_extends(out.model_preset_path, request.env);
   }
   out.args = merge_module(module, prefix, std::move(preset), model_preset, out);
@@ -217,17 +217,24 @@ ResolvedConfig resolve_config(const LoadRequest& request) {
   if (const ConfigValue* module = find_trainer(experiment, module_name)) {
     resolve_module(*module, module_name, request, out);
   } else {
-    // A flat file of Megatron arguments (no Primus experiment structure).
+    // A flat file: a back-end's own format when an adapter recognizes it (a MaxText YAML), else
+    // Megatron arguments.
     out.args = experiment;
     for (const char* meta : {"work_group", "user_name", "exp_name", "workspace", "platform"}) {
       out.args.erase(meta);
     }
     collect_keys(out.args, out.user_keys);
     out.framework = "megatron";
-    out.defaults.push_back({"modules.pre_trainer", "(none)",
-                            "no Primus experiment structure: the file is read as flat Megatron "
-                            "arguments",
-                            ""});
+    for (const std::string& name : registry_of(request).names()) {
+      if (registry_of(request).find(name)->recognizes(experiment)) out.framework = name;
+    }
+    out.defaults.push_back(
+        {"modules.pre_trainer", "(none)",
+         out.framework == "megatron"
+             ? "no Primus experiment structure: the file is read as flat Megatron arguments"
+             : fmt::format("no Primus experiment structure: the file is read as a {} config",
+                           out.framework),
+         ""});
   }
   apply_set_overrides(request, out);
   // The bundled preset's values that nothing later replaced are defaults of this job.

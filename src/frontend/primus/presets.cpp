@@ -32,8 +32,33 @@ std::vector<std::string> list_model_presets(const std::string& data_dir) {
   return names;
 }
 
+namespace {
+
+// A preset of another back-end: the Primus checkout's, else the bundled copy.
+std::string find_backend_preset(const std::string& file, const std::string& data_dir,
+                                const std::string& primus_path, const SourceLocation& where,
+                                std::string_view dir) {
+  std::error_code ec;
+  const fs::path sub = fs::path("primus/configs/models") / std::string(dir) / file;
+  if (!primus_path.empty() && fs::is_regular_file(fs::path(primus_path) / sub, ec)) {
+    return (fs::path(primus_path) / sub).string();
+  }
+  const fs::path bundled =
+      fs::path(data_dir) / "frameworks/primus/models" / std::string(dir) / file;
+  if (fs::is_regular_file(bundled, ec)) return bundled.string();
+  throw InputError(
+      where, "model",
+      fmt::format(
+          "unknown {} model preset '{}' (not in {}{})", dir, file, bundled.parent_path().string(),
+          primus_path.empty() ? "; no Primus checkout given: --primus-path or PRIMUS_PATH"
+                              : " nor " + (fs::path(primus_path) / sub).parent_path().string()));
+}
+
+}  // namespace
+
 std::string find_model_preset(const std::string& name, const std::string& data_dir,
-                              const std::string& primus_path, const SourceLocation& where) {
+                              const std::string& primus_path, const SourceLocation& where,
+                              std::string_view preset_dir) {
   std::error_code ec;
   const std::string file = with_yaml_suffix(name);
   // An explicit path (relative to the experiment file, or absolute).
@@ -43,6 +68,9 @@ std::string find_model_preset(const std::string& name, const std::string& data_d
     if (fs::is_regular_file(p, ec)) return p.string();
   }
   if (fs::path(name).is_absolute() && fs::is_regular_file(name, ec)) return name;
+  if (preset_dir != "megatron") {
+    return find_backend_preset(file, data_dir, primus_path, where, preset_dir);
+  }
   const fs::path bundled = fs::path(data_dir) / "models" / file;
   if (fs::is_regular_file(bundled, ec)) return bundled.string();
   if (!primus_path.empty()) {
