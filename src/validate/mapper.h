@@ -32,12 +32,18 @@ class Mapper {
   MappedRun& out_;
   JobDraft& d_;
   const FrameworkProfile* nemo = nullptr;  // for entries that follow NeMo's recipes
+  std::string data_dir;                    // catalogues (MaxText model configs, ...)
 };
 
 bool has(const std::string& haystack_lower, const char* needle);
 
 // map_model.cpp: the model block (decoder LM or recommendation).
 void map_model(Mapper& m, int seq_len);
+
+// map_maxtext.cpp: a MaxText run (profile back-end "maxtext"): its mesh (ici_* / dcn_* axes in
+// training.parallelism), per-device batch, remat policy, dtypes, MoE dispatch, and the
+// architecture of the MaxText model config its arch_source names. `cl` is the loaded cluster.
+void map_maxtext_training(Mapper& m, const ClusterSpec& cl);
 
 // map_text.cpp: free-text readings.
 ActivationKind read_activation(Mapper& m, const std::string& text, bool& gated);

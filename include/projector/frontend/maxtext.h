@@ -63,4 +63,10 @@ struct Topology {
 };
 std::optional<Topology> parse_compile_topology(std::string_view text);
 
+// The architecture of MaxText's model config `model_name` over base.yml (the bundled
+// transcription in data/frameworks/maxtext, or the checkout named by `maxtext_path`), read as the
+// adapter reads it. Throws InputError when no such config exists.
+ModelSpec model_from_config(const std::string& model_name, const std::string& data_dir,
+                            const std::string& maxtext_path = "");
+
 }  // namespace projector::maxtext

@@ -83,6 +83,7 @@ struct RunEntry {
     std::optional<int> mtp_layers;
     std::string attention;  // free text (e.g. sliding-window notes)
     std::string block;      // free text for non-standard blocks
+    std::string arch_source;  // free text: where the architecture came from (a config file)
     std::optional<Moe> moe;
     std::optional<Mla> mla;
     std::optional<Dlrm> dlrm;
@@ -108,6 +109,8 @@ struct RunEntry {
     std::optional<int> per_device_batch_size;  // MaxText per-chip batch
     std::optional<int> fsdp_shard_degree;
     std::optional<int> batch_size_per_gpu;  // TorchRec --batch_size (per rank)
+    std::string parallelism;                // free text: MaxText ici_* / dcn_* axes, topology
+    std::optional<bool> token_dropping;
   } training;
 
   struct Measured {

@@ -318,3 +318,24 @@ JobDraft MaxTextAdapter::normalize(AdapterInput& in) const {
 }
 
 }  // namespace projector::frontend_detail
+
+namespace projector::maxtext {
+
+ModelSpec model_from_config(const std::string& model_name, const std::string& data_dir,
+                            const std::string& maxtext_path) {
+  AdapterInput in;
+  in.args = ConfigValue::make_map();
+  in.args.set("model_name", ConfigValue::make_string(model_name));
+  in.data_dir = data_dir;
+  in.source = "model_name " + model_name;
+  if (!maxtext_path.empty()) {
+    in.env = fixed_environment({{"PRIMUS_MAXTEXT_PATH", maxtext_path}});
+  }
+  JobDraft d;
+  const frontend_detail::MaxTextConfig cfg = frontend_detail::merge_maxtext_config(in, d);
+  frontend_detail::MaxTextReader r(in.args, cfg, d);
+  frontend_detail::read_maxtext_model(r, d);
+  return d.model;
+}
+
+}  // namespace projector::maxtext
