@@ -52,7 +52,7 @@ TorusRates rates(const NetworkSpec& net) {
 
 double axis_bw(const TorusSpan& t, int i, const TorusRates& r) {
   const auto j = static_cast<std::size_t>(i);
-  const double link = t.core[j] ? r.core_bw : r.link_bw;
+  const double link = t.core[j] ? r.core_bw : r.link_bw / std::max(1, t.sharers);
   return (t.wrap[j] && t.extent[j] > 2 ? 2.0 : 1.0) * link;
 }
 
@@ -86,7 +86,7 @@ double ici_alltoall_s(const TorusSpan& t, const TorusRates& r, double bytes) {
     const auto j = static_cast<std::size_t>(i);
     const double ni = t.extent[j];
     if (ni <= 1.0) continue;
-    const double link = t.core[j] ? r.core_bw : r.link_bw;
+    const double link = t.core[j] ? r.core_bw : r.link_bw / std::max(1, t.sharers);
     // A pair (n = 2) exchanges half the buffer over its one link.
     const double per_link = ni <= 2.0 ? 2.0 : (t.wrap[j] ? 8.0 : 4.0);
     worst = std::max(worst, bytes * ni / (per_link * link));
@@ -135,7 +135,7 @@ CollectiveEstimate torus_collective_estimate(const NetworkSpec& net, CollectiveK
     case CollectiveKind::kSendRecv:
       // A neighbour hop on one link, or a chip-to-chip transfer over DCN.
       time = s > 1 ? r.dcn_step_s + bytes / std::max(1.0, r.dcn_bw)
-                   : r.base_s + r.hop_s + bytes / std::max(1.0, r.link_bw);
+                   : r.base_s + r.hop_s + bytes * std::max(1, t.sharers) / std::max(1.0, r.link_bw);
       e.algorithm = "p2p";
       break;
     case CollectiveKind::kBroadcast:

@@ -137,7 +137,11 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
         exposed = t - hidden;
       }
       acc[ph].exposed_s += n * exposed;
-      add_exposed(acc[ph].by_group, op.group, n * exposed);
+      if (op.kind == OpKind::kHostTransfer) {
+        acc[ph].by_group.offload_s += n * exposed;
+      } else {
+        add_exposed(acc[ph].by_group, op.group, n * exposed);
+      }
       if (op.group == GroupKind::kEp) acc[ph].ep_hideable_s += n * exposed;
     } else {
       acc[ph].compute_s += n * t;
@@ -209,6 +213,8 @@ std::vector<ExposedComm> price_chunks(const JobSpec& job, CostCache& cache,
         e.tp_s += a.by_group.tp_s;
         e.cp_s += a.by_group.cp_s;
         e.ep_s += a.by_group.ep_s;
+        e.dp_s += a.by_group.dp_s;
+        e.offload_s += a.by_group.offload_s;
       }
     }
   }
@@ -375,9 +381,11 @@ void fill_exposed(const JobSpec& job, const std::vector<ExposedComm>& stage_expo
     rep.exposed.tp_s += e.tp_s * rep.num_microbatches;
     rep.exposed.cp_s += e.cp_s * rep.num_microbatches;
     rep.exposed.ep_s += e.ep_s * rep.num_microbatches;
+    rep.exposed.dp_s += e.dp_s * rep.num_microbatches;  // per-layer FSDP collectives
+    rep.exposed.offload_s += e.offload_s * rep.num_microbatches;
   }
   for (const schedule::StreamStats& s : rep.simulation.streams) {
-    if (s.name == "dp") rep.exposed.dp_s = s.exposed_s[static_cast<std::size_t>(crit)];
+    if (s.name == "dp") rep.exposed.dp_s += s.exposed_s[static_cast<std::size_t>(crit)];
   }
   rep.exposed.dp_s += rep.param_gather_exposed_s;
   rep.exposed.pp_s = p.pp > 1 ? 2.0 * (p.pp - 1) * rep.p2p_s : 0.0;

@@ -134,6 +134,9 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
       "  Exposed comm (ms)       TP {:.1f}  CP {:.1f}  EP {:.1f}  PP {:.1f}  DP {:.1f}\n",
       ms(rep.exposed.tp_s), ms(rep.exposed.cp_s), ms(rep.exposed.ep_s), ms(rep.exposed.pp_s),
       ms(rep.exposed.dp_s));
+  if (rep.exposed.offload_s > 0.0) {
+    out += fmt::format("  Exposed host offload    {:>12.1f} ms\n", ms(rep.exposed.offload_s));
+  }
   out += fmt::format("  Tokens/s                {:>12.0f}\n", rep.tokens_per_s);
   out += fmt::format("  Tokens/s/GPU            {:>12.1f}\n", rep.tokens_per_s_per_gpu);
   out += fmt::format("  Model TFLOP/s/GPU       {:>12.1f}\n", rep.model_tflops_per_gpu);
@@ -228,7 +231,8 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                           {"cp", ms(rep.exposed.cp_s)},
                           {"ep", ms(rep.exposed.ep_s)},
                           {"pp", ms(rep.exposed.pp_s)},
-                          {"dp", ms(rep.exposed.dp_s)}};
+                          {"dp", ms(rep.exposed.dp_s)},
+                          {"offload", ms(rep.exposed.offload_s)}};
   ordered_json chunks = ordered_json::array();
   for (const ChunkTiming& c : rep.chunks) {
     ordered_json jc;

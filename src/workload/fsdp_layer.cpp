@@ -3,8 +3,9 @@
 // gathers them again for the backward (the remat replay and the input gradients need them; a
 // gathered weight is not a saved residual); the weight gradients are reduce-scattered as soon as
 // the layer's backward has produced them. With hybrid sharding the gradient shard is then
-// all-reduced over the replicas (MaxText's data axis, usually DCN). Gathers move the weights in
-// the compute dtype (the cast to it commutes with the gather), reductions the gradient dtype.
+// all-reduced over the replicas (MaxText's data axis, usually DCN). Both move the compute dtype:
+// MaxText casts each weight to it before use (moe.py RoutedMoE, linears.py), so the gather is of
+// the cast weight and the reduction of its gradient, which is cast to grad_dtype afterwards.
 #include <algorithm>
 
 #include "workload/build_detail.h"
@@ -35,8 +36,10 @@ std::vector<Op> fsdp_layer_ops(const JobSpec& job, double dense_params, double e
   const int replicate = std::max(1, p.fsdp_replicate);
   const int dense_shard = std::max(1, p.dp * p.cp / replicate);
   const int expert_shard = std::max(1, p.expert_dp / replicate);
+  // The cast to the compute dtype commutes with the gather, and the gradient of the cast weight is
+  // reduced before it is cast back to the gradient dtype: both move compute-dtype bytes.
   const double act_b = bytes_per_element(job.runtime.precision.params_dtype);
-  const double grad_b = bytes_per_element(job.runtime.main_grads_dtype);
+  const double grad_b = act_b;
   struct Part {
     double params;
     int shard;

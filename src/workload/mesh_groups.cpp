@@ -104,6 +104,7 @@ CommGroup mesh_group(const JobSpec& job, GroupKind kind) {
                        : 0;
   TorusSpan& t = g.torus;
   t.slices = dcn;
+  t.sharers = std::max(1, cl.devices_per_chip);
   for (int ax = 0; ax < phys && t.axes < TorusSpan::kMaxAxes; ++ax) {
     const int n = along[static_cast<std::size_t>(ax)];
     if (n <= 1) continue;

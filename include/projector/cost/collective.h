@@ -32,6 +32,9 @@ struct TorusSpan {
   std::array<bool, kMaxAxes> wrap{};
   std::array<bool, kMaxAxes> core{};
   int slices = 1;  // slices spanned (> 1: the DCN tier is crossed)
+  // Devices of one chip that send over the chip's ICI links at the same time (TPU7x: its two
+  // dies): each gets 1 / sharers of a link's rate.
+  int sharers = 1;
   bool placed() const { return axes > 0 || slices > 1; }
   int members_per_slice() const {
     int n = 1;

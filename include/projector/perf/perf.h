@@ -44,6 +44,7 @@ struct ChunkTiming {
 // Exposed (not hidden by compute) communication time per iteration on the critical rank.
 struct ExposedComm {
   double tp_s = 0.0, cp_s = 0.0, ep_s = 0.0, pp_s = 0.0, dp_s = 0.0;
+  double offload_s = 0.0;  // device <-> host copies (activation offload) not hidden by compute
 };
 
 struct PerfReport {

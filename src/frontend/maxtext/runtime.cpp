@@ -95,6 +95,8 @@ void read_attention_and_moe(MaxTextReader& r, JobDraft& d) {
   // autoselected picks the flash kernel (splash on TPU, cuDNN / TE on GPU) for training.
   d.flash_attention = attention != "dot_product";
   d.attention_kernel = AttentionKernel::kFused;
+  // XLA fuses the log-softmax and the loss into one pass over the logits (and their gradient).
+  d.runtime.cross_entropy_fusion = true;
   if (r.integer("num_experts", 1) <= 1) return;
   if (r.boolean("sparse_matmul", true)) {
     d.runtime.moe_dispatch = MoeDispatchKind::kPermute;
