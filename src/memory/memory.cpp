@@ -459,11 +459,19 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
   if (st.has_embedding && job.model.hidden_dropout > 0.0) c.per_microbatch += seq_in;  // mask
   // Loss temporaries: the params-dtype logits (forward) / their grad (backward), plus a new fp32
   // grad when the loss does not reuse its saved softmax.
+  const bool compiled = job.runtime.whole_step_compiled;
   const double logits_tmp =
-      geo.tokens * vocab_local *
-      (geo.e + (job.runtime.loss_grad_in_place || job.runtime.cross_entropy_fusion ? 0.0 : 4.0));
+      compiled ? 0.0
+               : geo.tokens * vocab_local *
+                     (geo.e + (job.runtime.loss_grad_in_place || job.runtime.cross_entropy_fusion
+                                   ? 0.0
+                                   : 4.0));
   if (st.has_output) {
-    c.per_microbatch += output_head_bytes(job, geo, vocab_local);
+    const double head = output_head_bytes(job, geo, vocab_local);
+    c.per_microbatch += head;
+    // A compiled step frees the head's tensors after the loss backward, before any layer's
+    // backward builds its working set: the two peaks do not add.
+    if (compiled) c.transient = std::max(0.0, c.transient - head);
     consider_transient(c, logits_tmp, "logits and loss backward");
   }
   for (int k = 0; k < st.mtp_layers; ++k) {
@@ -764,6 +772,42 @@ double activation_peak(const schedule::InFlightProfile& profile, int rank,
   return best;
 }
 
+// The largest single decoder weight tensor one rank holds (after TP / EP sharding), in parameters:
+// the unit a compiled (XLA) program gathers at a time (one all-gather per weight array), where
+// FSDP2 gathers a whole layer. Gated MLPs keep their two input projections as separate arrays
+// (MaxText wi_0 / wi_1).
+double largest_weight_tensor(const JobSpec& job) {
+  const ParallelSpec& p = job.parallel;
+  const double h = static_cast<double>(job.model.hidden_size);
+  const double tp = std::max(1, p.tp);
+  const double etp = std::max(1, p.etp);
+  const double ep = std::max(1, p.ep);
+  // Decoder layers' arrays only: the embedding / output table is gathered at the start of the
+  // forward and for the loss, not while the layers' backward peaks.
+  double best = 0.0;
+  for (const LayerSpec& l : job.model.layers) {
+    const AttentionSpec& a = l.attention;
+    const double heads = a.num_heads / tp;
+    if (a.kind == AttentionKind::kMla) {
+      const double qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
+      best = std::max({best, h * std::max(a.q_lora_rank, a.kv_lora_rank + a.qk_pos_emb_head_dim),
+                       std::max(a.q_lora_rank, 0) * heads * qk,
+                       a.kv_lora_rank * heads * (a.qk_head_dim + a.v_head_dim),
+                       heads * a.v_head_dim * h});
+    } else {
+      best = std::max(best, h * heads * a.head_dim);
+    }
+    const double ffn = l.is_moe ? static_cast<double>(l.moe.shared_expert_ffn_hidden_size)
+                                : static_cast<double>(l.mlp.ffn_hidden_size);
+    best = std::max(best, h * ffn / tp);
+    if (l.is_moe) {
+      const double local = std::ceil(l.moe.num_experts / ep);
+      best = std::max(best, local * h * static_cast<double>(l.moe.expert_ffn_hidden_size) / etp);
+    }
+  }
+  return best;
+}
+
 // Static memory of a rank: weights, gradients, optimizer, FSDP window, fp8 copies, buffers.
 ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_moe) {
   const JobSpec& job = cx.job;
@@ -808,9 +852,15 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   s[idx(MemoryComponent::kMasterWeights)] = opt_params * master_b * on_device;
   s[idx(MemoryComponent::kOptimizerStates)] = opt_params * state_b * on_device;
   if (fsdp) {
+    // Gathered: the unit in use and the prefetched next; unsharded: one unit's gradient before its
+    // reduce-scatter. XLA's unit is one weight array (in the compute dtype, and so is the gradient
+    // it reduces: fsdp_layer.cpp), FSDP2's one layer.
+    const bool compiled = rt.whole_step_compiled;
+    const double unit = compiled ? std::min(P.largest_unit_params, largest_weight_tensor(job))
+                                 : P.largest_unit_params;
     s[idx(MemoryComponent::kFsdpUnsharded)] =
-        2.0 * P.largest_unit_params * gather_b + P.largest_unit_params * gb;
-    s[idx(MemoryComponent::kFp8WeightCopies)] = 2.0 * P.largest_unit_params * copy_b;
+        2.0 * unit * gather_b + unit * (compiled ? gather_b : gb);
+    s[idx(MemoryComponent::kFp8WeightCopies)] = 2.0 * unit * copy_b;
   } else {
     s[idx(MemoryComponent::kFp8WeightCopies)] = (P.dense_gemm_params + P.expert_params) * copy_b;
   }

@@ -121,6 +121,8 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
         const double hidden = std::min(t, budget);
         budget -= hidden;
         exposed = t - hidden;
+        // The compute it hides behind slows down while it runs (HBM and, on GPUs, CU contention).
+        exposed += hidden * job.cluster.accelerator.calibration.comm_compute_interference.value;
       } else if (op.overlap == Overlap::kWithCompute) {
         // Neighbouring compute op in the same phase that this collective pipelines with.
         double partner = 0.0;

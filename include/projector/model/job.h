@@ -294,6 +294,10 @@ struct RuntimeSpec {
   bool master_weights = true;
   bool optimizer_host_offload = false;  // optimizer state lives in host memory (MaxText)
   MoeDispatchKind moe_dispatch = MoeDispatchKind::kPermute;
+  // The whole step is one compiled program (JAX / XLA): buffers are assigned from the program's
+  // liveness (a tensor is freed at its last use, e.g. the logits before the layers' backward),
+  // weights are gathered one array at a time, the fused loss writes its gradient into its logits.
+  bool whole_step_compiled = false;
 };
 
 // -------------------------------------------------------------------------------------- cluster
