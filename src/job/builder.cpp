@@ -140,6 +140,7 @@ class Builder {
   void load_hardware(const ClusterRequest& request);
   std::int64_t mesh_min_world() const;
   void mesh_layout(const ClusterRequest& request);
+  void override_mesh_axes(std::vector<MeshAxis>& mesh) const;
   int mesh_slices(const ClusterRequest& request);
   void mesh_torus(const ClusterRequest& request, std::vector<MeshAxis>& mesh, int slices);
   bool per_device_batches();
@@ -352,6 +353,40 @@ void Builder::mesh_torus(const ClusterRequest& req, std::vector<MeshAxis>& mesh,
   place_mesh(mesh, cl.slice_shape, cl.devices_per_chip);
 }
 
+// Sizes stated besides the mesh (--tp / PRIMUS_TP ...) replace the ICI size of their mesh axis;
+// the FSDP axis then takes what the others leave of the slice.
+void Builder::override_mesh_axes(std::vector<MeshAxis>& mesh) const {
+  const std::pair<const std::optional<int>*, MeshRole> stated[] = {{&d_.tp, MeshRole::kTensor},
+                                                                  {&d_.pp, MeshRole::kStage},
+                                                                  {&d_.cp, MeshRole::kContext},
+                                                                  {&d_.ep, MeshRole::kExpert}};
+  bool changed = false;
+  for (const auto& [v, role] : stated) {
+    if (!v->has_value()) continue;
+    auto it = std::find_if(mesh.begin(), mesh.end(), [&](const MeshAxis& a) { return a.role == role; });
+    if (it == mesh.end()) {
+      mesh.push_back({role, std::string(to_string(role)), 1, 1, {}, {}});
+      it = mesh.end() - 1;
+    }
+    for (MeshAxis& a : mesh) {
+      if (a.role == role && &a != &*it) a.ici = 1;
+    }
+    it->ici = **v;
+    changed = true;
+  }
+  if (!changed) return;
+  for (MeshAxis& a : mesh) {
+    if (a.ici == -1) a.ici = 1;
+  }
+  auto fsdp = std::find_if(mesh.begin(), mesh.end(),
+                           [](const MeshAxis& a) { return a.role == MeshRole::kFsdp; });
+  if (fsdp == mesh.end()) {
+    mesh.push_back({MeshRole::kFsdp, "fsdp", -1, 1, {}, {}});
+  } else {
+    fsdp->ici = -1;
+  }
+}
+
 // A device mesh: resolves its -1 axes for the devices and slices, places it on the torus and
 // derives the neutral sizes (job/mesh.h mesh_sizes).
 void Builder::mesh_layout(const ClusterRequest& req) {
@@ -363,6 +398,7 @@ void Builder::mesh_layout(const ClusterRequest& req) {
          fmt::format("{} devices do not split into {} slices", world_, slices));
   }
   std::vector<MeshAxis> mesh = d_.mesh;
+  override_mesh_axes(mesh);
   if (const std::string e = resolve_mesh(mesh, world_ / slices, slices); !e.empty()) {
     fail(LayoutRule::kSizes, DraftField::kMesh,
          fmt::format("{} ({} devices in {} slice(s))", e, world_, slices));

@@ -196,6 +196,38 @@ void place_mesh(std::vector<MeshAxis>& mesh, const std::vector<int>& slice_shape
   }
 }
 
+bool relayout_mesh(JobSpec& job) {
+  ParallelSpec& p = job.parallel;
+  if (p.mesh.empty()) return true;
+  const ClusterSpec& cl = job.cluster;
+  const int slices = std::max(1, cl.slices);
+  const std::int64_t world = cl.world_size();
+  if (world % slices != 0) return false;
+  const std::int64_t per_slice = world / slices;
+  const std::int64_t inner = static_cast<std::int64_t>(p.tp) * p.pp * p.cp * p.ep;
+  if (inner < 1 || per_slice % inner != 0) return false;
+  const int fsdp = static_cast<int>(per_slice / inner);
+  std::vector<MeshAxis> mesh = {{MeshRole::kData, "data", 1, slices, {}, {}},
+                                {MeshRole::kStage, "stage", p.pp, 1, {}, {}},
+                                {MeshRole::kFsdp, "fsdp", fsdp, 1, {}, {}},
+                                {MeshRole::kContext, "context", p.cp, 1, {}, {}},
+                                {MeshRole::kTensor, "tensor", p.tp, 1, {}, {}},
+                                {MeshRole::kExpert, "expert", p.ep, 1, {}, {}}};
+  mesh.erase(std::remove_if(mesh.begin(), mesh.end(),
+                            [](const MeshAxis& a) { return a.ici == 1 && a.dcn == 1; }),
+             mesh.end());
+  if (mesh.empty()) mesh.push_back({MeshRole::kData, "data", 1, 1, {}, {}});
+  place_mesh(mesh, cl.slice_shape, cl.devices_per_chip);
+  const MeshSizes s = mesh_sizes(mesh);
+  p.mesh = std::move(mesh);
+  p.fsdp_replicate = s.replicate;
+  p.fsdp = s.fsdp_shard > 1 ? FsdpKind::kFsdp2 : FsdpKind::kNone;
+  p.distributed_optimizer = false;
+  p.sequence_parallel = s.tp > 1;
+  p.etp = p.tp;
+  return true;
+}
+
 std::vector<int> default_slice_shape(std::int64_t chips, const AcceleratorSpec& acc) {
   const int dims = acc.scaleup_topology == "torus" ? acc.torus_dims : 0;
   if (dims < 2 || chips < 1) return {};

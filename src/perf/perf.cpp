@@ -357,6 +357,9 @@ void fill_metrics(const JobSpec& job, CostCache& cache, PerfReport& rep) {
   rep.flops = model_flops(job);
   rep.model_tflops_per_gpu = rep.flops.model_flops / rep.iteration_s / rep.world_size / 1e12;
   rep.hardware_tflops_per_gpu = rep.flops.hardware_flops / rep.iteration_s / rep.world_size / 1e12;
+  if (job.runtime.logged_flops == RuntimeSpec::LoggedFlops::kMaxText) {
+    rep.logged_tflops_per_gpu = maxtext_flops(job) / rep.iteration_s / rep.world_size / 1e12;
+  }
   rep.mfu_dtype = job.runtime.precision.params_dtype;
   const double peak = job.cluster.accelerator.peak_flops(rep.mfu_dtype);
   rep.mfu = peak > 0 ? rep.model_tflops_per_gpu * 1e12 / peak : 0.0;

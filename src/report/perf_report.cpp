@@ -140,6 +140,10 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
   out += fmt::format("  Tokens/s                {:>12.0f}\n", rep.tokens_per_s);
   out += fmt::format("  Tokens/s/GPU            {:>12.1f}\n", rep.tokens_per_s_per_gpu);
   out += fmt::format("  Model TFLOP/s/GPU       {:>12.1f}\n", rep.model_tflops_per_gpu);
+  if (rep.logged_tflops_per_gpu > 0.0) {
+    out += fmt::format("  MaxText TFLOP/s/device  {:>12.1f} (calculate_tflops_training_per_device)\n",
+                       rep.logged_tflops_per_gpu);
+  }
   out += fmt::format("  Hardware TFLOP/s/GPU    {:>12.1f} (incl. recompute)\n",
                      rep.hardware_tflops_per_gpu);
   out += fmt::format("  MFU                     {:>12.1f} % of {} dense peak ({:.0f} TFLOP/s)\n",
@@ -221,6 +225,7 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                   {"hardware_flops_per_iteration", rep.flops.hardware_flops},
                   {"model_tflops_per_gpu", rep.model_tflops_per_gpu},
                   {"hardware_tflops_per_gpu", rep.hardware_tflops_per_gpu},
+                  {"logged_tflops_per_gpu", rep.logged_tflops_per_gpu},
                   {"mfu_pct", 100.0 * rep.mfu},
                   {"mfu_dtype", std::string(to_string(rep.mfu_dtype))},
                   {"bubble_fraction", rep.bubble_fraction},

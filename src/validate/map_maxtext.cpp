@@ -286,6 +286,7 @@ void map_maxtext_training(Mapper& m, const ClusterSpec& cl) {
   m.d_.attention_kernel = AttentionKernel::kFused;
   m.d_.runtime.cross_entropy_fusion = true;  // XLA fuses the loss (as the adapter reads MaxText)
   m.d_.runtime.whole_step_compiled = true;
+  m.d_.runtime.logged_flops = RuntimeSpec::LoggedFlops::kMaxText;
   m.d_.layer_split.allow_uneven = true;
   m.d_.parallel.allow_tp_beyond_node = true;
 }

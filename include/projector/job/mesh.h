@@ -48,6 +48,13 @@ void place_mesh(std::vector<MeshAxis>& mesh, const std::vector<int>& slice_shape
 // when the accelerator has no torus.
 std::vector<int> default_slice_shape(std::int64_t chips, const AcceleratorSpec& accelerator);
 
+// Re-lays a mesh job out for its (changed) TP, PP, CP and EP, MaxText's way: tensor, stage,
+// context and expert axes inside each slice, the FSDP axis taking the rest of the slice, the data
+// axis across its slices; placed on the torus again, with hybrid sharding, FSDP and sequence
+// sharding following. False (and the job untouched) when TP x PP x CP x EP does not divide the
+// devices of a slice. A job without a mesh is left as it is (true).
+bool relayout_mesh(JobSpec& job);
+
 // "4x4x8" -> {4, 4, 8}; empty on a malformed text.
 std::vector<int> parse_slice_shape(const std::string& text);
 std::string to_string(const std::vector<int>& slice_shape);

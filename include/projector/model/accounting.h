@@ -143,6 +143,11 @@ double recompute_forward_flops_per_token(const ModelSpec& model, std::int64_t se
 // tokens = global_batch_size x seq_length; vocabulary padded by make_vocab_size_divisible_by x tp.
 ModelFlops model_flops(const JobSpec& job, const FlopOptions& options = {});
 
+// MaxText's count of one iteration (maxtext_utils.py calculate_tflops_training_per_device, summed
+// over devices): 3 x forward with causal-halved attention, the output layer counted, recompute
+// excluded, each MTP module counted without its embedding projection and logits.
+double maxtext_flops(const JobSpec& job);
+
 // SC'21 (Narayanan et al., arXiv:2104.04473, Eq. 3): hardware FLOPs of one iteration of a GPT
 // model with full recomputation, F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).
 double sc21_megatron_flops(double batch, double seq_len, double layers, double hidden,

@@ -298,6 +298,12 @@ struct RuntimeSpec {
   // liveness (a tensor is freed at its last use, e.g. the logits before the layers' backward),
   // weights are gathered one array at a time, the fused loss writes its gradient into its logits.
   bool whole_step_compiled = false;
+  // The TFLOP/s convention the framework's own logs use, reported next to projector's (perf.h
+  // logged_tflops_per_gpu): kMaxText is calculate_tflops_training_per_device (maxtext_utils.py):
+  // model FLOPs with causal-halved attention, the unembedding counted, recompute excluded, MTP
+  // counted without its projection and logits.
+  enum class LoggedFlops : std::uint8_t { kNone, kMaxText };
+  LoggedFlops logged_flops = LoggedFlops::kNone;
 };
 
 // -------------------------------------------------------------------------------------- cluster

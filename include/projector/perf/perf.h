@@ -64,6 +64,9 @@ struct PerfReport {
   ModelFlops flops;  // per iteration (model and hardware)
   double model_tflops_per_gpu = 0.0;
   double hardware_tflops_per_gpu = 0.0;
+  // The framework's own TFLOP/s count (RuntimeSpec::logged_flops; 0 when none), so a projection
+  // reads like the framework's logs.
+  double logged_tflops_per_gpu = 0.0;
   double mfu = 0.0;  // model FLOP/s per GPU over the dense peak of mfu_dtype
   Dtype mfu_dtype = Dtype::kBf16;
   double bubble_fraction = 0.0;    // idle / makespan on the busiest rank

@@ -51,10 +51,13 @@ enum class RecomputeKind : std::uint8_t {
   kSelective,  // selective, modules [core_attn] (Megatron's default set)
   kFull,       // full, uniform, 1 layer per group: every layer keeps only its input
   kFullBlock,  // full, block: the first `num_layers` layers of every model chunk
+  // A per-tensor (saved-tensor) policy of a compiled job: MaxText's remat_policy named by
+  // `num_layers` as an index into maxtext::remat_policy_names(), or -1 for the base job's own.
+  kTensorPolicy,
 };
 struct RecomputeOption {
   RecomputeKind kind = RecomputeKind::kNone;
-  int num_layers = 0;  // kFullBlock only
+  int num_layers = 0;  // kFullBlock: the layers; kTensorPolicy: the policy index
   friend bool operator==(const RecomputeOption&, const RecomputeOption&) = default;
 };
 std::string to_string(RecomputeOption r);  // none, selective, full, block<N>

@@ -98,6 +98,7 @@ void read_attention_and_moe(MaxTextReader& r, JobDraft& d) {
   // XLA fuses the log-softmax and the loss into one pass over the logits (and their gradient).
   d.runtime.cross_entropy_fusion = true;
   d.runtime.whole_step_compiled = true;
+  d.runtime.logged_flops = RuntimeSpec::LoggedFlops::kMaxText;
   if (r.integer("num_experts", 1) <= 1) return;
   if (r.boolean("sparse_matmul", true)) {
     d.runtime.moe_dispatch = MoeDispatchKind::kPermute;
