@@ -361,6 +361,11 @@ struct ChunkActivation {
   double w_retained = 0.0;
   double transient = 0.0;
   const char* transient_source = "";
+  // The least transient a compiler that rematerialises to the memory limit reaches (XLA's
+  // HloRematerialization pass, docs/tpu.md "XLA memory"): the working set of the tensors the
+  // backward reads that only a GEMM can produce; cheap elementwise outputs (norms, activations,
+  // residual sums) are recomputed next to their consumer. Equals `transient` without it.
+  double transient_floor = 0.0;
 };
 
 void consider_transient(ChunkActivation& c, double bytes, const char* source) {
@@ -433,6 +438,14 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
       c.per_microbatch += kept;
       consider_transient(c, std::max(0.0, la.full_bytes - kept) + la.largest_temporary_bytes,
                          "rematerialisation working set (1 layer)");
+      double named = 0.0;
+      for (int t = 0; t < kNumLayerTensors; ++t) {
+        const auto lt = static_cast<LayerTensor>(t);
+        if (layer_tensor_needed(layer, lt)) named += layer_tensor_bytes(job, layer, lt);
+      }
+      c.transient_floor =
+          std::max(c.transient_floor, std::min(la.full_bytes, named) - std::min(kept, named) +
+                                          la.largest_temporary_bytes);
     } else if (in_layer_ids(rc, i) || (full && block && j < rc.num_layers)) {
       c.per_microbatch += la.input_bytes;  // checkpointed: only the layer input
       consider_transient(c, la.full_bytes + la.largest_temporary_bytes,
@@ -461,17 +474,20 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
   // grad when the loss does not reuse its saved softmax.
   const bool compiled = job.runtime.whole_step_compiled;
   const double logits_tmp =
-      compiled ? 0.0
-               : geo.tokens * vocab_local *
-                     (geo.e + (job.runtime.loss_grad_in_place || job.runtime.cross_entropy_fusion
-                                   ? 0.0
-                                   : 4.0));
+      compiled
+          ? 0.0
+          : geo.tokens * vocab_local *
+                (geo.e +
+                 (job.runtime.loss_grad_in_place || job.runtime.cross_entropy_fusion ? 0.0 : 4.0));
   if (st.has_output) {
     const double head = output_head_bytes(job, geo, vocab_local);
     c.per_microbatch += head;
     // A compiled step frees the head's tensors after the loss backward, before any layer's
     // backward builds its working set: the two peaks do not add.
-    if (compiled) c.transient = std::max(0.0, c.transient - head);
+    if (compiled) {
+      c.transient = std::max(0.0, c.transient - head);
+      c.transient_floor = std::max(0.0, c.transient_floor - head);
+    }
     consider_transient(c, logits_tmp, "logits and loss backward");
   }
   for (int k = 0; k < st.mtp_layers; ++k) {
@@ -481,6 +497,7 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
     c.w_retained += mtp_act.w_retained_bytes;
     consider_transient(c, logits_tmp, "logits and loss backward");
   }
+  c.transient_floor = compiled ? std::min(c.transient, c.transient_floor) : c.transient;
   return c;
 }
 
@@ -593,6 +610,7 @@ struct RankChunks {
   // (the point sizes go straight to RankMemory::activation_per_chunk_bytes /
   // w_only_per_chunk_bytes)
   double transient_point = 0.0, transient_upper = 0.0;
+  double transient_floor = 0.0;  // ChunkActivation::transient_floor of the rank's largest chunk
   bool has_moe = false;
 };
 
@@ -748,6 +766,7 @@ const RankChunks& rank_chunks(Context& cx, int r, RankMemory& rm) {
       out.transient_point = p.transient;
       rm.transient_source = p.transient_source;
     }
+    out.transient_floor = std::max(out.transient_floor, p.transient_floor);
     out.transient_upper = std::max(out.transient_upper, u.transient);
   }
   return out;
@@ -893,11 +912,24 @@ RankMemory project_rank(Context& cx, int r) {
   rm.upper = s;
   rm.point[idx(MemoryComponent::kActivations)] = act_p;
   rm.upper[idx(MemoryComponent::kActivations)] = act_u;
-  rm.point[idx(MemoryComponent::kTransient)] = ch.transient_point;
-  rm.upper[idx(MemoryComponent::kTransient)] = ch.transient_upper;
   const double window = s[idx(MemoryComponent::kFsdpUnsharded)];
+  double transient_p = ch.transient_point;
+  const double capacity = cx.job.cluster.accelerator.hbm_bytes;
+  if (cx.job.runtime.whole_step_compiled && capacity > 0.0 && ch.transient_floor < transient_p) {
+    // XLA rematerialises to the device's memory limit at compile time: a step whose working set
+    // would not fit recomputes cheap tensors instead, down to the floor (ChunkActivation).
+    const double frag = cal.fragmentation_fraction.value;
+    const double total = sum(s) + act_p + transient_p + frag * (act_p + transient_p + window);
+    const double excess = total - capacity;
+    if (excess > 0.0) {
+      transient_p = std::max(ch.transient_floor, transient_p - excess / (1.0 + frag));
+      rm.transient_source = "working set rematerialised by XLA to the HBM limit";
+    }
+  }
+  rm.point[idx(MemoryComponent::kTransient)] = transient_p;
+  rm.upper[idx(MemoryComponent::kTransient)] = ch.transient_upper;
   rm.point[idx(MemoryComponent::kFragmentation)] =
-      cal.fragmentation_fraction.value * (act_p + ch.transient_point + window);
+      cal.fragmentation_fraction.value * (act_p + transient_p + window);
   rm.upper[idx(MemoryComponent::kFragmentation)] =
       cal.fragmentation_upper_fraction.value * (act_u + ch.transient_upper + window);
   rm.total_point_bytes = sum(rm.point);
