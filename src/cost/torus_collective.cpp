@@ -87,8 +87,8 @@ double ici_alltoall_s(const TorusSpan& t, const TorusRates& r, double bytes) {
     const double ni = t.extent[j];
     if (ni <= 1.0) continue;
     const double link = t.core[j] ? r.core_bw : r.link_bw / std::max(1, t.sharers);
-    // A pair (n = 2) exchanges half the buffer over its one link.
-    const double per_link = ni <= 2.0 ? 2.0 : (t.wrap[j] ? 8.0 : 4.0);
+    // A pair (n_i = 2) is a line: half the buffer crosses its one link (S n_i / 4).
+    const double per_link = t.wrap[j] && ni > 2.0 ? 8.0 : 4.0;
     worst = std::max(worst, bytes * ni / (per_link * link));
   }
   return r.base_s + ring_steps(t) * r.hop_s + worst;

@@ -350,20 +350,27 @@ void Builder::mesh_torus(const ClusterRequest& req, std::vector<MeshAxis>& mesh,
                                          chips, cl.accelerator.name),
                              ""});
   }
-  place_mesh(mesh, cl.slice_shape, cl.devices_per_chip);
+  if (const std::string why =
+          place_mesh(mesh, cl.slice_shape, cl.devices_per_chip, d_.mesh_placement);
+      !why.empty()) {
+    job_.warnings.push_back(
+        fmt::format("mesh placement '{}' not applied ({}): JAX's default placement used",
+                    d_.mesh_placement, why));
+  }
 }
 
 // Sizes stated besides the mesh (--tp / PRIMUS_TP ...) replace the ICI size of their mesh axis;
 // the FSDP axis then takes what the others leave of the slice.
 void Builder::override_mesh_axes(std::vector<MeshAxis>& mesh) const {
   const std::pair<const std::optional<int>*, MeshRole> stated[] = {{&d_.tp, MeshRole::kTensor},
-                                                                  {&d_.pp, MeshRole::kStage},
-                                                                  {&d_.cp, MeshRole::kContext},
-                                                                  {&d_.ep, MeshRole::kExpert}};
+                                                                   {&d_.pp, MeshRole::kStage},
+                                                                   {&d_.cp, MeshRole::kContext},
+                                                                   {&d_.ep, MeshRole::kExpert}};
   bool changed = false;
   for (const auto& [v, role] : stated) {
     if (!v->has_value()) continue;
-    auto it = std::find_if(mesh.begin(), mesh.end(), [&](const MeshAxis& a) { return a.role == role; });
+    auto it =
+        std::find_if(mesh.begin(), mesh.end(), [&](const MeshAxis& a) { return a.role == role; });
     if (it == mesh.end()) {
       mesh.push_back({role, std::string(to_string(role)), 1, 1, {}, {}});
       it = mesh.end() - 1;

@@ -181,19 +181,45 @@ std::string resolve_mesh(std::vector<MeshAxis>& mesh, std::int64_t devices_per_s
   return fill_group(mesh, true, slices);
 }
 
-void place_mesh(std::vector<MeshAxis>& mesh, const std::vector<int>& slice_shape,
-                int devices_per_chip) {
+std::string place_mesh(std::vector<MeshAxis>& mesh, const std::vector<int>& slice_shape,
+                       int devices_per_chip, const std::string& custom) {
   for (MeshAxis& a : mesh) {
     a.torus_axes.clear();
     a.torus_extent.clear();
   }
-  if (slice_shape.empty()) return;
+  if (slice_shape.empty()) return custom.empty() ? "" : "the accelerator has no torus";
+  std::string why;
+  if (!custom.empty()) {
+    // max_utils.py is_valid_custom_mesh / create_custom_device_mesh: ICI sizes {1, ring, outer}
+    // on a 16x16 slice, the ring axis after the outer one.
+    const bool r64 = custom == "hybrid_ring_64x4";
+    const bool r32 = custom == "hybrid_ring_32x8";
+    std::vector<MeshAxis*> used;
+    for (MeshAxis& a : mesh) {
+      if (a.ici > 1) used.push_back(&a);
+    }
+    if (!r64 && !r32) {
+      why = "unknown custom_mesh '" + custom + "'";
+    } else if (slice_shape != std::vector<int>{16, 16} || devices_per_chip > 1) {
+      why = custom + " needs a 16x16 slice";
+    } else if (used.size() != 2 || used[0]->ici != (r64 ? 64 : 32) ||
+               used[1]->ici != (r64 ? 4 : 8)) {
+      why = custom + " needs ICI axes " + (r64 ? "64 then 4" : "32 then 8");
+    } else {
+      used[1]->torus_axes = {0, 1};
+      used[1]->torus_extent = r64 ? std::vector<int>{2, 2} : std::vector<int>{2, 4};
+      used[0]->torus_axes = {0, 1};
+      used[0]->torus_extent = r64 ? std::vector<int>{8, 8} : std::vector<int>{8, 4};
+      return "";
+    }
+  }
   std::vector<int> free = slice_shape;
   if (devices_per_chip > 1) free.push_back(devices_per_chip);
   for (auto it = mesh.rbegin(); it != mesh.rend(); ++it) {
     if (it->ici <= 1) continue;
     if (!assign_whole(*it, free)) assign_split(*it, free);
   }
+  return why;
 }
 
 bool relayout_mesh(JobSpec& job) {

@@ -61,7 +61,8 @@ void map_mesh(Mapper& m) {
     mesh.push_back(x);
   }
   auto axis = [&](std::string_view name) -> MeshAxis& {
-    return *std::find_if(mesh.begin(), mesh.end(), [&](const MeshAxis& x) { return x.name == name; });
+    return *std::find_if(mesh.begin(), mesh.end(),
+                         [&](const MeshAxis& x) { return x.name == name; });
   };
   const auto stated = mesh_settings(t.parallelism);
   bool named[2][16] = {};
@@ -77,7 +78,12 @@ void map_mesh(Mapper& m) {
     const bool any = named[0][&x - mesh.data()] || named[1][&x - mesh.data()];
     if (v->has_value() && **v > 1 && !any) {
       x.ici = **v;
-      m.note(fmt::format("training.{}: {} read as ici_{}_parallelism", name == "stage" ? "pp" : name == "tensor" ? "tp" : name == "expert" ? "ep" : "cp", **v, name == "stage" ? "pipeline" : name));
+      m.note(fmt::format("training.{}: {} read as ici_{}_parallelism",
+                         name == "stage"    ? "pp"
+                         : name == "tensor" ? "tp"
+                         : name == "expert" ? "ep"
+                                            : "cp",
+                         **v, name == "stage" ? "pipeline" : name));
     }
   }
   if (stated.empty()) {
@@ -91,11 +97,15 @@ void map_mesh(Mapper& m) {
   m.d_.mesh = std::move(mesh);
   m.d_.parallel.fsdp_per_layer = true;
   const std::string text = to_lower(t.parallelism);
+  for (const char* custom : {"hybrid_ring_64x4", "hybrid_ring_32x8"}) {
+    if (text.find(custom) != std::string::npos) m.d_.mesh_placement = custom;
+  }
   if (const std::size_t p = text.find("topology"); p != std::string::npos) {
     std::size_t i = p + 8;
     while (i < text.size() && !std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
     std::size_t j = i;
-    while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == 'x')) {
+    while (j < text.size() &&
+           (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == 'x')) {
       ++j;
     }
     m.d_.slice_shape = parse_slice_shape(text.substr(i, j - i));
@@ -131,8 +141,7 @@ void map_remat(Mapper& m) {
       maxtext::remat_policy(name, [&](std::string_view key) -> std::optional<std::string> {
         const std::string k(key);
         const std::size_t p = expanded.find(k);
-        const bool whole = p != std::string::npos &&
-                           (p == 0 || !is_word(expanded[p - 1])) &&
+        const bool whole = p != std::string::npos && (p == 0 || !is_word(expanded[p - 1])) &&
                            (p + k.size() >= expanded.size() || !is_word(expanded[p + k.size()]));
         if (!whole) return std::nullopt;
         return offload ? "offload" : "device";
@@ -172,11 +181,10 @@ void map_precision(Mapper& m) {
   RuntimeSpec& rt = m.d_.runtime;
   Dtype weights = Dtype::kFp32;
   if (has(t, "weight_dtype=bfloat16") || has(t, "weight_dtype bfloat16") ||
-      has(t, "weights/optimizer mu in bf16") || has(t, "bf16 master") ||
-      has(t, "bf16 weights") || has(t, "weight_dtype=bf16")) {
+      has(t, "weights/optimizer mu in bf16") || has(t, "bf16 master") || has(t, "bf16 weights") ||
+      has(t, "weight_dtype=bf16")) {
     weights = Dtype::kBf16;
-  } else if (!has(t, "fp32 weights") && !has(t, "weight_dtype=float32") &&
-             !has(t, "fp32 master")) {
+  } else if (!has(t, "fp32 weights") && !has(t, "weight_dtype=float32") && !has(t, "fp32 master")) {
     m.assume("training.weight_dtype", "float32", "not stated; MaxText base.yml default");
   }
   rt.precision.weights_storage =
@@ -202,7 +210,8 @@ void map_moe(Mapper& m) {
                                        : number_after(t, "cf");
   const bool dropping = m.e_.training.token_dropping.value_or(false);
   if (has(t, "dense_matmul")) {
-    rt.moe_dispatch = cf && *cf > 0.0 ? MoeDispatchKind::kDenseCapacity : MoeDispatchKind::kDenseAll;
+    rt.moe_dispatch =
+        cf && *cf > 0.0 ? MoeDispatchKind::kDenseCapacity : MoeDispatchKind::kDenseAll;
   } else {
     rt.moe_dispatch = MoeDispatchKind::kPermute;
   }
@@ -229,8 +238,10 @@ void map_architecture(Mapper& m) {
   try {
     model = maxtext::model_from_config(name, m.data_dir);
   } catch (const InputError& ex) {
-    m.note("model.arch_source: MaxText model config '" + name + "' not bundled; the model block "
-           "is used (" + ex.message() + ")");
+    m.note("model.arch_source: MaxText model config '" + name +
+           "' not bundled; the model block "
+           "is used (" +
+           ex.message() + ")");
     return;
   }
   const RunEntry::Model& em = m.e_.model;
@@ -262,14 +273,15 @@ void map_batch(Mapper& m, const ClusterSpec& cl) {
   if (t.global_batch_size && per_step > 0 && *t.global_batch_size % per_step == 0 &&
       *t.global_batch_size / per_step > 1) {
     m.d_.gradient_accumulation = static_cast<int>(*t.global_batch_size / per_step);
-    m.note(fmt::format("training.global_batch_size {} = per_device_batch_size {} x {} devices x "
-                       "{} accumulation steps",
-                       *t.global_batch_size, *t.per_device_batch_size, devices,
-                       m.d_.gradient_accumulation));
+    m.note(fmt::format(
+        "training.global_batch_size {} = per_device_batch_size {} x {} devices x "
+        "{} accumulation steps",
+        *t.global_batch_size, *t.per_device_batch_size, devices, m.d_.gradient_accumulation));
   } else if (t.global_batch_size && *t.global_batch_size != per_step) {
-    m.note(fmt::format("training.global_batch_size {} differs from per_device_batch_size x {} "
-                       "devices = {}; the per-device batch is used",
-                       *t.global_batch_size, devices, per_step));
+    m.note(
+        fmt::format("training.global_batch_size {} differs from per_device_batch_size x {} "
+                    "devices = {}; the per-device batch is used",
+                    *t.global_batch_size, devices, per_step));
   }
 }
 

@@ -69,6 +69,9 @@ JobSpec hand_job(const Candidate& c) {
       r.method = RecomputeMethod::kBlock;
       r.num_layers = c.recompute.num_layers;
       break;
+    case RecomputeKind::kTensorPolicy:
+      r.granularity = RecomputeGranularity::kTensors;
+      break;
   }
   return job;
 }

@@ -134,6 +134,9 @@ struct JobDraft {
   // places it on the slice's torus, shards weights over its FSDP axes (replicated over its data
   // axes) and sequence-shards the residual stream over its tensor axes.
   std::vector<MeshAxis> mesh;
+  // A framework-specific placement of the mesh on the torus (MaxText custom_mesh, job/mesh.h
+  // place_mesh); empty: JAX's mesh_utils placement.
+  std::string mesh_placement;
   // Sequences per device per accumulation step, counting every device (tensor, context and stage
   // ranks too; MaxText per_device_batch_size, may be fractional): the global batch is
   // per_device_batch x devices x gradient_accumulation.

@@ -39,8 +39,12 @@ std::string resolve_mesh(std::vector<MeshAxis>& mesh, std::int64_t devices_per_s
 // physical axes (three, two, then one) whose sizes multiply to its size; an axis that fits no
 // such subset takes a divisor of one remaining physical axis (allow_split_physical_axes), else a
 // product across several. Fills MeshAxis::torus_axes / torus_extent.
-void place_mesh(std::vector<MeshAxis>& mesh, const std::vector<int>& slice_shape,
-                int devices_per_chip);
+// `custom` names MaxText's custom_mesh (max_utils.py reshape_mesh_to_rings): "hybrid_ring_64x4"
+// puts the last ICI axis (4) on the rings of 2x2 chips of a 16x16 slice and the other (64) across
+// the 8x8 rings; "hybrid_ring_32x8" rings of 2x4 chips and 8x4 of them. Returns an empty string
+// when placed, else why `custom` does not apply (then the default placement is used).
+std::string place_mesh(std::vector<MeshAxis>& mesh, const std::vector<int>& slice_shape,
+                       int devices_per_chip, const std::string& custom = "");
 
 // The usual torus shape of a slice of `chips` chips (docs/tpu.md): 3D parts (v4, v5p, TPU7x) the
 // most cubic shape whose sides are multiples of 4 when the slice is whole 4x4x4 cubes, else the

@@ -63,6 +63,8 @@ void read_maxtext_mesh(MaxTextReader& r, JobDraft& d) {
     d.mesh.push_back(std::move(m));
   }
   if (d.mesh.empty()) d.mesh.push_back(MeshAxis{MeshRole::kData, "data", 1, 1, {}, {}});
+  // MX1 custom_mesh: rings of 2x2 / 2x4 chips for the last ICI axis (max_utils.py).
+  d.mesh_placement = to_lower(r.text("custom_mesh", ""));
   // XLA gathers each (scanned) layer's weights as the layer runs and prefetches the next.
   d.parallel.fsdp_per_layer = true;
   const std::string cp = to_lower(r.text("context_parallel_strategy", "all_gather"));
