@@ -311,6 +311,10 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
     w_io += fc1_in + fc1_out + te * fe / etp * g + te * h * e;
     // Dispatch: permuted send buffer + received tokens; backward: fc1-output grad.
     largest_tmp = std::max(largest_tmp, std::max(T * m.topk * h * e / sp + te * h * e, fc1_out));
+    // Static worst-case receive buffer and the expert-sorted layout built from it
+    // (RuntimeSpec::moe_static_recv_factor), both live while the experts run.
+    const double fs = job.parallel.ep > 1 ? job.runtime.moe_static_recv_factor : 0.0;
+    if (fs > 0.0) largest_tmp = std::max(largest_tmp, 2.0 * fs * T * m.topk * h * e / sp);
     if (m.shared_expert_ffn_hidden_size > 0) {
       const bool rc_shared = rc.shared_experts;
       shared = dense_mlp(static_cast<double>(m.shared_expert_ffn_hidden_size), rc_shared);

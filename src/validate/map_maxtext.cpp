@@ -216,6 +216,23 @@ void map_moe(Mapper& m) {
     rt.moe_dispatch = MoeDispatchKind::kPermute;
   }
   if (has(t, "deepep")) rt.deepep = rt.moe_dedup_dispatch = true;
+  if (rt.moe_dispatch == MoeDispatchKind::kPermute) {
+    int ep = 1;
+    for (const MeshAxis& a : m.d_.mesh) {
+      if (a.role == MeshRole::kExpert) ep = std::max(1, a.ici) * std::max(1, a.dcn);
+    }
+    int experts = 0, topk = 1;
+    for (const LayerSpec& l : m.d_.model.layers) {
+      if (l.is_moe) experts = l.moe.num_experts, topk = l.moe.topk;
+    }
+    rt.moe_static_recv_factor = maxtext::static_recv_factor(rt.deepep, ep, experts, topk);
+    if (rt.moe_static_recv_factor > 0.0) {
+      m.note(
+          fmt::format("static receive buffer {} x the routed rows per expert rank (dropless "
+                      "dispatch in static shapes)",
+                      rt.moe_static_recv_factor));
+    }
+  }
   const double factor = cf && *cf > 0.0 && (dropping || has(t, "dense_matmul")) ? *cf : 0.0;
   for (LayerSpec& l : m.d_.model.layers) {
     if (l.is_moe) l.moe.capacity_factor = factor;

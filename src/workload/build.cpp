@@ -386,9 +386,17 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
         static_cast<double>(local) * m.topk * (m.capacity_factor > 0.0 ? m.capacity_factor : 1.0);
     const double routed_bytes = routed * h * c.act_b;
     f.push_back(mem_op("moe.permute", 2.0 * routed_bytes, MemOpClass::kPermute));
-    const Overlap ep_overlap = (job.runtime.deepep || job.runtime.sync_free_moe_stage > 0)
+    // DeepEP / sync-free dispatch pipelines with the expert GEMMs in an eager framework; in one
+    // compiled program the dispatch is a data dependency of the GEMMs it feeds (exposed).
+    const Overlap ep_overlap = (job.runtime.deepep || job.runtime.sync_free_moe_stage > 0) &&
+                                       !job.runtime.whole_step_compiled
                                    ? Overlap::kWithExpertCompute
                                    : Overlap::kExposed;
+    // Static worst-case receive buffers (RuntimeSpec::moe_static_recv_factor): the local sort
+    // after the dispatch (a gather into the expert-sorted layout) and the fan-in before the
+    // combine stream the whole buffer.
+    const double static_rows =
+        p.ep > 1 ? std::max(0.0, job.runtime.moe_static_recv_factor) * routed * h * c.act_b : 0.0;
     double a2a_bytes = routed_bytes;
     if (job.runtime.moe_dedup_dispatch && p.ep > 1) {
       const int nodes = job_group(job, GroupKind::kEp).nodes;
@@ -402,6 +410,7 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
       f.push_back(comm_op("moe.etp_all_gather", GroupKind::kEtp, CollectiveKind::kAllGather, p.etp,
                           routed_bytes * p.etp));
     }
+    if (static_rows > 0.0) f.push_back(mem_op("moe.static_sort", 2.0 * static_rows));
     const int local_experts = std::max(1, m.num_experts / p.ep);
     const auto rows_total = static_cast<std::int64_t>(std::llround(routed * p.etp));
     const std::int64_t rows_per_expert = std::max<std::int64_t>(1, rows_total / local_experts);
@@ -411,6 +420,7 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
       f.push_back(comm_op("moe.etp_reduce_scatter", GroupKind::kEtp, CollectiveKind::kReduceScatter,
                           p.etp, routed_bytes * p.etp));
     }
+    if (static_rows > 0.0) f.push_back(mem_op("moe.static_fan_in", 2.0 * static_rows));
     if (p.ep > 1) {
       f.push_back(comm_op("moe.combine_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, p.ep,
                           a2a_bytes, ep_overlap));

@@ -54,6 +54,14 @@ struct Quantization {
 };
 std::optional<Quantization> parse_quantization(std::string_view name);
 
+// The receive-buffer factor of dropless expert-parallel dispatch (RuntimeSpec::
+// moe_static_recv_factor): moe.py get_ragged_buffer_size, ragged_buffer_factor when > 0, else
+// the worst case min(EP, experts / top-k); DeepEP through the FFI (Primus-Turbo's JAX
+// moe_dispatch): num_worst_tokens = tokens x EP. 0 without expert parallelism or when the
+// sort runs over the routed rows only (use_ragged_sort).
+double static_recv_factor(bool deepep, int ep, int experts, int topk,
+                          double ragged_buffer_factor = -1.0, bool ragged_sort = false);
+
 // compile_topology ("v5p-256", "v6e-256", "v4-128", "tpu7x-128", "v5litepod-16"): the catalogue
 // accelerator and the devices of one slice (v4 / v5p / TPU7x suffixes count TensorCores = JAX
 // devices; v5e / v6e suffixes count chips, one device each). nullopt when unrecognised.

@@ -281,6 +281,13 @@ struct RuntimeSpec {
   // chosen experts live there, instead of once per chosen expert.
   bool moe_dedup_dispatch = false;
   int sync_free_moe_stage = 0;  // Primus turbo_sync_free_moe_stage, 0-3
+  // Dropless expert-parallel dispatch in a program of static shapes (JAX: ragged_all_to_all,
+  // DeepEP through the XLA FFI): each rank's receive buffer, and the expert-sorted layout built
+  // from it, hold this many times the balanced routed rows (the worst case an expert-parallel
+  // rank can receive: MaxText get_ragged_buffer_size min(EP, experts / top-k), DeepEP
+  // num_worst_tokens = tokens x EP). The local sort / fan-out and the fan-in pass over the whole
+  // buffer; the grouped GEMM computes only the routed rows. 0: buffers sized to the routed rows.
+  double moe_static_recv_factor = 0.0;
   ScheduleKind schedule = ScheduleKind::kAuto;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   bool precision_aware_optimizer = false;

@@ -102,6 +102,18 @@ void read_attention_and_moe(MaxTextReader& r, JobDraft& d) {
   if (r.integer("num_experts", 1) <= 1) return;
   if (r.boolean("sparse_matmul", true)) {
     d.runtime.moe_dispatch = MoeDispatchKind::kPermute;
+    // Primus-Turbo's DeepEP (ROCm MaxText, use_turbo_deepep_dispatch) or MaxText's
+    // ragged_all_to_all: a static worst-case receive buffer per expert-parallel rank.
+    const bool deepep = r.boolean("use_turbo_deepep_dispatch", false);
+    d.runtime.deepep = d.runtime.moe_dedup_dispatch = deepep;
+    int ep = 1;
+    for (const MeshAxis& a : d.mesh) {
+      if (a.role == MeshRole::kExpert) ep = std::max(1, a.ici) * std::max(1, a.dcn);
+    }
+    d.runtime.moe_static_recv_factor = maxtext::static_recv_factor(
+        deepep, ep, static_cast<int>(r.integer("num_experts", 1)),
+        static_cast<int>(r.integer("num_experts_per_tok", 1)),
+        r.number("ragged_buffer_factor", -1.0), r.boolean("use_ragged_sort", false));
   } else {
     d.runtime.moe_dispatch = r.number("capacity_factor", -1.0) > 0.0
                                  ? MoeDispatchKind::kDenseCapacity

@@ -190,6 +190,14 @@ const std::vector<std::string_view>& remat_policy_names() {
   return k;
 }
 
+double static_recv_factor(bool deepep, int ep, int experts, int topk, double ragged_buffer_factor,
+                          bool ragged_sort) {
+  if (ep <= 1 || ragged_sort) return 0.0;
+  if (deepep) return ep;
+  if (ragged_buffer_factor > 0.0) return ragged_buffer_factor;
+  return std::min(static_cast<double>(ep), static_cast<double>(experts) / std::max(1, topk));
+}
+
 std::optional<Dtype> parse_dtype_name(std::string_view name) {
   const std::string n = to_lower(name);
   if (n == "float32" || n == "fp32" || n == "f32") return Dtype::kFp32;
