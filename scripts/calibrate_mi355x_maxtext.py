@@ -18,13 +18,15 @@ dropless rows (DeepEP, ragged all-to-all) run another dispatch path and are repo
 Usage: scripts/calibrate_mi355x_maxtext.py [--projector build/release/projector] [--write]
 """
 import argparse
-import json
 import os
 import re
 import shutil
 import statistics
-import subprocess
+import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from calibrate_tpu import validate  # noqa: E402  (one projector-validate runner for both fits)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUNS = os.path.join(ROOT, "data", "validation", "calibration_runs_moe_tpu.yaml")
@@ -51,14 +53,6 @@ def dense_rows(base):
         e = e.replace("tokens_per_sec_per_gpu: 1438.1", f"tokens_per_sec_per_gpu: {tgs}")
         out.append(e)
     return out
-
-
-def validate(projector, data_dir, runs):
-    out = os.path.join(data_dir, "report.json")
-    subprocess.run([projector, "validate", runs, "--data-dir", data_dir, "--json", out],
-                   check=False, capture_output=True)
-    return {r["id"]: r["throughput_error_pct"] for r in json.load(open(out))["runs"]
-            if r["status"] == "ok" and r.get("throughput_error_pct") is not None}
 
 
 def set_interference(data_dir, value):

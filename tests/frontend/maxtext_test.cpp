@@ -16,6 +16,7 @@
 #include "projector/frontend/loader.h"
 #include "projector/job/builder.h"
 #include "projector/report/job_report.h"
+#include "support/adapter_input.h"
 #include "support/temp_dir.h"
 
 namespace projector {
@@ -256,14 +257,7 @@ TEST(MaxTextAdapter, NormalizationIsIdempotent) {
   const BackendAdapter& a = *builtin_adapters().find("maxtext");
   LoadRequest req = request(path);
   ResolvedConfig rc = resolve_config(req);
-  AdapterInput in;
-  in.args = rc.args;
-  in.user_keys = rc.user_keys;
-  in.source = rc.source;
-  in.model_name = "m";
-  in.profile = *load_framework_profiles(kRepoData).find(a.profile(rc.primus_experiment));
-  in.data_dir = kRepoData;
-  in.env = fixed_environment({});
+  AdapterInput in = testing::adapter_input(rc, a, kRepoData);
   const JobDraft first = a.normalize(in);
   const JobDraft second = a.normalize(in);
   ClusterRequest c;
