@@ -352,6 +352,9 @@ CollectiveEstimate collective_estimate(const NetworkSpec& net, CollectiveKind ki
   e.cost.provenance = Provenance::kRoofline;
   if (bytes <= 0.0) return e;
   if (group.size <= 1 && kind != CollectiveKind::kSendRecv) return e;
+  if (group.torus.placed() && net.ici_link_bw_gb_per_s > 0.0) {
+    return torus_collective_estimate(net, kind, bytes, group);
+  }
   const Fabric f = resolve(net, group);
   Best b;
   switch (kind) {

@@ -66,4 +66,14 @@ OpCost memory_bound_time(const AcceleratorSpec& acc, double bytes, MemOpClass cl
   return c;
 }
 
+OpCost host_transfer_time(const AcceleratorSpec& acc, double bytes) {
+  OpCost c;
+  c.provenance = Provenance::kRoofline;
+  c.bytes = bytes;
+  constexpr double kPcieGen4X16 = 32e9;  // estimate when the accelerator states no host link
+  const double bw = acc.host_bw_bytes_per_s > 0.0 ? acc.host_bw_bytes_per_s : kPcieGen4X16;
+  c.time_s = bytes > 0.0 ? bytes / bw : 0.0;
+  return c;
+}
+
 }  // namespace projector

@@ -53,6 +53,7 @@ JobDraft build_job_draft(const ResolvedConfig& config, const LoadRequest& reques
   }
   in.module_preset =
       config.module_preset_path.empty() ? config.bundled_preset_path : config.module_preset_path;
+  in.env = request.env;
   in.defaults = config.defaults;
   in.warnings = config.warnings;
   JobDraft draft = adapter->normalize(in);

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "frontend/maxtext/adapter.h"
 #include "frontend/megatron/adapter.h"
 #include "frontend/torchrec/adapter.h"
 #include "frontend/torchtitan/adapter.h"
@@ -51,6 +52,7 @@ const AdapterRegistry& builtin_adapters() {
     register_backend_adapter(r, std::make_shared<frontend_detail::MegatronAdapter>());
     register_backend_adapter(r, std::make_shared<frontend_detail::TorchrecAdapter>());
     register_backend_adapter(r, std::make_shared<frontend_detail::TorchtitanAdapter>());
+    register_backend_adapter(r, std::make_shared<frontend_detail::MaxTextAdapter>());
     return r;
   }();
   return registry;

@@ -46,6 +46,8 @@ constexpr std::string_view kTopKeys[] = {"name",
                                          "torus_dims",
                                          "torus_wraparound",
                                          "scaleout_bandwidth",
+                                         "matrix_unit_dim",
+                                         "host_bandwidth",
                                          "default_network",
                                          "calibration"};
 
@@ -510,6 +512,8 @@ void read_fabrics(const hw::YamlContext& ctx, const YAML::Node& root, Accelerato
     }
   }
   acc.scaleout_bw_bytes_per_s = r.bandwidth("scaleout_bandwidth", true, true);
+  acc.matrix_unit_dim = r.count("matrix_unit_dim", 4096, true, true);
+  acc.host_bw_bytes_per_s = r.bandwidth("host_bandwidth", true, true);
   acc.default_network = hw::read_string(
       ctx, require(ctx, root, "default_network", "default_network"), "default_network");
 }

@@ -10,6 +10,7 @@
 
 #include "projector/hardware/catalog.h"
 #include "projector/job/layout.h"
+#include "projector/job/mesh.h"
 #include "projector/schedule/schedule.h"
 
 namespace projector {
@@ -60,6 +61,7 @@ class Builder {
   JobSpec build(const ClusterRequest& request) {
     sizes();
     cluster(request);
+    mesh_layout(request);
     expert_tensor_parallel();
     data_parallel();
     batches();
@@ -139,6 +141,13 @@ class Builder {
 
   void sizes();
   void cluster(const ClusterRequest& request);
+  void load_hardware(const ClusterRequest& request);
+  std::int64_t mesh_min_world() const;
+  void mesh_layout(const ClusterRequest& request);
+  void override_mesh_axes(std::vector<MeshAxis>& mesh) const;
+  int mesh_slices(const ClusterRequest& request);
+  void mesh_torus(const ClusterRequest& request, std::vector<MeshAxis>& mesh, int slices);
+  bool per_device_batches();
   void expert_tensor_parallel();
   void data_parallel();
   void batches();
@@ -159,10 +168,20 @@ class Builder {
   JobSpec job_;
   std::int64_t world_ = 0;
   std::vector<int> etp_choices_;  // in order of preference (one when stated)
+  // What a device mesh implies when the draft does not state it otherwise.
+  std::optional<FsdpKind> mesh_fsdp_;
+  std::optional<bool> mesh_sequence_parallel_;
 };
 
 void Builder::sizes() {
   ParallelSpec& p = job_.parallel;
+  if (!d_.mesh.empty()) {
+    // Derived from the mesh once the devices are known (mesh_layout).
+    p.tp = p.pp = p.cp = p.ep = 1;
+    etp_choices_ = {1};
+    p.etp = 1;
+    return;
+  }
   p.tp = size_or(DraftField::kTp, d_.tp, 1, "not stated; no tensor parallelism");
   p.pp = size_or(DraftField::kPp, d_.pp, 1, "not stated; no pipeline parallelism");
   p.cp = size_or(DraftField::kCp, d_.cp, 1, "not stated; no context parallelism");
@@ -188,18 +207,32 @@ void Builder::sizes() {
   p.etp = etp_choices_.front();
 }
 
-void Builder::cluster(const ClusterRequest& req) {
+// The accelerator (a TPU7x-like part is split into its devices: device_share), the network.
+void Builder::load_hardware(const ClusterRequest& req) {
   ClusterSpec& cl = job_.cluster;
   const std::string data_dir = req.data_dir.empty() ? default_data_dir() : req.data_dir;
   if (req.accelerator) {
     cl.accelerator = *req.accelerator;
   } else {
     std::string hw = req.hardware;
-    if (hw.empty()) {
+    if (hw.empty() && !d_.hardware.empty()) {
+      hw = d_.hardware;
+      record(DraftField::kHardware, hw, d_.hardware_reason);
+    } else if (hw.empty()) {
       hw = req.default_hardware;
       record(DraftField::kHardware, hw, req.default_hardware_reason);
     }
     cl.accelerator = load_accelerator(hw, data_dir);
+  }
+  if (cl.accelerator.devices_per_chip > 1 && cl.devices_per_chip == 1) {
+    cl.devices_per_chip = cl.accelerator.devices_per_chip;
+    cl.accelerator = device_share(cl.accelerator);
+    job_.defaults.push_back(
+        {"cluster.devices_per_chip", show(cl.devices_per_chip),
+         fmt::format("{} shows each chip as {} devices; every rank is one device with 1/{} of the "
+                     "chip's compute, memory and bandwidth",
+                     cl.accelerator.name, cl.devices_per_chip, cl.devices_per_chip),
+         ""});
   }
   if (req.loaded_network) {
     cl.network = *req.loaded_network;
@@ -210,6 +243,18 @@ void Builder::cluster(const ClusterRequest& req) {
   for (const std::string& k : cl.network.unknown_keys) {
     job_.warnings.push_back(fmt::format("network: unknown key '{}' (ignored)", k));
   }
+}
+
+// Devices the stated mesh axes need at least (the -1 axes take what is left).
+std::int64_t Builder::mesh_min_world() const {
+  std::int64_t n = 1;
+  for (const MeshAxis& a : d_.mesh) n *= std::max(1, a.ici) * std::max(1, a.dcn);
+  return n;
+}
+
+void Builder::cluster(const ClusterRequest& req) {
+  ClusterSpec& cl = job_.cluster;
+  load_hardware(req);
   if (req.gpus_per_node) {
     if (*req.gpus_per_node < 1 || *req.gpus_per_node > kMaxCount) {
       fail(LayoutRule::kSizes, DraftField::kGpusPerNode,
@@ -217,6 +262,7 @@ void Builder::cluster(const ClusterRequest& req) {
                        *req.gpus_per_node));
     }
     cl.gpus_per_node = static_cast<int>(*req.gpus_per_node);
+    if (req.per_chip_counts) cl.gpus_per_node *= cl.devices_per_chip;
   } else {
     cl.gpus_per_node =
         cl.accelerator.default_gpus_per_node > 0 ? cl.accelerator.default_gpus_per_node : 8;
@@ -239,9 +285,15 @@ void Builder::cluster(const ClusterRequest& req) {
     }
     min_world = std::lcm(min_world, stated);
   }
+  if (!d_.mesh.empty()) min_world = std::lcm(min_world, mesh_min_world());
   const std::int64_t min_nodes = min_world / std::gcd(min_world, std::int64_t{cl.gpus_per_node});
   std::int64_t nodes = min_nodes;
-  if (req.nodes) {
+  if (!req.nodes && d_.devices && *d_.devices > 0) {
+    nodes = std::max<std::int64_t>(1, (*d_.devices + cl.gpus_per_node - 1) / cl.gpus_per_node);
+    record(DraftField::kNodes, fmt::format("{}", nodes),
+           fmt::format("{} devices ({}) in nodes of {}", *d_.devices, d_.hardware_reason,
+                       cl.gpus_per_node));
+  } else if (req.nodes) {
     nodes = *req.nodes;
     if (nodes < 1 || nodes > kMaxCount) {
       fail(LayoutRule::kSizes, DraftField::kNodes,
@@ -253,9 +305,10 @@ void Builder::cluster(const ClusterRequest& req) {
           d_.key(DraftField::kNodes), nodes, min_nodes, min_nodes));
       nodes = min_nodes;
     }
-  } else {
+  } else if (!d_.devices) {
     record(DraftField::kNodes, fmt::format("{}", min_nodes),
-           "minimum nodes for TP x PP x CP and ETP x EP x PP");
+           d_.mesh.empty() ? "minimum nodes for TP x PP x CP and ETP x EP x PP"
+                           : "minimum nodes for the stated mesh axes");
   }
   world_ = nodes * cl.gpus_per_node;
   if (nodes > kMaxWorldSize || world_ > kMaxWorldSize) {
@@ -264,6 +317,170 @@ void Builder::cluster(const ClusterRequest& req) {
                      cl.gpus_per_node, world_, kMaxWorldSize));
   }
   cl.nodes = static_cast<int>(nodes);
+}
+
+// Slices of a mesh job: stated, else GPU nodes (each node's devices are the ICI group), else the
+// DCN axes' stated product, else as many as the pod size forces.
+int Builder::mesh_slices(const ClusterRequest& req) {
+  const ClusterSpec& cl = job_.cluster;
+  if (req.slices) return *req.slices;
+  if (d_.slices) return *d_.slices;
+  if (cl.accelerator.scaleup_topology != "torus") return cl.nodes;
+  std::int64_t stated = 1;
+  bool open = false;
+  for (const MeshAxis& a : d_.mesh) {
+    if (a.dcn == -1) open = true;
+    stated *= std::max(1, a.dcn);
+  }
+  if (!open) return static_cast<int>(stated);
+  const std::int64_t pod =
+      static_cast<std::int64_t>(cl.accelerator.scaleup_domain) * std::max(1, cl.devices_per_chip);
+  if (pod > 0 && world_ > pod && world_ % pod == 0) {
+    const int slices = static_cast<int>(world_ / pod);
+    record(DraftField::kMesh, fmt::format("{} slices", slices),
+           fmt::format("{} devices do not fit one {}-chip {} pod", world_,
+                       cl.accelerator.scaleup_domain, cl.accelerator.name));
+    return slices;
+  }
+  return 1;
+}
+
+// The slice's torus shape and the mesh axes' places on it.
+void Builder::mesh_torus(const ClusterRequest& req, std::vector<MeshAxis>& mesh, int slices) {
+  ClusterSpec& cl = job_.cluster;
+  cl.slices = slices;
+  if (cl.accelerator.scaleup_topology != "torus") return;
+  const std::int64_t chips = world_ / slices / std::max(1, cl.devices_per_chip);
+  auto matches = [&](const std::vector<int>& shape) {
+    std::int64_t n = 1;
+    for (int v : shape) n *= v;
+    return !shape.empty() && n == chips;
+  };
+  if (matches(req.slice_shape)) {
+    cl.slice_shape = req.slice_shape;
+  } else if (matches(d_.slice_shape)) {
+    cl.slice_shape = d_.slice_shape;
+  } else {
+    cl.slice_shape = default_slice_shape(chips, cl.accelerator);
+    job_.defaults.push_back({"cluster.slice_shape", to_string(cl.slice_shape),
+                             fmt::format("not stated; the usual {}-chip {} slice (docs/tpu.md)",
+                                         chips, cl.accelerator.name),
+                             ""});
+  }
+  if (const std::string why =
+          place_mesh(mesh, cl.slice_shape, cl.devices_per_chip, d_.mesh_placement);
+      !why.empty()) {
+    job_.warnings.push_back(
+        fmt::format("mesh placement '{}' not applied ({}): JAX's default placement used",
+                    d_.mesh_placement, why));
+  }
+}
+
+// Sizes stated besides the mesh (--tp / PRIMUS_TP ...) replace the ICI size of their mesh axis;
+// the FSDP axis then takes what the others leave of the slice.
+void Builder::override_mesh_axes(std::vector<MeshAxis>& mesh) const {
+  const std::pair<const std::optional<int>*, MeshRole> stated[] = {{&d_.tp, MeshRole::kTensor},
+                                                                   {&d_.pp, MeshRole::kStage},
+                                                                   {&d_.cp, MeshRole::kContext},
+                                                                   {&d_.ep, MeshRole::kExpert}};
+  bool changed = false;
+  for (const auto& [v, role] : stated) {
+    if (!v->has_value()) continue;
+    auto it =
+        std::find_if(mesh.begin(), mesh.end(), [&](const MeshAxis& a) { return a.role == role; });
+    if (it == mesh.end()) {
+      mesh.push_back({role, std::string(to_string(role)), 1, 1, {}, {}});
+      it = mesh.end() - 1;
+    }
+    for (MeshAxis& a : mesh) {
+      if (a.role == role && &a != &*it) a.ici = 1;
+    }
+    it->ici = **v;
+    changed = true;
+  }
+  if (!changed) return;
+  for (MeshAxis& a : mesh) {
+    if (a.ici == -1) a.ici = 1;
+  }
+  auto fsdp = std::find_if(mesh.begin(), mesh.end(),
+                           [](const MeshAxis& a) { return a.role == MeshRole::kFsdp; });
+  if (fsdp == mesh.end()) {
+    mesh.push_back({MeshRole::kFsdp, "fsdp", -1, 1, {}, {}});
+  } else {
+    fsdp->ici = -1;
+  }
+}
+
+// A device mesh: resolves its -1 axes for the devices and slices, places it on the torus and
+// derives the neutral sizes (job/mesh.h mesh_sizes).
+void Builder::mesh_layout(const ClusterRequest& req) {
+  if (d_.mesh.empty()) return;
+  ParallelSpec& p = job_.parallel;
+  const int slices = mesh_slices(req);
+  if (slices < 1 || world_ % slices != 0) {
+    fail(LayoutRule::kSizes, DraftField::kMesh,
+         fmt::format("{} devices do not split into {} slices", world_, slices));
+  }
+  std::vector<MeshAxis> mesh = d_.mesh;
+  override_mesh_axes(mesh);
+  if (const std::string e = resolve_mesh(mesh, world_ / slices, slices); !e.empty()) {
+    fail(LayoutRule::kSizes, DraftField::kMesh,
+         fmt::format("{} ({} devices in {} slice(s))", e, world_, slices));
+  }
+  mesh_torus(req, mesh, slices);
+  const MeshSizes s = mesh_sizes(mesh);
+  p.tp = s.tp;
+  p.pp = s.pp;
+  p.cp = s.cp;
+  p.ep = s.ep;
+  p.etp = p.tp;  // expert MLP columns shard over the tensor axes like dense ones
+  etp_choices_ = {p.tp};
+  p.dp_replicate = s.replicate;
+  p.mesh = std::move(mesh);
+  mesh_fsdp_ = s.fsdp_shard > 1 ? FsdpKind::kFsdp2 : FsdpKind::kNone;
+  mesh_sequence_parallel_ = s.tp > 1;
+}
+
+// MaxText's per_device_batch_size: global batch = pdbs x devices x accumulation steps; one
+// microbatch per accumulation step (and per pipeline microbatch with PP) of each DP rank.
+bool Builder::per_device_batches() {
+  if (!d_.per_device_batch) return false;
+  RuntimeSpec& rt = job_.runtime;
+  const ParallelSpec& p = job_.parallel;
+  const double exact =
+      *d_.per_device_batch * static_cast<double>(world_) * std::max(1, d_.gradient_accumulation);
+  const auto gbs = static_cast<std::int64_t>(std::llround(exact));
+  if (gbs < 1 || std::abs(exact - static_cast<double>(gbs)) > 1e-6 || gbs > kMaxCount) {
+    fail(LayoutRule::kSizes, DraftField::kMicroBatchSize,
+         fmt::format("{} x {} devices x {} accumulation steps = {} is not a whole number of "
+                     "sequences",
+                     *d_.per_device_batch, world_, d_.gradient_accumulation, exact));
+  }
+  const int pipeline =
+      p.pp > 1 ? (d_.pipeline_microbatches > 0 ? d_.pipeline_microbatches : p.pp) : 1;
+  const std::int64_t steps =
+      static_cast<std::int64_t>(std::max(1, d_.gradient_accumulation)) * pipeline;
+  const std::int64_t per_rank = static_cast<std::int64_t>(std::max(1, p.dp)) * steps;
+  if (gbs % per_rank != 0) {
+    fail(LayoutRule::kGbs, DraftField::kMicroBatchSize,
+         fmt::format("the global batch {} (per-device batch x {} devices) does not give each of "
+                     "the {} batch-sharded ranks a whole number of sequences per microbatch "
+                     "({} microbatches)",
+                     gbs, world_, p.dp, steps));
+  }
+  rt.global_batch_size = static_cast<int>(gbs);
+  rt.micro_batch_size = static_cast<int>(gbs / per_rank);
+  job_.defaults.push_back({"global_batch_size", show(rt.global_batch_size),
+                           fmt::format("{} {} x {} devices x {} accumulation steps",
+                                       d_.key(DraftField::kGlobalBatchSize), *d_.per_device_batch,
+                                       world_, d_.gradient_accumulation),
+                           ""});
+  job_.defaults.push_back(
+      {"micro_batch_size", show(rt.micro_batch_size),
+       fmt::format("global batch {} / ({} batch-sharded ranks x {} microbatches)", gbs, p.dp,
+                   steps),
+       ""});
+  return true;
 }
 
 void Builder::expert_tensor_parallel() {
@@ -307,7 +524,9 @@ void Builder::data_parallel() {
 void Builder::batches() {
   RuntimeSpec& rt = job_.runtime;
   const FrameworkProfile& prof = d_.profile;
-  if (d_.micro_batch_size) {
+  if (per_device_batches()) {
+    // set by the per-device batch
+  } else if (d_.micro_batch_size) {
     rt.micro_batch_size = size_or(DraftField::kMicroBatchSize, d_.micro_batch_size, 1, nullptr);
   } else if (d_.flush_batch_size) {
     // One flush: the whole per-replica batch without PP, pipeline microbatches with PP.
@@ -337,7 +556,9 @@ void Builder::batches() {
          fmt::format("required ({})", prof.seq_length.source));
   }
   const int dp = std::max(1, job_.parallel.dp);
-  if (d_.global_batch_size) {
+  if (d_.per_device_batch) {
+    // set by the per-device batch
+  } else if (d_.global_batch_size) {
     rt.global_batch_size = size_or(DraftField::kGlobalBatchSize, d_.global_batch_size, 1, nullptr);
   } else if (d_.replica_batch_size) {
     const std::int64_t gbs = static_cast<std::int64_t>(*d_.replica_batch_size) * dp;
@@ -594,13 +815,15 @@ void Builder::schedule_choice() {
 void Builder::parallel_defaults() {
   ParallelSpec& p = job_.parallel;
   const FrameworkProfile& prof = d_.profile;
-  p.fsdp = decide(DraftField::kFsdp, d_.fsdp, prof.fsdp, FsdpKind::kNone);
+  p.fsdp = decide(DraftField::kFsdp, d_.fsdp ? d_.fsdp : mesh_fsdp_, prof.fsdp, FsdpKind::kNone);
   if (p.fsdp == FsdpKind::kNone || d_.distributed_optimizer) {
     p.distributed_optimizer = decide(DraftField::kDistributedOptimizer, d_.distributed_optimizer,
                                      prof.distributed_optimizer, false);
   }
   p.sequence_parallel =
-      decide_when(DraftField::kSequenceParallel, d_.sequence_parallel, prof.sequence_parallel);
+      decide_when(DraftField::kSequenceParallel,
+                  d_.sequence_parallel ? d_.sequence_parallel : mesh_sequence_parallel_,
+                  prof.sequence_parallel);
   if (d_.sequence_parallel && *d_.sequence_parallel && p.tp == 1) {
     job_.warnings.push_back(
         fmt::format("{} has no effect with TP = 1", d_.key(DraftField::kSequenceParallel)));
@@ -781,7 +1004,7 @@ std::string_view to_string(DraftField f) {
                                                 "hardware",
                                                 "nodes",
                                                 "gpus_per_node",
-                                                "dp"};
+                                                "dp", "mesh"};
   static_assert(std::size(kNames) == kNumDraftFields);
   const auto i = static_cast<std::size_t>(f);
   return i < std::size(kNames) ? kNames[i] : "?";

@@ -319,6 +319,10 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
     w_io += fc1_in + fc1_out + te * fe / etp * ge + te * h * e;
     // Dispatch: permuted send buffer + received tokens; backward: fc1-output grad.
     largest_tmp = std::max(largest_tmp, std::max(T * m.topk * h * e / sp + te * h * e, fc1_out));
+    // Static worst-case receive buffer and the expert-sorted layout built from it
+    // (RuntimeSpec::moe_static_recv_factor), both live while the experts run.
+    const double fs = job.parallel.ep > 1 ? job.runtime.moe_static_recv_factor : 0.0;
+    if (fs > 0.0) largest_tmp = std::max(largest_tmp, 2.0 * fs * T * m.topk * h * e / sp);
     if (m.shared_expert_ffn_hidden_size > 0) {
       const bool rc_shared = rc.shared_experts;
       shared = dense_mlp(static_cast<double>(m.shared_expert_ffn_hidden_size), rc_shared);
@@ -439,6 +443,11 @@ struct ChunkActivation {
   double w_retained = 0.0;
   double transient = 0.0;
   const char* transient_source = "";
+  // The least transient a compiler that rematerialises to the memory limit reaches (XLA's
+  // HloRematerialization pass, docs/tpu.md "XLA memory"): the working set of the tensors the
+  // backward reads that only a GEMM can produce; cheap elementwise outputs (norms, activations,
+  // residual sums) are recomputed next to their consumer. Equals `transient` without it.
+  double transient_floor = 0.0;
 };
 
 void consider_transient(ChunkActivation& c, double bytes, const char* source) {
@@ -497,7 +506,29 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
     const LayerActivation& la = acts.get(job.model.layers[static_cast<std::size_t>(i)]);
     const int j = i - first;
     consider_transient(c, la.largest_temporary_bytes, "largest layer temporary");
-    if (in_layer_ids(rc, i) || (full && block && j < rc.num_layers)) {
+    if (rc.granularity == RecomputeGranularity::kTensors) {
+      // Per-tensor policy: the device-kept tensors the backward reads; the backward replays the
+      // rest of one layer at a time on top of them.
+      const LayerSpec& layer = job.model.layers[static_cast<std::size_t>(i)];
+      double kept = 0.0;
+      for (int t = 0; t < kNumLayerTensors; ++t) {
+        const auto lt = static_cast<LayerTensor>(t);
+        if (rc.tensors.on_device(lt) && layer_tensor_needed(layer, lt)) {
+          kept += layer_tensor_bytes(job, layer, lt);
+        }
+      }
+      c.per_microbatch += kept;
+      consider_transient(c, std::max(0.0, la.full_bytes - kept) + la.largest_temporary_bytes,
+                         "rematerialisation working set (1 layer)");
+      double named = 0.0;
+      for (int t = 0; t < kNumLayerTensors; ++t) {
+        const auto lt = static_cast<LayerTensor>(t);
+        if (layer_tensor_needed(layer, lt)) named += layer_tensor_bytes(job, layer, lt);
+      }
+      c.transient_floor =
+          std::max(c.transient_floor, std::min(la.full_bytes, named) - std::min(kept, named) +
+                                          la.largest_temporary_bytes);
+    } else if (in_layer_ids(rc, i) || (full && block && j < rc.num_layers)) {
       c.per_microbatch += la.input_bytes;  // checkpointed: only the layer input
       consider_transient(c, la.full_bytes + la.largest_temporary_bytes,
                          "recompute working set (1 layer)");
@@ -523,11 +554,22 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
   if (st.has_embedding && job.model.hidden_dropout > 0.0) c.per_microbatch += seq_in;  // mask
   // Loss temporaries: the params-dtype logits (forward) / their grad (backward), plus a new fp32
   // grad when the loss does not reuse its saved softmax.
+  const bool compiled = job.runtime.whole_step_compiled;
   const double logits_tmp =
-      geo.tokens * vocab_local *
-      (geo.e + (job.runtime.loss_grad_in_place || job.runtime.cross_entropy_fusion ? 0.0 : 4.0));
+      compiled
+          ? 0.0
+          : geo.tokens * vocab_local *
+                (geo.e +
+                 (job.runtime.loss_grad_in_place || job.runtime.cross_entropy_fusion ? 0.0 : 4.0));
   if (st.has_output) {
-    c.per_microbatch += output_head_bytes(job, geo, vocab_local);
+    const double head = output_head_bytes(job, geo, vocab_local);
+    c.per_microbatch += head;
+    // A compiled step frees the head's tensors after the loss backward, before any layer's
+    // backward builds its working set: the two peaks do not add.
+    if (compiled) {
+      c.transient = std::max(0.0, c.transient - head);
+      c.transient_floor = std::max(0.0, c.transient_floor - head);
+    }
     consider_transient(c, logits_tmp, "logits and loss backward");
   }
   for (int k = 0; k < st.mtp_layers; ++k) {
@@ -537,6 +579,7 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
     c.w_retained += mtp_act.w_retained_bytes;
     consider_transient(c, logits_tmp, "logits and loss backward");
   }
+  c.transient_floor = compiled ? std::min(c.transient, c.transient_floor) : c.transient;
   return c;
 }
 
@@ -644,6 +687,7 @@ struct RankChunks {
   // (the point sizes go straight to RankMemory::activation_per_chunk_bytes /
   // w_only_per_chunk_bytes)
   double transient_point = 0.0, transient_upper = 0.0;
+  double transient_floor = 0.0;  // ChunkActivation::transient_floor of the rank's largest chunk
   bool has_moe = false;
 };
 
@@ -810,6 +854,7 @@ const RankChunks& rank_chunks(Context& cx, int r, RankMemory& rm) {
       out.transient_point = p.transient;
       rm.transient_source = p.transient_source;
     }
+    out.transient_floor = std::max(out.transient_floor, p.transient_floor);
     out.transient_upper = std::max(out.transient_upper, u.transient);
   }
   return out;
@@ -834,6 +879,42 @@ double activation_peak(const schedule::InFlightProfile& profile, int rank,
   return best;
 }
 
+// The largest single decoder weight tensor one rank holds (after TP / EP sharding), in parameters:
+// the unit a compiled (XLA) program gathers at a time (one all-gather per weight array), where
+// FSDP2 gathers a whole layer. Gated MLPs keep their two input projections as separate arrays
+// (MaxText wi_0 / wi_1).
+double largest_weight_tensor(const JobSpec& job) {
+  const ParallelSpec& p = job.parallel;
+  const double h = static_cast<double>(job.model.hidden_size);
+  const double tp = std::max(1, p.tp);
+  const double etp = std::max(1, p.etp);
+  const double ep = std::max(1, p.ep);
+  // Decoder layers' arrays only: the embedding / output table is gathered at the start of the
+  // forward and for the loss, not while the layers' backward peaks.
+  double best = 0.0;
+  for (const LayerSpec& l : job.model.layers) {
+    const AttentionSpec& a = l.attention;
+    const double heads = a.num_heads / tp;
+    if (a.kind == AttentionKind::kMla) {
+      const double qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
+      best = std::max({best, h * std::max(a.q_lora_rank, a.kv_lora_rank + a.qk_pos_emb_head_dim),
+                       std::max(a.q_lora_rank, 0) * heads * qk,
+                       a.kv_lora_rank * heads * (a.qk_head_dim + a.v_head_dim),
+                       heads * a.v_head_dim * h});
+    } else {
+      best = std::max(best, h * heads * a.head_dim);
+    }
+    const double ffn = l.is_moe ? static_cast<double>(l.moe.shared_expert_ffn_hidden_size)
+                                : static_cast<double>(l.mlp.ffn_hidden_size);
+    best = std::max(best, h * ffn / tp);
+    if (l.is_moe) {
+      const double local = std::ceil(l.moe.num_experts / ep);
+      best = std::max(best, local * h * static_cast<double>(l.moe.expert_ffn_hidden_size) / etp);
+    }
+  }
+  return best;
+}
+
 // Static memory of a rank: weights, gradients, optimizer, FSDP window, fp8 copies, buffers.
 ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_moe) {
   const JobSpec& job = cx.job;
@@ -841,7 +922,8 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   const RuntimeSpec& rt = job.runtime;
   const PrecisionSpec& prec = rt.precision;
   const AcceleratorSpec::Calibration& cal = job.cluster.accelerator.calibration;
-  const double pb = bytes_per_element(prec.params_dtype);
+  const double pb = bytes_per_element(prec.stored_weights_dtype());
+  const double gather_b = bytes_per_element(prec.params_dtype);  // gathered for the GEMMs
   const double gb = bytes_per_element(rt.main_grads_dtype);
   const OptimizerBytes opt_b = optimizer_bytes_per_param(rt);
   const double master_b = opt_b.master_bytes;
@@ -849,15 +931,16 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   const double copy_b = fp8_weight_copy_bytes(prec);
   const bool fsdp = par.fsdp != FsdpKind::kNone;
   const bool sharded_opt = par.distributed_optimizer || fsdp;
-  // HSDP shards within one of dp_replicate groups (fsdp_shard_size); the rest over all DP x CP.
-  const int replicate = fsdp ? std::max(1, par.dp_replicate) : 1;
-  const double dense_shard = std::max(1, par.dp) * std::max(1, par.cp) / replicate;
+  // Hybrid sharding (HSDP, MaxText's data axis): state is sharded within dp x cp / replicate
+  // ranks (experts: expert_dp / replicate) and replicated across the replicate groups.
+  const double replicate = std::max(1, par.dp_replicate);
+  const double dense_shard = std::max(1.0, std::max(1, par.dp) * std::max(1, par.cp) / replicate);
   const int world =
       job.cluster.world_size() > 0 ? job.cluster.world_size() : par.tp * cx.pp * par.cp * par.dp;
   const double expert_shard = std::max(
       1.0, (par.expert_dp > 0 ? par.expert_dp
                               : std::max(1, world / std::max(1, par.etp * par.ep * cx.pp))) /
-               static_cast<double>(replicate));
+               replicate);
   // FSDP2 with a mixed-precision policy shards the fp32 master itself: no separate sharded copy
   // of the weights in the params dtype.
   const bool master_is_weight = par.fsdp == FsdpKind::kFsdp2 && master_b > 0.0;
@@ -876,15 +959,23 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   const double opt_params = sharded_opt
                                 ? P.dense_params / dense_shard + P.expert_params / expert_shard
                                 : P.dense_params + P.expert_params;
-  s[idx(MemoryComponent::kMasterWeights)] = opt_params * master_b;
-  s[idx(MemoryComponent::kOptimizerStates)] = opt_params * state_b;
+  // Offloaded optimizer state (MaxText optimizer_memory_host_offload) lives in host memory.
+  const double on_device = rt.optimizer_host_offload ? 0.0 : 1.0;
+  s[idx(MemoryComponent::kMasterWeights)] = opt_params * master_b * on_device;
+  s[idx(MemoryComponent::kOptimizerStates)] = opt_params * state_b * on_device;
   if (fsdp) {
-    // reshard_after_forward: the current and the prefetched unit; otherwise every unit of the
-    // rank stays gathered from its forward to its backward.
+    // Gathered: the unit in use and the prefetched next (reshard_after_forward), else every unit
+    // of the rank from its forward to its backward; unsharded: one unit's gradient before its
+    // reduce-scatter. XLA's unit is one weight array (in the compute dtype, and so is the gradient
+    // it reduces: fsdp_layer.cpp), FSDP2's one layer.
+    const bool compiled = rt.whole_step_compiled;
+    const double unit = compiled ? std::min(P.largest_unit_params, largest_weight_tensor(job))
+                                 : P.largest_unit_params;
     const double gathered =
-        par.reshard_after_forward ? 2.0 * P.largest_unit_params : P.dense_params + P.expert_params;
-    s[idx(MemoryComponent::kFsdpUnsharded)] = gathered * pb + P.largest_unit_params * gb;
-    s[idx(MemoryComponent::kFp8WeightCopies)] = 2.0 * P.largest_unit_params * copy_b;
+        par.reshard_after_forward ? 2.0 * unit : P.dense_params + P.expert_params;
+    s[idx(MemoryComponent::kFsdpUnsharded)] =
+        gathered * gather_b + unit * (compiled ? gather_b : gb);
+    s[idx(MemoryComponent::kFp8WeightCopies)] = 2.0 * unit * copy_b;
   } else {
     s[idx(MemoryComponent::kFp8WeightCopies)] = ((prec.fp8_dense ? P.dense_gemm_params : 0.0) +
                                                  (prec.fp8_experts ? P.expert_params : 0.0)) *
@@ -919,11 +1010,24 @@ RankMemory project_rank(Context& cx, int r) {
   rm.upper = s;
   rm.point[idx(MemoryComponent::kActivations)] = act_p;
   rm.upper[idx(MemoryComponent::kActivations)] = act_u;
-  rm.point[idx(MemoryComponent::kTransient)] = ch.transient_point;
-  rm.upper[idx(MemoryComponent::kTransient)] = ch.transient_upper;
   const double window = s[idx(MemoryComponent::kFsdpUnsharded)];
+  double transient_p = ch.transient_point;
+  const double capacity = cx.job.cluster.accelerator.hbm_bytes;
+  if (cx.job.runtime.whole_step_compiled && capacity > 0.0 && ch.transient_floor < transient_p) {
+    // XLA rematerialises to the device's memory limit at compile time: a step whose working set
+    // would not fit recomputes cheap tensors instead, down to the floor (ChunkActivation).
+    const double frag = cal.fragmentation_fraction.value;
+    const double total = sum(s) + act_p + transient_p + frag * (act_p + transient_p + window);
+    const double excess = total - capacity;
+    if (excess > 0.0) {
+      transient_p = std::max(ch.transient_floor, transient_p - excess / (1.0 + frag));
+      rm.transient_source = "working set rematerialised by XLA to the HBM limit";
+    }
+  }
+  rm.point[idx(MemoryComponent::kTransient)] = transient_p;
+  rm.upper[idx(MemoryComponent::kTransient)] = ch.transient_upper;
   rm.point[idx(MemoryComponent::kFragmentation)] =
-      cal.fragmentation_fraction.value * (act_p + ch.transient_point + window);
+      cal.fragmentation_fraction.value * (act_p + transient_p + window);
   rm.upper[idx(MemoryComponent::kFragmentation)] =
       cal.fragmentation_upper_fraction.value * (act_u + ch.transient_upper + window);
   rm.total_point_bytes = sum(rm.point);

@@ -113,7 +113,10 @@ ModelParams model_params(const ModelSpec& model) {
 OptimizerBytes optimizer_bytes_per_param(const RuntimeSpec& rt) {
   OptimizerBytes b;
   const PrecisionSpec& p = rt.precision;
-  b.master_bytes = p.params_dtype == Dtype::kFp32 || !p.fp32_master ? 0.0 : 4.0;
+  // fp32 weights are their own master copy; an optimizer without master weights (optax in
+  // MaxText) updates the stored weights in their own dtype.
+  const Dtype stored = p.stored_weights_dtype();
+  b.master_bytes = stored == Dtype::kFp32 || !rt.master_weights ? 0.0 : 4.0;
   switch (rt.optimizer) {
     case OptimizerKind::kAdam:
       b.state_bytes = bytes_per_element(rt.exp_avg_dtype) + bytes_per_element(rt.exp_avg_sq_dtype);
@@ -123,7 +126,7 @@ OptimizerBytes optimizer_bytes_per_param(const RuntimeSpec& rt) {
       b.state_bytes = 4.0;
       break;
   }
-  const double weight_bytes = p.fp8_param ? 1.0 : bytes_per_element(p.params_dtype);
+  const double weight_bytes = p.fp8_param ? 1.0 : bytes_per_element(stored);
   // fp32 weights are their own master copy: read and written once.
   const double weights_rw =
       b.master_bytes > 0.0 ? 2.0 * b.master_bytes + weight_bytes : 2.0 * weight_bytes;

@@ -218,6 +218,44 @@ std::string_view to_string(RecomputeGranularity g) {
       return "selective";
     case RecomputeGranularity::kOpPolicy:
       return "op";
+    case RecomputeGranularity::kTensors:
+      return "tensors";
+  }
+  return "?";
+}
+
+std::string_view to_string(MoeDispatchKind k) {
+  switch (k) {
+    case MoeDispatchKind::kPermute:
+      return "permute";
+    case MoeDispatchKind::kDenseCapacity:
+      return "dense_capacity";
+    case MoeDispatchKind::kDenseAll:
+      return "dense_all";
+  }
+  return "?";
+}
+
+std::string_view to_string(MeshRole r) {
+  switch (r) {
+    case MeshRole::kData:
+      return "data";
+    case MeshRole::kStage:
+      return "stage";
+    case MeshRole::kFsdp:
+      return "fsdp";
+    case MeshRole::kFsdpTranspose:
+      return "fsdp_transpose";
+    case MeshRole::kContext:
+      return "context";
+    case MeshRole::kTensor:
+      return "tensor";
+    case MeshRole::kTensorSequence:
+      return "tensor_sequence";
+    case MeshRole::kExpert:
+      return "expert";
+    case MeshRole::kOther:
+      return "other";
   }
   return "?";
 }

@@ -38,10 +38,17 @@ OpCost price_compute(CostCache& cache, const Op& op) {
                                                        : cache.attention_bwd(op.attention);
     case OpKind::kMemoryBound:
       return cache.memory_bound(op.bytes, op.mem_class);
+    case OpKind::kHostTransfer:
+      return host_transfer_time(cache.accelerator(), op.bytes);
     case OpKind::kCollective:
       break;
   }
   return OpCost{};
+}
+
+// Communication-like ops: they run beside the compute stream and may hide behind it.
+bool is_transfer(const Op& op) {
+  return op.kind == OpKind::kCollective || op.kind == OpKind::kHostTransfer;
 }
 
 OpCost price_collective(const JobSpec& job, CostCache& cache, const Op& op) {
@@ -87,8 +94,11 @@ void add_exposed(ExposedComm& e, GroupKind g, double t) {
 void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
                  const std::string& label, std::vector<PricedOp>* table,
                  PhaseAccumulator (&acc)[3]) {
-  // Expert compute of this block per phase, the budget EP overlap can hide behind.
+  // Expert compute of this block per phase, the budget EP overlap can hide behind; all compute
+  // of one layer per phase, the budget of per-layer gathers / reductions and host copies
+  // (backward and weight-gradient phases together: only zero-bubble schedules split them).
   double expert_compute[3] = {0, 0, 0};
+  double block_compute[3] = {0, 0, 0};
   std::vector<OpCost> costs(lw.ops.size());
   for (std::size_t i = 0; i < lw.ops.size(); ++i) {
     const Op& op = lw.ops[i];
@@ -97,16 +107,28 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
     if (op.kind == OpKind::kGroupedGemm) {
       expert_compute[static_cast<int>(op.phase)] += costs[i].time_s;
     }
+    if (!is_transfer(op)) block_compute[static_cast<int>(op.phase)] += costs[i].time_s;
   }
   const double n = lw.count;
   double ep_budget[3] = {expert_compute[0], expert_compute[1], expert_compute[2]};
+  // [0]: forward, [1]: backward + weight gradients; one budget per engine (ICI / host DMA).
+  double comm_budget[2] = {block_compute[0], block_compute[1] + block_compute[2]};
+  double host_budget[2] = {comm_budget[0], comm_budget[1]};
   for (std::size_t i = 0; i < lw.ops.size(); ++i) {
     const Op& op = lw.ops[i];
     const int ph = static_cast<int>(op.phase);
     const double t = costs[i].time_s;
     double exposed = t;
-    if (op.kind == OpKind::kCollective) {
-      if (op.overlap == Overlap::kWithCompute) {
+    if (is_transfer(op)) {
+      if (op.overlap == Overlap::kWithBlockCompute) {
+        double& budget =
+            (op.kind == OpKind::kHostTransfer ? host_budget : comm_budget)[ph == 0 ? 0 : 1];
+        const double hidden = std::min(t, budget);
+        budget -= hidden;
+        exposed = t - hidden;
+        // The compute it hides behind slows down while it runs (HBM and, on GPUs, CU contention).
+        exposed += hidden * job.cluster.accelerator.calibration.comm_compute_interference.value;
+      } else if (op.overlap == Overlap::kWithCompute) {
         // Neighbouring compute op in the same phase that this collective pipelines with.
         double partner = 0.0;
         for (std::size_t j : {i + 1, i - 1}) {
@@ -122,7 +144,11 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
         exposed = t - hidden;
       }
       acc[ph].exposed_s += n * exposed;
-      add_exposed(acc[ph].by_group, op.group, n * exposed);
+      if (op.kind == OpKind::kHostTransfer) {
+        acc[ph].by_group.offload_s += n * exposed;
+      } else {
+        add_exposed(acc[ph].by_group, op.group, n * exposed);
+      }
       if (op.group == GroupKind::kEp) acc[ph].ep_hideable_s += n * exposed;
     } else {
       acc[ph].compute_s += n * t;
@@ -132,7 +158,7 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
       po.block = label;
       po.op = op;
       po.time_s = t;
-      po.exposed_s = op.kind == OpKind::kCollective ? exposed : t;
+      po.exposed_s = is_transfer(op) ? exposed : t;
       po.provenance = costs[i].provenance;
       po.detail = costs[i].source;
       po.repeat = lw.count;
@@ -194,6 +220,8 @@ std::vector<ExposedComm> price_chunks(const JobSpec& job, CostCache& cache,
         e.tp_s += a.by_group.tp_s;
         e.cp_s += a.by_group.cp_s;
         e.ep_s += a.by_group.ep_s;
+        e.dp_s += a.by_group.dp_s;
+        e.offload_s += a.by_group.offload_s;
       }
     }
   }
@@ -415,6 +443,9 @@ void fill_metrics(const JobSpec& job, CostCache& cache, PerfReport& rep) {
   rep.flops = model_flops(job);
   rep.model_tflops_per_gpu = rep.flops.model_flops / rep.iteration_s / rep.world_size / 1e12;
   rep.hardware_tflops_per_gpu = rep.flops.hardware_flops / rep.iteration_s / rep.world_size / 1e12;
+  if (job.runtime.logged_flops == RuntimeSpec::LoggedFlops::kMaxText) {
+    rep.logged_tflops_per_gpu = maxtext_flops(job) / rep.iteration_s / rep.world_size / 1e12;
+  }
   rep.mfu_dtype = job.runtime.precision.params_dtype;
   const double peak = job.cluster.accelerator.peak_flops(rep.mfu_dtype);
   rep.mfu = peak > 0 ? rep.model_tflops_per_gpu * 1e12 / peak : 0.0;
@@ -444,6 +475,8 @@ void fill_exposed(const JobSpec& job, const std::vector<ExposedComm>& stage_expo
     rep.exposed.tp_s += e.tp_s * rep.num_microbatches;
     rep.exposed.cp_s += e.cp_s * rep.num_microbatches;
     rep.exposed.ep_s += e.ep_s * rep.num_microbatches;
+    rep.exposed.dp_s += e.dp_s * rep.num_microbatches;  // per-layer FSDP collectives
+    rep.exposed.offload_s += e.offload_s * rep.num_microbatches;
   }
   for (const schedule::StreamStats& s : rep.simulation.streams) {
     if (s.name == "dp" || s.name == "dp_gather") {

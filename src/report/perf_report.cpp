@@ -84,6 +84,8 @@ std::string describe_op_shape(const Op& op) {
       return fmt::format("{} {} n={} {}B{}", to_string(op.collective), to_string(op.group),
                          op.group_size, human_count(op.bytes),
                          op.steps > 1 ? fmt::format(" x{}", op.steps) : "");
+    case OpKind::kHostTransfer:
+      return fmt::format("host copy {}B", human_count(op.bytes));
   }
   return "";
 }
@@ -134,9 +136,16 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
       "  Exposed comm (ms)       TP {:.1f}  CP {:.1f}  EP {:.1f}  PP {:.1f}  DP {:.1f}\n",
       ms(rep.exposed.tp_s), ms(rep.exposed.cp_s), ms(rep.exposed.ep_s), ms(rep.exposed.pp_s),
       ms(rep.exposed.dp_s));
+  if (rep.exposed.offload_s > 0.0) {
+    out += fmt::format("  Exposed host offload    {:>12.1f} ms\n", ms(rep.exposed.offload_s));
+  }
   out += fmt::format("  Tokens/s                {:>12.0f}\n", rep.tokens_per_s);
   out += fmt::format("  Tokens/s/GPU            {:>12.1f}\n", rep.tokens_per_s_per_gpu);
   out += fmt::format("  Model TFLOP/s/GPU       {:>12.1f}\n", rep.model_tflops_per_gpu);
+  if (rep.logged_tflops_per_gpu > 0.0) {
+    out += fmt::format("  MaxText TFLOP/s/device  {:>12.1f} (calculate_tflops_training_per_device)\n",
+                       rep.logged_tflops_per_gpu);
+  }
   out += fmt::format("  Hardware TFLOP/s/GPU    {:>12.1f} (incl. recompute)\n",
                      rep.hardware_tflops_per_gpu);
   out += fmt::format("  MFU                     {:>12.1f} % of {} dense peak ({:.0f} TFLOP/s)\n",
@@ -221,6 +230,7 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                   {"hardware_flops_per_iteration", rep.flops.hardware_flops},
                   {"model_tflops_per_gpu", rep.model_tflops_per_gpu},
                   {"hardware_tflops_per_gpu", rep.hardware_tflops_per_gpu},
+                  {"logged_tflops_per_gpu", rep.logged_tflops_per_gpu},
                   {"mfu_pct", 100.0 * rep.mfu},
                   {"mfu_dtype", std::string(to_string(rep.mfu_dtype))},
                   {"palm_tflops_per_gpu", rep.palm_tflops_per_gpu},
@@ -233,7 +243,8 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                           {"cp", ms(rep.exposed.cp_s)},
                           {"ep", ms(rep.exposed.ep_s)},
                           {"pp", ms(rep.exposed.pp_s)},
-                          {"dp", ms(rep.exposed.dp_s)}};
+                          {"dp", ms(rep.exposed.dp_s)},
+                          {"offload", ms(rep.exposed.offload_s)}};
   ordered_json chunks = ordered_json::array();
   for (const ChunkTiming& c : rep.chunks) {
     ordered_json jc;

@@ -10,6 +10,8 @@
 
 #include "projector/job/layout.h"
 #include "projector/sweep/sweep.h"
+#include "projector/frontend/maxtext.h"
+#include "projector/job/mesh.h"
 #include "projector/util/error.h"
 #include "projector/util/text.h"
 
@@ -77,8 +79,19 @@ RecomputeOption parse_recompute(std::string_view text) {
   if (t.rfind("every", 0) == 0 && t.size() > 5) {
     return {RecomputeKind::kEveryN, positive_int("recompute", std::string_view(t).substr(5))};
   }
-  bad_grid(
-      fmt::format("recompute: unknown '{}' (none, selective, full, block<N>, op, every<N>)", text));
+  if (t.rfind("remat:", 0) == 0) {
+    const std::string name = t.substr(6);
+    if (name == "base") return {RecomputeKind::kTensorPolicy, -1};
+    const auto& names = maxtext::remat_policy_names();
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == name && name != "custom") {
+        return {RecomputeKind::kTensorPolicy, static_cast<int>(i)};
+      }
+    }
+  }
+  bad_grid(fmt::format("recompute: unknown '{}' (none, selective, full, block<N>, op, every<N>, "
+                       "remat:<MaxText remat_policy>, remat:base)",
+                       text));
 }
 
 Sharding parse_sharding(std::string_view text) {
@@ -102,6 +115,7 @@ std::vector<int> divisors(std::int64_t n, std::int64_t max_value) {
 // What the rules need from the base job, computed once (the job module's rule facts).
 struct Facts : RuleFacts {
   int nodes = 1;
+  std::int64_t mesh_slice_devices = 0;  // a mesh job: devices per slice (TP x PP x CP x EP | it)
 };
 
 Facts facts_of(const JobSpec& base, const SpaceOptions& o) {
@@ -119,6 +133,10 @@ Facts facts_of(const JobSpec& base, const SpaceOptions& o) {
   f.tp_beyond_node = o.allow_tp_beyond_node || base.parallel.allow_tp_beyond_node;
   f.uneven_layers = o.allow_uneven_layers;
   f.search = true;
+  if (!base.parallel.mesh.empty()) {
+    f.mesh_slice_devices = f.world / std::max(1, base.cluster.slices);
+    f.tp_beyond_node = true;  // tensor axes lie on the slice's torus, not in a host
+  }
   return f;
 }
 
@@ -141,6 +159,10 @@ LayoutChoice choice_of(const Candidate& c) {
 }
 
 Rule check(const Facts& f, const Candidate& c) {
+  if (f.mesh_slice_devices > 0 &&
+      f.mesh_slice_devices % (static_cast<std::int64_t>(c.tp) * c.pp * c.cp * c.ep) != 0) {
+    return Rule::kWorldDense;  // the inner mesh axes must fit in one slice
+  }
   return check_layout(f, choice_of(c));
 }
 
@@ -187,6 +209,10 @@ std::string to_string(RecomputeOption r) {
       return "op";
     case RecomputeKind::kEveryN:
       return fmt::format("every{}", r.num_layers);
+    case RecomputeKind::kTensorPolicy:
+      return r.num_layers < 0 ? std::string("remat:base")
+                              : fmt::format("remat:{}", maxtext::remat_policy_names()[static_cast<
+                                                            std::size_t>(r.num_layers)]);
   }
   return "?";
 }
@@ -279,8 +305,10 @@ struct Axes {
   std::vector<int> replicate;
   bool moe = false;
   // ETP depends on TP: the grid's values, else {TP} and, for MoE with TP > 1, also 1.
+  bool mesh = false;  // a mesh job: experts shard their MLP columns over the tensor axes
   std::vector<int> etp(int tp_size) const {
     if (!etp_grid.empty()) return etp_grid;
+    if (mesh) return {tp_size};
     if (moe && tp_size != 1) return {tp_size, 1};
     return {tp_size};
   }
@@ -294,7 +322,10 @@ std::vector<std::pair<ScheduleKind, int>> schedule_variants(const Facts& f, cons
     schedules = {ScheduleKind::k1F1B, ScheduleKind::kInterleaved, ScheduleKind::kZbvFormatted,
                  ScheduleKind::kDualPipeV};
   }
-  if (schedules.empty()) {
+  if (schedules.empty() && f.mesh_slice_devices > 0) {
+    // A compiled (MaxText) pipeline: stages or circular repeats, no split backward.
+    schedules = {ScheduleKind::k1F1B, ScheduleKind::kInterleaved};
+  } else if (schedules.empty()) {
     schedules = {ScheduleKind::k1F1B, ScheduleKind::kZeroBubble, ScheduleKind::kInterleaved};
     if (options.include_vshape) {
       schedules.insert(schedules.end(), {ScheduleKind::kZbvFormatted, ScheduleKind::kZbvGreedyMin,
@@ -321,6 +352,24 @@ std::vector<std::pair<ScheduleKind, int>> schedule_variants(const Facts& f, cons
   return variants;
 }
 
+// Megatron's granularities, or for a per-tensor-policy job (MaxText) its own policy and every
+// named remat_policy (none / minimal_flash / the quantization variants repeat others).
+std::vector<RecomputeOption> default_recompute(const JobSpec& base) {
+  if (base.runtime.recompute.granularity != RecomputeGranularity::kTensors) {
+    return {{RecomputeKind::kNone, 0}, {RecomputeKind::kSelective, 0}, {RecomputeKind::kFull, 0}};
+  }
+  std::vector<RecomputeOption> out = {{RecomputeKind::kTensorPolicy, -1}};
+  const auto& names = maxtext::remat_policy_names();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string_view n = names[i];
+    if (n == "none" || n == "minimal_flash" || n == "custom" || n.find("quantization") != n.npos) {
+      continue;
+    }
+    out.push_back({RecomputeKind::kTensorPolicy, static_cast<int>(i)});
+  }
+  return out;
+}
+
 Axes axes_of(const JobSpec& base, const Facts& f, const Grid& grid, const SpaceOptions& options) {
   Axes a;
   a.moe = f.experts_gcd > 0;
@@ -339,16 +388,16 @@ Axes axes_of(const JobSpec& base, const Facts& f, const Grid& grid, const SpaceO
   a.variants = schedule_variants(f, grid, options);
   a.mbs = !grid.mbs.empty() ? grid.mbs : options.default_mbs;
   const bool native = options.fsdp2_native;
+  a.mesh = !base.parallel.mesh.empty();
   a.recompute = !grid.recompute.empty() ? grid.recompute
                 : native                ? std::vector<RecomputeOption>{{RecomputeKind::kNone, 0},
                                                                        {RecomputeKind::kOpPolicy, 0},
                                                                        {RecomputeKind::kEveryN, 2},
                                                                        {RecomputeKind::kFull, 0}}
-                                        : std::vector<RecomputeOption>{{RecomputeKind::kNone, 0},
-                                                                       {RecomputeKind::kSelective, 0},
-                                                                       {RecomputeKind::kFull, 0}};
+                                        : default_recompute(base);
   a.sharding = !grid.sharding.empty() ? grid.sharding
                : native               ? std::vector<Sharding>{Sharding::kFsdp2}
+               : a.mesh ? std::vector<Sharding>{Sharding::kFsdp}  // the mesh decides it
                         : std::vector<Sharding>{Sharding::kDistributedOptimizer, Sharding::kFsdp};
   a.replicate = !grid.replicate.empty() ? grid.replicate
                 : native                ? divisors(f.world, f.world)
@@ -453,6 +502,7 @@ void apply_candidate(const Candidate& c, int nodes, JobSpec& job) {
     p.reshard_after_forward = c.pp == 1;
     if (c.pp == 1) job.runtime.accumulation_rounds = std::max(1, job.num_microbatches());
   }
+  relayout_mesh(job);  // a mesh job: its axes, torus places and sharding follow the sizes
   RecomputeSpec& rc = job.runtime.recompute;
   rc.layer_ids.clear();
   rc.modules.clear();
@@ -483,6 +533,15 @@ void apply_candidate(const Candidate& c, int nodes, JobSpec& job) {
       rc.granularity = RecomputeGranularity::kNone;
       for (int i = 0; i < job.model.num_layers(); ++i) {
         if ((i + 1) % std::max(1, c.recompute.num_layers) == 0) rc.layer_ids.push_back(i);
+      }
+      break;
+    case RecomputeKind::kTensorPolicy:
+      rc.granularity = RecomputeGranularity::kTensors;
+      if (c.recompute.num_layers >= 0) {
+        const auto& names = maxtext::remat_policy_names();
+        rc.tensors = maxtext::remat_policy(names[static_cast<std::size_t>(c.recompute.num_layers)],
+                                           nullptr)
+                         .value_or(TensorPolicy{});
       }
       break;
   }

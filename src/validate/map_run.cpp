@@ -337,6 +337,7 @@ void finalize(Mapper& m, const ClusterSpec& cl) {
   request.loaded_network = cl.network;
   request.nodes = cl.nodes;
   request.gpus_per_node = cl.gpus_per_node;
+  request.per_chip_counts = true;  // hardware.count and per_node count chips (TPU7x: 2 devices)
   try {
     m.out_.job = finalize_job(m.d_, request);
   } catch (const InputError& ex) {
@@ -351,7 +352,10 @@ void finalize(Mapper& m, const ClusterSpec& cl) {
                                              a.source.empty() ? "" : a.source + ": ", a.reason));
   }
   const std::optional<int>& stated_dp = m.e_.training.dp;
-  if (stated_dp && *stated_dp != m.out_.job.parallel.dp) {
+  // MaxText runs may state the data axis (replicas) as dp rather than every batch-sharded rank.
+  const bool data_axis = m.d_.profile.backend == "maxtext" &&
+                         stated_dp == m.out_.job.parallel.dp_replicate;
+  if (stated_dp && *stated_dp != m.out_.job.parallel.dp && !data_axis) {
     m.fail(fmt::format("training.dp {} disagrees with GPUs / (tp x pp x cp) = {}", *stated_dp,
                        m.out_.job.parallel.dp));
   }
@@ -406,8 +410,12 @@ MappedRun map_run(const RunEntry& entry, const std::string& data_dir,
     m.fail("seq_len not stated (no framework default)");
   }
   draft.seq_length = seq > 0 ? std::optional<int>(seq) : std::nullopt;
+  m.data_dir = data_dir;
   if (draft.profile.backend == "torchtitan") {
     validate_detail::map_torchtitan_run(m, data_dir, seq);
+  } else if (draft.profile.backend == "maxtext") {
+    validate_detail::map_model(m, seq);
+    validate_detail::map_maxtext_training(m, cl);
   } else {
     validate_detail::map_model(m, seq);
     map_training(m);

@@ -233,6 +233,7 @@ void read_model(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   mo.mtp_layers = r.integer<int>(m, "mtp_layers", "model");
   mo.attention = r.text(m, "attention", "model");
   mo.block = r.text(m, "block", "model");
+  mo.arch_source = r.text(m, "arch_source", "model");
   read_model_blocks(r, m, mo);
 }
 
@@ -267,6 +268,8 @@ void read_training(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   tr.batch_size_per_gpu = r.integer<int>(t, "batch_size_per_gpu", "training");
   tr.optimizer = r.text(t, "optimizer", "training");
   tr.sharding = r.text(t, "sharding", "training");
+  tr.parallelism = r.text(t, "parallelism", "training");
+  tr.token_dropping = r.boolean(t, "token_dropping", "training");
 }
 
 void read_measured(EntryReader& r, const YAML::Node& node, RunEntry& e) {

@@ -35,7 +35,8 @@ void compare(const RunEntry& e, const MappedRun& m, RunResult& r) {
   const ModelFlops flops = model_flops(job, m.flop_convention.options);
   const double flops_per_token =
       m.flop_convention.hardware ? flops.hardware_flops_per_token() : flops.model_flops_per_token();
-  const double peak = job.cluster.accelerator.peak_flops(job.runtime.precision.params_dtype);
+  const double peak = job.cluster.accelerator.peak_flops(job.runtime.precision.params_dtype) *
+                      std::max(1, job.cluster.devices_per_chip);  // per chip, as runs count
   const double tokens_per_step = static_cast<double>(job.tokens_per_iteration());
   auto add = [&r](const char* metric, double predicted, double measured, std::string basis) {
     if (predicted <= 0.0 || measured <= 0.0) return;

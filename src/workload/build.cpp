@@ -19,6 +19,7 @@
 #include "projector/model/recompute_policy.h"
 #include "projector/workload/workload.h"
 #include "workload/ops.h"
+#include "workload/build_detail.h"
 
 namespace projector {
 namespace {
@@ -246,6 +247,12 @@ void add_flash_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& laye
     core.attention.seq_kv =
         a.sliding_window > 0 ? std::min<std::int64_t>(a.sliding_window, s / 2) : s / 2;
     core.attention.causal = false;
+  } else if (a.chunk_window > 0 && a.chunk_window < s) {
+    // Chunked attention: each chunk is its own causal sequence.
+    core.attention.batch *= (s + a.chunk_window - 1) / a.chunk_window;
+    core.attention.seq_q = a.chunk_window;
+    core.attention.seq_kv = a.chunk_window;
+    core.attention.causal = a.causal;
   } else {
     core.attention.seq_q = s;
     core.attention.seq_kv = s;
@@ -299,6 +306,74 @@ double dedup_dispatch_factor(int experts, int topk, int ep, int nodes) {
   return std::clamp(dedup / standard, 0.0, 1.0);
 }
 
+// A weightless (activation x activation) batched GEMM, e.g. a one-hot dispatch einsum.
+Op einsum_op(const Ctx& c, std::string name, std::int64_t m, std::int64_t n, std::int64_t k,
+             int batch) {
+  Op op = gemm_op(c, std::move(name), m, n, k, batch, c.act);
+  op.kind = OpKind::kGemm;
+  op.weightless = true;
+  return op;
+}
+
+// Dense MoE dispatch (MoeDispatchKind::kDenseCapacity / kDenseAll), as MaxText's dense_matmul
+// computes it. Capacity: per sequence of S tokens each expert takes C = ceil(S topk / E) x cf
+// slots; the dispatch einsum [S, E C] x [S, h] and the combine einsum cost 2 S E C h FLOPs each
+// per sequence, the experts run as a batched GEMM over their E x C slots (over the expert-parallel
+// group's sequences after an all-to-all). Dense all: every expert computes every token.
+void add_dense_moe(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
+  const JobSpec& job = c.job;
+  const ParallelSpec& p = job.parallel;
+  const MoeSpec& m = layer.moe;
+  const std::int64_t h = job.model.hidden_size;
+  const std::int64_t local = c.tokens / c.tp;
+  const int ep = std::max(1, p.ep);
+  const int local_experts = std::max(1, m.num_experts / ep);
+  const std::int64_t fe = m.expert_ffn_hidden_size / std::max(1, p.etp);
+  const std::int64_t up_e = layer.mlp.gated ? 2 * fe : fe;
+  f.push_back(act_gemm_op(c, "moe.router", local, m.num_experts, h));
+  f.push_back(mem_op("moe.topk", 3.0 * static_cast<double>(local) * m.num_experts * 4.0));
+  if (job.runtime.moe_dispatch == MoeDispatchKind::kDenseAll) {
+    push_gemm(c, f, "moe.experts.fc1", local, up_e * local_experts, h);
+    f.push_back(mem_op("moe.experts.act",
+                       static_cast<double>(local) * local_experts * (up_e + fe) * c.act_b));
+    push_gemm(c, f, "moe.experts.fc2", local, h, fe, local_experts);
+    f.back().kind = OpKind::kGemm;  // a batched einsum over the experts, not a grouped kernel
+    f.push_back(
+        mem_op("moe.weight_sum", static_cast<double>(local) * (local_experts + 1) * h * c.act_b));
+  } else {
+    const std::int64_t seq = std::max<std::int64_t>(1, job.runtime.seq_length / p.cp);
+    const int sequences = static_cast<int>(std::max<std::int64_t>(1, local / seq));
+    const double cf = m.capacity_factor > 0.0 ? m.capacity_factor : 1.0;
+    const std::int64_t per_expert = (seq * m.topk + m.num_experts - 1) / m.num_experts;
+    const auto capacity =
+        static_cast<std::int64_t>(std::max(cf, std::floor(static_cast<double>(per_expert) * cf)));
+    const std::int64_t slots = m.num_experts * capacity;
+    f.push_back(einsum_op(c, "moe.dispatch", slots, h, seq, sequences));
+    const double buffer = static_cast<double>(slots) * sequences * h * c.act_b;
+    if (ep > 1) {
+      f.push_back(
+          comm_op("moe.dispatch_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, ep, buffer));
+    }
+    const std::int64_t rows = capacity * sequences * ep;  // per local expert
+    add_mlp(c, f, "moe.experts", layer.mlp, rows, fe, local_experts);
+    for (Op& op : f) {
+      if (op.kind == OpKind::kGroupedGemm && op.name.rfind("moe.experts.", 0) == 0) {
+        op.kind = OpKind::kGemm;  // einsum over equal capacity buffers
+      }
+    }
+    if (ep > 1) {
+      f.push_back(
+          comm_op("moe.combine_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, ep, buffer));
+    }
+    f.push_back(einsum_op(c, "moe.combine", seq, h, slots, sequences));
+  }
+  if (m.shared_expert_ffn_hidden_size > 0) {
+    tp_enter(c, f, "moe.shared");
+    add_mlp(c, f, "moe.shared", layer.mlp, c.tokens, m.shared_expert_ffn_hidden_size / c.tp, 1);
+    tp_exit(c, f, "moe.shared");
+  }
+}
+
 void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   const JobSpec& job = c.job;
   const ParallelSpec& p = job.parallel;
@@ -308,6 +383,8 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
     tp_enter(c, f, "mlp");
     add_mlp(c, f, "mlp", layer.mlp, c.tokens, layer.mlp.ffn_hidden_size / c.tp, 1);
     tp_exit(c, f, "mlp");
+  } else if (job.runtime.moe_dispatch != MoeDispatchKind::kPermute) {
+    add_dense_moe(c, f, layer);
   } else {
     const MoeSpec& m = layer.moe;
     // Tokens enter the MoE block sequence-parallel (Megatron requires SP with MoE and TP > 1).
@@ -318,9 +395,17 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
         static_cast<double>(local) * m.topk * (m.capacity_factor > 0.0 ? m.capacity_factor : 1.0);
     const double routed_bytes = routed * h * c.act_b;
     f.push_back(mem_op("moe.permute", 2.0 * routed_bytes, MemOpClass::kPermute));
-    const Overlap ep_overlap = (job.runtime.deepep || job.runtime.sync_free_moe_stage > 0)
+    // DeepEP / sync-free dispatch pipelines with the expert GEMMs in an eager framework; in one
+    // compiled program the dispatch is a data dependency of the GEMMs it feeds (exposed).
+    const Overlap ep_overlap = (job.runtime.deepep || job.runtime.sync_free_moe_stage > 0) &&
+                                       !job.runtime.whole_step_compiled
                                    ? Overlap::kWithExpertCompute
                                    : Overlap::kExposed;
+    // Static worst-case receive buffers (RuntimeSpec::moe_static_recv_factor): the local sort
+    // after the dispatch (a gather into the expert-sorted layout) and the fan-in before the
+    // combine stream the whole buffer.
+    const double static_rows =
+        p.ep > 1 ? std::max(0.0, job.runtime.moe_static_recv_factor) * routed * h * c.act_b : 0.0;
     double a2a_bytes = routed_bytes;
     if (job.runtime.moe_dedup_dispatch && p.ep > 1) {
       const int nodes = job_group(job, GroupKind::kEp).nodes;
@@ -334,6 +419,7 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
       f.push_back(comm_op("moe.etp_all_gather", GroupKind::kEtp, CollectiveKind::kAllGather, p.etp,
                           routed_bytes * p.etp));
     }
+    if (static_rows > 0.0) f.push_back(mem_op("moe.static_sort", 2.0 * static_rows));
     const int local_experts = std::max(1, m.num_experts / p.ep);
     const auto rows_total = static_cast<std::int64_t>(std::llround(routed * p.etp));
     const std::int64_t rows_per_expert = std::max<std::int64_t>(1, rows_total / local_experts);
@@ -343,6 +429,7 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
       f.push_back(comm_op("moe.etp_reduce_scatter", GroupKind::kEtp, CollectiveKind::kReduceScatter,
                           p.etp, routed_bytes * p.etp));
     }
+    if (static_rows > 0.0) f.push_back(mem_op("moe.static_fan_in", 2.0 * static_rows));
     if (p.ep > 1) {
       f.push_back(comm_op("moe.combine_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, p.ep,
                           a2a_bytes, ep_overlap));
@@ -414,6 +501,8 @@ void add_backward(const std::vector<Op>& fwd, std::vector<Op>& out, bool sp) {
         }
         out.push_back(b);
         break;
+      case OpKind::kHostTransfer:
+        break;  // offload copies are added per phase by the layer (offload_ops)
     }
   }
   // Without SP the conjugate of the forward all-reduce after a row-parallel GEMM is an all-reduce
@@ -527,9 +616,11 @@ void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute,
     }
   }
   // Recompute forward, replayed at the start of the backward.
+  const bool tensor_policy = job.runtime.recompute.granularity == RecomputeGranularity::kTensors;
   for (const Op& f : fwd) {
     if (op_policy) break;
-    if (full_recompute || selectively_recomputed(job, f)) {
+    if (full_recompute || selectively_recomputed(job, f) ||
+        (tensor_policy && workload_detail::recomputed_by_tensor_policy(job, f))) {
       Op r = f;
       r.phase = WorkPhase::kB;
       r.recompute = true;
@@ -554,6 +645,7 @@ void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute,
 
 CommGroup job_group(const JobSpec& job, GroupKind kind) {
   const ParallelSpec& p = job.parallel;
+  if (!p.mesh.empty()) return workload_detail::mesh_group(job, kind);
   ParallelSizes sizes;
   sizes.tp = p.tp;
   sizes.cp = p.cp;
@@ -565,6 +657,17 @@ CommGroup job_group(const JobSpec& job, GroupKind kind) {
   return make_group(kind, sizes, job.cluster.gpus_per_node, job.cluster.network.pod_size);
 }
 
+namespace {
+// Per-layer FSDP collectives of the weights a block of one stage holds (its VirtualStage).
+void add_fsdp_ops(const JobSpec& job, const VirtualStage& part, LayerWork& lw) {
+  if (!job.parallel.fsdp_per_layer || job.parallel.fsdp == FsdpKind::kNone) return;
+  const StageParams sp = stage_params(job.model, job.parallel, part, false);
+  for (Op& op : workload_detail::fsdp_layer_ops(job, sp.dense_params, sp.expert_params)) {
+    lw.ops.push_back(std::move(op));
+  }
+}
+}  // namespace
+
 LayerWork build_layer_work(const JobSpec& job, int layer_index) {
   const Ctx c = make_ctx(job);
   const LayerSpec& layer = job.model.layers[static_cast<std::size_t>(layer_index)];
@@ -575,6 +678,8 @@ LayerWork build_layer_work(const JobSpec& job, int layer_index) {
   lw.layer = layer_index;
   lw.label = layer.is_moe ? "moe_layer" : "dense_layer";
   finish_block(job, fwd, layer_fully_recomputed(job, layer_index), lw, c.sp, &layer);
+  for (Op& op : workload_detail::offload_ops(job, layer)) lw.ops.push_back(std::move(op));
+  add_fsdp_ops(job, VirtualStage{layer_index, 1, false, false, 0}, lw);
   return lw;
 }
 
@@ -593,6 +698,7 @@ LayerWork embedding_work(const Ctx& c) {
                 MemOpClass::kPermute);
   w.phase = WorkPhase::kW;
   lw.ops.push_back(w);
+  add_fsdp_ops(c.job, VirtualStage{0, 0, true, false, 0}, lw);
   return lw;
 }
 
@@ -633,6 +739,9 @@ LayerWork output_work(const Ctx& c) {
   LayerWork lw;
   lw.label = "output";
   finish_block(c.job, fwd, false, lw, c.sp);
+  // The output layer (a tied one is the embedding, gathered again here).
+  const int layers = c.job.model.num_layers();
+  add_fsdp_ops(c.job, VirtualStage{layers, 0, false, true, 0}, lw);
   return lw;
 }
 
@@ -754,6 +863,8 @@ Workload build_workload(const JobSpec& job) {
       holds_embedding = holds_embedding || st.has_embedding;
       dense_total += sp.dense_params;
       expert_total += sp.expert_params;
+      // Per-layer FSDP reduces and gathers inside the layers' blocks (add_fsdp_ops).
+      if (p.fsdp_per_layer && p.fsdp != FsdpKind::kNone) continue;
       if (p.fsdp == FsdpKind::kFsdp2) {
         add_fsdp2_comm(job, c, sp, ch, rw.iteration);
         continue;
@@ -801,11 +912,10 @@ Workload build_workload(const JobSpec& job) {
     // Optimizer step over this rank's shard: the bytes it reads and writes per parameter follow
     // the optimizer and its dtypes (accounting.h, shared with the memory projection).
     const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
-    // HSDP: each replicate group steps its own shard.
-    const int rep = p.fsdp != FsdpKind::kNone ? std::max(1, p.dp_replicate) : 1;
-    const double shard_params =
-        sharded ? (dense_total / dense_dp + expert_total / std::max(1, p.expert_dp)) * rep
-                : dense_total + expert_total;
+    const int replicate = std::max(1, p.dp_replicate);
+    const double shard_params = sharded ? dense_total / std::max(1, dense_dp / replicate) +
+                                              expert_total / std::max(1, p.expert_dp / replicate)
+                                        : dense_total + expert_total;
     const double bytes_per_param = optimizer_bytes_per_param(job.runtime).step_traffic_bytes;
     rw.iteration.optimizer =
         mem_op("optimizer.step", shard_params * bytes_per_param, MemOpClass::kOptimizer);
@@ -837,6 +947,8 @@ std::string_view to_string(OpKind k) {
       return "memory";
     case OpKind::kCollective:
       return "collective";
+    case OpKind::kHostTransfer:
+      return "host_transfer";
   }
   return "?";
 }

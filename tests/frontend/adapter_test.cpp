@@ -11,6 +11,7 @@
 #include "projector/hardware/catalog.h"
 #include "projector/job/builder.h"
 #include "projector/report/job_report.h"
+#include "support/adapter_input.h"
 #include "support/model_builders.h"
 #include "support/temp_dir.h"
 
@@ -34,7 +35,11 @@ TEST(Registry, BuiltinsAndAliases) {
   EXPECT_NE(std::find(names.begin(), names.end(), "megatron"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "torchtitan"), names.end());
   EXPECT_NE(std::find(names.begin(), names.end(), "torchrec_dlrm"), names.end());
-  EXPECT_EQ(names.size(), 3u);
+  EXPECT_EQ(names.size(), 4u);
+  for (const char* alias : {"maxtext", "MaxText", "jax"}) {
+    ASSERT_NE(r.find(alias), nullptr) << alias;
+    EXPECT_EQ(r.find(alias)->name(), "maxtext");
+  }
   for (const char* alias : {"megatron", "Megatron", "megatron-lm", "mcore", "megatron-core"}) {
     ASSERT_NE(r.find(alias), nullptr) << alias;
     EXPECT_EQ(r.find(alias)->name(), "megatron");
@@ -124,13 +129,7 @@ TEST(MegatronAdapter, NormalizationIsIdempotent) {
     LoadRequest req = request(path);
     ResolvedConfig rc = resolve_config(req);
     rc.args.set("use_custom_fsdp", ConfigValue::make_bool(false));  // an alias the adapter folds
-    AdapterInput in;
-    in.args = rc.args;
-    in.user_keys = rc.user_keys;
-    in.source = rc.source;
-    in.model_name = "m";
-    in.profile = *load_framework_profiles(kRepoData).find(a.profile(rc.primus_experiment));
-    in.data_dir = kRepoData;
+    AdapterInput in = testing::adapter_input(rc, a, kRepoData);
     const JobDraft first = a.normalize(in);
     const std::string normalized = in.args.to_text();
     EXPECT_EQ(in.args.find("use_custom_fsdp"), nullptr) << path;

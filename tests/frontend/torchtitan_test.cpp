@@ -349,7 +349,7 @@ TEST(TorchtitanPrecision, RecipesAndCoverage) {
   EXPECT_FALSE(mx.runtime.precision.fp8_output);  // mx filter_fqns defaults to output
   EXPECT_TRUE(mx.runtime.precision.fp8_experts);
   const JobSpec pure = upstream("llama3_8b.toml", {"training.dtype=bfloat16"});
-  EXPECT_FALSE(pure.runtime.precision.fp32_master);
+  EXPECT_FALSE(pure.runtime.master_weights);
   EXPECT_EQ(pure.runtime.main_grads_dtype, Dtype::kBf16);
   const JobSpec nolp = upstream("llama3_8b.toml", {"parallelism.tensor_parallel_degree=2",
                                                    "parallelism.disable_loss_parallel=true"});

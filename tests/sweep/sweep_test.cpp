@@ -77,6 +77,9 @@ JobSpec hand_job(const Candidate& c) {
         r.layer_ids.push_back(i);
       }
       break;
+    case RecomputeKind::kTensorPolicy:
+      r.granularity = RecomputeGranularity::kTensors;
+      break;
   }
   return job;
 }

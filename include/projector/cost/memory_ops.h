@@ -26,4 +26,9 @@ double hbm_fraction(const AcceleratorSpec& acc, MemOpClass cls);
 // `bytes` read plus written by the op; `kernels` launches are charged kernel_launch_s each.
 OpCost memory_bound_time(const AcceleratorSpec& acc, double bytes, MemOpClass cls, int kernels = 1);
 
+// A copy of `bytes` between device and host memory (activation / optimizer offload) over the
+// accelerator's host link (host_bw_bytes_per_s; when unknown, a 32 GB/s PCIe Gen4 x16 estimate,
+// marked roofline).
+OpCost host_transfer_time(const AcceleratorSpec& acc, double bytes);
+
 }  // namespace projector

@@ -58,6 +58,7 @@ struct AdapterInput {
   std::string backend_path;
   std::string primus_path;
   std::string module_preset;  // the module preset file read (checkout or bundled copy), if any
+  EnvLookup env;  // environment (PRIMUS_MAXTEXT_PATH, ...); empty: none
   std::vector<AppliedDefault> defaults;
   std::vector<std::string> warnings;
 };
@@ -77,6 +78,9 @@ class BackendAdapter {
   // Where a Primus checkout keeps this back-end's presets: primus/configs/{modules,models}/<dir>.
   virtual std::string_view preset_dir() const = 0;
   virtual KeySchema key_schema(const std::string& data_dir) const = 0;
+  // Whether a flat configuration file (no Primus `modules:`) is this back-end's own format, e.g.
+  // a MaxText YAML; flat files nobody claims are read as Megatron arguments.
+  virtual bool recognizes(const ConfigValue& /*flat_config*/) const { return false; }
   // Rewrites `input.args` into the adapter's canonical keys (aliases folded) and reads the draft
   // from them. Idempotent: normalizing an already normalized input changes nothing and gives the
   // same draft, so a caller may rewrite the normalized namespace and normalize again. Throws

@@ -95,8 +95,12 @@ JobSpec load_job(const LoadRequest& request);
 std::vector<std::string> list_model_presets(const std::string& data_dir);
 // Path of a model preset: the bundled catalogue first, then <primus>/primus/configs/models/
 // megatron/. `name` may omit ".yaml". Throws InputError (suggesting the nearest name) if unknown.
+// Another back-end's presets (`preset_dir` != "megatron", e.g. "maxtext") are looked up in
+// <primus>/primus/configs/models/<preset_dir>/, then in the bundled copy
+// data/frameworks/primus/models/<preset_dir>/, never in the Megatron catalogue.
 std::string find_model_preset(const std::string& name, const std::string& data_dir,
-                              const std::string& primus_path, const SourceLocation& where = {});
+                              const std::string& primus_path, const SourceLocation& where = {},
+                              std::string_view preset_dir = "megatron");
 // A preset on its own (for `projector models show`).
 ModelSpec load_model_preset(const std::string& name, const std::string& data_dir,
                             const std::string& primus_path = "",

@@ -53,6 +53,7 @@ enum class DraftField : std::uint8_t {
   kNodes,
   kGpusPerNode,
   kDp,
+  kMesh,
   kCount
 };
 inline constexpr int kNumDraftFields = static_cast<int>(DraftField::kCount);
@@ -146,6 +147,30 @@ struct JobDraft {
   RuntimeSpec runtime;
   RecsysDraft recsys;  // recommendation family: what the config states (job/recsys_plan.h)
 
+  // A named device mesh (MaxText ici_* / dcn_* axes, job/mesh.h). An ici or dcn size may be -1:
+  // the one axis of its group that takes the devices (slices) the others leave. When set, the
+  // builder derives TP, PP, CP, EP and DP from it (the draft's tp ... ep must then be unset),
+  // places it on the slice's torus, shards weights over its FSDP axes (replicated over its data
+  // axes) and sequence-shards the residual stream over its tensor axes.
+  std::vector<MeshAxis> mesh;
+  // A framework-specific placement of the mesh on the torus (MaxText custom_mesh, job/mesh.h
+  // place_mesh); empty: JAX's mesh_utils placement.
+  std::string mesh_placement;
+  // Sequences per device per accumulation step, counting every device (tensor, context and stage
+  // ranks too; MaxText per_device_batch_size, may be fractional): the global batch is
+  // per_device_batch x devices x gradient_accumulation.
+  std::optional<double> per_device_batch;
+  int gradient_accumulation = 1;
+  int pipeline_microbatches = 0;  // per accumulation step with PP; 0: one per stage
+
+  // Where the job runs when the configuration itself says so (MaxText compile_topology and
+  // compile_topology_num_slices, hardware: tpu); command-line and environment values win.
+  std::string hardware;
+  std::string hardware_reason;
+  std::optional<std::int64_t> devices;
+  std::optional<int> slices;
+  std::vector<int> slice_shape;
+
   std::vector<AppliedDefault> defaults;
   std::vector<std::string> warnings;
   std::array<FieldOrigin, kNumDraftFields> origins;
@@ -176,6 +201,13 @@ struct ClusterRequest {
   std::optional<std::int64_t> gpus_per_node;
   std::optional<std::int64_t> nodes;
   bool nodes_at_least_minimum = false;
+  // gpus_per_node counts chips (a published run's hardware block): with devices_per_chip > 1
+  // (TPU7x) the builder multiplies it by that many devices.
+  bool per_chip_counts = false;
+  // TPU: the torus shape of one slice in chips and the slices (DCN); unset: the draft's, else the
+  // job's mesh, else one slice of the usual shape (job/mesh.h default_slice_shape).
+  std::vector<int> slice_shape;
+  std::optional<int> slices;
 };
 
 }  // namespace projector

@@ -56,10 +56,13 @@ enum class RecomputeKind : std::uint8_t {
   kFullBlock,  // full, block: the first `num_layers` layers of every model chunk
   kOpPolicy,   // per-op selective checkpointing (RecomputeGranularity::kOpPolicy)
   kEveryN,     // every `num_layers`-th block fully checkpointed (torchtitan selective N)
+  // A per-tensor (saved-tensor) policy of a compiled job: MaxText's remat_policy named by
+  // `num_layers` as an index into maxtext::remat_policy_names(), or -1 for the base job's own.
+  kTensorPolicy,
 };
 struct RecomputeOption {
   RecomputeKind kind = RecomputeKind::kNone;
-  int num_layers = 0;  // kFullBlock and kEveryN only
+  int num_layers = 0;  // kFullBlock, kEveryN: the layers; kTensorPolicy: the policy index
   friend bool operator==(const RecomputeOption&, const RecomputeOption&) = default;
 };
 std::string to_string(RecomputeOption r);  // none, selective, full, block<N>, op, every<N>

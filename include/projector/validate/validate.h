@@ -83,6 +83,7 @@ struct RunEntry {
     std::optional<int> mtp_layers;
     std::string attention;  // free text (e.g. sliding-window notes)
     std::string block;      // free text for non-standard blocks
+    std::string arch_source;  // free text: where the architecture came from (a config file)
     std::optional<Moe> moe;
     std::optional<Mla> mla;
     std::optional<Dlrm> dlrm;
@@ -111,6 +112,8 @@ struct RunEntry {
     std::optional<int> batch_size_per_gpu;  // TorchRec --batch_size (per rank)
     std::string optimizer;                  // free text: sgd, adagrad, adam, ...
     std::string sharding;                   // free text: a sharding type, or the planner's
+    std::string parallelism;                // free text: MaxText ici_* / dcn_* axes, topology
+    std::optional<bool> token_dropping;
   } training;
 
   struct Measured {

@@ -19,18 +19,23 @@ namespace projector {
 enum class WorkPhase { kF, kB, kW };
 
 enum class OpKind {
-  kGemm,         // dense GEMM: m x n x k
-  kGroupedGemm,  // MoE experts: `groups` GEMMs of (m / groups) x n x k each
-  kAttention,    // flash-attention core (forward, or backward in phase B)
-  kMemoryBound,  // elementwise / norm / permute / loss: priced by bytes
-  kCollective,   // TP / CP / EP / DP collective inside the microbatch
+  kGemm,          // dense GEMM: m x n x k
+  kGroupedGemm,   // MoE experts: `groups` GEMMs of (m / groups) x n x k each
+  kAttention,     // flash-attention core (forward, or backward in phase B)
+  kMemoryBound,   // elementwise / norm / permute / loss: priced by bytes
+  kCollective,    // TP / CP / EP / DP collective inside the microbatch
+  kHostTransfer,  // copy between device and host memory (activation offload), `bytes` one way
 };
 
 // How a collective relates to compute when it runs.
 enum class Overlap {
-  kExposed,           // on the critical path of the compute stream
-  kWithCompute,       // overlappable with independent compute (TP comm overlap, CP ring)
-  kWithExpertCompute  // EP all-to-all that DeepEP / sync-free stages hide behind expert compute
+  kExposed,            // on the critical path of the compute stream
+  kWithCompute,        // overlappable with independent compute (TP comm overlap, CP ring)
+  kWithExpertCompute,  // EP all-to-all that DeepEP / sync-free stages hide behind expert compute
+  // Issued for the next (forward) or previous (backward) layer and hidden behind this block's
+  // whole compute in the same phase: per-layer FSDP gathers / reduce-scatters of a scanned layer
+  // stack, activation offload copies. Only what exceeds the block's compute is exposed.
+  kWithBlockCompute
 };
 
 struct Op {

@@ -171,12 +171,8 @@ void resolve_module(const ConfigValue& module, const std::string& module_name,
     if (m->kind != ConfigValue::Kind::kString) {
       throw InputError(m->where, prefix + "model", "must be a preset name such as llama3_8B.yaml");
     }
-    out.model_preset_path =
-        adapter.preset_dir() == "megatron"
-            ? find_model_preset(m->s, data_dir_of(request), primus_path_of(request), m->where)
-            : frontend_detail::find_backend_model_preset(m->s, std::string(adapter.preset_dir()),
-                                                         data_dir_of(request),
-                                                         primus_path_of(request), m->where);
+    out.model_preset_path = find_model_preset(m->s, data_dir_of(request), primus_path_of(request),
+                                              m->where, adapter.preset_dir());
     model_preset = load_yaml_with_extends(out.model_preset_path, request.env);
   }
   out.args = merge_module(module, prefix, std::move(preset), model_preset, out);
@@ -234,8 +230,9 @@ ResolvedConfig resolve_config(const LoadRequest& request) {
   if (const ConfigValue* module = find_trainer(experiment, module_name)) {
     resolve_module(*module, module_name, request, out);
   } else {
-    // A flat file of one back-end's arguments (no Primus experiment structure): Megatron's unless
-    // a top-level `framework:` names another.
+    // A flat file of one back-end's arguments (no Primus experiment structure): a top-level
+    // `framework:` names the back-end, else an adapter that recognizes its format (a MaxText YAML),
+    // else Megatron arguments.
     out.args = experiment;
     for (const char* meta : {"work_group", "user_name", "exp_name", "workspace", "platform"}) {
       out.args.erase(meta);
@@ -244,12 +241,18 @@ ResolvedConfig resolve_config(const LoadRequest& request) {
     if (out.args.find("framework") != nullptr) {
       out.framework = select_framework(out.args, "", registry_of(request), out);
       out.args.erase("framework");
+    } else {
+      for (const std::string& name : registry_of(request).names()) {
+        if (registry_of(request).find(name)->recognizes(experiment)) out.framework = name;
+      }
     }
     collect_keys(out.args, out.user_keys);
     out.defaults.push_back(
         {"modules.pre_trainer", "(none)",
-         fmt::format("no Primus experiment structure: the file is read as flat {} arguments",
-                     out.framework == "megatron" ? "Megatron" : out.framework),
+         out.framework == "megatron"
+             ? "no Primus experiment structure: the file is read as flat Megatron arguments"
+             : fmt::format("no Primus experiment structure: the file is read as a {} config",
+                           out.framework),
          ""});
   }
   apply_set_overrides(request, out);

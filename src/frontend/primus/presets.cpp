@@ -59,10 +59,15 @@ std::vector<std::string> list_model_presets(const std::string& data_dir) {
 }
 
 std::string find_model_preset(const std::string& name, const std::string& data_dir,
-                              const std::string& primus_path, const SourceLocation& where) {
+                              const std::string& primus_path, const SourceLocation& where,
+                              std::string_view preset_dir) {
   std::error_code ec;
   const std::string file = with_yaml_suffix(name);
   if (std::string p = explicit_preset_path(name, where); !p.empty()) return p;
+  if (preset_dir != "megatron") {
+    return frontend_detail::find_backend_model_preset(name, std::string(preset_dir), data_dir,
+                                                      primus_path, where);
+  }
   const fs::path bundled = fs::path(data_dir) / "models" / file;
   if (fs::is_regular_file(bundled, ec)) return bundled.string();
   if (!primus_path.empty()) {

@@ -94,7 +94,7 @@ void read_precision(TitanReader& r, JobDraft& d) {
   if (stored == Dtype::kBf16) {
     // Pure bf16 training: no fp32 copy anywhere (job_config.py:275-280).
     p.params_dtype = Dtype::kBf16;
-    p.fp32_master = false;
+    d.runtime.master_weights = false;
     d.main_grads_dtype = Dtype::kBf16;
     d.runtime.exp_avg_dtype = Dtype::kBf16;
     d.runtime.exp_avg_sq_dtype = Dtype::kBf16;
