@@ -42,13 +42,12 @@ CostClass cost_class(MemOpClass c) {
     case MemOpClass::kElementwise:
       return CostClass::kElementwise;
     case MemOpClass::kPermute:
+    case MemOpClass::kEmbedding:  // gathers, as the permute class measures them
       return CostClass::kPermute;
     case MemOpClass::kOptimizer:
       return CostClass::kOptimizer;
     case MemOpClass::kLoss:
       return CostClass::kLoss;
-    case MemOpClass::kHostTransfer:
-      break;  // not a kernel: CostCache::memory_bound never scales it
   }
   return CostClass::kElementwise;
 }

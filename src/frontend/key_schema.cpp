@@ -1,7 +1,10 @@
 // Key schemas of the back-end adapters (data/frameworks/keys/<name>.txt) and the nearest-key
 // suggestion for a misspelt key.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "projector/frontend/adapter.h"
@@ -104,6 +107,26 @@ void add_not_modelled(KeySchema& schema, const std::string& line, const std::str
 }
 
 }  // namespace
+std::string KeySchema::unknown_key_warning(const std::string& key,
+                                           const SourceLocation& where) const {
+  const std::string n = nearest(key);
+  const std::string loc = where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
+  return n.empty() ? fmt::format("{}unknown key '{}' (ignored)", loc, key)
+                   : fmt::format("{}unknown key '{}' (ignored); did you mean '{}'?", loc, key, n);
+}
+
+JobDraft start_draft(const AdapterInput& in) {
+  JobDraft d;
+  d.source = in.source;
+  d.profile = in.profile;
+  d.defaults = in.defaults;
+  d.warnings = in.warnings;
+  return d;
+}
+
+KeySchema load_backend_key_schema(const std::string& data_dir, std::string_view name) {
+  return load_key_schema(data_dir + "/frameworks/keys/" + std::string(name) + ".txt");
+}
 
 KeySchema load_key_schema(const std::string& path) {
   std::ifstream in(path);
@@ -133,6 +156,19 @@ KeySchema load_key_schema(const std::string& path) {
     }
   }
   return schema;
+}
+
+std::vector<std::string> unknown_key_warnings(const ConfigValue& args,
+                                              const std::vector<std::string>& user_keys,
+                                              const KeySchema& schema) {
+  std::vector<std::string> out;
+  std::set<std::string> warned;
+  for (const std::string& key : user_keys) {
+    if (schema.known(key) || !warned.insert(key).second) continue;
+    const ConfigValue* v = args.find(key);
+    out.push_back(schema.unknown_key_warning(key, v != nullptr ? v->where : SourceLocation{}));
+  }
+  return out;
 }
 
 }  // namespace projector

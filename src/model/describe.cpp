@@ -30,6 +30,7 @@ std::string describe_layer(const LayerSpec& layer) {
     if (a.qk_layernorm) out += ", qk-norm";
     if (a.add_qkv_bias) out += ", qkv bias";
     if (a.sliding_window > 0) out += fmt::format(", sliding window {}", a.sliding_window);
+    if (a.chunk_window > 0) out += fmt::format(", chunked attention {}", a.chunk_window);
     if (!layer.has_ffn()) return out + " (attention only)";
   }
   const MlpSpec& m = layer.mlp;

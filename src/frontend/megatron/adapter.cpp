@@ -42,14 +42,15 @@ void check_keys(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
   std::set<std::string> seen;
   for (const std::string& key : in.user_keys) {
     if (schema.known(key) || environment_name(key) || !seen.insert(key).second) continue;
-    const std::string nearest = schema.nearest(key);
     const ConfigValue* v = in.args.find(key);
     const SourceLocation where = v != nullptr ? v->where : SourceLocation{};
-    const std::string hint = nearest.empty() ? "" : fmt::format("; did you mean '{}'?", nearest);
     if (in.strict_keys) {
-      throw InputError(where, key, fmt::format("unknown key (strict mode){}", hint));
+      const std::string nearest = schema.nearest(key);
+      throw InputError(where, key,
+                       fmt::format("unknown key (strict mode){}",
+                                   nearest.empty() ? "" : "; did you mean '" + nearest + "'?"));
     }
-    d.warnings.push_back(fmt::format("{}unknown key '{}' (ignored){}", location(where), key, hint));
+    d.warnings.push_back(schema.unknown_key_warning(key, where));
   }
   for (const auto& [key, value] : in.args.entries) {
     const NotModelledKey* nm = schema.not_modelled(key);
@@ -104,17 +105,12 @@ void normalize_megatron_args(ConfigValue& args) {
 }
 
 KeySchema MegatronAdapter::key_schema(const std::string& data_dir) const {
-  return load_key_schema(
-      (std::filesystem::path(data_dir) / "frameworks" / "keys" / "megatron.txt").string());
+  return load_backend_key_schema(data_dir, name());
 }
 
 JobDraft MegatronAdapter::normalize(AdapterInput& in) const {
   normalize_megatron_args(in.args);
-  JobDraft d;
-  d.source = in.source;
-  d.profile = in.profile;
-  d.defaults = in.defaults;
-  d.warnings = in.warnings;
+  JobDraft d = start_draft(in);
   check_keys(in, key_schema(in.data_dir), d);
   d.model = build_model(in.args, in.data_dir, d.defaults, d.warnings);
   d.model.name = in.model_name;
