@@ -23,8 +23,7 @@ namespace {
 
 void check_common(int pp, int vpp, int m) {
   if (pp < 1) bad("pp", fmt::format("must be >= 1, got {}", pp));
-  if (vpp < 1)
-    bad("vpp", fmt::format("must be >= 1, got {}", vpp));
+  if (vpp < 1) bad("vpp", fmt::format("must be >= 1, got {}", vpp));
   if (m < 1) bad("num_microbatches", fmt::format("must be >= 1, got {}", m));
 }
 
@@ -142,9 +141,8 @@ ScheduleSelection select_schedule(ScheduleKind requested, int pp, int vpp, bool 
     case ScheduleKind::k1F1B:
     case ScheduleKind::kZeroBubble:
       if (vpp != 1) {
-        bad("vpp",
-            fmt::format("schedule '{}' needs 1 model chunk per rank, got {}", to_string(requested),
-                        vpp));
+        bad("vpp", fmt::format("schedule '{}' needs 1 model chunk per rank, got {}",
+                               to_string(requested), vpp));
       }
       return {requested, fmt::format("{} requested", to_string(requested))};
     case ScheduleKind::kInterleaved:
@@ -221,8 +219,7 @@ ScheduleTable build_1f1b(int pp, int m, bool combined) {
 ScheduleTable build_interleaved(int pp, int vpp, int m, int group_size, bool combined) {
   check_common(pp, vpp, m);
   if (vpp < 2) {
-    bad("vpp",
-        fmt::format("interleaved 1F1B needs >= 2 model chunks per rank, got {}", vpp));
+    bad("vpp", fmt::format("interleaved 1F1B needs >= 2 model chunks per rank, got {}", vpp));
   }
   const int n = group_size == 0 ? pp : group_size;
   if (n < pp || n > m) {
@@ -380,194 +377,225 @@ ScheduleTable build_zbv_formatted(int pp, int m) {
 // peak (F +1, B 0, W -1); a second pass re-packs the cool-down and re-places its W's. The
 // resulting per-rank slot order is the table. Slots here are unit time steps; actual durations
 // come in only at simulation.
-ScheduleTable build_zbv_greedy(int pp, int m, ZbvMemory memory) {
-  check_vshape(memory == ZbvMemory::kMin ? "zbv-greedy-min" : "zbv-greedy-half", pp, m);
+// The greedy zero-bubble V schedule, built on a slot grid per rank in five passes.
+class ZbvGreedy {
+ public:
+  ZbvGreedy(int pp, int m, ZbvMemory memory)
+      : pp_(pp),
+        m_(m),
+        memory_(memory),
+        slot_(static_cast<std::size_t>(pp)),
+        when_(static_cast<std::size_t>(pp), std::vector<int>(6 * m, 0)),
+        tag_(static_cast<std::size_t>(pp), std::vector<std::uint8_t>(6 * m, kWarmup)),
+        mem_(static_cast<std::size_t>(pp)) {}
+
+  ScheduleTable build() {
+    stable_pattern();
+    fill_w();
+    squeeze();
+    repack_cooldown();
+    return table();
+  }
+
+ private:
   enum Fn { kFn = 0, kBn = 1, kWn = 2 };
   enum PhaseTag : std::uint8_t { kWarmup, kSteady, kCooldown };
-  const auto node_id = [m](int fn, int chunk, int mb) { return (fn * 2 + chunk) * m + mb; };
-  const int nodes = 6 * m;
-  // Per rank: slot -> node (-1 free), node -> slot, node -> phase tag, memory after each slot.
-  std::vector<std::vector<int>> slot(static_cast<std::size_t>(pp));
-  std::vector<std::vector<int>> when(static_cast<std::size_t>(pp), std::vector<int>(nodes, 0));
-  std::vector<std::vector<std::uint8_t>> tag(static_cast<std::size_t>(pp),
-                                             std::vector<std::uint8_t>(nodes, kWarmup));
-  std::vector<std::vector<int>> mem(static_cast<std::size_t>(pp));
-  const auto ensure = [](std::vector<int>& v, int t, int fill) {
+
+  int node_id(int fn, int chunk, int mb) const { return (fn * 2 + chunk) * m_ + mb; }
+  int fn_of(int id) const { return id / (2 * m_); }
+  int chunk_of(int id) const { return (id / m_) % 2; }
+  static int delta(int fn) { return fn == kFn ? 1 : (fn == kWn ? -1 : 0); }
+  static void ensure(std::vector<int>& v, int t, int fill) {
     if (static_cast<int>(v.size()) <= t) v.resize(static_cast<std::size_t>(t) + 1, fill);
-  };
-  const auto place = [&](int r, int t, int id) {
-    ensure(slot[r], t, -1);
-    slot[r][t] = id;
-    when[r][id] = t;
-  };
-  const auto delta = [](int fn) { return fn == kFn ? 1 : (fn == kWn ? -1 : 0); };
+  }
+  void place(int r, int t, int id) {
+    ensure(slot_[r], t, -1);
+    slot_[r][t] = id;
+    when_[r][id] = t;
+  }
+  void move(int r, int from, int to, int id) {
+    slot_[r][from] = -1;
+    slot_[r][to] = id;
+    when_[r][id] = to;
+  }
+  int last_slot() const {
+    int max_t = 0;
+    for (int r = 0; r < pp_; ++r) max_t = std::max(max_t, static_cast<int>(slot_[r].size()) - 1);
+    return max_t;
+  }
 
   // 1. Stable pattern: (fn, chunk, start) per stage; microbatch j adds 6j.
-  for (int s = 0; s < pp; ++s) {
-    std::array<std::array<int, 3>, 4> pat{};
-    if (memory == ZbvMemory::kHalf) {
-      const int gap = pp % 2 == 0 ? 3 : 0;
-      pat = {{{kFn, 0, 2 * s},
-              {kFn, 1, 3 * pp - s - 2},
-              {kBn, 1, 3 * pp + gap + 2 * s - 1},
-              {kBn, 0, 6 * pp + gap - s - 2}}};
-    } else {
-      const int gap = pp % 3 == 0 ? 2 : 0;
-      pat = {{{kFn, 0, s},
-              {kFn, 1, 2 * pp - s - 1},
-              {kBn, 1, 2 * pp + gap + s},
-              {kBn, 0, 4 * pp + gap - s - 1}}};
-    }
-    for (int j = 0; j < m; ++j) {
-      for (const auto& [fn, chunk, start] : pat) place(s, start + 6 * j, node_id(fn, chunk, j));
+  void stable_pattern() {
+    for (int s = 0; s < pp_; ++s) {
+      std::array<std::array<int, 3>, 4> pat{};
+      if (memory_ == ZbvMemory::kHalf) {
+        const int gap = pp_ % 2 == 0 ? 3 : 0;
+        pat = {{{kFn, 0, 2 * s},
+                {kFn, 1, 3 * pp_ - s - 2},
+                {kBn, 1, 3 * pp_ + gap + 2 * s - 1},
+                {kBn, 0, 6 * pp_ + gap - s - 2}}};
+      } else {
+        const int gap = pp_ % 3 == 0 ? 2 : 0;
+        pat = {{{kFn, 0, s},
+                {kFn, 1, 2 * pp_ - s - 1},
+                {kBn, 1, 2 * pp_ + gap + s},
+                {kBn, 0, 4 * pp_ + gap - s - 1}}};
+      }
+      for (int j = 0; j < m_; ++j) {
+        for (const auto& [fn, chunk, start] : pat) place(s, start + 6 * j, node_id(fn, chunk, j));
+      }
     }
   }
+
   // 2. W's fill free slots FIFO after their B; phases tagged as in the reference (the B0 of
   // microbatch 0 starts the steady phase, the F1 of the last microbatch the cool-down).
-  for (int r = 0; r < pp; ++r) {
-    std::deque<int> queue;
-    const int last = static_cast<int>(slot[r].size()) - 1;
-    std::uint8_t phase = kWarmup;
-    int cur = 0;
-    for (int t = 0; t <= last + 2 || !queue.empty(); ++t) {
-      ensure(slot[r], t, -1);
-      const int id = slot[r][t];
-      if (id >= 0) {
-        const int fn = id / (2 * m);
-        const int chunk = (id / m) % 2;
-        const int mb = id % m;
-        tag[r][id] = phase;
-        if (fn == kBn) queue.push_back(id);
-        cur += delta(fn);
-        if (fn == kBn && chunk == 0 && mb == 0) phase = kSteady;
-        if (fn == kFn && chunk == 1 && mb == m - 1) phase = kCooldown;
-      } else if (!queue.empty()) {
-        const int bid = queue.front();
-        queue.pop_front();
-        const int wid = bid + 2 * m;  // same chunk and microbatch, kind W
-        tag[r][wid] = phase;
-        place(r, t, wid);
-        cur -= 1;
+  void fill_w() {
+    for (int r = 0; r < pp_; ++r) {
+      std::deque<int> queue;
+      const int last = static_cast<int>(slot_[r].size()) - 1;
+      std::uint8_t phase = kWarmup;
+      int cur = 0;
+      for (int t = 0; t <= last + 2 || !queue.empty(); ++t) {
+        ensure(slot_[r], t, -1);
+        const int id = slot_[r][t];
+        if (id >= 0) {
+          const int fn = fn_of(id);
+          const int mb = id % m_;
+          tag_[r][id] = phase;
+          if (fn == kBn) queue.push_back(id);
+          cur += delta(fn);
+          if (fn == kBn && chunk_of(id) == 0 && mb == 0) phase = kSteady;
+          if (fn == kFn && chunk_of(id) == 1 && mb == m_ - 1) phase = kCooldown;
+        } else if (!queue.empty()) {
+          const int wid = queue.front() + 2 * m_;  // same chunk and microbatch, kind W
+          queue.pop_front();
+          tag_[r][wid] = phase;
+          place(r, t, wid);
+          cur -= 1;
+        }
+        ensure(mem_[r], t, 0);
+        mem_[r][t] = cur;
       }
-      ensure(mem[r], t, 0);
-      mem[r][t] = cur;
     }
   }
+
   // Earliest slot a node may take given its producers' current slots (reference semantics: F/B
   // one step after their producer, W at or after its B; same-kind nodes stay in microbatch order).
-  const auto earliest = [&](int r, int id) {
-    const int fn = id / (2 * m);
-    const int chunk = (id / m) % 2;
-    const int mb = id % m;
+  int earliest(int r, int id) const {
+    const int fn = fn_of(id);
+    const int chunk = chunk_of(id);
+    const int mb = id % m_;
     int t = 0;
-    if (mb > 0) t = std::max(t, when[r][id - 1]);
-    if (fn == kWn) return std::max(t, when[r][node_id(kBn, chunk, mb)]);
+    if (mb > 0) t = std::max(t, when_[r][id - 1]);
+    if (fn == kWn) return std::max(t, when_[r][node_id(kBn, chunk, mb)]);
+    // The forward runs chunk 0 down the ranks and chunk 1 back up; the backward the reverse.
+    const int down_chunk = fn == kFn ? 0 : 1;
     int prev_rank = -1, prev_chunk = chunk;
-    if (fn == kFn) {
-      if (chunk == 0) {
-        prev_rank = r - 1;
-      } else if (r == pp - 1) {
-        prev_rank = r;
-        prev_chunk = 0;
-      } else {
-        prev_rank = r + 1;
-      }
+    if (chunk == down_chunk) {
+      prev_rank = r - 1;
+    } else if (r == pp_ - 1) {
+      prev_rank = r;
+      prev_chunk = down_chunk;
     } else {
-      if (chunk == 1) {
-        prev_rank = r - 1;
-      } else if (r == pp - 1) {
-        prev_rank = r;
-        prev_chunk = 1;
-      } else {
-        prev_rank = r + 1;
-      }
+      prev_rank = r + 1;
     }
     if (prev_rank >= 0) {
-      t = std::max(t, when[prev_rank][node_id(fn, prev_chunk, mb)]);
+      t = std::max(t, when_[prev_rank][node_id(fn, prev_chunk, mb)]);
     } else if (fn == kBn) {
-      t = std::max(t, when[r][node_id(kFn, chunk, mb)]);
+      t = std::max(t, when_[r][node_id(kFn, chunk, mb)]);
     }
     return t + 1;
-  };
-  const auto move = [&](int r, int from, int to, int id) {
-    slot[r][from] = -1;
-    slot[r][to] = id;
-    when[r][id] = to;
-  };
+  }
+
   // 3. Squeeze under the memory peak.
-  {
-    int peak = 0, max_t = 0;
-    for (int r = 0; r < pp; ++r) {
-      for (const int v : mem[r]) peak = std::max(peak, v);
-      max_t = std::max(max_t, static_cast<int>(slot[r].size()) - 1);
+  void squeeze() {
+    int peak = 0;
+    for (int r = 0; r < pp_; ++r) {
+      for (const int v : mem_[r]) peak = std::max(peak, v);
     }
+    const int max_t = last_slot();
     for (int t = 0; t <= max_t; ++t) {
-      for (int r = 0; r < pp; ++r) {
-        if (t >= static_cast<int>(slot[r].size()) || slot[r][t] < 0) continue;
-        const int id = slot[r][t];
-        const int d = delta(id / (2 * m));
+      for (int r = 0; r < pp_; ++r) {
+        if (t >= static_cast<int>(slot_[r].size()) || slot_[r][t] < 0) continue;
+        const int id = slot_[r][t];
+        const int d = delta(fn_of(id));
         for (int i = earliest(r, id); i < t; ++i) {
-          if (slot[r][i] >= 0) continue;
+          if (slot_[r][i] >= 0) continue;
           bool fits = true;
-          for (int j = i; j < t && fits; ++j) fits = mem[r][j] + d <= peak;
+          for (int j = i; j < t && fits; ++j) fits = mem_[r][j] + d <= peak;
           if (!fits) continue;
-          for (int j = i; j < t; ++j) mem[r][j] += d;
+          for (int j = i; j < t; ++j) mem_[r][j] += d;
           move(r, t, i, id);
           break;
         }
       }
     }
   }
+
   // 4. Re-pack the cool-down: its F/B move to the earliest free feasible slot, its W's are taken
   // out and re-placed afterwards at the first free slot after their B.
-  {
-    int max_t = 0;
-    for (int r = 0; r < pp; ++r) max_t = std::max(max_t, static_cast<int>(slot[r].size()) - 1);
-    std::vector<std::vector<int>> pending(static_cast<std::size_t>(pp));
+  void repack_cooldown() {
+    const int max_t = last_slot();
+    std::vector<std::vector<int>> pending(static_cast<std::size_t>(pp_));
     for (int t = 0; t <= max_t; ++t) {
-      for (int r = 0; r < pp; ++r) {
-        if (t >= static_cast<int>(slot[r].size()) || slot[r][t] < 0) continue;
-        const int id = slot[r][t];
-        if (tag[r][id] != kCooldown) continue;
-        if (id / (2 * m) == kWn) {
+      for (int r = 0; r < pp_; ++r) {
+        if (t >= static_cast<int>(slot_[r].size()) || slot_[r][t] < 0) continue;
+        const int id = slot_[r][t];
+        if (tag_[r][id] != kCooldown) continue;
+        if (fn_of(id) == kWn) {
           pending[r].push_back(id);
-          slot[r][t] = -1;
+          slot_[r][t] = -1;
           continue;
         }
         for (int i = earliest(r, id); i < t; ++i) {
-          if (slot[r][i] < 0) {
+          if (slot_[r][i] < 0) {
             move(r, t, i, id);
             break;
           }
         }
       }
     }
-    for (int r = 0; r < pp; ++r) {
+    for (int r = 0; r < pp_; ++r) {
       for (const int id : pending[r]) {
         for (int i = earliest(r, id);; ++i) {
-          ensure(slot[r], i, -1);
-          if (slot[r][i] < 0) {
-            slot[r][i] = id;
-            when[r][id] = i;
+          ensure(slot_[r], i, -1);
+          if (slot_[r][i] < 0) {
+            place(r, i, id);
             break;
           }
         }
       }
     }
   }
+
   // 5. Slot order is the table.
-  TableBuilder tb(
-      memory == ZbvMemory::kMin ? ScheduleKind::kZbvGreedyMin : ScheduleKind::kZbvGreedyHalf,
-      StageLayout::kVShape, pp, 2, m);
-  static constexpr std::array<Phase, 3> kPhase = {Phase::kF, Phase::kB, Phase::kW};
-  for (int r = 0; r < pp; ++r) {
-    for (const int id : slot[r]) {
-      if (id < 0) continue;
-      tb.push((id / m) % 2, id % m, kPhase[static_cast<std::size_t>(id / (2 * m))]);
+  ScheduleTable table() const {
+    TableBuilder tb(
+        memory_ == ZbvMemory::kMin ? ScheduleKind::kZbvGreedyMin : ScheduleKind::kZbvGreedyHalf,
+        StageLayout::kVShape, pp_, 2, m_);
+    static constexpr std::array<Phase, 3> kPhase = {Phase::kF, Phase::kB, Phase::kW};
+    for (int r = 0; r < pp_; ++r) {
+      for (const int id : slot_[r]) {
+        if (id < 0) continue;
+        tb.push(chunk_of(id), id % m_, kPhase[static_cast<std::size_t>(fn_of(id))]);
+      }
+      tb.end_rank();
     }
-    tb.end_rank();
+    return tb.finish();
   }
-  return tb.finish();
+
+  const int pp_, m_;
+  const ZbvMemory memory_;
+  // Per rank: slot -> node (-1 free), node -> slot, node -> phase tag, memory after each slot.
+  std::vector<std::vector<int>> slot_;
+  std::vector<std::vector<int>> when_;
+  std::vector<std::vector<std::uint8_t>> tag_;
+  std::vector<std::vector<int>> mem_;
+};
+
+ScheduleTable build_zbv_greedy(int pp, int m, ZbvMemory memory) {
+  check_vshape(memory == ZbvMemory::kMin ? "zbv-greedy-min" : "zbv-greedy-half", pp, m);
+  return ZbvGreedy(pp, m, memory).build();
 }
 
 // ---------------------------------------------------------------------------------- DualPipeV
