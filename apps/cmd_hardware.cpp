@@ -92,8 +92,8 @@ void add_fabric_rows(const AcceleratorSpec& a, std::vector<Row>& rows) {
   add("scaleout_bandwidth", gbs(a.scaleout_bw_bytes_per_s));
 }
 
-std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {
-  std::vector<Row> rows;
+// Status, peaks and compute units.
+void compute_rows(const AcceleratorSpec& a, std::vector<Row>& rows) {
   auto src = [&](const std::string& f) { return a.source_of(f); };
   rows.push_back({"status", a.status, src("status")});
   if (!a.derived_from.empty()) {
@@ -119,6 +119,11 @@ std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {
   rows.push_back({"devices_per_chip", fmt::format("{}", a.devices_per_chip),
                   src("devices_per_chip").empty() ? "default (one device per chip)"
                                                   : src("devices_per_chip")});
+}
+
+// Clocks, memories, links.
+void memory_and_link_rows(const AcceleratorSpec& a, std::vector<Row>& rows) {
+  auto src = [&](const std::string& f) { return a.source_of(f); };
   auto mhz = [](double v) { return v > 0.0 ? fmt::format("{} MHz", v) : std::string("unknown"); };
   rows.push_back({"boost_clock_mhz", mhz(a.boost_clock_mhz), src("boost_clock_mhz")});
   rows.push_back({"sustained_clock_mhz", mhz(a.sustained_clock_mhz), src("sustained_clock_mhz")});
@@ -144,8 +149,21 @@ std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {
                       : std::string("unknown"),
                   src("scaleup_bandwidth")});
   rows.push_back({"scaleup_topology", a.scaleup_topology, src("scaleup_topology")});
+  rows.push_back({"host_bandwidth",
+                  a.host_bw_bytes_per_s > 0.0
+                      ? fmt::format("{} GB/s per direction", a.host_bw_bytes_per_s / 1e9)
+                      : std::string("unknown"),
+                  src("host_bandwidth")});
+  if (a.matrix_unit_dim > 0) {
+    rows.push_back(
+        {"matrix_unit_dim", fmt::format("{}", a.matrix_unit_dim), src("matrix_unit_dim")});
+  }
   add_fabric_rows(a, rows);
   rows.push_back({"default_network", a.default_network, ""});
+}
+
+// The calibration block: every constant with its source or fitting note.
+void calibration_rows(const AcceleratorSpec& a, std::vector<Row>& rows) {
   const auto& c = a.calibration;
   for (Dtype d : kAllDtypes) {
     const int i = static_cast<int>(d);
@@ -194,6 +212,13 @@ std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {
     rows.push_back({"calibration.kernel_fixed_s",
                     fmt::format("{} us", c.kernel_fixed_s.value * 1e6), c.kernel_fixed_s.source});
   }
+}
+
+std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {
+  std::vector<Row> rows;
+  compute_rows(a, rows);
+  memory_and_link_rows(a, rows);
+  calibration_rows(a, rows);
   return rows;
 }
 
