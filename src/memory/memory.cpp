@@ -228,18 +228,20 @@ InFlight in_flight_microbatches(ScheduleKind schedule, int pp, int vpp, int pp_r
 
 namespace {
 
-// Saved tensors of a Mamba-2 mixer (MG11 mamba_mixer.py, memory-efficient path
-// mamba_split_conv1d_scan_combined): the in_proj input (the norm output), in_proj's output
-// zxBCdt (T x (2 d_inner + 2 G N + H) / t), the scan output the gated norm reads and the norm's
-// output that out_proj reads (T x d_inner / t each); the SSD kernel recomputes its chunk states in
-// the backward, which is the largest temporary: (T / chunk) x heads x head_dim x N x 4 B / t.
+// Saved tensors of a Mamba-2 mixer (MG11 mamba_mixer.py:679-733, memory-efficient path
+// mamba_split_conv1d_scan_combined without rmsnorm_weight, MB1 ssd_combined.py): the in_proj
+// input (the norm output), in_proj's output zxBCdt (T x (2 d_inner + 2 G N + H) / t), which the
+// fused kernel keeps with its ungated scan output out_x; the gated output y * silu(z) the mixer's
+// RMSNorm keeps, and that norm's output out_proj keeps (T x d_inner / t each, three in all). The
+// kernel recomputes the conv and its chunk states in the backward; the states are the largest
+// temporary: (T / chunk) x heads x head_dim x N x 4 B / t.
 void mamba_act(const Geometry& geo, const MambaSpec& m, bool recompute_norm, double& saved,
                double& ln_out, double& w_io, double& largest_tmp) {
   const double T = geo.tokens, h = geo.h, t = geo.t, sp = geo.sp, e = geo.e, g = geo.g;
   const double d_inner = static_cast<double>(m.d_inner());
   ln_out = recompute_norm ? 0.0 : T * h * g / sp;
   const double zxbcdt = T * static_cast<double>(m.in_proj_width()) * e / t;
-  const double y = T * d_inner * e / t;
+  const double y = 2.0 * T * d_inner * e / t;  // out_x and the gated output
   const double proj_in = T * d_inner * g / t;
   saved += ln_out + zxbcdt + y + proj_in;
   w_io += T * h * g / sp + zxbcdt + proj_in + T * h * e / sp;
