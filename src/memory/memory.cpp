@@ -92,7 +92,8 @@ double gemm_input_bytes(const PrecisionSpec& p) {
 double fp8_weight_copy_bytes(const PrecisionSpec& p) {
   if (!p.quantized_gemms()) return 0.0;
   const double one = gemm_input_bytes(p);
-  return p.fp8_param ? one : 2.0 * one;  // fp8_param: the weight itself is the rowwise copy
+  // fp8_param: the weight itself is the rowwise copy; the transposed copy unless not kept.
+  return (p.fp8_param ? 0.0 : one) + (p.fp8_transpose_cached ? one : 0.0);
 }
 
 struct Geometry {
@@ -640,12 +641,11 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
   if (st.has_output) {
     const double head = output_head_bytes(job, geo, vocab_local);
     c.per_microbatch += head;
-    // A compiled step frees the head's tensors after the loss backward, before any layer's
-    // backward builds its working set: the two peaks do not add.
-    if (compiled) {
-      c.transient = std::max(0.0, c.transient - head);
-      c.transient_floor = std::max(0.0, c.transient_floor - head);
-    }
+    // The head's saved tensors are freed by the loss and output-layer backward (a compiled step
+    // at their last use, eager autograd as each node's backward completes), before any layer's
+    // backward or recompute builds its working set: the two peaks do not add.
+    c.transient = std::max(0.0, c.transient - head);
+    c.transient_floor = std::max(0.0, c.transient_floor - head);
     consider_transient(c, logits_tmp, "logits and loss backward");
   }
   for (int k = 0; k < st.mtp_layers; ++k) {
@@ -859,7 +859,7 @@ void resolve_activations(Context& cx, MemoryReport& report) {
             : "FSDP window: no reshard after forward, every unit of the rank stays gathered from "
               "its forward to its backward, + 1 unit of unsharded grads");
   }
-  if (job.parallel.fsdp == FsdpKind::kFsdp2 &&
+  if (job.parallel.fsdp == FsdpKind::kFsdp2 && job.runtime.fsdp_param_is_master &&
       optimizer_bytes_per_param(job.runtime).master_bytes > 0) {
     report.notes.push_back(
         "FSDP2 mixed precision: the sharded parameter is the fp32 master copy; the params-dtype "
@@ -1020,8 +1020,10 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
                               : std::max(1, world / std::max(1, par.etp * par.ep * cx.pp))) /
                replicate);
   // FSDP2 with a mixed-precision policy shards the fp32 master itself: no separate sharded copy
-  // of the weights in the params dtype.
-  const bool master_is_weight = par.fsdp == FsdpKind::kFsdp2 && master_b > 0.0;
+  // of the weights in the params dtype (Megatron's FSDP2 shards bf16 weights and keeps its own
+  // master: RuntimeSpec::fsdp_param_is_master).
+  const bool master_is_weight =
+      par.fsdp == FsdpKind::kFsdp2 && master_b > 0.0 && rt.fsdp_param_is_master;
   const RankParams& P = rm.params;
   const double dense_non_gemm = P.dense_params - P.dense_gemm_params;
   const double w_dense =
