@@ -192,6 +192,13 @@ TEST(Hybrid, PrimusExamples) {
   const JobSpec mamba = load("MI300X/mamba_370M-pretrain.yaml");
   EXPECT_EQ(mamba.model.num_layers(), 48);
   EXPECT_EQ(mamba.model.layers[0].kind, LayerKind::kMamba);
+  // Mamba-370M (mamba_stack_spec, expand 2): 48 layers of in_proj 1024 x 4384, conv 2304 x 5,
+  // 3 x 32, gated norm 2048, out_proj 2048 x 1024, LayerNorm 2 x 1024, and the tied 50304 x 1024
+  // embedding: 368.4 M, the "370M" of its name.
+  EXPECT_NEAR(
+      model_params(mamba.model).total,
+      48.0 * (1024 * 4384 + 2304 * 5 + 96 + 2048 + 2048 * 1024 + 2048) + 50304.0 * 1024 + 2048,
+      1.0);
   const JobSpec zebra = load("MI300X/zebra_llama_1B-pretrain.yaml");
   EXPECT_EQ(zebra.model.layers[0].kind, LayerKind::kAttention);
   EXPECT_EQ(zebra.model.layers[0].attention.kind, AttentionKind::kMla);
