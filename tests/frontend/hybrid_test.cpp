@@ -7,7 +7,7 @@
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
 #include "projector/workload/workload.h"
-#include "support/temp_dir.h"
+#include "support/config_text.h"
 
 namespace projector {
 namespace {
@@ -27,10 +27,7 @@ std::string mamba_args(const std::string& extra) {
 }
 
 JobSpec load_text(const testing::TempDir& dir, const std::string& text) {
-  LoadRequest r;
-  r.config_path = dir.write("exp.yaml", text);
-  r.data_dir = kRepoData;
-  return load_job(r);
+  return testing::load_config_text(dir, text);
 }
 
 std::string kinds(const JobSpec& job) {

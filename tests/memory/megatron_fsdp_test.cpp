@@ -5,9 +5,8 @@
 
 #include <string>
 
-#include "projector/frontend/loader.h"
 #include "projector/memory/memory.h"
-#include "support/temp_dir.h"
+#include "support/config_text.h"
 
 namespace projector {
 namespace {
@@ -32,11 +31,7 @@ std::string args(int vocab, const std::string& extra) {
 }
 
 JobSpec load(const testing::TempDir& dir, const std::string& text) {
-  LoadRequest r;
-  r.config_path = dir.write("exp.yaml", text);
-  r.data_dir = PROJECTOR_DEFAULT_DATA_DIR;
-  r.hardware = "mi300x";
-  return load_job(r);
+  return testing::load_config_text(dir, text, "mi300x");
 }
 
 // Parameters by hand: a layer holds QKV 1024 x 3072 + proj 1024 x 1024 + fc1 1024 x 8192 + fc2

@@ -6,10 +6,9 @@
 #include <string>
 
 #include "projector/cost/gemm.h"
-#include "projector/frontend/loader.h"
 #include "projector/perf/perf.h"
 #include "support/catalogue.h"
-#include "support/temp_dir.h"
+#include "support/config_text.h"
 
 namespace projector {
 namespace {
@@ -49,11 +48,7 @@ TEST(Fp8Mfu, Llama31_8bOnOneMi325xNode) {
       "      overlap_grad_reduce: true\n      overlap_param_gather: true\n"
       "      gradient_accumulation_fusion: false\n      cross_entropy_fusion_impl: te\n"
       "      cross_entropy_loss_fusion: true\n      fp8: hybrid\n      fp8_recipe: delayed\n";
-  LoadRequest r;
-  r.config_path = dir.write("exp.yaml", cfg);
-  r.data_dir = PROJECTOR_DEFAULT_DATA_DIR;
-  r.hardware = "mi325x";
-  const JobSpec job = load_job(r);
+  const JobSpec job = testing::load_config_text(dir, cfg, "mi325x");
   const PerfReport rep = project_performance(job);
   EXPECT_NEAR(rep.tokens_per_s_per_gpu, 16224.0, 0.05 * 16224.0);
   EXPECT_LT(rep.mfu, 0.76);
