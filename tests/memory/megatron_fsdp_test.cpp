@@ -61,6 +61,22 @@ TEST(MegatronFsdp2, Bf16ShardsBesideTheOptimizersMaster) {
               1.0);
 }
 
+// Primus' use_fsdp2_fp32_param_optimizer keeps fp32 shards as the optimizer's own parameters
+// under a bf16 MixedPrecisionPolicy (PR7): torchtitan's layout, no separate bf16 shard; fp32
+// gradients (4 B), Adam (8 B) and the fp32 shards themselves (4 B) over DP 8.
+TEST(MegatronFsdp2, PrimusFp32ParamOptimizer) {
+  testing::TempDir dir;
+  const JobSpec job =
+      load(dir, args(32000,
+                     "use_torch_fsdp2: true\nuse_distributed_optimizer: false\n"
+                     "ckpt_format: torch_dist\nuse_fsdp2_fp32_param_optimizer: true\n"));
+  EXPECT_TRUE(job.runtime.fsdp_param_is_master);
+  const RankMemory& r = project_memory(job).ranks[0];
+  EXPECT_EQ(r.point[idx(MemoryComponent::kWeights)], 0.0);
+  EXPECT_NEAR(r.point[idx(MemoryComponent::kMasterWeights)], kParams * 4 / 8, 1.0);
+  EXPECT_NEAR(r.point[idx(MemoryComponent::kGradients)], kParams * 4 / 8, 1.0);
+}
+
 // The output head's saved tensors (final-norm input, output-layer input: 2 x T x h x 2 B; the
 // non-fused loss's fp32 softmax T x V x 4 B) are freed by the loss and output-layer backward
 // before the last layer's recompute: the recompute working set (one layer's saved set plus its

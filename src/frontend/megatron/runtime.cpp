@@ -437,7 +437,12 @@ void read_optimizer(ArgReader& r, JobDraft& d) {
   // mixed-precision policy (MG14 torch_fully_sharded_data_parallel.py:80-133, training
   // dist_utils.py:190-197): shards and reduce-scattered gradients are in the params dtype, and
   // Float16OptimizerWithFloat16Params keeps the fp32 master (MG15 optimizer.py:1092-1105).
-  if (r.bool_quiet("use_torch_fsdp2", false)) {
+  // Primus' use_fsdp2_fp32_param_optimizer instead keeps fp32 shards as the optimizer's own
+  // parameters under a bf16 MixedPrecisionPolicy (PR7 torch_fully_sharded_data_parallel.py:145-165,
+  // fsdp2_fp32_optimizer.py), torchtitan's layout; use_fsdp2_bf16_master_weight_optimizer is the
+  // default layout with a bf16 reduce.
+  if (r.bool_quiet("use_torch_fsdp2", false) &&
+      !r.bool_quiet("use_fsdp2_fp32_param_optimizer", false)) {
     rt.fsdp_param_is_master = false;
     if (!rt.precision_aware_optimizer) {  // main_grads_dtype only applies with one
       d.main_grads_dtype = r.bool_quiet("fp16", false) ? Dtype::kFp16 : Dtype::kBf16;
