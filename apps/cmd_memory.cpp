@@ -1,5 +1,6 @@
 // `projector memory --config X [--hardware H] [--json FILE] [--csv FILE] [--html FILE]
-// [--memory-mode simulate|benchmark]`:
+// [--memory-mode simulate|benchmark]` and the projection options it shares with performance and
+// both (job_options.h):
 // per-GPU memory of every pipeline rank class, the peak, the verdict against HBM and, when it
 // does not fit, what would make it fit.
 #include <fmt/core.h>
@@ -23,11 +24,10 @@ namespace {
 
 struct MemoryCommandOptions {
   JobOptions job;
+  ProjectionOptions proj;
   std::string json_path;
   std::string csv_path;
   std::string html_path;
-  std::string mode = "simulate";
-  std::string profile_path;
 };
 
 }  // namespace
@@ -38,24 +38,19 @@ void add_memory_command(CLI::App& app, int& exit_code) {
       "memory",
       "per-GPU memory of every pipeline rank, the peak and a FITS / AT RISK / OOM verdict");
   add_job_options(cmd, opts->job);
+  add_projection_options(cmd, opts->proj);
   cmd->add_option("--json", opts->json_path, "also write the full report (every intermediate)");
   cmd->add_option("--csv", opts->csv_path, "write one row per pipeline rank class as CSV to FILE");
   cmd->add_option("--html", opts->html_path,
                   "write a self-contained offline HTML report (charts) to FILE");
-  cmd->add_option("--memory-mode", opts->mode, "simulate (analytical) or benchmark")
-      ->check(CLI::IsMember({"simulate", "benchmark"}));
-  cmd->add_option("--profile", opts->profile_path,
-                  "measured profile (`projector profile --json`) for --memory-mode benchmark");
   cmd->callback([opts, cmd, &exit_code] {
-    if (opts->mode == "benchmark" && opts->profile_path.empty()) {
-      throw InputError({}, "--profile",
-                       "--memory-mode benchmark needs a measured profile with allocator samples: "
-                       "`projector profile --trace TRACE --config X --json PROFILE.json`");
-    }
-    const JobSpec job = build_job(opts->job);
+    const JobSpec job = build_projection_job(opts->job, opts->proj);
+    export_config(opts->job, opts->proj, job);
     const MemoryReport rep = project_memory(job);
-    if (opts->mode == "benchmark") {
-      const profile::MeasuredProfile prof = profile::read_profile(opts->profile_path);
+    // A measured profile anchors memory with --memory-mode benchmark or, as Primus' `both`
+    // does, with a benchmark --profiling-mode.
+    if (opts->proj.memory_mode == "benchmark" || opts->proj.profiling_mode != "simulate") {
+      const profile::MeasuredProfile prof = profile::read_profile(opts->proj.profile_path);
       const profile::MemoryAnchor a = profile::anchor_memory(prof, rep);
       if (opts->json_path != "-") {
         fmt::print("{}{}", memory_summary_text(job, rep), profile::memory_anchor_text(a, prof));

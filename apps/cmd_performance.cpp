@@ -26,23 +26,18 @@ namespace {
 
 struct PerfCliOptions {
   JobOptions job;
+  ProjectionOptions proj;
   std::string json_path;
   std::string trace_path;
   std::string csv_path;
   std::string html_path;
-  std::string export_config;
-  std::string profiling_mode = "simulate";
   std::string gemm_backend = "analytical";
-  std::string data_path;
   std::string scan_nodes;
-  int benchmark_gpus = 0;
-  double gpu_clock_mhz = 0.0;
-  std::string profile_path;  // --profile: measured profile for benchmark / both
-  std::string memory_mode = "simulate";
 };
 
 void add_perf_options(CLI::App* cmd, PerfCliOptions& o) {
   add_job_options(cmd, o.job);
+  add_projection_options(cmd, o.proj);
   cmd->add_option("--json", o.json_path, "write the projection as JSON to FILE ('-': stdout)");
   cmd->add_option("--trace", o.trace_path,
                   "write the simulated timeline as Chrome/Perfetto trace JSON to FILE");
@@ -50,71 +45,16 @@ void add_perf_options(CLI::App* cmd, PerfCliOptions& o) {
                   "write one row per pipeline rank class as CSV to FILE ('-': stdout)");
   cmd->add_option("--html", o.html_path,
                   "write a self-contained offline HTML report (charts, timeline) to FILE");
-  cmd->add_option("--export_config,--export-config", o.export_config,
-                  "write the resolved job (JSON) to FILE");
-  cmd->add_option("--profiling-mode", o.profiling_mode,
-                  "simulate (analytical models; default), benchmark or both (need a measured "
-                  "profile)")
-      ->check(CLI::IsMember({"simulate", "benchmark", "both"}));
   cmd->add_option("--gemm-backend", o.gemm_backend,
                   "GEMM cost backend: analytical (tile/wave model; 'origami' is accepted as an "
                   "alias)")
       ->check(CLI::IsMember({"analytical", "origami"}));
-  cmd->add_option("--data_path,--data-path", o.data_path,
-                  "accepted for Primus compatibility (no data is read)");
-  cmd->add_option("--benchmark-gpus", o.benchmark_gpus,
-                  "GPUs a benchmark run would use (benchmark mode only)")
-      ->check(CLI::Range(std::int64_t{0}, kMaxCount));
-  cmd->add_option("--gpu-clock-mhz", o.gpu_clock_mhz,
-                  "sustained GPU clock for compute (env PRIMUS_GPU_CLOCK_MHZ)")
-      ->check(CLI::Range(0.0, 1e5));
   cmd->add_option("--scan-nodes", o.scan_nodes,
                   "comma-separated node counts: print a scaling table (e.g. 1,2,4,8)");
-  cmd->add_option(
-      "--profile", o.profile_path,
-      "measured profile (`projector profile --json`) for --profiling-mode benchmark|both");
-  cmd->add_option("--memory-mode", o.memory_mode,
-                  "simulate, or benchmark (anchor memory on the profile's allocator peak)")
-      ->check(CLI::IsMember({"simulate", "benchmark"}));
 }
 
 JobSpec make_job(const PerfCliOptions& o) {
-  if ((o.profiling_mode != "simulate" || o.memory_mode != "simulate") && o.profile_path.empty()) {
-    throw InputError({}, "--profile",
-                     fmt::format("--profiling-mode {} --memory-mode {} needs a measured profile: "
-                                 "write one with `projector profile --trace TRACE.json.gz --config "
-                                 "X --json PROFILE.json`, then pass --profile PROFILE.json",
-                                 o.profiling_mode, o.memory_mode));
-  }
-  JobSpec job = build_job(o.job);
-  double clock = o.gpu_clock_mhz;
-  if (clock <= 0.0) {
-    if (const char* env = std::getenv("PRIMUS_GPU_CLOCK_MHZ"); env != nullptr && *env != '\0') {
-      char* end = nullptr;
-      clock = std::strtod(env, &end);
-      if (end == env || *end != '\0' || clock <= 0.0) {
-        throw InputError({"<environment>", 0, 0}, "PRIMUS_GPU_CLOCK_MHZ",
-                         fmt::format("'{}' is not a clock in MHz", env));
-      }
-    }
-  }
-  if (clock > 0.0 && job.cluster.accelerator.boost_clock_mhz > 0.0 &&
-      clock > job.cluster.accelerator.boost_clock_mhz) {
-    throw InputError(
-        {}, "--gpu-clock-mhz",
-        fmt::format("{} MHz is above the {} boost clock ({} MHz)", clock,
-                    job.cluster.accelerator.name, job.cluster.accelerator.boost_clock_mhz));
-  }
-  if (clock > 0.0) {
-    job.cluster.accelerator.sustained_clock_mhz = clock;
-    job.defaults.push_back({"gpu_clock_mhz", fmt::format("{}", clock),
-                            "compute clock set by --gpu-clock-mhz / PRIMUS_GPU_CLOCK_MHZ"});
-  }
-  if (!o.data_path.empty()) job.warnings.push_back("--data_path is accepted but not used");
-  if (o.benchmark_gpus > 0 && o.profiling_mode == "simulate") {
-    job.warnings.push_back("--benchmark-gpus only applies to benchmark mode; ignored in simulate");
-  }
-  return job;
+  return build_projection_job(o.job, o.proj);
 }
 
 std::vector<int> parse_node_list(const std::string& text) {
@@ -265,19 +205,19 @@ void write_html(const PerfCliOptions& o, const CLI::App& cmd, const JobSpec& job
 int run_performance(const PerfCliOptions& o, const CLI::App& cmd, bool both) {
   const JobSpec job = make_job(o);
   print_warnings(job);
-  if (!o.export_config.empty()) write_output(o.export_config, job_json(job), "--export_config");
+  export_config(o.job, o.proj, job);
   PerfOptions po;
   po.record_timeline = !o.trace_path.empty() || !o.html_path.empty();
-  const bool measured = o.profiling_mode != "simulate";
+  const bool measured = o.proj.profiling_mode != "simulate";
   profile::MeasuredProfile prof;
   profile::BenchmarkProjection bench;
-  if (!o.profile_path.empty()) prof = profile::read_profile(o.profile_path);
-  if (o.benchmark_gpus > 0 && measured && o.benchmark_gpus != prof.model.bench.world) {
-    throw InputError({o.profile_path, 0, 0}, "--benchmark-gpus",
-                     fmt::format("{} GPUs, but the profile's bench ran on {}", o.benchmark_gpus,
-                                 prof.model.bench.world));
+  if (!o.proj.profile_path.empty()) prof = profile::read_profile(o.proj.profile_path);
+  if (o.proj.benchmark_gpus > 0 && measured && o.proj.benchmark_gpus != prof.model.bench.world) {
+    throw InputError({o.proj.profile_path, 0, 0}, "--benchmark-gpus",
+                     fmt::format("{} GPUs, but the profile's bench ran on {}",
+                                 o.proj.benchmark_gpus, prof.model.bench.world));
   }
-  if (measured) bench = profile::project_benchmark(job, prof, po, o.profiling_mode == "both");
+  if (measured) bench = profile::project_benchmark(job, prof, po, o.proj.profiling_mode == "both");
   const PerfReport rep = measured ? bench.report : project_performance(job, po);
   const std::vector<ScalingPoint> scan =
       o.scan_nodes.empty() ? std::vector<ScalingPoint>{} : scan_nodes(o);
@@ -286,7 +226,7 @@ int run_performance(const PerfCliOptions& o, const CLI::App& cmd, bool both) {
     if (both) fmt::print("{}\n", memory_summary_text(job, rep.memory));
     fmt::print("{}", perf_summary_text(job, rep));
     if (measured) fmt::print("{}", profile::benchmark_text(bench, prof));
-    if (o.memory_mode == "benchmark") {
+    if (o.proj.memory_mode == "benchmark") {
       fmt::print("{}", profile::memory_anchor_text(profile::anchor_memory(prof, rep.memory), prof));
     }
     if (o.job.pipeline_schedule == "all") print_schedule_comparison(o);
@@ -298,12 +238,12 @@ int run_performance(const PerfCliOptions& o, const CLI::App& cmd, bool both) {
   }
   if (!o.json_path.empty() || !o.csv_path.empty() || !o.html_path.empty()) {
     std::string doc = performance_document(job, rep, both, scan);
-    if (measured || o.memory_mode == "benchmark") {
+    if (measured || o.proj.memory_mode == "benchmark") {
       auto j = nlohmann::ordered_json::parse(doc);
       if (measured) {
         j["benchmark"] = nlohmann::ordered_json::parse(profile::benchmark_json(bench, prof));
       }
-      if (o.memory_mode == "benchmark") {
+      if (o.proj.memory_mode == "benchmark") {
         j["memory_benchmark"] = nlohmann::ordered_json::parse(
             profile::memory_anchor_json(profile::anchor_memory(prof, rep.memory), prof));
       }

@@ -1,8 +1,15 @@
 #include "job_options.h"
 
-#include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+
+#include "projector/frontend/export_config.h"
+#include "projector/report/job_report.h"
 #include "projector/util/bounds.h"
+#include "projector/util/error.h"
+#include "report_outputs.h"
 
 namespace projector::cli {
 
@@ -100,6 +107,98 @@ LoadRequest to_load_request(const JobOptions& o) {
 
 JobSpec build_job(const JobOptions& o) {
   return load_job(to_load_request(o));
+}
+
+void add_projection_options(CLI::App* cmd, ProjectionOptions& o) {
+  cmd->add_option("--data_path,--data-path", o.data_path,
+                  "accepted for Primus compatibility (no data is read)");
+  cmd->add_option("--export_config,--export-config", o.export_config,
+                  "write the resolved config to FILE: .yaml / .yml as a Primus experiment in its "
+                  "own keys, anything else as the resolved job (JSON)");
+  cmd->add_option("--gpu-clock-mhz", o.gpu_clock_mhz,
+                  "sustained GPU clock for compute in MHz (> 0; env PRIMUS_GPU_CLOCK_MHZ)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            char* end = nullptr;
+            const double mhz = std::strtod(text.c_str(), &end);
+            if (end == text.c_str() || *end != '\0' || !(mhz > 0.0) || mhz > 1e5) {
+              return fmt::format("'{}' is not a clock in MHz (above 0, at most 100000)", text);
+            }
+            return "";
+          },
+          "MHZ > 0"));
+  cmd->add_option("--profiling-mode", o.profiling_mode,
+                  "simulate (analytical models; default), benchmark or both (need a measured "
+                  "profile)")
+      ->check(CLI::IsMember({"simulate", "benchmark", "both"}));
+  cmd->add_option("--memory-mode", o.memory_mode,
+                  "simulate (analytical), or benchmark (anchor memory on the profile's allocator "
+                  "peak)")
+      ->check(CLI::IsMember({"simulate", "benchmark"}));
+  cmd->add_option("--profile", o.profile_path,
+                  "measured profile (`projector profile --json`) for the benchmark modes");
+  cmd->add_option("--benchmark-gpus", o.benchmark_gpus,
+                  "GPUs a benchmark run would use (benchmark mode only)")
+      ->check(CLI::Range(std::int64_t{0}, kMaxCount));
+}
+
+namespace {
+
+// --gpu-clock-mhz, else PRIMUS_GPU_CLOCK_MHZ (spec 2.3); 0 when neither is given.
+double requested_clock_mhz(const ProjectionOptions& o) {
+  if (o.gpu_clock_mhz > 0.0) return o.gpu_clock_mhz;
+  const char* env = std::getenv("PRIMUS_GPU_CLOCK_MHZ");
+  if (env == nullptr || *env == '\0') return 0.0;
+  char* end = nullptr;
+  const double clock = std::strtod(env, &end);
+  if (end == env || *end != '\0' || !(clock > 0.0)) {
+    throw InputError({"<environment>", 0, 0}, "PRIMUS_GPU_CLOCK_MHZ",
+                     fmt::format("'{}' is not a clock in MHz above 0", env));
+  }
+  return clock;
+}
+
+}  // namespace
+
+JobSpec build_projection_job(const JobOptions& jo, const ProjectionOptions& o) {
+  if ((o.profiling_mode != "simulate" || o.memory_mode != "simulate") && o.profile_path.empty()) {
+    throw InputError({}, "--profile",
+                     fmt::format("--profiling-mode {} --memory-mode {} needs a measured profile: "
+                                 "write one with `projector profile --trace TRACE.json.gz --config "
+                                 "X --json PROFILE.json`, then pass --profile PROFILE.json",
+                                 o.profiling_mode, o.memory_mode));
+  }
+  JobSpec job = build_job(jo);
+  const double clock = requested_clock_mhz(o);
+  const double boost = job.cluster.accelerator.boost_clock_mhz;
+  if (clock > 0.0 && boost > 0.0 && clock > boost) {
+    throw InputError({}, "--gpu-clock-mhz",
+                     fmt::format("{} MHz is above the {} boost clock ({} MHz)", clock,
+                                 job.cluster.accelerator.name, boost));
+  }
+  if (clock > 0.0) {
+    job.cluster.accelerator.sustained_clock_mhz = clock;
+    job.defaults.push_back({"gpu_clock_mhz", fmt::format("{}", clock),
+                            "compute clock set by --gpu-clock-mhz / PRIMUS_GPU_CLOCK_MHZ"});
+  }
+  if (!o.data_path.empty()) {
+    job.defaults.push_back({"data_path", o.data_path,
+                            "--data_path is accepted for Primus compatibility; a projection "
+                            "reads no data"});
+  }
+  if (o.benchmark_gpus > 0 && o.profiling_mode == "simulate") {
+    job.warnings.push_back("--benchmark-gpus only applies to benchmark mode; ignored in simulate");
+  }
+  return job;
+}
+
+void export_config(const JobOptions& jo, const ProjectionOptions& o, const JobSpec& job) {
+  if (o.export_config.empty()) return;
+  const std::string& path = o.export_config;
+  const bool yaml = path.ends_with(".yaml") || path.ends_with(".yml");
+  if (!yaml) return write_output(path, job_json(job), "--export_config");
+  write_output(path, resolved_config_yaml(resolve_config(to_load_request(jo)), job),
+               "--export_config");
 }
 
 }  // namespace projector::cli

@@ -38,6 +38,29 @@ struct JobOptions {
 // Registers the shared flags on `cmd`; `o` must outlive the parse.
 void add_job_options(CLI::App* cmd, JobOptions& o);
 
+// The options Primus' projection parser shares across memory, performance and both (spec 2.3),
+// plus the measured-profile options they all take.
+struct ProjectionOptions {
+  std::string data_path;       // --data_path: accepted, no data is read
+  std::string export_config;   // --export_config: .yaml / .yml in Primus' keys, else JSON
+  double gpu_clock_mhz = 0.0;  // --gpu-clock-mhz (> 0), else PRIMUS_GPU_CLOCK_MHZ; 0: none
+  std::string profiling_mode = "simulate";  // simulate, benchmark, both
+  std::string memory_mode = "simulate";     // simulate, benchmark
+  std::string profile_path;                 // --profile: a measured profile
+  std::int64_t benchmark_gpus = 0;
+};
+
+// Registers the projection flags on `cmd` (memory, performance and both alike).
+void add_projection_options(CLI::App* cmd, ProjectionOptions& o);
+
+// The job of `jo` with the projection options applied (the clock, notes for inert flags).
+// Throws InputError for a mode that needs a profile without one, or a clock out of range.
+JobSpec build_projection_job(const JobOptions& jo, const ProjectionOptions& o);
+
+// --export_config: the resolved config as a Primus experiment YAML (FILE.yaml / .yml), else the
+// resolved job as JSON.
+void export_config(const JobOptions& jo, const ProjectionOptions& o, const JobSpec& job);
+
 // The load request the options describe, reading the real process environment.
 LoadRequest to_load_request(const JobOptions& o);
 

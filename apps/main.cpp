@@ -22,9 +22,16 @@ int main(int argc, char** argv) {
   projector::cli::add_profile_command(app, exit_code);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : projector::kExitBadInput;
+    // One line like every other input error; CLI11's own text names the option.
+    fmt::print(stderr, "projector: error: {} (see --help)\n", e.what());
+    return projector::kExitBadInput;
   } catch (const projector::InputError& e) {
     fmt::print(stderr, "projector: error: {}\n", e.what());
     return projector::kExitBadInput;

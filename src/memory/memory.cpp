@@ -92,7 +92,8 @@ double gemm_input_bytes(const PrecisionSpec& p) {
 double fp8_weight_copy_bytes(const PrecisionSpec& p) {
   if (!p.quantized_gemms()) return 0.0;
   const double one = gemm_input_bytes(p);
-  return p.fp8_param ? one : 2.0 * one;  // fp8_param: the weight itself is the rowwise copy
+  // fp8_param: the weight itself is the rowwise copy; the transposed copy unless not kept.
+  return (p.fp8_param ? 0.0 : one) + (p.fp8_transpose_cached ? one : 0.0);
 }
 
 struct Geometry {
@@ -228,18 +229,20 @@ InFlight in_flight_microbatches(ScheduleKind schedule, int pp, int vpp, int pp_r
 
 namespace {
 
-// Saved tensors of a Mamba-2 mixer (MG11 mamba_mixer.py, memory-efficient path
-// mamba_split_conv1d_scan_combined): the in_proj input (the norm output), in_proj's output
-// zxBCdt (T x (2 d_inner + 2 G N + H) / t), the scan output the gated norm reads and the norm's
-// output that out_proj reads (T x d_inner / t each); the SSD kernel recomputes its chunk states in
-// the backward, which is the largest temporary: (T / chunk) x heads x head_dim x N x 4 B / t.
+// Saved tensors of a Mamba-2 mixer (MG11 mamba_mixer.py:679-733, memory-efficient path
+// mamba_split_conv1d_scan_combined without rmsnorm_weight, MB1 ssd_combined.py): the in_proj
+// input (the norm output), in_proj's output zxBCdt (T x (2 d_inner + 2 G N + H) / t), which the
+// fused kernel keeps with its ungated scan output out_x; the gated output y * silu(z) the mixer's
+// RMSNorm keeps, and that norm's output out_proj keeps (T x d_inner / t each, three in all). The
+// kernel recomputes the conv and its chunk states in the backward; the states are the largest
+// temporary: (T / chunk) x heads x head_dim x N x 4 B / t.
 void mamba_act(const Geometry& geo, const MambaSpec& m, bool recompute_norm, double& saved,
                double& ln_out, double& w_io, double& largest_tmp) {
   const double T = geo.tokens, h = geo.h, t = geo.t, sp = geo.sp, e = geo.e, g = geo.g;
   const double d_inner = static_cast<double>(m.d_inner());
   ln_out = recompute_norm ? 0.0 : T * h * g / sp;
   const double zxbcdt = T * static_cast<double>(m.in_proj_width()) * e / t;
-  const double y = T * d_inner * e / t;
+  const double y = 2.0 * T * d_inner * e / t;  // out_x and the gated output
   const double proj_in = T * d_inner * g / t;
   saved += ln_out + zxbcdt + y + proj_in;
   w_io += T * h * g / sp + zxbcdt + proj_in + T * h * e / sp;
@@ -638,12 +641,11 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
   if (st.has_output) {
     const double head = output_head_bytes(job, geo, vocab_local);
     c.per_microbatch += head;
-    // A compiled step frees the head's tensors after the loss backward, before any layer's
-    // backward builds its working set: the two peaks do not add.
-    if (compiled) {
-      c.transient = std::max(0.0, c.transient - head);
-      c.transient_floor = std::max(0.0, c.transient_floor - head);
-    }
+    // The head's saved tensors are freed by the loss and output-layer backward (a compiled step
+    // at their last use, eager autograd as each node's backward completes), before any layer's
+    // backward or recompute builds its working set: the two peaks do not add.
+    c.transient = std::max(0.0, c.transient - head);
+    c.transient_floor = std::max(0.0, c.transient_floor - head);
     consider_transient(c, logits_tmp, "logits and loss backward");
   }
   for (int k = 0; k < st.mtp_layers; ++k) {
@@ -857,7 +859,7 @@ void resolve_activations(Context& cx, MemoryReport& report) {
             : "FSDP window: no reshard after forward, every unit of the rank stays gathered from "
               "its forward to its backward, + 1 unit of unsharded grads");
   }
-  if (job.parallel.fsdp == FsdpKind::kFsdp2 &&
+  if (job.parallel.fsdp == FsdpKind::kFsdp2 && job.runtime.fsdp_param_is_master &&
       optimizer_bytes_per_param(job.runtime).master_bytes > 0) {
     report.notes.push_back(
         "FSDP2 mixed precision: the sharded parameter is the fp32 master copy; the params-dtype "
@@ -1018,8 +1020,10 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
                               : std::max(1, world / std::max(1, par.etp * par.ep * cx.pp))) /
                replicate);
   // FSDP2 with a mixed-precision policy shards the fp32 master itself: no separate sharded copy
-  // of the weights in the params dtype.
-  const bool master_is_weight = par.fsdp == FsdpKind::kFsdp2 && master_b > 0.0;
+  // of the weights in the params dtype (Megatron's FSDP2 shards bf16 weights and keeps its own
+  // master: RuntimeSpec::fsdp_param_is_master).
+  const bool master_is_weight =
+      par.fsdp == FsdpKind::kFsdp2 && master_b > 0.0 && rt.fsdp_param_is_master;
   const RankParams& P = rm.params;
   const double dense_non_gemm = P.dense_params - P.dense_gemm_params;
   const double w_dense =

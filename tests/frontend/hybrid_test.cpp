@@ -7,7 +7,7 @@
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
 #include "projector/workload/workload.h"
-#include "support/temp_dir.h"
+#include "support/config_text.h"
 
 namespace projector {
 namespace {
@@ -27,10 +27,7 @@ std::string mamba_args(const std::string& extra) {
 }
 
 JobSpec load_text(const testing::TempDir& dir, const std::string& text) {
-  LoadRequest r;
-  r.config_path = dir.write("exp.yaml", text);
-  r.data_dir = kRepoData;
-  return load_job(r);
+  return testing::load_config_text(dir, text);
 }
 
 std::string kinds(const JobSpec& job) {
@@ -71,6 +68,35 @@ TEST(Hybrid, LayerPatterns) {
   std::string expected;
   for (int i = 0; i < 4; ++i) expected += "*-M-M-M-";
   EXPECT_EQ(kinds(load_text(dir, primus)), expected);
+  // Megatron's own hybrid_stack_spec of the same name allocates by ratio (no MLP after mixers).
+  std::string megatron = mamba_args(
+      "hybrid_attention_ratio: 0.2\nspec: ['megatron.core.models.hybrid.hybrid_layer_specs', "
+      "'hybrid_stack_spec']\n");
+  EXPECT_EQ(kinds(load_text(dir, megatron)), "MMM*MM*MMM");
+}
+
+// The mixer's width is the layer spec's `expand` (no trainer reads mamba_expand): Primus'
+// hybrid_stack_spec builds MambaMixer(expand=1) (PR5 hybrid_mamba_mla_layer_specs.py), every other
+// spec keeps MambaMixer's default 2 (MG11 mamba_mixer.py). h 1024 and head_dim 64: 16 or 32 heads;
+// mamba_num_heads fixes the heads whatever the spec.
+TEST(Hybrid, MixerWidthComesFromTheSpec) {
+  testing::TempDir dir;
+  const std::string primus_spec =
+      "spec: ['primus.backends.megatron.core.models.hybrid.hybrid_mamba_mla_layer_specs', "
+      "'hybrid_stack_spec']\n";
+  EXPECT_EQ(load_text(dir, mamba_args(primus_spec)).model.layers[0].mamba.num_heads, 16);
+  EXPECT_EQ(
+      load_text(dir, mamba_args(primus_spec + "mamba_expand: 2\n")).model.layers[0].mamba.num_heads,
+      16);
+  const std::string no_te =
+      "spec: ['primus.backends.megatron.core.models.hybrid.hybrid_mamba_mla_layer_specs', "
+      "'mamba_hybrid_stack_spec_no_te']\n";
+  EXPECT_EQ(load_text(dir, mamba_args(no_te)).model.layers[0].mamba.num_heads, 32);
+  EXPECT_EQ(load_text(dir, mamba_args("")).model.layers[0].mamba.num_heads, 32);
+  EXPECT_EQ(load_text(dir, mamba_args(primus_spec + "mamba_num_heads: 24\n"))
+                .model.layers[0]
+                .mamba.num_heads,
+            24);
 }
 
 // Parameters of one Mamba-2 layer (MG11 mamba_mixer.py:281-455), by hand: in_proj 1024 x
@@ -89,13 +115,15 @@ TEST(Hybrid, MambaLayerParamsAndFlops) {
 }
 
 // The Mamba layer's saved tensors (one microbatch of 2048 tokens, bf16, TP 1): the norm input and
-// output (2 x T x h x 2 B), zxBCdt (T x 4384 x 2 B), the scan output and out_proj's input
-// (2 x T x 2048 x 2 B). The scan is a memory-bound op, its backward recomputes (2x the bytes).
+// output (2 x T x h x 2 B), zxBCdt (T x 4384 x 2 B), the fused kernel's ungated scan output, the
+// gated output the mixer's RMSNorm keeps and out_proj's input (3 x T x 2048 x 2 B; MB1
+// ssd_combined.py saves zxbcdt and out_x). The scan is a memory-bound op, its backward
+// recomputes (2x the bytes).
 TEST(Hybrid, MambaActivationsAndScan) {
   testing::TempDir dir;
   const JobSpec job = load_text(dir, mamba_args(""));
   const double T = 2048.0;
-  const double saved = 2 * T * 1024 * 2 + T * 4384 * 2 + 2 * T * 2048 * 2;
+  const double saved = 2 * T * 1024 * 2 + T * 4384 * 2 + 3 * T * 2048 * 2;
   EXPECT_NEAR(layer_activation(job, job.model.layers[0]).total_bytes, saved, 1.0);
   const LayerWork lw = build_layer_work(job, 0);
   EXPECT_EQ(lw.label, "mamba_layer");
@@ -161,11 +189,41 @@ TEST(Hybrid, PrimusExamples) {
   const JobSpec mamba = load("MI300X/mamba_370M-pretrain.yaml");
   EXPECT_EQ(mamba.model.num_layers(), 48);
   EXPECT_EQ(mamba.model.layers[0].kind, LayerKind::kMamba);
+  // Mamba-370M (mamba_stack_spec, expand 2): 48 layers of in_proj 1024 x 4384, conv 2304 x 5,
+  // 3 x 32, gated norm 2048, out_proj 2048 x 1024, LayerNorm 2 x 1024, and the tied 50304 x 1024
+  // embedding: 368.4 M, the "370M" of its name.
+  EXPECT_NEAR(
+      model_params(mamba.model).total,
+      48.0 * (1024 * 4384 + 2304 * 5 + 96 + 2048 + 2048 * 1024 + 2048) + 50304.0 * 1024 + 2048,
+      1.0);
   const JobSpec zebra = load("MI300X/zebra_llama_1B-pretrain.yaml");
   EXPECT_EQ(zebra.model.layers[0].kind, LayerKind::kAttention);
   EXPECT_EQ(zebra.model.layers[0].attention.kind, AttentionKind::kMla);
   EXPECT_EQ(zebra.model.layers[2].kind, LayerKind::kMamba);
-  EXPECT_LT(project_memory(zebra).peak_point_bytes, 192.0 * (1 << 30));
+  // Zebra-Llama 1B by hand (h 2048, LayerNorm (language_model.yaml), MBS 8 x seq 8192 =
+  // 65536 tokens, bf16, TP 1, no recompute). Mamba-2 with expand 1: d_inner 2048, 32 heads, state
+  // 64, 8 groups, in_proj width 2 x 2048 + 2 x 8 x 64 + 32 = 5152. Parameters of a Mamba layer:
+  // in_proj 2048 x 5152 + its LayerNorm 2 x 2048, conv (2048 + 1024) x (4 + 1), 3 x 32 per-head,
+  // gated RMSNorm 2048, out_proj 2048 x 2048.
+  const LayerSpec& m = zebra.model.layers[2];
+  EXPECT_EQ(m.mamba.num_heads, 32);
+  EXPECT_EQ(layer_params(zebra.model, m).total(),
+            2048 * 5152 + 2 * 2048 + 3072 * 5 + 96 + 2048 + 2048 * 2048);
+  // Saved bytes per token: Mamba 2 x 4096 (norm in / out) + 5152 x 2 + 3 x 4096 = 30784; MLP
+  // 4096 + 4096 + 2 x 8192 x 2 + 8192 x 2 = 57344; MLA 4096 + 4096 + 2 x 1344 x 2 + 2 x 128 x 2 +
+  // 32 x (2 x 64 + 64) x 2 + 32 x 64 x 2 + 32 x 4 (logsumexp) = 30592.
+  const double T = 65536.0;
+  EXPECT_NEAR(layer_activation(zebra, m).total_bytes, 30784.0 * T, 1.0);
+  EXPECT_NEAR(layer_activation(zebra, zebra.model.layers[1]).total_bytes, 57344.0 * T, 1.0);
+  EXPECT_NEAR(layer_activation(zebra, zebra.model.layers[0]).total_bytes, 30592.0 * T, 1.0);
+  // 12 Mamba + 16 MLP + 4 MLA layers: 1,409,280 B per token, 86.0 GiB; the output adds the
+  // final norm's input and output (2 x 4096) and the fp32 softmax (128256 x 4) per token.
+  const MemoryReport zr = project_memory(zebra);
+  const double layers = (12 * 30784.0 + 16 * 57344.0 + 4 * 30592.0) * T;
+  const double output = (2 * 4096.0 + 128256.0 * 4) * T;
+  EXPECT_NEAR(zr.ranks[0].point[static_cast<int>(MemoryComponent::kActivations)], layers + output,
+              1e6);
+  EXPECT_LT(zr.peak_point_bytes, 192.0 * (1 << 30));
   EXPECT_THROW(load("MI300X/zebra_llama_1B_gdn-pretrain.yaml"), InputError);
   EXPECT_THROW(load("MI300X/diffusion/flux_535m_pretrain.yaml"), InputError);
 }

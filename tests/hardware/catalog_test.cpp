@@ -177,12 +177,14 @@ TEST(Catalog, GemmFractionsEqualPublishedMeasurements) {
   EXPECT_NEAR(frac("gb200", Dtype::kFp4), 7627.6 / 10000.0, 1e-3);    // cuBLASLt (A4)
   // AMD fractions are relative to the peak at the sustained clock (MI300X 1207 MHz: bf16
   // 751.4, fp8 1503.0 TF/s): bf16 is the geometric mean of MAF 708 (R2) and the LLM-shape
-  // hipBLASLt average 607.4 (PT2); fp8 is MAF 1273 (R2).
+  // hipBLASLt average 607.4 (PT2); fp8 is MAF 1273 (R2) times that same LLM-shape/MAF ratio
+  // sqrt(607.4 / 708) = 0.926 (MI325X: MAF 1519, same ratio).
   EXPECT_NEAR(frac("mi300x", Dtype::kBf16), std::sqrt(708.0 * 607.4) / (1307.4 * 1207 / 2100),
               2e-3);
-  EXPECT_NEAR(frac("mi300x", Dtype::kFp8), 1273.0 / (2614.9 * 1207 / 2100), 1e-3);
-  EXPECT_NEAR(frac("mi325x", Dtype::kFp8), 1519.0 / (2614.9 * 1447 / 2100), 1e-3);  // MAF (R2)
-  EXPECT_NEAR(frac("mi355x", Dtype::kBf16), 1565.0 / 2500.0, 1e-3);                 // MAMF (S1)
+  const double llm_shape = std::sqrt(607.4 / 708.0);
+  EXPECT_NEAR(frac("mi300x", Dtype::kFp8), 1273.0 / (2614.9 * 1207 / 2100) * llm_shape, 1e-3);
+  EXPECT_NEAR(frac("mi325x", Dtype::kFp8), 1519.0 / (2614.9 * 1447 / 2100) * llm_shape, 1e-3);
+  EXPECT_NEAR(frac("mi355x", Dtype::kBf16), 1565.0 / 2500.0, 1e-3);  // MAMF (S1)
   // Siblings without a measurement reuse the closest sibling's value and say so.
   const AcceleratorSpec h800 = load_accelerator("h800", data_dir());
   EXPECT_NEAR(gemm(h800, Dtype::kBf16), 794.5 / 989.4, 1e-3);

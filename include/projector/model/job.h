@@ -317,6 +317,10 @@ struct PrecisionSpec {
   Fp8Recipe fp8 = Fp8Recipe::kNone;
   Fp4Recipe fp4 = Fp4Recipe::kNone;  // wins over fp8 for the GEMMs it covers (all linear layers)
   bool fp8_param = false;            // --fp8-param-gather: weights kept in fp8
+  // The fp8 cast of a weight keeps its transposed copy (for the backward GEMMs) beside it; false:
+  // the transpose is re-made in each backward and not kept (ROCm Transformer Engine's
+  // keep_fp8_weight_transpose_cache=False).
+  bool fp8_transpose_cached = true;
   // Which GEMMs the fp8 recipe covers. Transformer Engine: every decoder and expert GEMM, never
   // the router or the output layer; torchao converters choose per module (filter_fqns,
   // grouped-GEMM fqns).
@@ -467,6 +471,13 @@ struct RuntimeSpec {
   // The optimizer keeps an fp32 master copy of weights stored in a narrower dtype (Megatron,
   // torch AMP); false: it updates the stored weights directly (MaxText / optax).
   bool master_weights = true;
+  // FSDP2 storage: true when the sharded parameter is the fp32 master, gathered in the params
+  // dtype and its gradient reduced in main_grads_dtype (torch MixedPrecisionPolicy, torchtitan);
+  // false when the module is cast to the params dtype before fully_shard (Megatron's
+  // use_torch_fsdp2: Float16Module, no policy), so the shards and their gradients are in the
+  // params dtype and the optimizer holds its own sharded fp32 master, copying the gradients to
+  // fp32 at the step.
+  bool fsdp_param_is_master = true;
   bool optimizer_host_offload = false;  // optimizer state lives in host memory (MaxText)
   MoeDispatchKind moe_dispatch = MoeDispatchKind::kPermute;
   // The whole step is one compiled program (JAX / XLA): buffers are assigned from the program's

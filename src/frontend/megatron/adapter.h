@@ -47,6 +47,8 @@ void refuse_unmodelled_models(ArgReader& r);
 // The layer symbols of a Mamba / hybrid stack ('M' Mamba-2, '*' or '+' attention, '-' MLP, 'E'
 // MoE), or nullopt for a GPT (megatron/hybrid.cpp).
 std::optional<std::string> hybrid_layer_pattern(ArgReader& r, int num_layers);
+// The Mamba-2 mixer's d_inner / hidden_size, which the layer spec fixes (megatron/hybrid.cpp).
+int mamba_expand(ArgReader& r);
 
 // A stated integer within [1, kMaxCount]; nullopt when the key is absent.
 std::optional<int> positive_arg(ArgReader& r, const std::string& key);

@@ -76,11 +76,24 @@ std::string primus_hybrid_pattern(int num_layers, double attention_ratio) {
   return out;
 }
 
-std::string spec_name(ArgReader& r) {
+// `spec: [module, name]`: the layer-spec module and the spec's name in it.
+std::string spec_part(ArgReader& r, bool name) {
   const ConfigValue* spec = r.get("spec");
   if (spec == nullptr) return "";
-  if (spec->is_list()) return spec->items.empty() ? "" : spec->items.back().to_text();
-  return spec->to_text();
+  if (!spec->is_list()) return name ? spec->to_text() : "";
+  if (spec->items.empty()) return "";
+  return name ? spec->items.back().to_text() : spec->items.front().to_text();
+}
+std::string spec_name(ArgReader& r) {
+  return spec_part(r, true);
+}
+
+// Primus' own HybridStack specs (PR5 hybrid_mamba_mla_layer_specs.py), as opposed to
+// Megatron's hybrid_stack_spec of the same name, which allocates layers by ratio.
+bool primus_hybrid_stack(ArgReader& r) {
+  const std::string name = spec_name(r);
+  return spec_part(r, false).find("primus") != std::string::npos &&
+         (name == "hybrid_stack_spec" || name == "mamba_hybrid_stack_spec_no_te");
 }
 
 // hybrid_layer_pattern (hybrid_override_pattern, deprecated): one symbol per layer (MG12
@@ -97,9 +110,11 @@ std::string stated_pattern(ArgReader& r, const std::string& key, const std::stri
       case 'E':
         break;
       case 'G':
-        not_supported(r, key, type, "'G' layers are GatedDeltaNet linear attention");
+        not_supported(r, key, type + " with GatedDeltaNet ('G') layers",
+                      "GatedDeltaNet linear attention is not modelled");
       case 'D':
-        not_supported(r, key, type, "'D' layers are DeepSeek sparse attention");
+        not_supported(r, key, type + " with DeepSeek sparse attention ('D') layers",
+                      "DeepSeek sparse attention is not modelled");
       case '|':
       case '/':
         r.fail(key,
@@ -126,10 +141,8 @@ void refuse_unmodelled_models(ArgReader& r) {
   if (r.has("experimental_attention_variant")) {
     const std::string v = r.string_or("experimental_attention_variant", "", "");
     if (!v.empty() && to_lower(v) != "none") {
-      not_supported(r, "experimental_attention_variant", type,
-                    fmt::format("'{}' attention layers (GatedDeltaNet / linear attention) are not "
-                                "modelled",
-                                v));
+      not_supported(r, "experimental_attention_variant", type + " with " + v + " attention",
+                    "GatedDeltaNet / linear attention layers are not modelled");
     }
   }
   if (const ConfigValue* lfm = r.get("lfm_layer_types"); lfm != nullptr && lfm->is_list()) {
@@ -162,17 +175,17 @@ std::optional<std::string> hybrid_layer_pattern(ArgReader& r, int num_layers) {
   if (type != "mamba" && !hybrid) return std::nullopt;
   const std::string spec = spec_name(r);
   if (spec.find("gdn") != std::string::npos) {
-    not_supported(r, "spec", type, "GatedDeltaNet (gdn) hybrid stacks are not modelled");
+    not_supported(r, "spec", spec, "GatedDeltaNet (gdn) hybrid stacks are not modelled");
   }
   if (spec.find("kda") != std::string::npos) {
-    not_supported(r, "spec", type, "Kimi Delta Attention (kda) hybrid stacks are not modelled");
+    not_supported(r, "spec", spec, "Kimi Delta Attention (kda) hybrid stacks are not modelled");
   }
   const double attention = r.float_or("hybrid_attention_ratio", 0.0, "");
   const double mlp = r.float_or("hybrid_mlp_ratio", 0.0, "");
   if (attention < 0.0 || attention > 1.0 || mlp < 0.0 || attention + mlp > 1.0) {
     r.fail("hybrid_attention_ratio", "the attention and MLP ratios must be in [0, 1] and sum <= 1");
   }
-  if (spec == "hybrid_stack_spec" || spec == "mamba_hybrid_stack_spec_no_te") {
+  if (primus_hybrid_stack(r)) {
     // Primus' Mamba-2 + MLA HybridStack: its own allocation, an MLP after every mixer.
     return primus_hybrid_pattern(num_layers, attention);
   }
@@ -181,6 +194,14 @@ std::optional<std::string> hybrid_layer_pattern(ArgReader& r, int num_layers) {
     return std::string(static_cast<std::size_t>(num_layers), 'M');
   }
   return pattern_from_ratios(num_layers, attention, mlp);
+}
+
+int mamba_expand(ArgReader& r) {
+  // The mixer's `expand` is a spec parameter, not an argument (Megatron and Primus read no
+  // mamba_expand): Primus' hybrid_stack_spec builds its MambaMixer with expand 1 (PR5
+  // hybrid_mamba_mla_layer_specs.py:126-140); every other spec keeps MambaMixer's default 2
+  // (MG11 mamba_mixer.py:181).
+  return primus_hybrid_stack(r) && spec_name(r) == "hybrid_stack_spec" ? 1 : 2;
 }
 
 }  // namespace projector::frontend_detail

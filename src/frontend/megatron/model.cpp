@@ -288,20 +288,24 @@ MambaSpec read_mamba(ArgReader& r, const ModelSpec& m) {
                            r.int_or("mamba_head_dim", 64, "Megatron default (MG2 :1262)"), 1);
   s.num_groups = checked_int(r, "mamba_num_groups",
                              r.int_or("mamba_num_groups", 8, "Megatron default (MG2 :1265)"), 1);
-  s.conv_kernel = checked_int(r, "mamba_d_conv", r.int_quiet("mamba_d_conv", 4), 1);
+  // d_conv is a spec parameter (4 in every Megatron and Primus spec); mamba_d_conv and
+  // mamba_expand are Primus preset keys that no trainer reads.
+  s.conv_kernel = 4;
   if (r.has("mamba_num_heads")) {
     s.num_heads = checked_int(r, "mamba_num_heads", r.require_int("mamba_num_heads"), 1);
   } else {
-    const std::int64_t expand = r.int_quiet("mamba_expand", 2);
-    const std::int64_t d_inner = expand * m.hidden_size;
-    if (expand < 1 || d_inner % s.head_dim != 0) {
-      r.fail("mamba_head_dim", fmt::format("d_inner {} (mamba_expand x hidden_size) is not "
-                                           "divisible by mamba_head_dim {}",
-                                           d_inner, s.head_dim));
+    const int expand = frontend_detail::mamba_expand(r);
+    const std::int64_t d_inner = static_cast<std::int64_t>(expand) * m.hidden_size;
+    if (d_inner % s.head_dim != 0) {
+      r.fail("mamba_head_dim", fmt::format("d_inner {} ({} x hidden_size) is not divisible by "
+                                           "mamba_head_dim {}",
+                                           d_inner, expand, s.head_dim));
     }
     s.num_heads = static_cast<int>(d_inner / s.head_dim);
     r.note("mamba_num_heads", fmt::format("{}", s.num_heads),
-           "mamba_expand x hidden_size / mamba_head_dim (MG11 mamba_mixer.py:246-251)");
+           fmt::format("expand {} (the layer spec's) x hidden_size / mamba_head_dim (MG11 "
+                       "mamba_mixer.py:246-251)",
+                       expand));
   }
   if (s.num_heads % s.num_groups != 0) {
     r.fail("mamba_num_groups", fmt::format("{} Mamba heads are not divisible into {} groups",

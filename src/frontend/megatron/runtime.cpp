@@ -131,6 +131,10 @@ void read_precision(ArgReader& r, JobDraft& d) {
                          recipe));
     }
   }
+  // Primus' no_fp8_weight_transpose_cache builds every TE linear with ROCm TE's
+  // keep_fp8_weight_transpose_cache=False (PR6 te_patches/linear_fp8_cache_patches.py,
+  // layernorm_linear_fp8_cache_patches.py): the fp8 weight's transpose is not kept.
+  if (r.bool_quiet("no_fp8_weight_transpose_cache", false)) prec.fp8_transpose_cached = false;
   // FP4 (MG2 transformer_config.py:679, MG1 arguments.py:1101: not together with FP8); Primus
   // adds the mxfp4 recipe. Whether the part has an FP4 peak is checked with the hardware.
   if (low_precision_on(r, "fp4")) {
@@ -428,6 +432,21 @@ void read_optimizer(ArgReader& r, JobDraft& d) {
         "use_precision_aware_optimizer; Megatron keeps fp32 states");
     d.main_grads_dtype.reset();
     rt.exp_avg_dtype = rt.exp_avg_sq_dtype = Dtype::kFp32;
+  }
+  // --use-torch-fsdp2 casts the model to bf16 / fp16 (Float16Module) before fully_shard with no
+  // mixed-precision policy (MG14 torch_fully_sharded_data_parallel.py:80-133, training
+  // dist_utils.py:190-197): shards and reduce-scattered gradients are in the params dtype, and
+  // Float16OptimizerWithFloat16Params keeps the fp32 master (MG15 optimizer.py:1092-1105).
+  // Primus' use_fsdp2_fp32_param_optimizer instead keeps fp32 shards as the optimizer's own
+  // parameters under a bf16 MixedPrecisionPolicy (PR7 torch_fully_sharded_data_parallel.py:145-165,
+  // fsdp2_fp32_optimizer.py), torchtitan's layout; use_fsdp2_bf16_master_weight_optimizer is the
+  // default layout with a bf16 reduce.
+  if (r.bool_quiet("use_torch_fsdp2", false) &&
+      !r.bool_quiet("use_fsdp2_fp32_param_optimizer", false)) {
+    rt.fsdp_param_is_master = false;
+    if (!rt.precision_aware_optimizer) {  // main_grads_dtype only applies with one
+      d.main_grads_dtype = r.bool_quiet("fp16", false) ? Dtype::kFp16 : Dtype::kBf16;
+    }
   }
   // --grad-reduce-in-bf16: the DDP gradient buffer (accumulation and reduction) is bf16; the
   // optimizer still steps fp32 master weights.
