@@ -14,6 +14,7 @@
 
 #include "projector/profile/trace.h"
 #include "projector/util/error.h"
+#include "projector/util/input_file.h"
 
 namespace projector::profile {
 namespace {
@@ -438,15 +439,8 @@ void check_shape(const Handler& h, const TraceData& t) {
 TraceData read_trace(const std::string& path, const TraceLimits& limits) {
   TraceData t;
   t.path = path;
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) throw InputError({path, 0, 0}, "", "cannot read the trace file: " + ec.message());
-  if (size > limits.max_file_bytes) {
-    throw InputError({path, 0, 0}, "",
-                     "the trace file is " + std::to_string(size >> 20) + " MiB, over the " +
-                         std::to_string(limits.max_file_bytes >> 20) +
-                         " MiB limit (TraceLimits::max_file_bytes); trim it to a few steps");
-  }
+  // A regular file (not /dev/zero or a FIFO) within TraceLimits::max_file_bytes.
+  check_input_file(path, limits.max_file_bytes);
   GzBuf buf(path, limits.max_json_bytes);
   std::istream in(&buf);
   Handler h(t, limits);
