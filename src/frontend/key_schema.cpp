@@ -1,12 +1,13 @@
 // Key schemas of the back-end adapters (data/frameworks/keys/<name>.txt) and the nearest-key
 // suggestion for a misspelt key.
 #include <algorithm>
-#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "projector/frontend/adapter.h"
 #include "projector/frontend/loader.h"
 #include "projector/util/error.h"
+#include "projector/util/input_file.h"
 
 namespace projector {
 
@@ -34,23 +35,28 @@ bool KeySchema::known(std::string_view key) const {
 }
 
 std::string KeySchema::nearest(std::string_view key) const {
+  // Only suggest when the key is plausibly a misspelling (at most a third of it differs); the
+  // distance is at least the length difference, so far longer or shorter keys are skipped.
+  const int limit = std::max<int>(2, static_cast<int>(std::min<std::size_t>(key.size(), 1024)) / 3);
+  if (key.size() > 1024) return "";
   std::string best;
   int best_d = 1 << 30;
   for (const std::string& k : keys_) {
+    const auto diff =
+        static_cast<int>(k.size() > key.size() ? k.size() - key.size() : key.size() - k.size());
+    if (diff > limit) continue;
     const int d = edit_distance(key, k);
     if (d < best_d) {
       best_d = d;
       best = k;
     }
   }
-  // Only suggest when the key is plausibly a misspelling (at most a third of it differs).
-  if (best_d > std::max<int>(2, static_cast<int>(key.size()) / 3)) return "";
+  if (best_d > limit) return "";
   return best;
 }
 
 KeySchema load_key_schema(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot read the key schema");
+  std::istringstream in(read_input_file(path));
   std::vector<std::string> keys;
   std::string line;
   while (std::getline(in, line)) {

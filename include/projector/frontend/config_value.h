@@ -59,8 +59,12 @@ struct ConfigValue {
   static ConfigValue make_map(SourceLocation where = {});
 };
 
-// Types a plain (unquoted) scalar with PyYAML's YAML 1.1 resolver.
+// Types a plain (unquoted) scalar with PyYAML's YAML 1.1 resolver. An integer beyond int64 (PyYAML
+// would give a Python int of any size) becomes a float with its value, never a wrapped integer.
 ConfigValue resolve_plain_scalar(const std::string& text, SourceLocation where);
+// True when `text` is a YAML 1.1 integer literal (decimal, 0b, 0x, octal or sexagesimal), whatever
+// its size: lets a reader say "out of range" rather than "not an integer".
+bool is_integer_literal(std::string_view text);
 // Re-types a string after environment substitution (Primus' rule: true/false -> bool, integer ->
 // int, float -> float, else string).
 ConfigValue retype_substituted(const std::string& text, SourceLocation where);
