@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <memory>
 #include <set>
 
 #include "projector/frontend/loader.h"
@@ -22,9 +23,10 @@ constexpr Alias kAliases[] = {
 };
 
 void warn_unknown_keys(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
+  constexpr std::size_t kMaxListed = 20;  // a file of thousands of unknown keys gets one summary
   std::set<std::string> warned;
   for (const std::string& key : in.user_keys) {
-    if (schema.known(key) || !warned.insert(key).second) continue;
+    if (schema.known(key) || !warned.insert(key).second || warned.size() > kMaxListed) continue;
     const std::string nearest = schema.nearest(key);
     const ConfigValue* v = in.args.find(key);
     const SourceLocation where = v != nullptr ? v->where : SourceLocation{};
@@ -34,6 +36,10 @@ void warn_unknown_keys(const AdapterInput& in, const KeySchema& schema, JobDraft
         nearest.empty()
             ? fmt::format("{}unknown key '{}' (ignored)", loc, key)
             : fmt::format("{}unknown key '{}' (ignored); did you mean '{}'?", loc, key, nearest));
+  }
+  if (warned.size() > kMaxListed) {
+    d.warnings.push_back(
+        fmt::format("{}: {} more unknown keys (ignored)", in.source, warned.size() - kMaxListed));
   }
 }
 
@@ -55,6 +61,25 @@ void name_model_fields(const ArgReader& r, JobDraft& d) {
   if (r.has("padded_vocab_size") || r.has("make_vocab_size_divisible_by")) {
     d.vocab_padding = d.model.make_vocab_size_divisible_by;
   }
+}
+
+// The model keys' locations for the job builder's range checks (JobDraft::model_origin): model
+// fields are named after Megatron's arguments, so the lookup is by name, a padded vocabulary
+// standing for the vocabulary.
+void locate_model_keys(const ConfigValue& args, JobDraft& d) {
+  auto located = std::make_shared<std::vector<std::pair<std::string, SourceLocation>>>();
+  for (const auto& [k, v] : args.entries) {
+    if (!v.is_null()) located->emplace_back(k, v.where);
+  }
+  d.model_origin = [located](std::string_view key) -> std::optional<FieldOrigin> {
+    for (const std::string_view name :
+         {key == "vocab_size" ? std::string_view("padded_vocab_size") : key, key}) {
+      for (const auto& [k, where] : *located) {
+        if (k == name) return FieldOrigin{k, where};
+      }
+    }
+    return std::nullopt;
+  };
 }
 
 }  // namespace
@@ -93,6 +118,7 @@ JobDraft MegatronAdapter::normalize(AdapterInput& in) const {
   d.model.name = in.model_name;
   ArgReader r(in.args, d.defaults);
   name_model_fields(r, d);
+  locate_model_keys(in.args, d);
   read_parallel(r, d.model, d);
   read_runtime(r, d.model, d);
   return d;
