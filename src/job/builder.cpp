@@ -10,6 +10,7 @@
 
 #include "projector/hardware/catalog.h"
 #include "projector/job/layout.h"
+#include "projector/model/bounds.h"
 #include "projector/schedule/schedule.h"
 
 namespace projector {
@@ -58,6 +59,7 @@ class Builder {
   }
 
   JobSpec build(const ClusterRequest& request) {
+    model_bounds();
     sizes();
     cluster(request);
     expert_tensor_parallel();
@@ -121,23 +123,38 @@ class Builder {
     return v;
   }
 
-  int size_or(DraftField f, const std::optional<int>& v, int fallback, const char* reason) {
+  int size_or(DraftField f, const std::optional<int>& v, int fallback, const char* reason,
+              std::int64_t max_value) {
     if (!v) {
       if (reason != nullptr) record(f, show(fallback), reason);
       return fallback;
     }
-    if (*v < 1 || *v > kMaxCount) {
+    if (*v < 1 || *v > max_value) {
       fail(LayoutRule::kSizes, f,
-           fmt::format("must be a positive integer up to {}, got {}", kMaxCount, *v));
+           fmt::format("must be a positive integer up to {}, got {}", max_value, *v));
     }
     return *v;
   }
+  // A bound broken by a value of the model or the batches: named by the adapter's key and line
+  // when the input stated it, else by the input file.
+  [[noreturn]] void fail_bound(const BoundViolation& v, DraftField fallback) const;
 
+  void model_bounds();
   void sizes();
+  std::int64_t group_size(DraftField f, const char* what,
+                          std::initializer_list<std::int64_t> sizes) const;
   void cluster(const ClusterRequest& request);
   void expert_tensor_parallel();
   void data_parallel();
   void batches();
+  int derived_batch(std::int64_t gbs, const char* what) const {
+    if (gbs > kMaxGlobalBatch) {
+      fail(LayoutRule::kSizes, DraftField::kGlobalBatchSize,
+           fmt::format("not stated, and {} = {} is more than the {} sequences this tool models",
+                       what, gbs, kMaxGlobalBatch));
+    }
+    return static_cast<int>(gbs);
+  }
   void virtual_stages();
   int derived_vpp();
   void stated_stages(const std::vector<StatedStage>& stages);
@@ -157,17 +174,19 @@ class Builder {
 
 void Builder::sizes() {
   ParallelSpec& p = job_.parallel;
-  p.tp = size_or(DraftField::kTp, d_.tp, 1, "not stated; no tensor parallelism");
-  p.pp = size_or(DraftField::kPp, d_.pp, 1, "not stated; no pipeline parallelism");
-  p.cp = size_or(DraftField::kCp, d_.cp, 1, "not stated; no context parallelism");
+  constexpr std::int64_t kGroup = kMaxWorldSize;  // a group cannot exceed the world
+  p.tp = size_or(DraftField::kTp, d_.tp, 1, "not stated; no tensor parallelism", kGroup);
+  p.pp = size_or(DraftField::kPp, d_.pp, 1, "not stated; no pipeline parallelism", kGroup);
+  p.cp = size_or(DraftField::kCp, d_.cp, 1, "not stated; no context parallelism", kGroup);
   const bool moe = has_moe(job_.model);
-  p.ep = size_or(DraftField::kEp, d_.ep, 1, moe ? "not stated; no expert parallelism" : nullptr);
-  if (d_.vpp) size_or(DraftField::kVpp, d_.vpp, 1, nullptr);
+  p.ep = size_or(DraftField::kEp, d_.ep, 1, moe ? "not stated; no expert parallelism" : nullptr,
+                 kGroup);
+  if (d_.vpp) size_or(DraftField::kVpp, d_.vpp, 1, nullptr, kMaxLayers);
   if (d_.layers_per_virtual_stage)
-    size_or(DraftField::kVpp, d_.layers_per_virtual_stage, 1, nullptr);
+    size_or(DraftField::kVpp, d_.layers_per_virtual_stage, 1, nullptr, kMaxLayers);
   etp_choices_.clear();
   if (d_.etp) {
-    etp_choices_.push_back(size_or(DraftField::kEtp, d_.etp, 1, nullptr));
+    etp_choices_.push_back(size_or(DraftField::kEtp, d_.etp, 1, nullptr, kGroup));
   } else if (!moe) {
     etp_choices_.push_back(p.tp);  // no experts: ETP has no meaning
   } else {
@@ -180,6 +199,20 @@ void Builder::sizes() {
     }
   }
   p.etp = etp_choices_.front();
+}
+
+// The product of a group's sizes, refused past kMaxWorldSize (it must divide the world).
+std::int64_t Builder::group_size(DraftField f, const char* what,
+                                 std::initializer_list<std::int64_t> sizes) const {
+  std::optional<std::int64_t> product = 1;
+  for (const std::int64_t v : sizes) {
+    if (product) product = bounded_product(*product, v, kMaxWorldSize);
+  }
+  if (!product) {
+    fail(LayoutRule::kWorldSize, f,
+         fmt::format("{} needs more than the {} GPUs this tool models", what, kMaxWorldSize));
+  }
+  return *product;
 }
 
 void Builder::cluster(const ClusterRequest& req) {
@@ -205,9 +238,9 @@ void Builder::cluster(const ClusterRequest& req) {
     job_.warnings.push_back(fmt::format("network: unknown key '{}' (ignored)", k));
   }
   if (req.gpus_per_node) {
-    if (*req.gpus_per_node < 1 || *req.gpus_per_node > kMaxCount) {
+    if (*req.gpus_per_node < 1 || *req.gpus_per_node > kMaxWorldSize) {
       fail(LayoutRule::kSizes, DraftField::kGpusPerNode,
-           fmt::format("must be a positive integer up to {}, got {}", kMaxCount,
+           fmt::format("must be a positive integer up to {}, got {}", kMaxWorldSize,
                        *req.gpus_per_node));
     }
     cl.gpus_per_node = static_cast<int>(*req.gpus_per_node);
@@ -219,8 +252,8 @@ void Builder::cluster(const ClusterRequest& req) {
   }
   // The fewest nodes whose GPUs both parallel groups divide.
   const ParallelSpec& p = job_.parallel;
-  const std::int64_t dense = static_cast<std::int64_t>(p.tp) * p.pp * p.cp;
-  const std::int64_t expert = static_cast<std::int64_t>(p.etp) * p.ep * p.pp;
+  const std::int64_t dense = group_size(DraftField::kTp, "TP x PP x CP", {p.tp, p.pp, p.cp});
+  const std::int64_t expert = group_size(DraftField::kEp, "ETP x EP x PP", {p.etp, p.ep, p.pp});
   const std::int64_t min_world = std::lcm(dense, expert);
   const std::int64_t min_nodes = min_world / std::gcd(min_world, std::int64_t{cl.gpus_per_node});
   std::int64_t nodes = min_nodes;
@@ -281,7 +314,8 @@ void Builder::batches() {
   RuntimeSpec& rt = job_.runtime;
   const FrameworkProfile& prof = d_.profile;
   if (d_.micro_batch_size) {
-    rt.micro_batch_size = size_or(DraftField::kMicroBatchSize, d_.micro_batch_size, 1, nullptr);
+    rt.micro_batch_size =
+        size_or(DraftField::kMicroBatchSize, d_.micro_batch_size, 1, nullptr, kMaxGlobalBatch);
   } else if (prof.micro_batch_size.value) {
     rt.micro_batch_size = *prof.micro_batch_size.value;
     record(DraftField::kMicroBatchSize, show(rt.micro_batch_size), prof.micro_batch_size.source,
@@ -291,7 +325,7 @@ void Builder::batches() {
          fmt::format("required ({})", prof.micro_batch_size.source));
   }
   if (d_.seq_length) {
-    rt.seq_length = size_or(DraftField::kSeqLength, d_.seq_length, 1, nullptr);
+    rt.seq_length = size_or(DraftField::kSeqLength, d_.seq_length, 1, nullptr, kMaxSeqLength);
   } else if (prof.seq_length.value) {
     rt.seq_length = *prof.seq_length.value;
     record(DraftField::kSeqLength, show(rt.seq_length), prof.seq_length.source, true);
@@ -301,10 +335,12 @@ void Builder::batches() {
   }
   const int dp = std::max(1, job_.parallel.dp);
   if (d_.global_batch_size) {
-    rt.global_batch_size = size_or(DraftField::kGlobalBatchSize, d_.global_batch_size, 1, nullptr);
+    rt.global_batch_size =
+        size_or(DraftField::kGlobalBatchSize, d_.global_batch_size, 1, nullptr, kMaxGlobalBatch);
   } else if (d_.replica_batch_size) {
-    const std::int64_t gbs = static_cast<std::int64_t>(*d_.replica_batch_size) * dp;
-    rt.global_batch_size = static_cast<int>(std::min<std::int64_t>(gbs, kMaxCount));
+    const std::int64_t replica =
+        size_or(DraftField::kGlobalBatchSize, d_.replica_batch_size, 1, nullptr, kMaxGlobalBatch);
+    rt.global_batch_size = derived_batch(replica * dp, "per-replica batch x DP");
     record(DraftField::kGlobalBatchSize, show(rt.global_batch_size),
            fmt::format("per-replica batch {} x DP {}", *d_.replica_batch_size, dp));
   } else if (prof.global_batch_size.value) {
@@ -312,8 +348,8 @@ void Builder::batches() {
     record(DraftField::kGlobalBatchSize, show(rt.global_batch_size), prof.global_batch_size.source,
            true);
   } else {
-    const std::int64_t gbs = static_cast<std::int64_t>(rt.micro_batch_size) * dp;
-    rt.global_batch_size = static_cast<int>(std::min<std::int64_t>(gbs, kMaxCount));
+    rt.global_batch_size =
+        derived_batch(static_cast<std::int64_t>(rt.micro_batch_size) * dp, "micro_batch_size x DP");
     record(DraftField::kGlobalBatchSize, show(rt.global_batch_size),
            fmt::format("micro_batch_size x DP, one microbatch ({}: {})",
                        to_string(prof.microbatch_rule.value.value_or(MicrobatchRule::kGlobalBatch)),
@@ -374,6 +410,11 @@ int Builder::derived_vpp() {
 void Builder::virtual_stages() {
   ParallelSpec& p = job_.parallel;
   p.vpp = d_.vpp ? *d_.vpp : derived_vpp();
+  if (static_cast<std::int64_t>(p.pp) * p.vpp > kMaxLayers) {
+    fail(LayoutRule::kLayers, d_.vpp ? DraftField::kVpp : DraftField::kPp,
+         fmt::format("PP x VPP = {} x {} virtual stages is more than the {} this tool models", p.pp,
+                     p.vpp, kMaxLayers));
+  }
   if (p.vpp > 1 && p.pp == 1) {
     fail(LayoutRule::kScheduleNeedsPp, DraftField::kPp,
          fmt::format("virtual pipeline stages ({}) need PP > 1", p.vpp));
@@ -575,6 +616,27 @@ void Builder::check_rules() const {
                     job_.model.family != ModelFamily::kDecoderLm;
   const LayoutRule rule = check_layout(f, layout_choice(job_));
   if (rule != LayoutRule::kLegal) fail(rule, field_of(rule), rule_message(rule));
+  if (const std::optional<BoundViolation> v = check_runtime_bounds(job_)) {
+    fail_bound(*v, DraftField::kGlobalBatchSize);
+  }
+}
+
+void Builder::model_bounds() {
+  if (const std::optional<BoundViolation> v = check_model_bounds(job_.model)) {
+    fail_bound(*v, DraftField::kModel);
+  }
+}
+
+void Builder::fail_bound(const BoundViolation& v, DraftField fallback) const {
+  std::optional<FieldOrigin> o = d_.model_origin ? d_.model_origin(v.key) : std::nullopt;
+  for (int i = 0; !o && i < kNumDraftFields; ++i) {  // a batch or recompute field
+    const auto f = static_cast<DraftField>(i);
+    if (to_string(f) == v.key || d_.origin(f).key == v.key) o = d_.origin(f);
+  }
+  FieldOrigin where = o.value_or(FieldOrigin{v.key, {}});
+  if (where.where.file.empty() && where.where.line == 0) where.where.file = d_.source;
+  throw JobRuleError(LayoutRule::kSizes, fallback, std::move(where.where),
+                     where.key.empty() ? v.key : where.key, v.message);
 }
 
 std::string Builder::rule_message(LayoutRule rule) const {

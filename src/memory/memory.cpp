@@ -25,6 +25,8 @@
 // combine input kept for the probability gradient (T topk h e / sp) and the shared experts.
 #include "projector/memory/memory.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -34,6 +36,7 @@
 #include "projector/job/layout.h"
 #include "projector/job/rules.h"
 #include "projector/model/accounting.h"
+#include "projector/util/error.h"
 
 namespace projector {
 namespace {
@@ -842,6 +845,17 @@ RankMemory project_rank(Context& cx, int r) {
 // Peak ranks, verdict, the three largest components of the peak rank, remedies.
 void summarise(const JobSpec& job, const MemoryOptions& options, MemoryReport& report) {
   for (const RankMemory& rm : report.ranks) {
+    // A NaN or negative total would never exceed the capacity: refuse a verdict on it rather
+    // than print FITS (the input bounds should make this unreachable; this keeps it so).
+    for (const double total : {rm.total_point_bytes, rm.total_upper_bytes}) {
+      if (!(std::isfinite(total) && total >= 0.0)) {
+        throw InputError({job.source, 0, 0}, "memory",
+                         fmt::format("the projected memory of pipeline rank {} is {} bytes: no "
+                                     "verdict on a total that is not a finite, non-negative "
+                                     "number",
+                                     rm.pp_rank, total));
+      }
+    }
     if (rm.total_point_bytes > report.peak_point_bytes) {
       report.peak_point_bytes = rm.total_point_bytes;
       report.peak_rank = rm.pp_rank;

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -130,6 +131,11 @@ struct JobDraft {
   std::vector<AppliedDefault> defaults;
   std::vector<std::string> warnings;
   std::array<FieldOrigin, kNumDraftFields> origins;
+  // Where the input stated a model field, looked up by the field's Megatron-LM argument name
+  // (ModelSpec's naming: hidden_size, num_experts, moe_ffn_hidden_size, ...): the adapter's key
+  // and location, nullopt when not stated. Unset: every model value is reported against the
+  // input file. The job builder's range checks (model/bounds.h) use it to name the line.
+  std::function<std::optional<FieldOrigin>(std::string_view model_key)> model_origin;
 
   // Names `f` in the adapter's vocabulary and, optionally, where the input stated it.
   void set_origin(DraftField f, std::string key, SourceLocation where = {}) {
