@@ -1,6 +1,7 @@
 // projector: will a training job fit, and how fast will it run. A thin driver over projector_core.
 #include <fmt/core.h>
 
+#include <cstdio>
 #include <exception>
 
 #include "commands.h"
@@ -31,6 +32,12 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     fmt::print(stderr, "projector: internal error: {}\n", e.what());
     return projector::kExitInternal;
+  }
+  // Output is part of the result: a failed write to stdout (a full disk, a closed pipe) is bad
+  // output, not success.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    fmt::print(stderr, "projector: error: <stdout>: cannot write the output\n");
+    return projector::kExitBadInput;
   }
   return exit_code;
 }
