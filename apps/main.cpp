@@ -24,8 +24,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : projector::kExitBadInput;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // One line like every other bad input, naming the option (or the command line).
+    fmt::print(stderr, "projector: error: {}\n",
+               projector::format_input_error({"command line", 0, 0}, "",
+                                             std::string(e.what()) + " (see --help)"));
+    return projector::kExitBadInput;
   } catch (const projector::InputError& e) {
     fmt::print(stderr, "projector: error: {}\n", e.what());
     return projector::kExitBadInput;

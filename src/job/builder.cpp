@@ -140,6 +140,12 @@ class Builder {
   [[noreturn]] void fail_bound(const BoundViolation& v, DraftField fallback) const;
 
   void model_bounds();
+  // A catalogue error that names no file, placed where the name was given (else the input).
+  InputError located(const InputError& e, SourceLocation where) const {
+    if (!e.where().file.empty()) return e;
+    if (where.file.empty()) where.file = d_.source;
+    return InputError(std::move(where), e.key(), e.message());
+  }
   void sizes();
   std::int64_t group_size(DraftField f, const char* what,
                           std::initializer_list<std::int64_t> sizes) const;
@@ -226,13 +232,21 @@ void Builder::cluster(const ClusterRequest& req) {
       hw = req.default_hardware;
       record(DraftField::kHardware, hw, req.default_hardware_reason);
     }
-    cl.accelerator = load_accelerator(hw, data_dir);
+    try {
+      cl.accelerator = load_accelerator(hw, data_dir);
+    } catch (const InputError& e) {
+      throw located(e, d_.origin(DraftField::kHardware).where);
+    }
   }
   if (req.loaded_network) {
     cl.network = *req.loaded_network;
   } else {
-    cl.network = req.network.empty() ? default_network_for(cl.accelerator, data_dir)
-                                     : load_network(req.network, data_dir);
+    try {
+      cl.network = req.network.empty() ? default_network_for(cl.accelerator, data_dir)
+                                       : load_network(req.network, data_dir);
+    } catch (const InputError& e) {
+      throw located(e, req.network.empty() ? SourceLocation{} : req.network_where);
+    }
   }
   for (const std::string& k : cl.network.unknown_keys) {
     job_.warnings.push_back(fmt::format("network: unknown key '{}' (ignored)", k));

@@ -153,7 +153,8 @@ struct ClusterRequest {
   std::string hardware;
   std::string default_hardware = "mi300x";
   std::string default_hardware_reason = "no hardware given";
-  std::string network;  // network file or name; empty: the accelerator's default network
+  std::string network;           // network file or name; empty: the accelerator's default network
+  SourceLocation network_where;  // where `network` was given (a flag, a file), for errors
   // Already loaded hardware (the sweep, tests): used instead of the catalogue when set.
   std::optional<AcceleratorSpec> accelerator;
   std::optional<NetworkSpec> loaded_network;

@@ -230,6 +230,8 @@ ResolvedConfig resolve_config(const LoadRequest& request) {
                             ""});
   }
   apply_set_overrides(request, out);
+  // A key absent from every file is reported against the experiment file.
+  out.args.where = SourceLocation{request.config_path, 0, 0};
   // The bundled preset's values that nothing later replaced are defaults of this job.
   for (const auto& [k, v] : out.args.entries) {
     if (!out.bundled_preset_path.empty() && v.where.file == out.bundled_preset_path) {
