@@ -436,6 +436,13 @@ EnvLookup fixed_environment(std::vector<std::pair<std::string, std::string>> var
   };
 }
 
+ConfigValue::ConfigValue() = default;
+ConfigValue::ConfigValue(const ConfigValue&) = default;
+ConfigValue::ConfigValue(ConfigValue&&) noexcept = default;
+ConfigValue& ConfigValue::operator=(const ConfigValue&) = default;
+ConfigValue& ConfigValue::operator=(ConfigValue&&) noexcept = default;
+ConfigValue::~ConfigValue() = default;
+
 const ConfigValue* ConfigValue::find(std::string_view key) const {
   for (const auto& [k, v] : entries) {
     if (k == key) return &v;

@@ -312,6 +312,8 @@ MeasuredProfile parse_profile(const std::string& text, const std::string& label)
     j = Json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError({label, 0, 0}, "", fmt::format("not valid JSON (byte {})", e.byte));
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number beyond double (1e400)
+    throw InputError({label, 0, 0}, "", fmt::format("not a readable JSON document: {}", e.what()));
   }
   const Reader r{label};
   if (!j.is_object() || !j.contains("kind") || j["kind"] != kKind) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <istream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <unordered_map>
@@ -167,6 +168,14 @@ struct Scalar {
   const std::string* text = nullptr;
 };
 
+// The integer part of a JSON number, clamped to int64 (a float beyond it is never converted).
+std::int64_t saturated(double v) {
+  constexpr double kLimit = 9.2233720368547758e18;  // 2^63
+  if (!(v > -kLimit)) return std::numeric_limits<std::int64_t>::min();
+  if (!(v < kLimit)) return std::numeric_limits<std::int64_t>::max();
+  return static_cast<std::int64_t>(v);
+}
+
 class Handler {
  public:
   Handler(TraceData& out, const TraceLimits& limits) : out_(out), limits_(limits) {
@@ -181,10 +190,11 @@ class Handler {
     return value({Scalar::kNumber, static_cast<double>(v), v, nullptr});
   }
   bool number_unsigned(Json::number_unsigned_t v) {
-    return value({Scalar::kNumber, static_cast<double>(v), static_cast<std::int64_t>(v), nullptr});
+    return value(
+        {Scalar::kNumber, static_cast<double>(v), saturated(static_cast<double>(v)), nullptr});
   }
   bool number_float(Json::number_float_t v, const std::string&) {
-    return value({Scalar::kNumber, v, static_cast<std::int64_t>(v), nullptr});
+    return value({Scalar::kNumber, v, saturated(v), nullptr});
   }
   bool string(std::string& s) { return value({Scalar::kString, 0.0, 0, &s}); }
   bool binary(Json::binary_t&) { return value({}); }

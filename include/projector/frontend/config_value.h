@@ -38,6 +38,15 @@ struct ConfigValue {
   std::vector<std::pair<std::string, ConfigValue>> entries;  // kMap, in file order
   SourceLocation where;
 
+  // Defined out of line: the members hold ConfigValue itself, which is complete only there
+  // (clang with libstdc++ rejects the implicit ones inside the class).
+  ConfigValue();
+  ConfigValue(const ConfigValue&);
+  ConfigValue(ConfigValue&&) noexcept;
+  ConfigValue& operator=(const ConfigValue&);
+  ConfigValue& operator=(ConfigValue&&) noexcept;
+  ~ConfigValue();
+
   bool is_null() const { return kind == Kind::kNull; }
   bool is_map() const { return kind == Kind::kMap; }
   bool is_list() const { return kind == Kind::kList; }
