@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "support/cli_runner.h"
 #include "support/temp_dir.h"
@@ -87,6 +88,17 @@ void expect_clean_error(const CliResult& r, const std::string& where, const std:
   EXPECT_EQ(r.out.find("internal error"), std::string::npos) << r.out;
 }
 
+// Command lines that must each be refused as expect_clean_error says.
+struct Refusal {
+  std::string args, where, key;
+};
+void expect_refusals(const std::vector<Refusal>& refusals) {
+  for (const Refusal& r : refusals) {
+    SCOPED_TRACE(r.args.substr(0, 200));
+    expect_clean_error(run(r.args), r.where, r.key);
+  }
+}
+
 // Exit 2 after some output (the report up to the failure): one error line among it.
 void expect_error_line(const CliResult& r, const std::string& where, const std::string& key) {
   EXPECT_EQ(r.exit_code, 2) << r.out;
@@ -108,6 +120,14 @@ std::string line_of(const std::string& path, const std::string& needle) {
   }
   ADD_FAILURE() << needle << " not in " << path;
   return path;
+}
+
+// `config` written to a new file of `dir` is refused by `projector both` at the line of `key`.
+void expect_refused_at(const TempDir& dir, const std::string& config, const std::string& key,
+                       const std::string& message) {
+  static int n = 0;
+  const std::string path = dir.write("config" + std::to_string(++n) + ".yaml", config);
+  expect_clean_error(run("both --config " + path), line_of(path, key + ":"), message);
 }
 
 const std::string kDigits(30000, '7');
@@ -167,30 +187,29 @@ TEST(Crash, ValidateLongDigitStringsAndHugeFiguresStayPerEntry) {
 }
 
 TEST(Crash, WorldSizeProductsAreCheckedIn64Bits) {
-  expect_clean_error(run("both --config " + kLlama + " --nodes 2147483647"),
-                     "command line:", "--nodes");
-  expect_clean_error(run("both --config " + kLlama + " --nodes 1000000 --gpus-per-node 1000000"),
-                     "--nodes:", "more than the 16777216");
-  expect_clean_error(run("both --config " + kLlama + " --mbs 1073741824"),
-                     "--mbs:", "micro_batch_size: must be a positive integer up to 16777216");
-  expect_clean_error(run("both --config " + kLlama + " --gpus-per-node 1073741824"),
-                     "--gpus-per-node:", "gpus_per_node");
-  expect_clean_error(run("both --config " + kLlama + " --tp 16777216 --pp 16777216 --cp 16777216"),
-                     "--tp:", "TP x PP x CP needs more than the 16777216 GPUs");
+  expect_refusals({
+      {"both --config " + kLlama + " --nodes 2147483647", "command line:", "--nodes"},
+      {"both --config " + kLlama + " --nodes 1000000 --gpus-per-node 1000000",
+       "--nodes:", "more than the 16777216"},
+      {"both --config " + kLlama + " --mbs 1073741824",
+       "--mbs:", "micro_batch_size: must be a positive integer up to 16777216"},
+      {"both --config " + kLlama + " --gpus-per-node 1073741824",
+       "--gpus-per-node:", "gpus_per_node"},
+      {"both --config " + kLlama + " --tp 16777216 --pp 16777216 --cp 16777216",
+       "--tp:", "TP x PP x CP needs more than the 16777216 GPUs"},
+  });
 }
 
 TEST(Crash, HugeModelDimensions) {
   TempDir dir;
-  const std::string kv = dir.write("kv.yaml", llama_with("      kv_channels: 2147483647\n"));
-  expect_clean_error(run("both --config " + kv), line_of(kv, "kv_channels"), "kv_channels");
-  const std::string layers = dir.write("l.yaml", llama_with("      num_layers: 1073741824\n"));
-  expect_clean_error(run("both --config " + layers), line_of(layers, "num_layers"),
-                     "num_layers: must be between 1 and 16384");
-  const std::string params = dir.write(
-      "p.yaml", llama_with("      hidden_size: 16777216\n      ffn_hidden_size: 16777216\n"
-                           "      num_attention_heads: 65536\n      kv_channels: 256\n"));
-  expect_clean_error(run("both --config " + params), line_of(params, "hidden_size"),
-                     "parameters, more than the 1e+15");
+  expect_refused_at(dir, llama_with("      kv_channels: 2147483647\n"), "kv_channels",
+                    "kv_channels");
+  expect_refused_at(dir, llama_with("      num_layers: 1073741824\n"), "num_layers",
+                    "num_layers: must be between 1 and 16384");
+  expect_refused_at(dir,
+                    llama_with("      hidden_size: 16777216\n      ffn_hidden_size: 16777216\n"
+                               "      num_attention_heads: 65536\n      kv_channels: 256\n"),
+                    "hidden_size", "parameters, more than the 1e+15");
 }
 
 TEST(Crash, RunsFileHugeHiddenSizeIsRefusedPerEntry) {
@@ -205,14 +224,15 @@ TEST(Crash, RunsFileHugeHiddenSizeIsRefusedPerEntry) {
 }
 
 TEST(Crash, SweepGridValuesAreBounded) {
-  expect_clean_error(run("sweep --config " + kLlama + " --nodes 1073741824 -j 1"),
-                     "--nodes:", "more than the 16777216");
-  expect_clean_error(run("sweep --config " + kLlama + " --grid 'vpp=1073741824;pp=2' -j 1"),
-                     "--grid:", "vpp: 1073741824 is more than 16384");
-  expect_clean_error(run("sweep --config " + kLlama + " --grid mbs=2147483647 -j 1"),
-                     "--grid:", "mbs: 2147483647 is more than 16777216");
-  expect_clean_error(run("sweep --config " + kLlama + " --grid mbs=99999999999999999999 -j 1"),
-                     "--grid:", "mbs");
+  expect_refusals({
+      {"sweep --config " + kLlama + " --nodes 1073741824 -j 1",
+       "--nodes:", "more than the 16777216"},
+      {"sweep --config " + kLlama + " --grid 'vpp=1073741824;pp=2' -j 1",
+       "--grid:", "vpp: 1073741824 is more than 16384"},
+      {"sweep --config " + kLlama + " --grid mbs=2147483647 -j 1",
+       "--grid:", "mbs: 2147483647 is more than 16777216"},
+      {"sweep --config " + kLlama + " --grid mbs=99999999999999999999 -j 1", "--grid:", "mbs"},
+  });
 }
 
 // -------------------------------------------------------------------------------------- hangs
@@ -333,33 +353,25 @@ TEST(Hang, SweepStopsOnSigintDuringEnumerationAndExits130) {
 
 TEST(Silent, NegativeAndNonFiniteModelValuesAreRefused) {
   TempDir dir;
-  const std::string pos = dir.write(
-      "pos.yaml",
-      with(read(kLlama), "max_position_embeddings: 131072", "max_position_embeddings: -100000"));
-  expect_clean_error(run("both --config " + pos), line_of(pos, "max_position_embeddings"),
-                     "max_position_embeddings: must be between 0 and 16777216");
   const std::string mix = read(kMixtral);
-  const std::string ffn = dir.write(
-      "ffn.yaml", with(mix, "    overrides:\n", "    overrides:\n      moe_ffn_hidden_size: -1\n"));
-  expect_clean_error(run("both --config " + ffn), line_of(ffn, "moe_ffn_hidden_size"),
-                     "moe_ffn_hidden_size: must be between 1");
-  const std::string cap = dir.write(
-      "cap.yaml",
-      with(mix, "    overrides:\n", "    overrides:\n      moe_expert_capacity_factor: .inf\n"));
-  expect_clean_error(run("both --config " + cap), line_of(cap, "moe_expert_capacity_factor"),
-                     "must be a finite number");
-  const std::string drop = dir.write("drop.yaml", llama_with("      attention_dropout: 1.5\n"));
-  expect_clean_error(run("both --config " + drop), line_of(drop, "attention_dropout"),
-                     "must be a probability in [0, 1]");
+  const std::string moe = "    overrides:\n";
+  expect_refused_at(
+      dir, with(read(kLlama), "max_position_embeddings: 131072", "max_position_embeddings: -1"),
+      "max_position_embeddings", "max_position_embeddings: must be between 0 and 16777216");
+  expect_refused_at(dir, with(mix, moe, moe + "      moe_ffn_hidden_size: -1\n"),
+                    "moe_ffn_hidden_size", "moe_ffn_hidden_size: must be between 1");
+  expect_refused_at(dir, with(mix, moe, moe + "      moe_expert_capacity_factor: .inf\n"),
+                    "moe_expert_capacity_factor", "must be a finite number");
+  expect_refused_at(dir, llama_with("      attention_dropout: 1.5\n"), "attention_dropout",
+                    "must be a probability in [0, 1]");
 }
 
 TEST(Silent, ValuesBeyond32BitsAreNeverTruncated) {
   TempDir dir;
-  const std::string experts = dir.write(
-      "e.yaml",
-      with(read(kMixtral), "    overrides:\n", "    overrides:\n      num_experts: 4294967304\n"));
-  expect_clean_error(run("config --config " + experts), line_of(experts, "num_experts"),
-                     "num_experts: integer 4294967304 is out of range");
+  expect_refused_at(
+      dir,
+      with(read(kMixtral), "    overrides:\n", "    overrides:\n      num_experts: 4294967304\n"),
+      "num_experts", "num_experts: integer 4294967304 is out of range");
   expect_clean_error(run("config --config " + kLlama +
                          " --set recompute_granularity=full --set "
                          "'recompute_layer_ids=[4294967296]'"),
