@@ -3,7 +3,8 @@
 // probabilities finite and in [0, 1], factors finite and non-negative. A job outside them is
 // refused with the offending field named, never projected into negative, infinite or NaN
 // numbers. The job builder checks a draft's model (naming the adapter's key and line) and the
-// batches; check_job_invariants checks every job a projection receives.
+// batches; check_job_invariants checks the batches of every job a projection receives (they change
+// with each re-layout; the model does not).
 #pragma once
 
 #include <optional>
