@@ -23,7 +23,7 @@ constexpr Alias kAliases[] = {
 };
 
 void warn_unknown_keys(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
-  constexpr std::size_t kMaxListed = 20;  // a file of thousands of unknown keys gets one summary
+  constexpr std::size_t kMaxListed = 100;  // thousands of unknown keys get one summary line
   std::set<std::string> warned;
   for (const std::string& key : in.user_keys) {
     if (schema.known(key) || !warned.insert(key).second || warned.size() > kMaxListed) continue;
