@@ -170,6 +170,7 @@ std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {
   }
   plain("hbm_elementwise_fraction", c.hbm_elementwise_fraction);
   plain("hbm_permute_fraction", c.hbm_permute_fraction);
+  if (!c.hbm_gather_fraction.source.empty()) plain("hbm_gather_fraction", c.hbm_gather_fraction);
   plain("hbm_optimizer_fraction", c.hbm_optimizer_fraction);
   plain("hbm_loss_fraction", c.hbm_loss_fraction);
   rows.push_back({"calibration.kernel_launch_s",
@@ -264,6 +265,7 @@ nlohmann::json accelerator_json(const AcceleratorSpec& a) {
   cal["attention_fa2_bwd_fraction"] = sourced_json(c.attention_fa2_bwd_fraction);
   cal["hbm_elementwise_fraction"] = sourced_json(c.hbm_elementwise_fraction);
   cal["hbm_permute_fraction"] = sourced_json(c.hbm_permute_fraction);
+  cal["hbm_gather_fraction"] = sourced_json(c.hbm_gather_fraction);
   cal["hbm_optimizer_fraction"] = sourced_json(c.hbm_optimizer_fraction);
   cal["hbm_loss_fraction"] = sourced_json(c.hbm_loss_fraction);
   cal["kernel_launch_s"] = sourced_json(c.kernel_launch_s);

@@ -34,7 +34,6 @@ struct PerfCliOptions {
   std::string profiling_mode = "simulate";
   std::string gemm_backend = "analytical";
   std::string data_path;
-  std::string backend_path;
   std::string scan_nodes;
   int benchmark_gpus = 0;
   double gpu_clock_mhz = 0.0;
@@ -63,8 +62,6 @@ void add_perf_options(CLI::App* cmd, PerfCliOptions& o) {
       ->check(CLI::IsMember({"analytical", "origami"}));
   cmd->add_option("--data_path,--data-path", o.data_path,
                   "accepted for Primus compatibility (no data is read)");
-  cmd->add_option("--backend_path,--backend-path", o.backend_path,
-                  "accepted for Primus compatibility (no backend is imported)");
   cmd->add_option("--benchmark-gpus", o.benchmark_gpus,
                   "GPUs a benchmark run would use (benchmark mode only)")
       ->check(CLI::Range(std::int64_t{0}, kMaxCount));
@@ -114,7 +111,6 @@ JobSpec make_job(const PerfCliOptions& o) {
                             "compute clock set by --gpu-clock-mhz / PRIMUS_GPU_CLOCK_MHZ"});
   }
   if (!o.data_path.empty()) job.warnings.push_back("--data_path is accepted but not used");
-  if (!o.backend_path.empty()) job.warnings.push_back("--backend_path is accepted but not used");
   if (o.benchmark_gpus > 0 && o.profiling_mode == "simulate") {
     job.warnings.push_back("--benchmark-gpus only applies to benchmark mode; ignored in simulate");
   }
@@ -198,7 +194,27 @@ std::vector<ScalingPoint> scan_nodes(const PerfCliOptions& o) {
   return points;
 }
 
+// Recommendation jobs keep TorchRec's per-rank batch: the global batch grows with the GPUs.
+void print_recsys_scan(const std::vector<ScalingPoint>& points, const JobSpec& job) {
+  fmt::print("\n-- Scaling over nodes ({} samples per GPU; the global batch grows) --\n",
+             job.runtime.micro_batch_size);
+  fmt::print("  {:>6} {:>6} {:>12} {:>10} {:>14} {:>14} {:>10}\n", "nodes", "GPUs", "global batch",
+             "step ms", "samples/s", "samples/s/GPU", "speedup");
+  double first = 0.0;
+  for (const ScalingPoint& p : points) {
+    if (!p.error.empty()) {
+      fmt::print("  {:>6} {}\n", p.nodes, p.error);
+      continue;
+    }
+    if (first == 0.0) first = p.tokens_per_s;
+    fmt::print("  {:>6} {:>6} {:>12} {:>10.2f} {:>14.0f} {:>14.0f} {:>9.2f}x\n", p.nodes,
+               p.world_size, static_cast<std::int64_t>(p.world_size) * job.runtime.micro_batch_size,
+               p.iteration_s * 1e3, p.tokens_per_s, p.tokens_per_s_per_gpu, p.tokens_per_s / first);
+  }
+}
+
 void print_node_scan(const std::vector<ScalingPoint>& points, const JobSpec& job) {
+  if (job.model.family == ModelFamily::kRecommendation) return print_recsys_scan(points, job);
   fmt::print("\n-- Scaling over data parallelism (strong scaling: the global batch is fixed) --\n");
   fmt::print("  {:>6} {:>6} {:>5} {:>7} {:>12} {:>14} {:>8} {:>10}\n", "nodes", "GPUs", "DP",
              "micro/DP", "iter ms", "tokens/s/GPU", "MFU %", "speedup");

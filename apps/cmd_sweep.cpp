@@ -12,6 +12,7 @@
 #include "job_options.h"
 #include "projector/report/html_report.h"
 #include "projector/report/job_report.h"
+#include "projector/sweep/recsys_sweep.h"
 #include "projector/sweep/sweep.h"
 #include "projector/util/error.h"
 #include "report_outputs.h"
@@ -87,6 +88,39 @@ void write_html(const SweepCliOptions& o, const CLI::App& cmd, const JobSpec& ba
   write_output(o.html_path, html_report(in), "--html");
 }
 
+// Recommendation models: embedding sharding choices x per-GPU batch sizes.
+int run_recsys(const SweepCliOptions& o, const JobSpec& base) {
+  const sweep::RecsysGrid grid =
+      o.grid.empty() ? sweep::RecsysGrid{} : sweep::parse_recsys_grid(o.grid);
+  const sweep::RecsysResult r = sweep::run_recsys_sweep(base, grid, o.memory_limit);
+  std::FILE* const text_out = o.json_path == "-" ? stderr : stdout;
+  fmt::print(text_out,
+             "Sweep: {} on {} GPUs ({}); {} candidates in {:.3f} s; memory limit {:.1f} GiB\n",
+             base.model.name, r.world, base.cluster.accelerator.name, r.entries.size(), r.elapsed_s,
+             r.limit_bytes / kGiB);
+  fmt::print(text_out, "  {:>4}  {:<16} {:>8} {:>10} {:>12} {:>14} {:>9}  {}\n", "#", "sharding",
+             "batch", "step ms", "samples/s", "samples/s/GPU", "peak GiB", "bound");
+  const std::size_t top =
+      std::min<std::size_t>(static_cast<std::size_t>(std::max(o.top, 1)), r.entries.size());
+  for (std::size_t i = 0; i < top; ++i) {
+    const sweep::RecsysEntry& e = r.entries[i];
+    const std::string name = e.sharding == EmbeddingSharding::kAuto
+                                 ? std::string("planner")
+                                 : std::string(to_string(e.sharding));
+    if (!e.fits) {
+      fmt::print(text_out, "  {:>4}  {:<16} {:>8} {:>10} {:>12} {:>14} {:>9.2f}  {}\n", i + 1, name,
+                 e.batch, "-", "-", "-", e.peak_bytes / kGiB,
+                 e.planned ? "does not fit" : "no plan fits the planner's budget");
+      continue;
+    }
+    fmt::print(text_out, "  {:>4}  {:<16} {:>8} {:>10.2f} {:>12.0f} {:>14.0f} {:>9.2f}  {}\n",
+               i + 1, name, e.batch, e.step_s * 1e3, e.samples_per_s, e.samples_per_s_per_gpu,
+               e.peak_bytes / kGiB, e.bound);
+  }
+  if (!o.json_path.empty()) write_output(o.json_path, sweep::recsys_sweep_json(r, base), "--json");
+  return r.entries.empty() || !r.entries.front().fits ? kExitFailure : kExitOk;
+}
+
 int run(const SweepCliOptions& o, const CLI::App& cmd) {
   if (!(o.memory_limit > 0.0 && o.memory_limit <= 1.5)) {  // NaN fails too
     throw InputError({"--memory-limit", 0, 0}, "--memory-limit",
@@ -105,7 +139,12 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
   JobOptions load = o.job;
   load.tp = load.pp = load.vpp = load.cp = load.ep = load.etp = load.mbs = 0;
   load.nodes = 0;
-  const JobSpec base = build_job(load);
+  const LoadRequest request = to_load_request(load);
+  const ResolvedConfig resolved = resolve_config(request);
+  const JobSpec base = build_job_spec(resolved, request);
+  // Recommendation models sweep their own axes on the job as stated (flags included); the family
+  // is read from the base so that a stated layout the sweep would replace refuses nothing.
+  if (base.model.family == ModelFamily::kRecommendation) return run_recsys(o, build_job(o.job));
   for (const std::string& w : base.warnings) fmt::print(stderr, "projector: warning: {}\n", w);
 
   sweep::SpaceOptions space;
@@ -113,6 +152,8 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
   space.include_vshape = o.include_vshape;
   space.allow_uneven_layers = o.allow_uneven_layers;
   space.allow_tp_beyond_node = o.job.allow_tp_beyond_node;
+  // A torchtitan job sweeps torchtitan's own layouts (FSDP2 / HSDP, its schedules, its AC modes).
+  space.fsdp2_native = resolved.framework == "torchtitan";
   sweep::Options opts;
   opts.objective = objective;
   opts.memory_limit = o.memory_limit;

@@ -14,10 +14,16 @@ const CLI::Range& count_range() {
 }
 
 void add_job_options(CLI::App* cmd, JobOptions& o) {
-  cmd->add_option("-c,--config,--exp", o.config, "Primus experiment YAML")->required();
+  cmd->add_option("-c,--config,--exp", o.config,
+                  "Primus experiment YAML, or a torchtitan job TOML (.toml)")
+      ->required();
   cmd->add_option("--data-dir", o.data_dir, "catalogue directory (default: the bundled data/)");
   cmd->add_option("--primus-path", o.primus_path,
                   "Primus checkout for model/module presets (default: PRIMUS_PATH)");
+  cmd->add_option("--backend_path,--backend-path", o.backend_path,
+                  "installed back-end source to read model tables from (torchtitan: its flavor "
+                  "tables; default: BACKEND_PATH, else <Primus>/third_party/torchtitan, else the "
+                  "transcribed tables)");
   cmd->add_option("--set", o.set,
                   "override a back-end argument (Megatron: any argument): key=value (repeatable)")
       ->take_all();
@@ -61,6 +67,7 @@ LoadRequest to_load_request(const JobOptions& o) {
   r.env = process_environment();
   r.data_dir = o.data_dir;  // empty: the bundled catalogue (no hidden environment switch)
   r.primus_path = o.primus_path;
+  r.backend_path = o.backend_path;
   r.set_overrides = o.set;
   // Flags are range-checked on parse (count_range), so the values fit an int.
   auto opt = [](std::int64_t v) {

@@ -369,12 +369,12 @@ function renderComposition(s, perf) {
     'parameter all-gather (exposed)', 'waiting for the slowest optimizer'
   ];
   const iter = perf.results.iteration_time_ms;
-  const exposed =
-      ['tp', 'cp', 'ep', 'pp', 'dp'].map((g) => ({
-                                           group: g.toUpperCase(),
-                                           ms: perf.exposed_comm_ms[g],
-                                           label: `${num(perf.exposed_comm_ms[g], 1)} ms`,
-                                         }));
+  const exposed = ['tp', 'cp', 'ep', 'pp', 'dp', 'offload'].map(
+      (g) => ({
+        group: g === 'offload' ? 'host offload' : g.toUpperCase(),
+        ms: perf.exposed_comm_ms[g],
+        label: `${num(perf.exposed_comm_ms[g], 1)} ms`,
+      }));
   const row = h('div', {class: 'row'});
   s.append(row);
   chart(

@@ -128,7 +128,16 @@ OpCost price(const AcceleratorSpec& acc, const AttentionShape& s, bool backward)
     c.provenance = Provenance::kRoofline;
   }
   const double peak = acc.peak_flops(c.dtype);
-  const double rate = peak * clock_ratio(acc) * frac * cost_detail::training_efficiency(acc);
+  double rate = peak * clock_ratio(acc) * frac * cost_detail::training_efficiency(acc);
+  if (acc.matrix_unit_dim > 0) {
+    // Systolic matrix units: Q K^T contracts over d_qk and P V produces d_v columns, each padded
+    // to the array's side (a 128-wide head fills half of a 256 x 256 MXU).
+    const double side = acc.matrix_unit_dim;
+    auto padded = [side](double d) { return std::ceil(d / side) * side; };
+    const double dqk = s.head_dim_qk;
+    const double dv = s.head_dim_v;
+    rate *= (dqk + dv) / (padded(dqk) + padded(dv));
+  }
   const double cus = std::max(1, acc.compute_units);
   const double per_cu = rate / cus;
   const double dqk = s.head_dim_qk;

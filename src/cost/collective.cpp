@@ -243,6 +243,12 @@ std::string_view to_string(GroupKind k) {
       return "ep";
     case GroupKind::kEdp:
       return "edp";
+    case GroupKind::kDpCpShard:
+      return "dp-cp-shard";
+    case GroupKind::kEdpShard:
+      return "edp-shard";
+    case GroupKind::kDpCpReplicate:
+      return "dp-replicate";
   }
   return "?";
 }
@@ -270,6 +276,7 @@ CommGroup make_group(int size, int stride, int gpus_per_node, int pod_size_gpus)
 CommGroup make_group(GroupKind kind, const ParallelSizes& p, int gpus_per_node, int pod_size_gpus) {
   const int etp = p.etp > 0 ? p.etp : p.tp;
   const int dense = p.tp * p.cp * p.dp;
+  const int rep = std::max(1, p.dp_replicate);
   int size = 1;
   int stride = 1;
   switch (kind) {
@@ -307,6 +314,18 @@ CommGroup make_group(GroupKind kind, const ParallelSizes& p, int gpus_per_node, 
       size = std::max(1, dense / std::max(1, etp * p.ep));
       stride = etp * p.ep;
       break;
+    case GroupKind::kDpCpShard:
+      size = std::max(1, p.dp * p.cp / rep);
+      stride = p.tp;
+      break;
+    case GroupKind::kEdpShard:
+      size = std::max(1, dense / std::max(1, etp * p.ep * rep));
+      stride = etp * p.ep;
+      break;
+    case GroupKind::kDpCpReplicate:
+      size = rep;
+      stride = dense / rep;
+      break;
   }
   return make_group(size, stride, gpus_per_node, pod_size_gpus);
 }
@@ -333,6 +352,9 @@ CollectiveEstimate collective_estimate(const NetworkSpec& net, CollectiveKind ki
   e.cost.provenance = Provenance::kRoofline;
   if (bytes <= 0.0) return e;
   if (group.size <= 1 && kind != CollectiveKind::kSendRecv) return e;
+  if (group.torus.placed() && net.ici_link_bw_gb_per_s > 0.0) {
+    return torus_collective_estimate(net, kind, bytes, group);
+  }
   const Fabric f = resolve(net, group);
   Best b;
   switch (kind) {

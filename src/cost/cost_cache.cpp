@@ -134,10 +134,24 @@ OpCost CostCache::memory_bound(double bytes, MemOpClass cls, int kernels) {
       k, [&] { return measure(cost_class(cls), memory_bound_time(acc_, bytes, cls, kernels)); });
 }
 
+namespace {
+// A torus span in one key word: 12 bits of extent and a wrap and a core bit per axis.
+std::uint64_t torus_word(const TorusSpan& t) {
+  std::uint64_t w = static_cast<std::uint64_t>(t.axes);
+  for (int i = 0; i < t.axes && i < TorusSpan::kMaxAxes; ++i) {
+    const auto j = static_cast<std::size_t>(i);
+    const std::uint64_t e = static_cast<std::uint64_t>(t.extent[j]) & 0xfffU;
+    w |= (e | (t.wrap[j] ? 0x1000U : 0U) | (t.core[j] ? 0x2000U : 0U)) << (4 + 14 * i);
+  }
+  return w;
+}
+}  // namespace
+
 OpCost CostCache::collective(CollectiveKind kind, double bytes, const CommGroup& g) {
   const Key k{{static_cast<std::uint64_t>(Op::kCollective), static_cast<std::uint64_t>(kind),
                bits(bytes), u(g.size), u(g.ranks_per_node), u(g.nodes), u(g.pods),
-               u(g.gpus_per_node), 0, 0}};
+               u(g.gpus_per_node), torus_word(g.torus),
+               u(g.torus.slices) | (u(g.torus.sharers) << 32)}};
   return lookup(k, [&] {
     const OpCost model = collective_time(net_, kind, bytes, g);
     return measured_ ? measured_->apply(kind, g, model) : model;

@@ -77,7 +77,17 @@ OpCost price(const AcceleratorSpec& acc, const Problem& p) {
       acc.calibration.kernel_launch_s.value + acc.calibration.kernel_fixed_s.value;
   const double cus = acc.compute_units;
 
-  if (cus <= 0 || rate <= 0.0) {  // no structure known: plain roofline
+  if (acc.matrix_unit_dim > 0 && rate > 0.0) {
+    // Systolic matrix units (TPU MXU, weight-stationary): a d x d block of the K x N operand is
+    // loaded and the M rows stream through, so K and N are padded to d; rows are padded to the
+    // 8-row sublane. Compute or HBM bound, whichever is longer.
+    const double side = acc.matrix_unit_dim;
+    const double kp = ceil_div(p.k, side) * side;
+    const double np = ceil_div(p.n, side) * side;
+    const double mp = ceil_div(p.m, 8.0) * 8.0;
+    const double bytes = p.problems * ((p.m * p.k + p.k * p.n) * bin + p.m * p.n * bout);
+    c.time_s = fixed_s + std::max(2.0 * mp * np * kp * p.problems / rate, bytes / hbm);
+  } else if (cus <= 0 || rate <= 0.0) {  // no structure known: plain roofline
     const double bytes = p.problems * ((p.m * p.k + p.k * p.n) * bin + p.m * p.n * bout);
     c.time_s = fixed_s + std::max(rate > 0.0 ? c.flops / rate : 0.0, bytes / hbm);
     c.provenance = Provenance::kRoofline;
@@ -99,6 +109,13 @@ OpCost price(const AcceleratorSpec& acc, const Problem& p) {
       // plus one partial-tile fix-up (fp32 partials written and read back, ~ an epilogue).
       double waves_s = std::ceil(tiles / cus) * tile_s;
       if (tiles >= cus) waves_s = std::min(waves_s, tiles / cus * tile_s + epilogue_s);
+      // Split-K (fewer tiles than CUs, a long K loop: weight gradients of narrow layers over a
+      // large batch): the K loop of each tile over s CUs, fp32 partials written and reduced.
+      const double splits = std::min(std::floor(cus / tiles), kpad / bk / 4.0);
+      if (splits >= 2.0) {
+        const double reduce_s = 2.0 * splits * tiles * t.bm * t.bn * 4.0 / hbm;
+        waves_s = std::min(waves_s, tile_s / splits + reduce_s);
+      }
       const double compute_s = waves_s + epilogue_s;
       // HBM traffic: each wave of tiles covers a square-ish block of the output grid and reads
       // the A rows and B columns of that block once (L2 reuse inside a wave), then writes C.

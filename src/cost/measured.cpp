@@ -42,6 +42,7 @@ CostClass cost_class(MemOpClass c) {
     case MemOpClass::kElementwise:
       return CostClass::kElementwise;
     case MemOpClass::kPermute:
+    case MemOpClass::kEmbedding:  // gathers, as the permute class measures them
       return CostClass::kPermute;
     case MemOpClass::kOptimizer:
       return CostClass::kOptimizer;

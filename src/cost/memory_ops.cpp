@@ -6,6 +6,8 @@ namespace {
 // Typical STREAM copy / peak on HBM parts (H100 2.90/3.35, H200 4.01/4.8, A100 1.61/2.0 in
 // hardware_specs.yaml measured.memory_bandwidth): used only when a spec has no calibration.
 constexpr double kUncalibratedHbmFraction = 0.85;
+// Primus' sparse-gather efficiency for DLRM embeddings (spec 6.7, P7: 0.30 x HBM).
+constexpr double kUncalibratedGatherFraction = 0.30;
 }  // namespace
 
 std::string_view to_string(MemOpClass c) {
@@ -18,6 +20,8 @@ std::string_view to_string(MemOpClass c) {
       return "optimizer";
     case MemOpClass::kLoss:
       return "loss";
+    case MemOpClass::kEmbedding:
+      return "embedding";
   }
   return "?";
 }
@@ -38,6 +42,10 @@ double hbm_fraction(const AcceleratorSpec& acc, MemOpClass cls) {
     case MemOpClass::kLoss:
       f = cal.hbm_loss_fraction.value;
       break;
+    case MemOpClass::kEmbedding:
+      f = cal.hbm_gather_fraction.value > 0.0 ? cal.hbm_gather_fraction.value
+                                              : kUncalibratedGatherFraction;
+      break;
   }
   if (f <= 0.0) f = cal.hbm_elementwise_fraction.value;
   if (f <= 0.0) f = kUncalibratedHbmFraction;
@@ -55,6 +63,16 @@ OpCost memory_bound_time(const AcceleratorSpec& acc, double bytes, MemOpClass cl
   if (acc.hbm_bw_bytes_per_s > 0.0 && c.time_s > 0.0) {
     c.efficiency = bytes / c.time_s / acc.hbm_bw_bytes_per_s;
   }
+  return c;
+}
+
+OpCost host_transfer_time(const AcceleratorSpec& acc, double bytes) {
+  OpCost c;
+  c.provenance = Provenance::kRoofline;
+  c.bytes = bytes;
+  constexpr double kPcieGen4X16 = 32e9;  // estimate when the accelerator states no host link
+  const double bw = acc.host_bw_bytes_per_s > 0.0 ? acc.host_bw_bytes_per_s : kPcieGen4X16;
+  c.time_s = bytes > 0.0 ? bytes / bw : 0.0;
   return c;
 }
 

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 
+#include "projector/util/bounds.h"
 #include "projector/util/input_file.h"
 
 namespace projector {
@@ -770,6 +771,29 @@ class ExtendsLoader {
 ConfigValue load_yaml_with_extends(const std::string& path, const EnvLookup& env) {
   ExtendsLoader loader(env);
   return loader.load(path, SourceLocation{}, "");
+}
+
+std::optional<std::int64_t> bounded_integer(const ConfigValue& v, std::string& error) {
+  const bool integral_float =
+      v.kind == ConfigValue::Kind::kFloat &&
+      ((std::isfinite(v.f) && v.f == std::trunc(v.f)) || is_integer_literal(v.s));
+  if (v.kind != ConfigValue::Kind::kInt && !integral_float) {
+    error = fmt::format("expected an integer, got '{}'", v.to_text());
+    return std::nullopt;
+  }
+  const bool in_range = v.kind == ConfigValue::Kind::kInt
+                            ? v.i >= -kMaxCount && v.i <= kMaxCount
+                            : std::isfinite(v.f) && std::fabs(v.f) <= kMaxCount;
+  if (!in_range) {
+    const std::string text = v.s.empty() ? v.to_text() : v.s;
+    error = fmt::format("integer {} is out of range (at most {} in magnitude)",
+                        text.size() <= 40
+                            ? text
+                            : fmt::format("{}... ({} characters)", text.substr(0, 24), text.size()),
+                        kMaxCount);
+    return std::nullopt;
+  }
+  return v.kind == ConfigValue::Kind::kInt ? v.i : static_cast<std::int64_t>(v.f);
 }
 
 }  // namespace projector

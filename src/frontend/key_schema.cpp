@@ -1,6 +1,9 @@
 // Key schemas of the back-end adapters (data/frameworks/keys/<name>.txt) and the nearest-key
 // suggestion for a misspelt key.
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -55,6 +58,27 @@ std::string KeySchema::nearest(std::string_view key) const {
   return best;
 }
 
+std::string KeySchema::unknown_key_warning(const std::string& key,
+                                           const SourceLocation& where) const {
+  const std::string n = nearest(key);
+  const std::string loc = where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
+  return n.empty() ? fmt::format("{}unknown key '{}' (ignored)", loc, key)
+                   : fmt::format("{}unknown key '{}' (ignored); did you mean '{}'?", loc, key, n);
+}
+
+JobDraft start_draft(const AdapterInput& in) {
+  JobDraft d;
+  d.source = in.source;
+  d.profile = in.profile;
+  d.defaults = in.defaults;
+  d.warnings = in.warnings;
+  return d;
+}
+
+KeySchema load_backend_key_schema(const std::string& data_dir, std::string_view name) {
+  return load_key_schema(data_dir + "/frameworks/keys/" + std::string(name) + ".txt");
+}
+
 KeySchema load_key_schema(const std::string& path) {
   std::istringstream in(read_input_file(path));
   std::vector<std::string> keys;
@@ -68,6 +92,32 @@ KeySchema load_key_schema(const std::string& path) {
     keys.push_back(line.substr(first, last - first + 1));
   }
   return KeySchema(std::move(keys));
+}
+
+std::vector<std::string> unknown_key_warnings(const ConfigValue& args,
+                                              const std::vector<std::string>& user_keys,
+                                              const KeySchema& schema) {
+  std::vector<std::string> out;
+  std::set<std::string> warned;
+  std::size_t more = 0;
+  for (const std::string& key : user_keys) {
+    if (schema.known(key) || !warned.insert(key).second) continue;
+    if (out.size() >= kMaxListedUnknownKeys) {
+      ++more;
+      continue;
+    }
+    const ConfigValue* v = args.find(key);
+    out.push_back(schema.unknown_key_warning(key, v != nullptr ? v->where : SourceLocation{}));
+  }
+  add_unknown_key_summary(out, more, args.where);
+  return out;
+}
+
+void add_unknown_key_summary(std::vector<std::string>& warnings, std::size_t more,
+                             const SourceLocation& where) {
+  if (more == 0) return;
+  const std::string loc = where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
+  warnings.push_back(fmt::format("{}{} more unknown keys (ignored)", loc, more));
 }
 
 }  // namespace projector

@@ -43,6 +43,17 @@ JobDraft build_job_draft(const ResolvedConfig& config, const LoadRequest& reques
   in.model_name = model_name(config);
   in.profile = *profile;
   in.data_dir = data_dir;
+  in.backend_path = request.backend_path;
+  if (in.backend_path.empty() && request.env) {
+    if (auto p = request.env("BACKEND_PATH")) in.backend_path = *p;
+  }
+  in.primus_path = request.primus_path;
+  if (in.primus_path.empty() && request.env) {
+    if (auto p = request.env("PRIMUS_PATH")) in.primus_path = *p;
+  }
+  in.module_preset =
+      config.module_preset_path.empty() ? config.bundled_preset_path : config.module_preset_path;
+  in.env = request.env;
   in.defaults = config.defaults;
   in.warnings = config.warnings;
   JobDraft draft = adapter->normalize(in);

@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "frontend/maxtext/adapter.h"
 #include "frontend/megatron/adapter.h"
+#include "frontend/torchrec/adapter.h"
+#include "frontend/torchtitan/adapter.h"
 #include "projector/frontend/adapter.h"
 #include "projector/util/error.h"
 #include "projector/util/text.h"
@@ -47,6 +50,9 @@ const AdapterRegistry& builtin_adapters() {
   static const AdapterRegistry registry = [] {
     AdapterRegistry r;
     register_backend_adapter(r, std::make_shared<frontend_detail::MegatronAdapter>());
+    register_backend_adapter(r, std::make_shared<frontend_detail::TorchrecAdapter>());
+    register_backend_adapter(r, std::make_shared<frontend_detail::TorchtitanAdapter>());
+    register_backend_adapter(r, std::make_shared<frontend_detail::MaxTextAdapter>());
     return r;
   }();
   return registry;

@@ -46,6 +46,8 @@ constexpr std::string_view kTopKeys[] = {"name",
                                          "torus_dims",
                                          "torus_wraparound",
                                          "scaleout_bandwidth",
+                                         "matrix_unit_dim",
+                                         "host_bandwidth",
                                          "default_network",
                                          "calibration"};
 
@@ -76,6 +78,7 @@ constexpr CalKey kCalKeys[] = {
     {"attention_fa2_bwd_fraction", &Cal::attention_fa2_bwd_fraction, 0, 1, true, false, false},
     {"hbm_elementwise_fraction", &Cal::hbm_elementwise_fraction, 0, 1, true, false, true},
     {"hbm_permute_fraction", &Cal::hbm_permute_fraction, 0, 1, true, false, true},
+    {"hbm_gather_fraction", &Cal::hbm_gather_fraction, 0, 1, true, false, false},
     {"hbm_optimizer_fraction", &Cal::hbm_optimizer_fraction, 0, 1, true, false, true},
     {"hbm_loss_fraction", &Cal::hbm_loss_fraction, 0, 1, true, false, true},
     {"kernel_launch_s", &Cal::kernel_launch_s, 0, 1e-2, false, false, true},
@@ -509,6 +512,8 @@ void read_fabrics(const hw::YamlContext& ctx, const YAML::Node& root, Accelerato
     }
   }
   acc.scaleout_bw_bytes_per_s = r.bandwidth("scaleout_bandwidth", true, true);
+  acc.matrix_unit_dim = r.count("matrix_unit_dim", 4096, true, true);
+  acc.host_bw_bytes_per_s = r.bandwidth("host_bandwidth", true, true);
   acc.default_network = hw::read_string(
       ctx, require(ctx, root, "default_network", "default_network"), "default_network");
 }

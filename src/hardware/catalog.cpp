@@ -314,3 +314,24 @@ std::vector<AcceleratorSpec> load_accelerator_catalog(const std::string& data_di
 }
 
 }  // namespace projector
+
+namespace projector {
+
+AcceleratorSpec device_share(const AcceleratorSpec& chip) {
+  const int n = chip.devices_per_chip;
+  if (n <= 1) return chip;
+  AcceleratorSpec d = chip;
+  for (double& p : d.peak_tflops) p /= n;
+  for (AcceleratorSpec::ExtraPeak& e : d.extra_peak_tflops) e.tflops /= n;
+  d.compute_units = std::max(1, chip.compute_units / n);
+  d.dies = std::max(1, chip.dies / n);
+  d.hbm_bytes /= n;
+  d.hbm_bw_bytes_per_s /= n;
+  d.scaleup_bw_bytes_per_s /= n;
+  d.scaleout_bw_bytes_per_s /= n;
+  d.host_bw_bytes_per_s /= n;
+  d.default_gpus_per_node = chip.default_gpus_per_node * n;
+  return d;
+}
+
+}  // namespace projector

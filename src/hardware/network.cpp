@@ -82,6 +82,14 @@ constexpr NetworkField kFields[] = {
     D("scaleout_base_lat_us", &NetworkSpec::scaleout_base_lat_us),
     D("nvls_algbw_eff", &NetworkSpec::nvls_algbw_eff),
     D("hier_overlap", &NetworkSpec::hier_overlap),
+    D("ici_link_bw", &NetworkSpec::ici_link_bw_gb_per_s),
+    D("ici_bw_eff", &NetworkSpec::ici_bw_eff),
+    D("ici_hop_lat_us", &NetworkSpec::ici_hop_lat_us),
+    D("ici_base_lat_us", &NetworkSpec::ici_base_lat_us),
+    D("core_link_bw", &NetworkSpec::core_link_bw_gb_per_s),
+    D("dcn_bw", &NetworkSpec::dcn_bw_gb_per_s),
+    D("dcn_bw_eff", &NetworkSpec::dcn_bw_eff),
+    D("dcn_lat_us", &NetworkSpec::dcn_lat_us),
 };
 
 // Descriptive keys of our own files; Primus would ignore them at the top level.

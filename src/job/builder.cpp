@@ -10,6 +10,7 @@
 
 #include "projector/hardware/catalog.h"
 #include "projector/job/layout.h"
+#include "projector/job/mesh.h"
 #include "projector/model/bounds.h"
 #include "projector/schedule/schedule.h"
 
@@ -62,13 +63,18 @@ class Builder {
     model_bounds();
     sizes();
     cluster(request);
+    mesh_layout(request);
     expert_tensor_parallel();
     data_parallel();
     batches();
     virtual_stages();
     schedule_choice();
-    parallel_defaults();
-    runtime_defaults();
+    if (job_.model.family == ModelFamily::kRecommendation) {
+      recommendation();  // the LLM behaviour defaults do not apply
+    } else {
+      parallel_defaults();
+      runtime_defaults();
+    }
     check_rules();
     return std::move(job_);
   }
@@ -150,6 +156,14 @@ class Builder {
   std::int64_t group_size(DraftField f, const char* what,
                           std::initializer_list<std::int64_t> sizes) const;
   void cluster(const ClusterRequest& request);
+  void load_hardware(const ClusterRequest& request);
+  std::int64_t mesh_min_world() const;
+  std::int64_t world_lcm(std::int64_t a, std::int64_t b, DraftField f) const;
+  void mesh_layout(const ClusterRequest& request);
+  void override_mesh_axes(std::vector<MeshAxis>& mesh) const;
+  int mesh_slices(const ClusterRequest& request);
+  void mesh_torus(const ClusterRequest& request, std::vector<MeshAxis>& mesh, int slices);
+  bool per_device_batches();
   void expert_tensor_parallel();
   void data_parallel();
   void batches();
@@ -166,9 +180,11 @@ class Builder {
   void stated_stages(const std::vector<StatedStage>& stages);
   void first_last_stages();
   void balanced_split();
+  void weighted_split();
   void schedule_choice();
   void parallel_defaults();
   void runtime_defaults();
+  void recommendation();
   void check_rules() const;
   std::string rule_message(LayoutRule rule) const;
 
@@ -176,10 +192,20 @@ class Builder {
   JobSpec job_;
   std::int64_t world_ = 0;
   std::vector<int> etp_choices_;  // in order of preference (one when stated)
+  // What a device mesh implies when the draft does not state it otherwise.
+  std::optional<FsdpKind> mesh_fsdp_;
+  std::optional<bool> mesh_sequence_parallel_;
 };
 
 void Builder::sizes() {
   ParallelSpec& p = job_.parallel;
+  if (!d_.mesh.empty()) {
+    // Derived from the mesh once the devices are known (mesh_layout).
+    p.tp = p.pp = p.cp = p.ep = 1;
+    etp_choices_ = {1};
+    p.etp = 1;
+    return;
+  }
   constexpr std::int64_t kGroup = kMaxWorldSize;  // a group cannot exceed the world
   p.tp = size_or(DraftField::kTp, d_.tp, 1, "not stated; no tensor parallelism", kGroup);
   p.pp = size_or(DraftField::kPp, d_.pp, 1, "not stated; no pipeline parallelism", kGroup);
@@ -221,14 +247,18 @@ std::int64_t Builder::group_size(DraftField f, const char* what,
   return *product;
 }
 
-void Builder::cluster(const ClusterRequest& req) {
+// The accelerator (a TPU7x-like part is split into its devices: device_share), the network.
+void Builder::load_hardware(const ClusterRequest& req) {
   ClusterSpec& cl = job_.cluster;
   const std::string data_dir = req.data_dir.empty() ? default_data_dir() : req.data_dir;
   if (req.accelerator) {
     cl.accelerator = *req.accelerator;
   } else {
     std::string hw = req.hardware;
-    if (hw.empty()) {
+    if (hw.empty() && !d_.hardware.empty()) {
+      hw = d_.hardware;
+      record(DraftField::kHardware, hw, d_.hardware_reason);
+    } else if (hw.empty()) {
       hw = req.default_hardware;
       record(DraftField::kHardware, hw, req.default_hardware_reason);
     }
@@ -237,6 +267,16 @@ void Builder::cluster(const ClusterRequest& req) {
     } catch (const InputError& e) {
       throw located(e, d_.origin(DraftField::kHardware).where);
     }
+  }
+  if (cl.accelerator.devices_per_chip > 1 && cl.devices_per_chip == 1) {
+    cl.devices_per_chip = cl.accelerator.devices_per_chip;
+    cl.accelerator = device_share(cl.accelerator);
+    job_.defaults.push_back(
+        {"cluster.devices_per_chip", show(cl.devices_per_chip),
+         fmt::format("{} shows each chip as {} devices; every rank is one device with 1/{} of the "
+                     "chip's compute, memory and bandwidth",
+                     cl.accelerator.name, cl.devices_per_chip, cl.devices_per_chip),
+         ""});
   }
   if (req.loaded_network) {
     cl.network = *req.loaded_network;
@@ -251,6 +291,31 @@ void Builder::cluster(const ClusterRequest& req) {
   for (const std::string& k : cl.network.unknown_keys) {
     job_.warnings.push_back(fmt::format("network: unknown key '{}' (ignored)", k));
   }
+}
+
+// Devices the stated mesh axes need at least (the -1 axes take what is left).
+std::int64_t Builder::mesh_min_world() const {
+  std::int64_t n = 1;
+  for (const MeshAxis& a : d_.mesh) {
+    n = group_size(DraftField::kMesh, "the mesh axes", {n, std::max(1, a.ici), std::max(1, a.dcn)});
+  }
+  return n;
+}
+
+// lcm(a, b) of two group sizes, refused past kMaxWorldSize (the world is a multiple of it).
+std::int64_t Builder::world_lcm(std::int64_t a, std::int64_t b, DraftField f) const {
+  const std::optional<std::int64_t> l = bounded_product(a / std::gcd(a, b), b, kMaxWorldSize);
+  if (!l) {
+    fail(LayoutRule::kWorldSize, f,
+         fmt::format("the parallel groups need more than the {} GPUs this tool models",
+                     kMaxWorldSize));
+  }
+  return *l;
+}
+
+void Builder::cluster(const ClusterRequest& req) {
+  ClusterSpec& cl = job_.cluster;
+  load_hardware(req);
   if (req.gpus_per_node) {
     if (*req.gpus_per_node < 1 || *req.gpus_per_node > kMaxWorldSize) {
       fail(LayoutRule::kSizes, DraftField::kGpusPerNode,
@@ -258,6 +323,7 @@ void Builder::cluster(const ClusterRequest& req) {
                        *req.gpus_per_node));
     }
     cl.gpus_per_node = static_cast<int>(*req.gpus_per_node);
+    if (req.per_chip_counts) cl.gpus_per_node *= cl.devices_per_chip;
   } else {
     cl.gpus_per_node =
         cl.accelerator.default_gpus_per_node > 0 ? cl.accelerator.default_gpus_per_node : 8;
@@ -268,10 +334,33 @@ void Builder::cluster(const ClusterRequest& req) {
   const ParallelSpec& p = job_.parallel;
   const std::int64_t dense = group_size(DraftField::kTp, "TP x PP x CP", {p.tp, p.pp, p.cp});
   const std::int64_t expert = group_size(DraftField::kEp, "ETP x EP x PP", {p.etp, p.ep, p.pp});
-  const std::int64_t min_world = std::lcm(dense, expert);
+  std::int64_t min_world = world_lcm(dense, expert, DraftField::kEp);
+  if (d_.dp) {
+    // A stated DP fixes the world; a world smaller than a node is one partial node.
+    const std::int64_t stated =
+        group_size(DraftField::kDp, "DP x TP x PP x CP", {dense, std::max(1, *d_.dp)});
+    if (!req.gpus_per_node && !req.nodes && stated < cl.gpus_per_node) {
+      cl.gpus_per_node = static_cast<int>(stated);
+      record(DraftField::kGpusPerNode, show(cl.gpus_per_node),
+             fmt::format("the stated {} x TP x PP x CP = {} GPUs, fewer than a node",
+                         d_.key(DraftField::kDp), stated));
+    }
+    min_world = world_lcm(min_world, stated, DraftField::kDp);
+  }
+  if (!d_.mesh.empty()) min_world = world_lcm(min_world, mesh_min_world(), DraftField::kMesh);
   const std::int64_t min_nodes = min_world / std::gcd(min_world, std::int64_t{cl.gpus_per_node});
   std::int64_t nodes = min_nodes;
-  if (req.nodes) {
+  if (d_.devices && *d_.devices > kMaxWorldSize) {
+    fail(
+        LayoutRule::kWorldSize, DraftField::kNodes,
+        fmt::format("{} devices is more than the {} this tool models", *d_.devices, kMaxWorldSize));
+  }
+  if (!req.nodes && d_.devices && *d_.devices > 0) {
+    nodes = std::max<std::int64_t>(1, (*d_.devices + cl.gpus_per_node - 1) / cl.gpus_per_node);
+    record(DraftField::kNodes, fmt::format("{}", nodes),
+           fmt::format("{} devices ({}) in nodes of {}", *d_.devices, d_.hardware_reason,
+                       cl.gpus_per_node));
+  } else if (req.nodes) {
     nodes = *req.nodes;
     if (nodes < 1 || nodes > kMaxCount) {
       fail(LayoutRule::kSizes, DraftField::kNodes,
@@ -283,9 +372,10 @@ void Builder::cluster(const ClusterRequest& req) {
           d_.key(DraftField::kNodes), nodes, min_nodes, min_nodes));
       nodes = min_nodes;
     }
-  } else {
+  } else if (!d_.devices) {
     record(DraftField::kNodes, fmt::format("{}", min_nodes),
-           "minimum nodes for TP x PP x CP and ETP x EP x PP");
+           d_.mesh.empty() ? "minimum nodes for TP x PP x CP and ETP x EP x PP"
+                           : "minimum nodes for the stated mesh axes");
   }
   world_ = nodes * cl.gpus_per_node;
   if (nodes > kMaxWorldSize || world_ > kMaxWorldSize) {
@@ -294,6 +384,176 @@ void Builder::cluster(const ClusterRequest& req) {
                      cl.gpus_per_node, world_, kMaxWorldSize));
   }
   cl.nodes = static_cast<int>(nodes);
+}
+
+// Slices of a mesh job: stated, else GPU nodes (each node's devices are the ICI group), else the
+// DCN axes' stated product, else as many as the pod size forces.
+int Builder::mesh_slices(const ClusterRequest& req) {
+  const ClusterSpec& cl = job_.cluster;
+  if (req.slices) return *req.slices;
+  if (d_.slices) return *d_.slices;
+  if (cl.accelerator.scaleup_topology != "torus") return cl.nodes;
+  std::int64_t stated = 1;
+  bool open = false;
+  for (const MeshAxis& a : d_.mesh) {
+    if (a.dcn == -1) open = true;
+    stated *= std::max(1, a.dcn);
+  }
+  if (!open) return static_cast<int>(stated);
+  const std::int64_t pod =
+      static_cast<std::int64_t>(cl.accelerator.scaleup_domain) * std::max(1, cl.devices_per_chip);
+  if (pod > 0 && world_ > pod && world_ % pod == 0) {
+    const int slices = static_cast<int>(world_ / pod);
+    record(DraftField::kMesh, fmt::format("{} slices", slices),
+           fmt::format("{} devices do not fit one {}-chip {} pod", world_,
+                       cl.accelerator.scaleup_domain, cl.accelerator.name));
+    return slices;
+  }
+  return 1;
+}
+
+// The slice's torus shape and the mesh axes' places on it.
+void Builder::mesh_torus(const ClusterRequest& req, std::vector<MeshAxis>& mesh, int slices) {
+  ClusterSpec& cl = job_.cluster;
+  cl.slices = slices;
+  if (cl.accelerator.scaleup_topology != "torus") return;
+  const std::int64_t chips = world_ / slices / std::max(1, cl.devices_per_chip);
+  auto matches = [&](const std::vector<int>& shape) {
+    std::optional<std::int64_t> n = 1;
+    for (int v : shape) {
+      if (n) n = bounded_product(*n, v, kMaxWorldSize);
+    }
+    return !shape.empty() && n == chips;
+  };
+  if (matches(req.slice_shape)) {
+    cl.slice_shape = req.slice_shape;
+  } else if (matches(d_.slice_shape)) {
+    cl.slice_shape = d_.slice_shape;
+  } else {
+    cl.slice_shape = default_slice_shape(chips, cl.accelerator);
+    job_.defaults.push_back({"cluster.slice_shape", to_string(cl.slice_shape),
+                             fmt::format("not stated; the usual {}-chip {} slice (docs/tpu.md)",
+                                         chips, cl.accelerator.name),
+                             ""});
+  }
+  if (const std::string why =
+          place_mesh(mesh, cl.slice_shape, cl.devices_per_chip, d_.mesh_placement);
+      !why.empty()) {
+    job_.warnings.push_back(
+        fmt::format("mesh placement '{}' not applied ({}): JAX's default placement used",
+                    d_.mesh_placement, why));
+  }
+}
+
+// Sizes stated besides the mesh (--tp / PRIMUS_TP ...) replace the ICI size of their mesh axis;
+// the FSDP axis then takes what the others leave of the slice.
+void Builder::override_mesh_axes(std::vector<MeshAxis>& mesh) const {
+  const std::pair<const std::optional<int>*, MeshRole> stated[] = {{&d_.tp, MeshRole::kTensor},
+                                                                   {&d_.pp, MeshRole::kStage},
+                                                                   {&d_.cp, MeshRole::kContext},
+                                                                   {&d_.ep, MeshRole::kExpert}};
+  bool changed = false;
+  for (const auto& [v, role] : stated) {
+    if (!v->has_value()) continue;
+    auto it =
+        std::find_if(mesh.begin(), mesh.end(), [&](const MeshAxis& a) { return a.role == role; });
+    if (it == mesh.end()) {
+      mesh.push_back({role, std::string(to_string(role)), 1, 1, {}, {}});
+      it = mesh.end() - 1;
+    }
+    for (MeshAxis& a : mesh) {
+      if (a.role == role && &a != &*it) a.ici = 1;
+    }
+    it->ici = **v;
+    changed = true;
+  }
+  if (!changed) return;
+  for (MeshAxis& a : mesh) {
+    if (a.ici == -1) a.ici = 1;
+  }
+  auto fsdp = std::find_if(mesh.begin(), mesh.end(),
+                           [](const MeshAxis& a) { return a.role == MeshRole::kFsdp; });
+  if (fsdp == mesh.end()) {
+    mesh.push_back({MeshRole::kFsdp, "fsdp", -1, 1, {}, {}});
+  } else {
+    fsdp->ici = -1;
+  }
+}
+
+// A device mesh: resolves its -1 axes for the devices and slices, places it on the torus and
+// derives the neutral sizes (job/mesh.h mesh_sizes).
+void Builder::mesh_layout(const ClusterRequest& req) {
+  if (d_.mesh.empty()) return;
+  ParallelSpec& p = job_.parallel;
+  const int slices = mesh_slices(req);
+  if (slices < 1 || world_ % slices != 0) {
+    fail(LayoutRule::kSizes, DraftField::kMesh,
+         fmt::format("{} devices do not split into {} slices", world_, slices));
+  }
+  std::vector<MeshAxis> mesh = d_.mesh;
+  override_mesh_axes(mesh);
+  if (const std::string e = resolve_mesh(mesh, world_ / slices, slices); !e.empty()) {
+    fail(LayoutRule::kSizes, DraftField::kMesh,
+         fmt::format("{} ({} devices in {} slice(s))", e, world_, slices));
+  }
+  mesh_torus(req, mesh, slices);
+  const MeshSizes s = mesh_sizes(mesh);
+  p.tp = s.tp;
+  p.pp = s.pp;
+  p.cp = s.cp;
+  p.ep = s.ep;
+  p.etp = p.tp;  // expert MLP columns shard over the tensor axes like dense ones
+  etp_choices_ = {p.tp};
+  p.dp_replicate = s.replicate;
+  p.mesh = std::move(mesh);
+  mesh_fsdp_ = s.fsdp_shard > 1 ? FsdpKind::kFsdp2 : FsdpKind::kNone;
+  mesh_sequence_parallel_ = s.tp > 1;
+}
+
+// MaxText's per_device_batch_size: global batch = pdbs x devices x accumulation steps; one
+// microbatch per accumulation step (and per pipeline microbatch with PP) of each DP rank.
+bool Builder::per_device_batches() {
+  if (!d_.per_device_batch) return false;
+  RuntimeSpec& rt = job_.runtime;
+  const ParallelSpec& p = job_.parallel;
+  const double exact =
+      *d_.per_device_batch * static_cast<double>(world_) * std::max(1, d_.gradient_accumulation);
+  // A NaN, infinite or huge batch is refused before it is rounded to an integer.
+  const bool in_range = exact >= 0.5 && exact <= static_cast<double>(kMaxGlobalBatch);
+  const std::int64_t gbs = in_range ? static_cast<std::int64_t>(std::llround(exact)) : 0;
+  if (gbs < 1 || std::abs(exact - static_cast<double>(gbs)) > 1e-6) {
+    fail(LayoutRule::kSizes, DraftField::kMicroBatchSize,
+         fmt::format("{} x {} devices x {} accumulation steps = {} is not a whole number of "
+                     "sequences",
+                     *d_.per_device_batch, world_, d_.gradient_accumulation, exact));
+  }
+  const int pipeline =
+      p.pp > 1 ? (d_.pipeline_microbatches > 0 ? d_.pipeline_microbatches : p.pp) : 1;
+  const std::int64_t steps =
+      static_cast<std::int64_t>(std::max(1, d_.gradient_accumulation)) * std::max(1, pipeline);
+  // Past the global batch no rank gets a whole sequence (and the product stays in 64 bits).
+  const std::int64_t per_rank =
+      bounded_product(std::max(1, p.dp), steps, kMaxGlobalBatch).value_or(kMaxGlobalBatch + 1);
+  if (gbs % per_rank != 0) {
+    fail(LayoutRule::kGbs, DraftField::kMicroBatchSize,
+         fmt::format("the global batch {} (per-device batch x {} devices) does not give each of "
+                     "the {} batch-sharded ranks a whole number of sequences per microbatch "
+                     "({} microbatches)",
+                     gbs, world_, p.dp, steps));
+  }
+  rt.global_batch_size = static_cast<int>(gbs);
+  rt.micro_batch_size = static_cast<int>(gbs / per_rank);
+  job_.defaults.push_back({"global_batch_size", show(rt.global_batch_size),
+                           fmt::format("{} {} x {} devices x {} accumulation steps",
+                                       d_.key(DraftField::kGlobalBatchSize), *d_.per_device_batch,
+                                       world_, d_.gradient_accumulation),
+                           ""});
+  job_.defaults.push_back(
+      {"micro_batch_size", show(rt.micro_batch_size),
+       fmt::format("global batch {} / ({} batch-sharded ranks x {} microbatches)", gbs, p.dp,
+                   steps),
+       ""});
+  return true;
 }
 
 void Builder::expert_tensor_parallel() {
@@ -322,14 +582,36 @@ void Builder::data_parallel() {
   const DataParallelSizes s = data_parallel_sizes(world_, p.tp, p.pp, p.cp, p.etp, p.ep);
   p.dp = static_cast<int>(s.dp);  // 0 when the world does not divide: a rule reports it
   p.expert_dp = static_cast<int>(s.expert_dp > 0 ? s.expert_dp : 1);
+  if (d_.dp && s.dp > 0 && p.dp != *d_.dp) {
+    fail(LayoutRule::kWorldDense, DraftField::kDp,
+         fmt::format("DP {} x TP {} x PP {} x CP {} = {} GPUs, but the world is {} GPUs", *d_.dp,
+                     p.tp, p.pp, p.cp, static_cast<std::int64_t>(*d_.dp) * p.tp * p.pp * p.cp,
+                     world_));
+  }
+  if (p.dp_replicate > 1 && s.dp > 0 && p.dp % p.dp_replicate != 0) {
+    fail(LayoutRule::kWorldDense, DraftField::kDp,
+         fmt::format("the replicate degree {} does not divide DP {}", p.dp_replicate, p.dp));
+  }
 }
 
 void Builder::batches() {
   RuntimeSpec& rt = job_.runtime;
   const FrameworkProfile& prof = d_.profile;
-  if (d_.micro_batch_size) {
+  if (per_device_batches()) {
+    // set by the per-device batch
+  } else if (d_.micro_batch_size) {
     rt.micro_batch_size =
         size_or(DraftField::kMicroBatchSize, d_.micro_batch_size, 1, nullptr, kMaxGlobalBatch);
+  } else if (d_.flush_batch_size) {
+    // One flush: the whole per-replica batch without PP, pipeline microbatches with PP.
+    const int mbs =
+        job_.parallel.pp > 1 ? d_.pipeline_micro_batch_size.value_or(1) : *d_.flush_batch_size;
+    rt.micro_batch_size = size_or(DraftField::kMicroBatchSize, mbs, 1, nullptr, kMaxGlobalBatch);
+    if (*d_.flush_batch_size % rt.micro_batch_size != 0) {
+      fail(LayoutRule::kGbs, DraftField::kMicroBatchSize,
+           fmt::format("the per-replica batch {} is not divisible by the microbatch size {}",
+                       *d_.flush_batch_size, rt.micro_batch_size));
+    }
   } else if (prof.micro_batch_size.value) {
     rt.micro_batch_size = *prof.micro_batch_size.value;
     record(DraftField::kMicroBatchSize, show(rt.micro_batch_size), prof.micro_batch_size.source,
@@ -348,7 +630,9 @@ void Builder::batches() {
          fmt::format("required ({})", prof.seq_length.source));
   }
   const int dp = std::max(1, job_.parallel.dp);
-  if (d_.global_batch_size) {
+  if (d_.per_device_batch) {
+    // set by the per-device batch
+  } else if (d_.global_batch_size) {
     rt.global_batch_size =
         size_or(DraftField::kGlobalBatchSize, d_.global_batch_size, 1, nullptr, kMaxGlobalBatch);
   } else if (d_.replica_batch_size) {
@@ -369,6 +653,22 @@ void Builder::batches() {
                        to_string(prof.microbatch_rule.value.value_or(MicrobatchRule::kGlobalBatch)),
                        prof.microbatch_rule.source),
            true);
+  }
+  if (d_.flush_batch_size) {
+    // Gradient accumulation outside the schedule: one flush per flush batch x DP samples.
+    const std::int64_t per_flush = static_cast<std::int64_t>(*d_.flush_batch_size) * dp;
+    if (rt.global_batch_size % per_flush != 0) {
+      fail(LayoutRule::kGbs, DraftField::kGlobalBatchSize,
+           fmt::format("global batch {} is not a multiple of the per-replica batch {} x DP {}",
+                       rt.global_batch_size, *d_.flush_batch_size, dp));
+    }
+    rt.accumulation_rounds = static_cast<int>(rt.global_batch_size / per_flush);
+    if (rt.accumulation_rounds > 1) {
+      record(DraftField::kGlobalBatchSize, fmt::format("{} rounds", rt.accumulation_rounds),
+             fmt::format("gradient accumulation: global batch {} / (per-replica batch {} x DP {}), "
+                         "each round its own pipeline flush",
+                         rt.global_batch_size, *d_.flush_batch_size, dp));
+    }
   }
   ModelSpec& m = job_.model;
   if (m.max_position_embeddings == 0) {
@@ -443,6 +743,36 @@ void Builder::virtual_stages() {
     case LayerSplit::Kind::kBalanced:
       balanced_split();
       break;
+    case LayerSplit::Kind::kWeighted:
+      weighted_split();
+      break;
+  }
+}
+
+void Builder::weighted_split() {
+  ParallelSpec& p = job_.parallel;
+  const LayerSplit& s = d_.layer_split;
+  const int layers = job_.model.num_layers();
+  const int z = p.pp * p.vpp;
+  const int effective = layers + s.first_weight + s.last_weight;
+  const int per = z > 0 ? effective / z : 0;
+  if (z > 1 && (z > effective || s.first_weight > per || s.last_weight > per)) {
+    fail(LayoutRule::kLayerSplit, DraftField::kLayerSplit,
+         fmt::format("{} layers with embedding / output weights {} / {} cannot fill {} stages "
+                     "(each needs at least the weights)",
+                     layers, s.first_weight, s.last_weight, z));
+  }
+  p.stages.clear();
+  int next = 0;
+  for (int i = 0; i < z; ++i) {
+    int take = z == 1 ? layers : per + (i < effective % z ? 1 : 0);
+    if (z > 1 && i == 0) take -= s.first_weight;
+    if (z > 1 && i == z - 1) take -= s.last_weight;
+    take = std::clamp(take, 0, layers - next);
+    if (i == z - 1) take = layers - next;
+    p.stages.push_back(
+        {next, take, i == 0, i == z - 1, i == z - 1 ? job_.model.mtp_num_layers : 0});
+    next += take;
   }
 }
 
@@ -566,13 +896,15 @@ void Builder::schedule_choice() {
 void Builder::parallel_defaults() {
   ParallelSpec& p = job_.parallel;
   const FrameworkProfile& prof = d_.profile;
-  p.fsdp = decide(DraftField::kFsdp, d_.fsdp, prof.fsdp, FsdpKind::kNone);
+  p.fsdp = decide(DraftField::kFsdp, d_.fsdp ? d_.fsdp : mesh_fsdp_, prof.fsdp, FsdpKind::kNone);
   if (p.fsdp == FsdpKind::kNone || d_.distributed_optimizer) {
     p.distributed_optimizer = decide(DraftField::kDistributedOptimizer, d_.distributed_optimizer,
                                      prof.distributed_optimizer, false);
   }
   p.sequence_parallel =
-      decide_when(DraftField::kSequenceParallel, d_.sequence_parallel, prof.sequence_parallel);
+      decide_when(DraftField::kSequenceParallel,
+                  d_.sequence_parallel ? d_.sequence_parallel : mesh_sequence_parallel_,
+                  prof.sequence_parallel);
   if (d_.sequence_parallel && *d_.sequence_parallel && p.tp == 1) {
     job_.warnings.push_back(
         fmt::format("{} has no effect with TP = 1", d_.key(DraftField::kSequenceParallel)));
@@ -618,6 +950,24 @@ void Builder::runtime_defaults() {
   m.hidden_dropout = decide(DraftField::kHiddenDropout, d_.hidden_dropout, prof.dropout, 0.0);
   m.make_vocab_size_divisible_by =
       decide(DraftField::kVocabPadding, d_.vocab_padding, prof.vocab_padding, 1);
+}
+
+// TorchRec runs the dense part data-parallel and shards the tables (job/recsys_plan.h).
+void Builder::recommendation() {
+  const ParallelSpec& p = job_.parallel;
+  const std::pair<DraftField, int> sizes[] = {{DraftField::kTp, p.tp},
+                                              {DraftField::kPp, p.pp},
+                                              {DraftField::kCp, p.cp},
+                                              {DraftField::kEp, p.ep}};
+  for (const auto& [field, v] : sizes) {
+    if (v != 1) {
+      fail(LayoutRule::kSizes, field,
+           fmt::format("must be 1 for a recommendation model (the dense part runs data-parallel, "
+                       "the embedding tables are sharded), got {}",
+                       v));
+    }
+  }
+  resolve_recsys(d_.recsys, d_.profile, job_, job_.defaults);
 }
 
 void Builder::check_rules() const {
@@ -755,7 +1105,9 @@ std::string_view to_string(DraftField f) {
                                                 "schedule",
                                                 "hardware",
                                                 "nodes",
-                                                "gpus_per_node"};
+                                                "gpus_per_node",
+                                                "dp",
+                                                "mesh"};
   static_assert(std::size(kNames) == kNumDraftFields);
   const auto i = static_cast<std::size_t>(f);
   return i < std::size(kNames) ? kNames[i] : "?";

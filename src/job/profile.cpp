@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "job/recsys_profile_read.h"
 #include "projector/util/error.h"
 #include "projector/util/input_file.h"
 #include "projector/util/text.h"
@@ -69,10 +70,10 @@ constexpr std::pair<const char*, WhenRule> kWhen[] = {
     {"with_sequence_parallel", WhenRule::kWithSequenceParallel}};
 constexpr std::pair<const char*, AttentionKernel> kKernels[] = {{"fused", AttentionKernel::kFused},
                                                                 {"fa2", AttentionKernel::kFa2}};
-constexpr std::pair<const char*, Fp8Recipe> kRecipes[] = {{"delayed", Fp8Recipe::kDelayed},
-                                                          {"tensorwise", Fp8Recipe::kTensorwise},
-                                                          {"blockwise", Fp8Recipe::kBlockwise},
-                                                          {"mxfp8", Fp8Recipe::kMxfp8}};
+constexpr std::pair<const char*, Fp8Recipe> kRecipes[] = {
+    {"delayed", Fp8Recipe::kDelayed},     {"tensorwise", Fp8Recipe::kTensorwise},
+    {"blockwise", Fp8Recipe::kBlockwise}, {"mxfp8", Fp8Recipe::kMxfp8},
+    {"rowwise", Fp8Recipe::kRowwise},     {"rowwise_with_gw_hp", Fp8Recipe::kRowwiseHpWgrad}};
 constexpr std::pair<const char*, Dtype> kGradDtypes[] = {{"fp32", Dtype::kFp32},
                                                          {"bf16", Dtype::kBf16}};
 constexpr std::pair<const char*, FsdpKind> kFsdp[] = {
@@ -241,8 +242,10 @@ FrameworkProfile load_profile(const std::string& path, int depth) {
       for (const YAML::Node& m : v) p.match.push_back(to_lower(r.text(m, key)));
     } else if (key == "defaults") {
       read_defaults(r, v, p);
+    } else if (key == "recsys") {
+      job_detail::read_recsys_profile(path, v, p.recsys);
     } else if (key != "extends") {
-      r.fail(kv.first, key, "unknown key (name, title, backend, extends, match, defaults)");
+      r.fail(kv.first, key, "unknown key (name, title, backend, extends, match, defaults, recsys)");
     }
   }
   if (p.backend.empty()) r.fail(root, "backend", "required");

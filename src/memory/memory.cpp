@@ -33,9 +33,11 @@
 #include <span>
 #include <string>
 
+#include "memory/recsys.h"
 #include "projector/job/layout.h"
 #include "projector/job/rules.h"
 #include "projector/model/accounting.h"
+#include "projector/model/recompute_policy.h"
 #include "projector/util/error.h"
 
 namespace projector {
@@ -93,6 +95,7 @@ struct Geometry {
   double sp = 1.0;
   double e = 2.0;
   double g = 2.0;
+  double g_expert = 2.0;   // g of the routed-expert GEMMs (PrecisionSpec::fp8_experts)
   double seq_local = 0.0;  // s / cp
   double mbs = 1.0;
 };
@@ -107,7 +110,9 @@ Geometry geometry(const JobSpec& job) {
   g.t = std::max(1, job.parallel.tp);
   g.sp = job.parallel.sequence_parallel ? g.t : 1.0;
   g.e = bytes_per_element(job.runtime.precision.params_dtype);
-  g.g = gemm_input_bytes(job.runtime.precision);
+  const PrecisionSpec& p = job.runtime.precision;
+  g.g = p.fp8_dense ? gemm_input_bytes(p) : g.e;
+  g.g_expert = p.fp8_experts ? gemm_input_bytes(p) : g.e;
   return g;
 }
 
@@ -220,7 +225,7 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
                           const LayerSpec& layer, bool upper, const MemoryOptions& options) {
   const AttentionSpec& a = layer.attention;
   const double T = geo.tokens, h = geo.h, t = geo.t, sp = geo.sp, e = geo.e, g = geo.g;
-  const bool fp8 = job.runtime.precision.fp8 != Fp8Recipe::kNone;
+  const bool fp8 = job.runtime.precision.fp8 != Fp8Recipe::kNone && job.runtime.precision.fp8_dense;
   const bool flash = job.runtime.flash_attention;
   const double heads = a.num_heads;
   LayerActivation out;
@@ -306,14 +311,19 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
     const double etp = std::max(1, job.parallel.etp);
     const double fe = static_cast<double>(m.expert_ffn_hidden_size);
     const double up_e = layer.mlp.gated ? 2.0 * fe : fe;
-    const double fc1_in = te * h * g;
+    const double ge = geo.g_expert;
+    const double fc1_in = te * h * ge;
     const double fc1_out = te * up_e / etp * e;
-    const double fc2_in = rc.moe_act ? 0.0 : te * fe / etp * g;
+    const double fc2_in = rc.moe_act ? 0.0 : te * fe / etp * ge;
     const double combine = T * m.topk * h * e / sp;  // kept for the probability gradient
     moe = router_in + probs + fc1_in + fc1_out + fc2_in + combine;
-    w_io += fc1_in + fc1_out + te * fe / etp * g + te * h * e;
+    w_io += fc1_in + fc1_out + te * fe / etp * ge + te * h * e;
     // Dispatch: permuted send buffer + received tokens; backward: fc1-output grad.
     largest_tmp = std::max(largest_tmp, std::max(T * m.topk * h * e / sp + te * h * e, fc1_out));
+    // Static worst-case receive buffer and the expert-sorted layout built from it
+    // (RuntimeSpec::moe_static_recv_factor), both live while the experts run.
+    const double fs = job.parallel.ep > 1 ? job.runtime.moe_static_recv_factor : 0.0;
+    if (fs > 0.0) largest_tmp = std::max(largest_tmp, 2.0 * fs * T * m.topk * h * e / sp);
     if (m.shared_expert_ffn_hidden_size > 0) {
       const bool rc_shared = rc.shared_experts;
       shared = dense_mlp(static_cast<double>(m.shared_expert_ffn_hidden_size), rc_shared);
@@ -338,9 +348,79 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
   return out;
 }
 
+// Per-op selective checkpointing (model/recompute_policy.h) keeps the block input, the saved
+// matmul outputs (row-parallel ones at full width, before their reduction), the attention output
+// and logsumexp, and the reduce-scatter and all-to-all outputs. `full`: the block's saved set
+// without recomputation, re-materialised one block at a time in the backward.
+LayerActivation layer_act_op_policy(const JobSpec& job, const Geometry& geo, const LayerSpec& layer,
+                                    bool upper, const MemoryOptions& options,
+                                    const LayerActivation& full) {
+  const double T = geo.tokens, h = geo.h, t = geo.t, sp = geo.sp, e = geo.e;
+  const double budget = job.runtime.recompute.memory_budget;
+  if (budget >= 0.0) {
+    // A compiler's memory budget: the block input plus that share of the rest (model/job.h).
+    LayerActivation out = full;
+    const double input = T * h * e / sp;
+    out.total_bytes = input + budget * std::max(0.0, full.total_bytes - input);
+    out.full_bytes = full.total_bytes;
+    return out;
+  }
+  const OpPolicySaved s = op_policy_saved(layer, job.runtime.precision);
+  const AttentionSpec& a = layer.attention;
+  const double heads = a.num_heads;
+  double attn = 0.0;
+  if (a.kind == AttentionKind::kMla) {
+    const double qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
+    attn = s.q_proj * heads * qk / t + s.q_down * a.q_lora_rank + s.q_up * heads * qk / t +
+           s.kv_down * (a.kv_lora_rank + a.qk_pos_emb_head_dim) +
+           s.kv_up * heads * (a.qk_head_dim + a.v_head_dim) / t + heads * a.v_head_dim / t;
+  } else {
+    const double q_w = heads * a.head_dim;
+    const double kv_w = static_cast<double>(a.num_query_groups) * a.head_dim;
+    attn = s.qkv * (q_w + 2.0 * kv_w) / t + q_w / t;
+  }
+  attn = attn * T * e + s.out_proj * T * h * e;
+  const PrecisionSpec& prec = job.runtime.precision;
+  const bool fp8 = prec.fp8 != Fp8Recipe::kNone && prec.fp8_dense;
+  if (fp8) {
+    // No scaled_mm output is saved; the partitioner keeps the quantized inputs of the linears
+    // (the normed block input shared by the projections, and the MLP's inner activation).
+    attn += T * h * geo.g / sp;
+  }
+  const double reduce_scatter = t > 1.0 && sp > 1.0 ? T * h * e / sp : 0.0;
+  double mlp = 0.0, moe = 0.0, shared = 0.0;
+  if (!layer.is_moe) {
+    const double f = static_cast<double>(layer.mlp.ffn_hidden_size);
+    mlp = (s.fc1 * (layer.mlp.gated ? 2.0 : 1.0) * f / t + s.fc2 * h) * T * e + reduce_scatter;
+    if (fp8) mlp += T * (h / sp + f / t) * geo.g;
+  } else {
+    if (job.parallel.ep > 1) moe = 2.0 * expert_tokens(job, layer, geo, upper, options) * h * e;
+    const double f = static_cast<double>(layer.moe.shared_expert_ffn_hidden_size);
+    if (f > 0.0) {
+      shared = (s.shared_fc1 * (layer.mlp.gated ? 2.0 : 1.0) * f / t + s.shared_fc2 * h) * T * e +
+               reduce_scatter;
+    }
+  }
+  LayerActivation out = full;
+  out.norms_bytes = T * h * e / sp;  // the block input
+  out.attention_bytes = attn + reduce_scatter;
+  out.core_attn_bytes = full.core_attn_bytes;
+  out.mlp_bytes = mlp;
+  out.moe_bytes = moe;
+  out.shared_expert_bytes = shared;
+  out.dropout_mask_bytes = 0.0;
+  out.total_bytes =
+      out.norms_bytes + out.attention_bytes + out.core_attn_bytes + mlp + moe + shared;
+  out.full_bytes = full.total_bytes;
+  return out;
+}
+
 LayerActivation layer_act_full(const JobSpec& job, const Geometry& geo, const SelectiveSet& rc,
                                const LayerSpec& layer, bool upper, const MemoryOptions& options) {
   LayerActivation out = layer_act(job, geo, rc, layer, upper, options);
+  if (job.runtime.recompute.granularity == RecomputeGranularity::kOpPolicy) {
+    return layer_act_op_policy(job, geo, layer, upper, options, out);
+  }
   // The saved set with no recompute at all: the working set a recompute re-materialises.
   const bool any = rc.core_attn || rc.mlp || rc.moe || rc.moe_act || rc.layernorm ||
                    rc.mla_up_proj || rc.shared_experts;
@@ -364,6 +444,11 @@ struct ChunkActivation {
   double w_retained = 0.0;
   double transient = 0.0;
   const char* transient_source = "";
+  // The least transient a compiler that rematerialises to the memory limit reaches (XLA's
+  // HloRematerialization pass, docs/tpu.md "XLA memory"): the working set of the tensors the
+  // backward reads that only a GEMM can produce; cheap elementwise outputs (norms, activations,
+  // residual sums) are recomputed next to their consumer. Equals `transient` without it.
+  double transient_floor = 0.0;
 };
 
 void consider_transient(ChunkActivation& c, double bytes, const char* source) {
@@ -422,7 +507,29 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
     const LayerActivation& la = acts.get(job.model.layers[static_cast<std::size_t>(i)]);
     const int j = i - first;
     consider_transient(c, la.largest_temporary_bytes, "largest layer temporary");
-    if (in_layer_ids(rc, i) || (full && block && j < rc.num_layers)) {
+    if (rc.granularity == RecomputeGranularity::kTensors) {
+      // Per-tensor policy: the device-kept tensors the backward reads; the backward replays the
+      // rest of one layer at a time on top of them.
+      const LayerSpec& layer = job.model.layers[static_cast<std::size_t>(i)];
+      double kept = 0.0;
+      for (int t = 0; t < kNumLayerTensors; ++t) {
+        const auto lt = static_cast<LayerTensor>(t);
+        if (rc.tensors.on_device(lt) && layer_tensor_needed(layer, lt)) {
+          kept += layer_tensor_bytes(job, layer, lt);
+        }
+      }
+      c.per_microbatch += kept;
+      consider_transient(c, std::max(0.0, la.full_bytes - kept) + la.largest_temporary_bytes,
+                         "rematerialisation working set (1 layer)");
+      double named = 0.0;
+      for (int t = 0; t < kNumLayerTensors; ++t) {
+        const auto lt = static_cast<LayerTensor>(t);
+        if (layer_tensor_needed(layer, lt)) named += layer_tensor_bytes(job, layer, lt);
+      }
+      c.transient_floor =
+          std::max(c.transient_floor, std::min(la.full_bytes, named) - std::min(kept, named) +
+                                          la.largest_temporary_bytes);
+    } else if (in_layer_ids(rc, i) || (full && block && j < rc.num_layers)) {
       c.per_microbatch += la.input_bytes;  // checkpointed: only the layer input
       consider_transient(c, la.full_bytes + la.largest_temporary_bytes,
                          "recompute working set (1 layer)");
@@ -448,11 +555,22 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
   if (st.has_embedding && job.model.hidden_dropout > 0.0) c.per_microbatch += seq_in;  // mask
   // Loss temporaries: the params-dtype logits (forward) / their grad (backward), plus a new fp32
   // grad when the loss does not reuse its saved softmax.
+  const bool compiled = job.runtime.whole_step_compiled;
   const double logits_tmp =
-      geo.tokens * vocab_local *
-      (geo.e + (job.runtime.loss_grad_in_place || job.runtime.cross_entropy_fusion ? 0.0 : 4.0));
+      compiled
+          ? 0.0
+          : geo.tokens * vocab_local *
+                (geo.e +
+                 (job.runtime.loss_grad_in_place || job.runtime.cross_entropy_fusion ? 0.0 : 4.0));
   if (st.has_output) {
-    c.per_microbatch += output_head_bytes(job, geo, vocab_local);
+    const double head = output_head_bytes(job, geo, vocab_local);
+    c.per_microbatch += head;
+    // A compiled step frees the head's tensors after the loss backward, before any layer's
+    // backward builds its working set: the two peaks do not add.
+    if (compiled) {
+      c.transient = std::max(0.0, c.transient - head);
+      c.transient_floor = std::max(0.0, c.transient_floor - head);
+    }
     consider_transient(c, logits_tmp, "logits and loss backward");
   }
   for (int k = 0; k < st.mtp_layers; ++k) {
@@ -462,6 +580,7 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
     c.w_retained += mtp_act.w_retained_bytes;
     consider_transient(c, logits_tmp, "logits and loss backward");
   }
+  c.transient_floor = compiled ? std::min(c.transient, c.transient_floor) : c.transient;
   return c;
 }
 
@@ -489,12 +608,7 @@ double sum(const ComponentBytes& c) {
   return s;
 }
 
-MemoryVerdict verdict_of(double point, double upper, double capacity) {
-  if (capacity <= 0.0) return MemoryVerdict::kUnknown;
-  if (point > capacity) return MemoryVerdict::kOom;
-  if (upper > capacity) return MemoryVerdict::kAtRisk;
-  return MemoryVerdict::kFits;
-}
+using memory_detail::verdict_of;
 
 constexpr std::size_t idx(MemoryComponent c) {
   return static_cast<std::size_t>(c);
@@ -574,6 +688,7 @@ struct RankChunks {
   // (the point sizes go straight to RankMemory::activation_per_chunk_bytes /
   // w_only_per_chunk_bytes)
   double transient_point = 0.0, transient_upper = 0.0;
+  double transient_floor = 0.0;  // ChunkActivation::transient_floor of the rank's largest chunk
   bool has_moe = false;
 };
 
@@ -613,8 +728,9 @@ void resolve_pipeline(Context& cx, MemoryReport& report) {
     report.notes.push_back(std::string("schedule auto -> ") + std::string(to_string(cx.schedule)));
   }
   cx.stages = &par.stages;  // check_job_invariants: pp x vpp contiguous stages
-  const int m = cx.job.num_microbatches();
-  report.num_microbatches = m;
+  // Each accumulation round is its own flush of the schedule (model/job.h).
+  const int m = cx.job.num_microbatches() / std::max(1, rt.accumulation_rounds);
+  report.num_microbatches = cx.job.num_microbatches();
   const schedule::ScheduleRequest request{cx.schedule, cx.pp, cx.vpp, m};
   const schedule::ScheduleTable* given = cx.options.table;
   if (given != nullptr && given->algorithm == cx.schedule && given->pp == cx.pp &&
@@ -654,13 +770,23 @@ void resolve_activations(Context& cx, MemoryReport& report) {
         "gets " +
         std::to_string(cx.options.moe_dropless_imbalance_upper).substr(0, 4) + "x the mean tokens");
   }
+  // Without a vocabulary-parallel loss every TP rank holds the gathered, full-width logits.
   cx.vocab_local = static_cast<double>(padded_vocab_size(job.model, job.parallel.tp)) /
-                   std::max(1, job.parallel.tp);
+                   (job.parallel.vocab_parallel_loss ? std::max(1, job.parallel.tp) : 1);
   cx.cache_point = {&job, &cx.geo, &cx.sel, &cx.options, false, nullptr, {}};
   cx.cache_upper = {&job, &cx.geo, &cx.sel, &cx.options, true, nullptr, {}};
   if (job.parallel.fsdp != FsdpKind::kNone) {
     report.notes.push_back(
-        "FSDP window: 2 gathered units (current + prefetched) + 1 unit of unsharded grads");
+        job.parallel.reshard_after_forward
+            ? "FSDP window: 2 gathered units (current + prefetched) + 1 unit of unsharded grads"
+            : "FSDP window: no reshard after forward, every unit of the rank stays gathered from "
+              "its forward to its backward, + 1 unit of unsharded grads");
+  }
+  if (job.parallel.fsdp == FsdpKind::kFsdp2 &&
+      optimizer_bytes_per_param(job.runtime).master_bytes > 0) {
+    report.notes.push_back(
+        "FSDP2 mixed precision: the sharded parameter is the fp32 master copy; the params-dtype "
+        "copy exists only while gathered");
   }
   if (job.model.tied_embeddings && cx.pp > 1) {
     report.notes.push_back("tied embeddings: the last stage holds a copy of the word embedding");
@@ -729,6 +855,7 @@ const RankChunks& rank_chunks(Context& cx, int r, RankMemory& rm) {
       out.transient_point = p.transient;
       rm.transient_source = p.transient_source;
     }
+    out.transient_floor = std::max(out.transient_floor, p.transient_floor);
     out.transient_upper = std::max(out.transient_upper, u.transient);
   }
   return out;
@@ -753,6 +880,42 @@ double activation_peak(const schedule::InFlightProfile& profile, int rank,
   return best;
 }
 
+// The largest single decoder weight tensor one rank holds (after TP / EP sharding), in parameters:
+// the unit a compiled (XLA) program gathers at a time (one all-gather per weight array), where
+// FSDP2 gathers a whole layer. Gated MLPs keep their two input projections as separate arrays
+// (MaxText wi_0 / wi_1).
+double largest_weight_tensor(const JobSpec& job) {
+  const ParallelSpec& p = job.parallel;
+  const double h = static_cast<double>(job.model.hidden_size);
+  const double tp = std::max(1, p.tp);
+  const double etp = std::max(1, p.etp);
+  const double ep = std::max(1, p.ep);
+  // Decoder layers' arrays only: the embedding / output table is gathered at the start of the
+  // forward and for the loss, not while the layers' backward peaks.
+  double best = 0.0;
+  for (const LayerSpec& l : job.model.layers) {
+    const AttentionSpec& a = l.attention;
+    const double heads = a.num_heads / tp;
+    if (a.kind == AttentionKind::kMla) {
+      const double qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
+      best = std::max({best, h * std::max(a.q_lora_rank, a.kv_lora_rank + a.qk_pos_emb_head_dim),
+                       std::max(a.q_lora_rank, 0) * heads * qk,
+                       a.kv_lora_rank * heads * (a.qk_head_dim + a.v_head_dim),
+                       heads * a.v_head_dim * h});
+    } else {
+      best = std::max(best, h * heads * a.head_dim);
+    }
+    const double ffn = l.is_moe ? static_cast<double>(l.moe.shared_expert_ffn_hidden_size)
+                                : static_cast<double>(l.mlp.ffn_hidden_size);
+    best = std::max(best, h * ffn / tp);
+    if (l.is_moe) {
+      const double local = std::ceil(l.moe.num_experts / ep);
+      best = std::max(best, local * h * static_cast<double>(l.moe.expert_ffn_hidden_size) / etp);
+    }
+  }
+  return best;
+}
+
 // Static memory of a rank: weights, gradients, optimizer, FSDP window, fp8 copies, buffers.
 ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_moe) {
   const JobSpec& job = cx.job;
@@ -760,7 +923,8 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   const RuntimeSpec& rt = job.runtime;
   const PrecisionSpec& prec = rt.precision;
   const AcceleratorSpec::Calibration& cal = job.cluster.accelerator.calibration;
-  const double pb = bytes_per_element(prec.params_dtype);
+  const double pb = bytes_per_element(prec.stored_weights_dtype());
+  const double gather_b = bytes_per_element(prec.params_dtype);  // gathered for the GEMMs
   const double gb = bytes_per_element(rt.main_grads_dtype);
   const OptimizerBytes opt_b = optimizer_bytes_per_param(rt);
   const double master_b = opt_b.master_bytes;
@@ -768,12 +932,19 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   const double copy_b = fp8_weight_copy_bytes(prec);
   const bool fsdp = par.fsdp != FsdpKind::kNone;
   const bool sharded_opt = par.distributed_optimizer || fsdp;
-  const double dense_shard = std::max(1, par.dp) * std::max(1, par.cp);
+  // Hybrid sharding (HSDP, MaxText's data axis): state is sharded within dp x cp / replicate
+  // ranks (experts: expert_dp / replicate) and replicated across the replicate groups.
+  const double replicate = std::max(1, par.dp_replicate);
+  const double dense_shard = std::max(1.0, std::max(1, par.dp) * std::max(1, par.cp) / replicate);
   const int world =
       job.cluster.world_size() > 0 ? job.cluster.world_size() : par.tp * cx.pp * par.cp * par.dp;
-  const double expert_shard = par.expert_dp > 0
-                                  ? par.expert_dp
-                                  : std::max(1, world / std::max(1, par.etp * par.ep * cx.pp));
+  const double expert_shard = std::max(
+      1.0, (par.expert_dp > 0 ? par.expert_dp
+                              : std::max(1, world / std::max(1, par.etp * par.ep * cx.pp))) /
+               replicate);
+  // FSDP2 with a mixed-precision policy shards the fp32 master itself: no separate sharded copy
+  // of the weights in the params dtype.
+  const bool master_is_weight = par.fsdp == FsdpKind::kFsdp2 && master_b > 0.0;
   const RankParams& P = rm.params;
   const double dense_non_gemm = P.dense_params - P.dense_gemm_params;
   const double w_dense =
@@ -781,21 +952,35 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   const double w_exp = P.expert_params * (prec.fp8_param ? 1.0 : pb);
   ComponentBytes s{};
   s[idx(MemoryComponent::kWeights)] =
-      fsdp ? w_dense / dense_shard + w_exp / expert_shard : w_dense + w_exp;
+      master_is_weight ? 0.0
+                       : (fsdp ? w_dense / dense_shard + w_exp / expert_shard : w_dense + w_exp);
   s[idx(MemoryComponent::kGradients)] =
       fsdp ? P.dense_params * gb / dense_shard + P.expert_params * gb / expert_shard
            : (P.dense_params + P.expert_params) * gb;
   const double opt_params = sharded_opt
                                 ? P.dense_params / dense_shard + P.expert_params / expert_shard
                                 : P.dense_params + P.expert_params;
-  s[idx(MemoryComponent::kMasterWeights)] = opt_params * master_b;
-  s[idx(MemoryComponent::kOptimizerStates)] = opt_params * state_b;
+  // Offloaded optimizer state (MaxText optimizer_memory_host_offload) lives in host memory.
+  const double on_device = rt.optimizer_host_offload ? 0.0 : 1.0;
+  s[idx(MemoryComponent::kMasterWeights)] = opt_params * master_b * on_device;
+  s[idx(MemoryComponent::kOptimizerStates)] = opt_params * state_b * on_device;
   if (fsdp) {
+    // Gathered: the unit in use and the prefetched next (reshard_after_forward), else every unit
+    // of the rank from its forward to its backward; unsharded: one unit's gradient before its
+    // reduce-scatter. XLA's unit is one weight array (in the compute dtype, and so is the gradient
+    // it reduces: fsdp_layer.cpp), FSDP2's one layer.
+    const bool compiled = rt.whole_step_compiled;
+    const double unit = compiled ? std::min(P.largest_unit_params, largest_weight_tensor(job))
+                                 : P.largest_unit_params;
+    const double gathered =
+        par.reshard_after_forward ? 2.0 * unit : P.dense_params + P.expert_params;
     s[idx(MemoryComponent::kFsdpUnsharded)] =
-        2.0 * P.largest_unit_params * pb + P.largest_unit_params * gb;
-    s[idx(MemoryComponent::kFp8WeightCopies)] = 2.0 * P.largest_unit_params * copy_b;
+        gathered * gather_b + unit * (compiled ? gather_b : gb);
+    s[idx(MemoryComponent::kFp8WeightCopies)] = 2.0 * unit * copy_b;
   } else {
-    s[idx(MemoryComponent::kFp8WeightCopies)] = (P.dense_gemm_params + P.expert_params) * copy_b;
+    s[idx(MemoryComponent::kFp8WeightCopies)] = ((prec.fp8_dense ? P.dense_gemm_params : 0.0) +
+                                                 (prec.fp8_experts ? P.expert_params : 0.0)) *
+                                                copy_b;
   }
   double comm = cal.comm_buffer_bytes_per_group.value * rm.communicators;
   if (rt.deepep && has_moe) {
@@ -826,11 +1011,24 @@ RankMemory project_rank(Context& cx, int r) {
   rm.upper = s;
   rm.point[idx(MemoryComponent::kActivations)] = act_p;
   rm.upper[idx(MemoryComponent::kActivations)] = act_u;
-  rm.point[idx(MemoryComponent::kTransient)] = ch.transient_point;
-  rm.upper[idx(MemoryComponent::kTransient)] = ch.transient_upper;
   const double window = s[idx(MemoryComponent::kFsdpUnsharded)];
+  double transient_p = ch.transient_point;
+  const double capacity = cx.job.cluster.accelerator.hbm_bytes;
+  if (cx.job.runtime.whole_step_compiled && capacity > 0.0 && ch.transient_floor < transient_p) {
+    // XLA rematerialises to the device's memory limit at compile time: a step whose working set
+    // would not fit recomputes cheap tensors instead, down to the floor (ChunkActivation).
+    const double frag = cal.fragmentation_fraction.value;
+    const double total = sum(s) + act_p + transient_p + frag * (act_p + transient_p + window);
+    const double excess = total - capacity;
+    if (excess > 0.0) {
+      transient_p = std::max(ch.transient_floor, transient_p - excess / (1.0 + frag));
+      rm.transient_source = "working set rematerialised by XLA to the HBM limit";
+    }
+  }
+  rm.point[idx(MemoryComponent::kTransient)] = transient_p;
+  rm.upper[idx(MemoryComponent::kTransient)] = ch.transient_upper;
   rm.point[idx(MemoryComponent::kFragmentation)] =
-      cal.fragmentation_fraction.value * (act_p + ch.transient_point + window);
+      cal.fragmentation_fraction.value * (act_p + transient_p + window);
   rm.upper[idx(MemoryComponent::kFragmentation)] =
       cal.fragmentation_upper_fraction.value * (act_u + ch.transient_upper + window);
   rm.total_point_bytes = sum(rm.point);
@@ -840,6 +1038,17 @@ RankMemory project_rank(Context& cx, int r) {
   rm.allocator_point_bytes = rm.total_point_bytes - outside;
   rm.allocator_upper_bytes = rm.total_upper_bytes - outside;
   return rm;
+}
+
+void add_largest_components(const ComponentBytes& pk, MemoryReport& report) {
+  std::array<int, kNumMemoryComponents> order{};
+  for (int i = 0; i < kNumMemoryComponents; ++i) order[static_cast<std::size_t>(i)] = i;
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return pk[static_cast<std::size_t>(a)] > pk[static_cast<std::size_t>(b)];
+  });
+  for (int i = 0; i < 3; ++i) {
+    report.largest_components.push_back(static_cast<MemoryComponent>(order[i]));
+  }
 }
 
 // Peak ranks, verdict, the three largest components of the peak rank, remedies.
@@ -869,15 +1078,7 @@ void summarise(const JobSpec& job, const MemoryOptions& options, MemoryReport& r
   report.verdict =
       verdict_of(report.peak_point_bytes, report.peak_upper_bytes, report.capacity_bytes);
   if (!report.ranks.empty()) {
-    const ComponentBytes& pk = report.ranks[static_cast<std::size_t>(report.peak_rank)].point;
-    std::array<int, kNumMemoryComponents> order{};
-    for (int i = 0; i < kNumMemoryComponents; ++i) order[static_cast<std::size_t>(i)] = i;
-    std::sort(order.begin(), order.end(), [&](int a, int b) {
-      return pk[static_cast<std::size_t>(a)] > pk[static_cast<std::size_t>(b)];
-    });
-    for (int i = 0; i < 3; ++i) {
-      report.largest_components.push_back(static_cast<MemoryComponent>(order[i]));
-    }
+    add_largest_components(report.ranks[static_cast<std::size_t>(report.peak_rank)].point, report);
   }
   if (options.suggest_remedies &&
       (report.verdict == MemoryVerdict::kOom || report.verdict == MemoryVerdict::kAtRisk)) {
@@ -893,6 +1094,12 @@ MemoryReport project_memory(const JobSpec& job) {
 
 MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
   check_job_invariants(job);  // a malformed job is refused, never repaired
+  if (job.model.family == ModelFamily::kRecommendation) {
+    MemoryReport report = memory_detail::project_recsys_memory(job, options);
+    fill_sources(job.cluster.accelerator.calibration, report);
+    if (!report.ranks.empty()) add_largest_components(report.ranks.front().point, report);
+    return report;
+  }
   MemoryReport report;
   Context cx{job, options};
   resolve_pipeline(cx, report);
@@ -901,7 +1108,34 @@ MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
   report.ranks.reserve(static_cast<std::size_t>(cx.pp));
   for (int r = 0; r < cx.pp; ++r) report.ranks.push_back(project_rank(cx, r));
   summarise(job, options, report);
+  const double budget = job.runtime.recompute.memory_budget;
+  if (budget > 0.0 && budget < 1.0) {
+    // A compiler-chosen budget is a point inside a bracket: full AC (0) to no AC (1).
+    MemoryOptions inner = options;
+    inner.suggest_remedies = false;
+    double peak[2] = {0.0, 0.0};
+    for (int i = 0; i < 2; ++i) {
+      JobSpec j = job;
+      j.runtime.recompute.memory_budget = i;
+      peak[i] = project_memory(j, inner).peak_point_bytes;
+    }
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    report.notes.push_back(fmt::format(
+        "activation memory budget {}: the compiler decides what to save; the peak lies between "
+        "{:.2f} GiB (budget 0, full AC) and {:.2f} GiB (budget 1, no AC)",
+        budget, peak[0] / kGiB, peak[1] / kGiB));
+  }
   return report;
 }
 
+namespace memory_detail {
+
+MemoryVerdict verdict_of(double point, double upper, double capacity) {
+  if (capacity <= 0.0) return MemoryVerdict::kUnknown;
+  if (point > capacity) return MemoryVerdict::kOom;
+  if (upper > capacity) return MemoryVerdict::kAtRisk;
+  return MemoryVerdict::kFits;
+}
+
+}  // namespace memory_detail
 }  // namespace projector

@@ -4,6 +4,8 @@
 
 #include "projector/model/accounting.h"
 #include "projector/model/family.h"
+#include "projector/model/recompute_policy.h"
+#include "projector/model/recsys_accounting.h"
 
 namespace projector {
 namespace {
@@ -12,6 +14,11 @@ namespace {
 double keys_per_query(const AttentionSpec& a, std::int64_t seq_len, const FlopOptions& options) {
   const double s = static_cast<double>(seq_len);
   const bool halve = options.causal_attention_half && a.causal;
+  if (a.chunk_window > 0 && a.chunk_window < seq_len) {
+    // Chunked attention: a query sees only its own chunk (causally, half of it on average).
+    const double c = a.chunk_window;
+    return halve ? c / 2.0 : c;
+  }
   if (a.sliding_window > 0 && a.sliding_window < seq_len) {
     const double w = a.sliding_window;
     // Causal window: query i sees min(i + 1, w) keys, about w - w^2 / (2 s) on average.
@@ -24,6 +31,33 @@ double mlp_forward_flops(std::int64_t h, const MlpSpec& mlp, std::int64_t ffn) {
   if (ffn <= 0) return 0.0;
   const double up = mlp.gated ? 2.0 * ffn : static_cast<double>(ffn);  // SwiGLU: gate + up GEMMs
   return 2.0 * h * up + 2.0 * ffn * h;
+}
+
+// The GEMM and attention work a per-tensor policy replays (the dependency rules of
+// workload/remat_policy.cpp at FLOP level): the QKV projections unless Q, K, V (and the MLA
+// latents) are kept, the attention core unless the context is, the output projection unless its
+// output is, the first MLP / expert GEMMs unless their outputs are, the experts' second GEMM
+// unless its output is, and always the router. The second dense MLP GEMM is never replayed.
+double tensor_policy_recompute_flops(const LayerSpec& layer, const LayerFlops& f,
+                                     const TensorPolicy& p) {
+  using T = LayerTensor;
+  double r = f.router_flops;
+  const bool mla = layer.attention.kind == AttentionKind::kMla;
+  const bool qkv_kept = p.kept(T::kQuery) && p.kept(T::kKey) && p.kept(T::kValue);
+  if (mla) {
+    const double down = f.qkv_flops - f.mla_up_proj_flops;
+    if (!p.kept(T::kQueryLatent) || !p.kept(T::kKvLatent)) r += down;
+    if (!qkv_kept) r += f.mla_up_proj_flops;
+  } else if (!qkv_kept) {
+    r += f.qkv_flops;
+  }
+  if (!p.kept(T::kContext)) r += f.attn_core_flops;
+  if (!p.kept(T::kAttentionOut)) r += f.attn_out_flops;
+  const double first = layer.mlp.gated ? 2.0 / 3.0 : 0.5;  // share of the first GEMM(s)
+  if (!p.kept(T::kMlpGate) || !p.kept(T::kMlpUp)) r += first * f.mlp_flops;
+  if (!p.kept(T::kMoeGate) || !p.kept(T::kMoeUp)) r += first * f.experts_flops;
+  if (!p.kept(T::kMoeOut)) r += (1.0 - first) * f.experts_flops;
+  return r;
 }
 
 }  // namespace
@@ -94,7 +128,8 @@ ForwardFlops forward_flops_per_token(const ModelSpec& model, std::int64_t seq_le
 double recompute_forward_flops_per_token(const ModelSpec& model, std::int64_t seq_len,
                                          const RecomputeSpec& recompute,
                                          const std::vector<VirtualStage>& stages, int num_stages,
-                                         const FlopOptions& options) {
+                                         const FlopOptions& options,
+                                         const PrecisionSpec& precision) {
   const int num_layers = model.num_layers();
   std::vector<bool> full(static_cast<std::size_t>(num_layers), false);
   if (recompute.granularity == RecomputeGranularity::kFull) {
@@ -126,12 +161,21 @@ double recompute_forward_flops_per_token(const ModelSpec& model, std::int64_t se
   }
   const RecomputeModules modules = recompute.modules;
   const bool selective = recompute.granularity == RecomputeGranularity::kSelective;
+  const bool tensors = recompute.granularity == RecomputeGranularity::kTensors;
   double total = 0.0;
   for (int i = 0; i < num_layers; ++i) {
     const LayerSpec& layer = model.layers[static_cast<std::size_t>(i)];
     const LayerFlops f = layer_forward_flops_per_token(model, layer, seq_len, options);
+    if (tensors) {
+      total += tensor_policy_recompute_flops(layer, f, recompute.tensors);
+      continue;
+    }
     if (full[static_cast<std::size_t>(i)]) {
       total += f.total();
+      continue;
+    }
+    if (recompute.granularity == RecomputeGranularity::kOpPolicy) {
+      total += op_policy_replayed_flops(model, layer, precision, recompute, f);
       continue;
     }
     if (!selective) continue;
@@ -155,21 +199,51 @@ ModelFlops model_flops(const JobSpec& job, const FlopOptions& options) {
   const std::int64_t seq = job.runtime.seq_length;
   ModelFlops r;
   r.tokens = static_cast<double>(job.tokens_per_iteration());
+  if (job.model.family == ModelFamily::kRecommendation) {
+    // A sample is one "token" (seq_length 1): its dense GEMMs and HSTU attention, 3x forward.
+    r.forward_per_token.decoder_flops = recsys_forward_flops_per_sample(job.model.recommendation);
+    r.model_flops = r.hardware_flops = 3.0 * r.forward_per_token.total() * r.tokens;
+    return r;
+  }
   r.forward_per_token = forward_flops_per_token(
       job.model, seq, padded_vocab_size(job.model, job.parallel.tp), options);
   r.model_flops = 3.0 * r.forward_per_token.total() * r.tokens;
-  r.recompute_flops =
-      recompute_forward_flops_per_token(job.model, seq, job.runtime.recompute, job.parallel.stages,
-                                        job.parallel.pp * job.parallel.vpp, options) *
-      r.tokens;
+  r.recompute_flops = recompute_forward_flops_per_token(
+                          job.model, seq, job.runtime.recompute, job.parallel.stages,
+                          job.parallel.pp * job.parallel.vpp, options, job.runtime.precision) *
+                      r.tokens;
   r.hardware_flops = r.model_flops + r.recompute_flops;
   return r;
+}
+
+double maxtext_flops(const JobSpec& job) {
+  FlopOptions causal;
+  causal.causal_attention_half = true;
+  const ModelFlops f = model_flops(job, causal);
+  const double h = static_cast<double>(job.model.hidden_size);
+  const double vocab = static_cast<double>(padded_vocab_size(job.model, job.parallel.tp));
+  // Per MTP module MaxText adds only the layer: not the 2h x h projection nor the logits.
+  const double mtp_extra = job.model.mtp_num_layers * (2.0 * 2.0 * h * h + 2.0 * h * vocab);
+  return f.model_flops - 3.0 * mtp_extra * f.tokens;
 }
 
 double sc21_megatron_flops(double batch, double seq_len, double layers, double hidden,
                            double vocab) {
   return 96.0 * batch * seq_len * layers * hidden * hidden *
          (1.0 + seq_len / (6.0 * hidden) + vocab / (16.0 * layers * hidden));
+}
+
+double palm_flops_per_token(const ModelSpec& model, std::int64_t seq_len) {
+  const ModelParams p = model_params(model);
+  double attention = 0.0;
+  for (const LayerSpec& l : model.layers) {
+    const AttentionSpec& a = l.attention;
+    const double dims = a.kind == AttentionKind::kMla
+                            ? a.qk_head_dim + a.qk_pos_emb_head_dim + a.v_head_dim
+                            : 2.0 * a.head_dim;
+    attention += 6.0 * a.num_heads * dims * static_cast<double>(seq_len);
+  }
+  return 6.0 * static_cast<double>(p.active - p.embedding) + attention;
 }
 
 }  // namespace projector

@@ -1,5 +1,6 @@
 #include "projector/model/accounting.h"
 #include "projector/model/family.h"
+#include "projector/model/recsys_accounting.h"
 
 namespace projector {
 namespace {
@@ -71,6 +72,14 @@ std::int64_t mtp_module_params(const ModelSpec& model) {
 ModelParams model_params(const ModelSpec& model, std::int64_t padded_vocab) {
   require_modelled(model, ProjectionStage::kAccounting);
   ModelParams p;
+  if (model.family == ModelFamily::kRecommendation) {
+    // Tables as the embedding, the dense part as the "decoder" (model/recsys_accounting.h).
+    const RecsysParams r = recsys_params(model.recommendation);
+    p.embedding = r.embedding;
+    p.decoder = r.dense();
+    p.total = p.active = r.total();
+    return p;
+  }
   const std::int64_t h = model.hidden_size;
   p.embedding = padded_vocab * h;
   if (model.position_embedding == PositionEmbeddingKind::kLearnedAbsolute) {
@@ -104,7 +113,10 @@ ModelParams model_params(const ModelSpec& model) {
 OptimizerBytes optimizer_bytes_per_param(const RuntimeSpec& rt) {
   OptimizerBytes b;
   const PrecisionSpec& p = rt.precision;
-  b.master_bytes = p.params_dtype == Dtype::kFp32 ? 0.0 : 4.0;
+  // fp32 weights are their own master copy; an optimizer without master weights (optax in
+  // MaxText) updates the stored weights in their own dtype.
+  const Dtype stored = p.stored_weights_dtype();
+  b.master_bytes = stored == Dtype::kFp32 || !rt.master_weights ? 0.0 : 4.0;
   switch (rt.optimizer) {
     case OptimizerKind::kAdam:
       b.state_bytes = bytes_per_element(rt.exp_avg_dtype) + bytes_per_element(rt.exp_avg_sq_dtype);
@@ -114,7 +126,7 @@ OptimizerBytes optimizer_bytes_per_param(const RuntimeSpec& rt) {
       b.state_bytes = 4.0;
       break;
   }
-  const double weight_bytes = p.fp8_param ? 1.0 : bytes_per_element(p.params_dtype);
+  const double weight_bytes = p.fp8_param ? 1.0 : bytes_per_element(stored);
   // fp32 weights are their own master copy: read and written once.
   const double weights_rw =
       b.master_bytes > 0.0 ? 2.0 * b.master_bytes + weight_bytes : 2.0 * weight_bytes;

@@ -32,7 +32,7 @@ bool same_layer_shape(const LayerSpec& a, const LayerSpec& b) {
       x.qk_pos_emb_head_dim == y.qk_pos_emb_head_dim && x.v_head_dim == y.v_head_dim &&
       x.qk_layernorm == y.qk_layernorm && x.add_qkv_bias == y.add_qkv_bias &&
       x.add_bias_linear == y.add_bias_linear && x.sliding_window == y.sliding_window &&
-      x.causal == y.causal;
+      x.chunk_window == y.chunk_window && x.causal == y.causal;
   const bool mlp_same = a.mlp.ffn_hidden_size == b.mlp.ffn_hidden_size &&
                         a.mlp.activation == b.mlp.activation && a.mlp.gated == b.mlp.gated &&
                         a.mlp.add_bias == b.mlp.add_bias;

@@ -22,6 +22,7 @@ std::string describe_layer(const LayerSpec& layer) {
   if (a.qk_layernorm) out += ", qk-norm";
   if (a.add_qkv_bias) out += ", qkv bias";
   if (a.sliding_window > 0) out += fmt::format(", sliding window {}", a.sliding_window);
+  if (a.chunk_window > 0) out += fmt::format(", chunked attention {}", a.chunk_window);
   const MlpSpec& m = layer.mlp;
   const char* act = m.activation == ActivationKind::kSilu          ? "SiLU"
                     : m.activation == ActivationKind::kRelu        ? "ReLU"

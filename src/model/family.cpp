@@ -23,7 +23,8 @@ bool family_modelled(ModelFamily family, ProjectionStage /*stage*/) {
     case ModelFamily::kDecoderLm:
       return true;
     case ModelFamily::kRecommendation:
-      return false;  // the TorchRec DLRM backend adds its providers
+      return true;  // the TorchRec DLRM back-end's providers (accounting_recsys, memory/recsys.cpp,
+                    // workload/recsys.cpp)
   }
   return false;
 }

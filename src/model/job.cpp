@@ -72,6 +72,15 @@ void check_groups(const JobSpec& job) {
     malformed(job, fmt::format("global batch {} is not a multiple of MBS x DP = {}",
                                rt.global_batch_size, per_step));
   }
+  const int rounds = rt.accumulation_rounds;
+  if (rounds < 1 || job.num_microbatches() % rounds != 0) {
+    malformed(job, fmt::format("{} microbatches do not split into {} accumulation rounds",
+                               job.num_microbatches(), rounds));
+  }
+  if (p.dp_replicate < 1 || (p.dp * p.cp) % p.dp_replicate != 0) {
+    malformed(job, fmt::format("HSDP replicate degree {} does not divide DP x CP = {}",
+                               p.dp_replicate, p.dp * p.cp));
+  }
 }
 
 void check_stages(const JobSpec& job) {
@@ -111,6 +120,36 @@ void check_runtime(const JobSpec& job) {
   const RecomputeSpec& rc = job.runtime.recompute;
   if (rc.granularity == RecomputeGranularity::kSelective && rc.modules.empty()) {
     malformed(job, "selective recompute without modules");
+  }
+}
+
+// The embedding plan covers every table with shards on ranks of the world; the dense part runs
+// data-parallel (no TP / PP / CP).
+void check_recommendation(const JobSpec& job) {
+  const ParallelSpec& p = job.parallel;
+  if (p.tp != 1 || p.pp != 1 || p.cp != 1) {
+    malformed(job, "a recommendation model runs with TP = PP = CP = 1");
+  }
+  const RecommendationSpec& m = job.model.recommendation;
+  if (p.embedding_plan.tables.size() != m.tables.size()) {
+    malformed(job, fmt::format("the embedding plan places {} tables, the model has {}",
+                               p.embedding_plan.tables.size(), m.tables.size()));
+  }
+  for (std::size_t t = 0; t < m.tables.size(); ++t) {
+    const TablePlan& tp = p.embedding_plan.tables[t];
+    std::int64_t rows = 0;
+    for (const EmbeddingShard& s : tp.shards) {
+      if (s.rank < 0 || s.rank >= job.cluster.world_size()) {
+        malformed(job, fmt::format("table {} has a shard on rank {}", m.tables[t].name, s.rank));
+      }
+      if (tp.sharding == EmbeddingSharding::kRowWise ||
+          tp.sharding == EmbeddingSharding::kTableRowWise) {
+        rows += s.rows;
+      }
+    }
+    if (tp.shards.empty() || (rows != 0 && rows != m.tables[t].num_embeddings)) {
+      malformed(job, fmt::format("table {} is not fully placed", m.tables[t].name));
+    }
   }
 }
 
@@ -162,6 +201,7 @@ void check_job_invariants(const JobSpec& job) {
   if (const auto v = check_runtime_bounds(job)) {
     malformed(job, fmt::format("{}: {}", v->key, v->message));
   }
+  if (job.model.family == ModelFamily::kRecommendation) check_recommendation(job);
 }
 
 std::int64_t padded_vocab_size(const ModelSpec& model, int tp) {
@@ -191,6 +231,46 @@ std::string_view to_string(RecomputeGranularity g) {
       return "full";
     case RecomputeGranularity::kSelective:
       return "selective";
+    case RecomputeGranularity::kOpPolicy:
+      return "op";
+    case RecomputeGranularity::kTensors:
+      return "tensors";
+  }
+  return "?";
+}
+
+std::string_view to_string(MoeDispatchKind k) {
+  switch (k) {
+    case MoeDispatchKind::kPermute:
+      return "permute";
+    case MoeDispatchKind::kDenseCapacity:
+      return "dense_capacity";
+    case MoeDispatchKind::kDenseAll:
+      return "dense_all";
+  }
+  return "?";
+}
+
+std::string_view to_string(MeshRole r) {
+  switch (r) {
+    case MeshRole::kData:
+      return "data";
+    case MeshRole::kStage:
+      return "stage";
+    case MeshRole::kFsdp:
+      return "fsdp";
+    case MeshRole::kFsdpTranspose:
+      return "fsdp_transpose";
+    case MeshRole::kContext:
+      return "context";
+    case MeshRole::kTensor:
+      return "tensor";
+    case MeshRole::kTensorSequence:
+      return "tensor_sequence";
+    case MeshRole::kExpert:
+      return "expert";
+    case MeshRole::kOther:
+      return "other";
   }
   return "?";
 }
@@ -207,6 +287,10 @@ std::string_view to_string(Fp8Recipe r) {
       return "blockwise";
     case Fp8Recipe::kMxfp8:
       return "mxfp8";
+    case Fp8Recipe::kRowwise:
+      return "rowwise";
+    case Fp8Recipe::kRowwiseHpWgrad:
+      return "rowwise_with_gw_hp";
   }
   return "?";
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "perf/pricing.h"
 #include "projector/util/error.h"
 
 namespace projector {
@@ -13,6 +14,10 @@ namespace {
 using schedule::Phase;
 
 CommGroup group_for(const JobSpec& job, const Op& op) {
+  if (op.group_stride > 0) {
+    return make_group(op.group_size, op.group_stride, job.cluster.gpus_per_node,
+                      job.cluster.network.pod_size);
+  }
   if (op.collective == CollectiveKind::kSendRecv) {
     // A pipeline hop is the cost module's kPpPeer pair; a CP ring neighbour is tp ranks away.
     if (op.group == GroupKind::kPp) return job_group(job, GroupKind::kPpPeer);
@@ -33,10 +38,17 @@ OpCost price_compute(CostCache& cache, const Op& op) {
                                                        : cache.attention_bwd(op.attention);
     case OpKind::kMemoryBound:
       return cache.memory_bound(op.bytes, op.mem_class);
+    case OpKind::kHostTransfer:
+      return host_transfer_time(cache.accelerator(), op.bytes);
     case OpKind::kCollective:
       break;
   }
   return OpCost{};
+}
+
+// Communication-like ops: they run beside the compute stream and may hide behind it.
+bool is_transfer(const Op& op) {
+  return op.kind == OpKind::kCollective || op.kind == OpKind::kHostTransfer;
 }
 
 OpCost price_collective(const JobSpec& job, CostCache& cache, const Op& op) {
@@ -82,8 +94,11 @@ void add_exposed(ExposedComm& e, GroupKind g, double t) {
 void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
                  const std::string& label, std::vector<PricedOp>* table,
                  PhaseAccumulator (&acc)[3]) {
-  // Expert compute of this block per phase, the budget EP overlap can hide behind.
+  // Expert compute of this block per phase, the budget EP overlap can hide behind; all compute
+  // of one layer per phase, the budget of per-layer gathers / reductions and host copies
+  // (backward and weight-gradient phases together: only zero-bubble schedules split them).
   double expert_compute[3] = {0, 0, 0};
+  double block_compute[3] = {0, 0, 0};
   std::vector<OpCost> costs(lw.ops.size());
   for (std::size_t i = 0; i < lw.ops.size(); ++i) {
     const Op& op = lw.ops[i];
@@ -92,16 +107,28 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
     if (op.kind == OpKind::kGroupedGemm) {
       expert_compute[static_cast<int>(op.phase)] += costs[i].time_s;
     }
+    if (!is_transfer(op)) block_compute[static_cast<int>(op.phase)] += costs[i].time_s;
   }
   const double n = lw.count;
   double ep_budget[3] = {expert_compute[0], expert_compute[1], expert_compute[2]};
+  // [0]: forward, [1]: backward + weight gradients; one budget per engine (ICI / host DMA).
+  double comm_budget[2] = {block_compute[0], block_compute[1] + block_compute[2]};
+  double host_budget[2] = {comm_budget[0], comm_budget[1]};
   for (std::size_t i = 0; i < lw.ops.size(); ++i) {
     const Op& op = lw.ops[i];
     const int ph = static_cast<int>(op.phase);
     const double t = costs[i].time_s;
     double exposed = t;
-    if (op.kind == OpKind::kCollective) {
-      if (op.overlap == Overlap::kWithCompute) {
+    if (is_transfer(op)) {
+      if (op.overlap == Overlap::kWithBlockCompute) {
+        double& budget =
+            (op.kind == OpKind::kHostTransfer ? host_budget : comm_budget)[ph == 0 ? 0 : 1];
+        const double hidden = std::min(t, budget);
+        budget -= hidden;
+        exposed = t - hidden;
+        // The compute it hides behind slows down while it runs (HBM and, on GPUs, CU contention).
+        exposed += hidden * job.cluster.accelerator.calibration.comm_compute_interference.value;
+      } else if (op.overlap == Overlap::kWithCompute) {
         // Neighbouring compute op in the same phase that this collective pipelines with.
         double partner = 0.0;
         for (std::size_t j : {i + 1, i - 1}) {
@@ -117,7 +144,11 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
         exposed = t - hidden;
       }
       acc[ph].exposed_s += n * exposed;
-      add_exposed(acc[ph].by_group, op.group, n * exposed);
+      if (op.kind == OpKind::kHostTransfer) {
+        acc[ph].by_group.offload_s += n * exposed;
+      } else {
+        add_exposed(acc[ph].by_group, op.group, n * exposed);
+      }
       if (op.group == GroupKind::kEp) acc[ph].ep_hideable_s += n * exposed;
     } else {
       acc[ph].compute_s += n * t;
@@ -127,7 +158,7 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
       po.block = label;
       po.op = op;
       po.time_s = t;
-      po.exposed_s = op.kind == OpKind::kCollective ? exposed : t;
+      po.exposed_s = is_transfer(op) ? exposed : t;
       po.provenance = costs[i].provenance;
       po.detail = costs[i].source;
       po.repeat = lw.count;
@@ -189,6 +220,8 @@ std::vector<ExposedComm> price_chunks(const JobSpec& job, CostCache& cache,
         e.tp_s += a.by_group.tp_s;
         e.cp_s += a.by_group.cp_s;
         e.ep_s += a.by_group.ep_s;
+        e.dp_s += a.by_group.dp_s;
+        e.offload_s += a.by_group.offload_s;
       }
     }
   }
@@ -202,7 +235,9 @@ void build_table(const JobSpec& job, PerfReport& rep) {
       schedule::select_schedule(job.runtime.schedule, p.pp, p.vpp, false);
   rep.schedule = sel.algorithm;
   rep.schedule_reason = sel.reason;
-  rep.table = schedule::build_schedule({sel.algorithm, p.pp, p.vpp, rep.num_microbatches});
+  // One accumulation round is one flush of the table; perf repeats it (fill_metrics).
+  const int per_round = rep.num_microbatches / std::max(1, job.runtime.accumulation_rounds);
+  rep.table = schedule::build_schedule({sel.algorithm, p.pp, p.vpp, per_round});
 }
 
 // 3. Simulation input: chunk costs by the table's own stage mapping, the P2P time, interference.
@@ -269,6 +304,68 @@ schedule::CommTask grad_sync_task(const JobSpec& job, CostCache& cache, const Pe
   return task;
 }
 
+// FSDP2 reduces each unit's gradients as soon as that unit's backward is done, on one stream:
+// the chunk's reduce-scatters (dense, expert, HSDP all-reduce) form one sequence of `units` equal
+// pieces released evenly over the chunk's last backward (the bucket rule of grad_sync_task with
+// one bucket per unit).
+schedule::CommTask fsdp2_grad_sync_task(const JobSpec& job, CostCache& cache, const PerfReport& rep,
+                                        const std::vector<Op>& ops, int units, int r, int c,
+                                        int z) {
+  const int last_bwd = schedule::last_action(rep.table, r, c, {Phase::kW, Phase::kBW});
+  double comm = 0.0;
+  for (const Op& op : ops) comm += price_collective(job, cache, op).time_s;
+  schedule::CommTask task;
+  task.rank = r;
+  task.stream = "dp";
+  task.label = fmt::format("fsdp2.grad_sync chunk {}", c);
+  const int n = std::max(1, units);
+  if (last_bwd < 0) {
+    task.duration_s = comm;
+    task.trigger = schedule::CommTrigger::kActionEnd;
+    task.trigger_action = static_cast<int>(rep.table.rank_actions(r).size()) - 1;
+    return task;
+  }
+  const ChunkTiming& ct = rep.chunks[static_cast<std::size_t>(z)];
+  const schedule::Action& a = rep.table.rank_actions(r)[static_cast<std::size_t>(last_bwd)];
+  const double t = a.phase == Phase::kW ? ct.w_s : ct.b_s + ct.w_s;
+  task.duration_s = std::max(t / n + comm, t + comm / n);
+  task.trigger = schedule::CommTrigger::kActionStart;
+  task.trigger_action = last_bwd;
+  return task;
+}
+
+// FSDP2 gathers unit by unit (one unit per block, the embedding, norm + output) and prefetches
+// the next unit while the current one computes: only the first unit's gather delays the chunk's
+// first forward; the rest runs beside that forward and holds back the rank's next action. The
+// backward's gathers (reshard after forward) run beside the chunk's first backward likewise.
+void attach_fsdp2_gathers(const PerfReport& rep, const Op& op, double t, int r, int c, int pass,
+                          int units, schedule::SimulationInput& in) {
+  const int count = static_cast<int>(rep.table.rank_actions(r).size());
+  const int anchor = pass == 0 ? schedule::first_action(rep.table, r, c, {Phase::kF})
+                               : schedule::first_action(rep.table, r, c, {Phase::kB, Phase::kBW});
+  schedule::CommTask first;
+  first.rank = r;
+  first.stream = "dp_gather";  // FSDP2 gathers on their own stream beside the reduce-scatters
+  first.label = fmt::format("{} chunk {} (first unit)", op.name, c);
+  first.duration_s = t / std::max(1, units);
+  schedule::CommTask rest = first;
+  rest.label = fmt::format("{} chunk {} (prefetched units)", op.name, c);
+  rest.duration_s = t - first.duration_s;
+  if (pass == 0) {
+    first.trigger = rest.trigger = schedule::CommTrigger::kIterationStart;
+    first.blocks_action = anchor;
+  } else {
+    // The backward gathers are issued as the backward starts; its first unit was prefetched.
+    first.duration_s = 0.0;
+    rest.duration_s = t;
+    rest.trigger = schedule::CommTrigger::kActionStart;
+    rest.trigger_action = anchor;
+  }
+  rest.blocks_action = anchor >= 0 && anchor + 1 < count ? anchor + 1 : -1;
+  if (first.duration_s > 0.0) in.comm.push_back(std::move(first));
+  in.comm.push_back(std::move(rest));
+}
+
 // 4. DP communication: gradient sync after each chunk's last backward; parameter gathers before
 // its first forward (overlapped ones block it on the "dp" stream). Returns the parameter-gather
 // time that cannot overlap (the largest over chunks).
@@ -282,9 +379,19 @@ double attach_dp_comm(const JobSpec& job, CostCache& cache, const PerfReport& re
       const RankWork& owner = rep.workload.ranks[static_cast<std::size_t>(z % p.pp)];
       const int owner_chunk = z / p.pp;
       const IterationWork& it = owner.iteration;
+      const VirtualStage& st = p.stages[static_cast<std::size_t>(z)];
+      const int units = st.num_layers + (st.has_embedding ? 1 : 0) + (st.has_output ? 1 : 0);
+      std::vector<Op> fsdp2_sync;
       for (std::size_t i = 0; i < it.grad_sync.size(); ++i) {
         if (it.grad_sync_chunk[i] != owner_chunk) continue;
+        if (p.fsdp == FsdpKind::kFsdp2 && it.grad_sync[i].overlap == Overlap::kWithCompute) {
+          fsdp2_sync.push_back(it.grad_sync[i]);
+          continue;
+        }
         in.comm.push_back(grad_sync_task(job, cache, rep, it.grad_sync[i], r, c, z));
+      }
+      if (!fsdp2_sync.empty()) {
+        in.comm.push_back(fsdp2_grad_sync_task(job, cache, rep, fsdp2_sync, units, r, c, z));
       }
       const int first_fwd = schedule::first_action(rep.table, r, c, {Phase::kF});
       double chunk_gather = 0.0;
@@ -292,6 +399,11 @@ double attach_dp_comm(const JobSpec& job, CostCache& cache, const PerfReport& re
         if (it.param_gather_chunk[i] != owner_chunk) continue;
         const Op& op = it.param_gather[i];
         const double t = price_collective(job, cache, op).time_s;
+        if (p.fsdp == FsdpKind::kFsdp2 && op.overlap == Overlap::kWithCompute) {
+          const int pass = op.name.ends_with("_bwd") ? 1 : 0;  // workload: the backward's gathers
+          attach_fsdp2_gathers(rep, op, t, r, c, pass, units, in);
+          continue;
+        }
         if (op.overlap != Overlap::kWithCompute) {
           chunk_gather += t;
           continue;
@@ -322,16 +434,24 @@ void fill_metrics(const JobSpec& job, CostCache& cache, PerfReport& rep) {
   }
   rep.optimizer_s =
       *std::max_element(rep.optimizer_s_per_rank.begin(), rep.optimizer_s_per_rank.end());
-  rep.pipeline_s = rep.simulation.makespan_s;
-  rep.iteration_s = rep.pipeline_s + rep.optimizer_s + rep.param_gather_exposed_s;
+  // Accumulation rounds run the simulated flush, its exposed gathers included, back to back.
+  const double rounds = std::max(1, job.runtime.accumulation_rounds);
+  rep.pipeline_s = rounds * rep.simulation.makespan_s;
+  rep.iteration_s = rep.pipeline_s + rep.optimizer_s + rounds * rep.param_gather_exposed_s;
   rep.tokens_per_s = static_cast<double>(job.tokens_per_iteration()) / rep.iteration_s;
   rep.tokens_per_s_per_gpu = rep.tokens_per_s / rep.world_size;
   rep.flops = model_flops(job);
   rep.model_tflops_per_gpu = rep.flops.model_flops / rep.iteration_s / rep.world_size / 1e12;
   rep.hardware_tflops_per_gpu = rep.flops.hardware_flops / rep.iteration_s / rep.world_size / 1e12;
+  if (job.runtime.logged_flops == RuntimeSpec::LoggedFlops::kMaxText) {
+    rep.logged_tflops_per_gpu = maxtext_flops(job) / rep.iteration_s / rep.world_size / 1e12;
+  }
   rep.mfu_dtype = job.runtime.precision.params_dtype;
   const double peak = job.cluster.accelerator.peak_flops(rep.mfu_dtype);
   rep.mfu = peak > 0 ? rep.model_tflops_per_gpu * 1e12 / peak : 0.0;
+  rep.palm_tflops_per_gpu =
+      palm_flops_per_token(job.model, job.runtime.seq_length) * rep.tokens_per_s_per_gpu / 1e12;
+  rep.palm_mfu = peak > 0 ? rep.palm_tflops_per_gpu * 1e12 / peak : 0.0;
   rep.bubble_fraction = rep.simulation.max_bubble_fraction;
   rep.bubble_over_ideal = rep.simulation.bubble_over_ideal;
 }
@@ -355,12 +475,17 @@ void fill_exposed(const JobSpec& job, const std::vector<ExposedComm>& stage_expo
     rep.exposed.tp_s += e.tp_s * rep.num_microbatches;
     rep.exposed.cp_s += e.cp_s * rep.num_microbatches;
     rep.exposed.ep_s += e.ep_s * rep.num_microbatches;
+    rep.exposed.dp_s += e.dp_s * rep.num_microbatches;  // per-layer FSDP collectives
+    rep.exposed.offload_s += e.offload_s * rep.num_microbatches;
   }
   for (const schedule::StreamStats& s : rep.simulation.streams) {
-    if (s.name == "dp") rep.exposed.dp_s = s.exposed_s[static_cast<std::size_t>(crit)];
+    if (s.name == "dp" || s.name == "dp_gather") {
+      rep.exposed.dp_s += s.exposed_s[static_cast<std::size_t>(crit)];
+    }
   }
-  rep.exposed.dp_s += rep.param_gather_exposed_s;
-  rep.exposed.pp_s = p.pp > 1 ? 2.0 * (p.pp - 1) * rep.p2p_s : 0.0;
+  const double rounds = std::max(1, job.runtime.accumulation_rounds);
+  rep.exposed.dp_s = rounds * (rep.exposed.dp_s + rep.param_gather_exposed_s);
+  rep.exposed.pp_s = p.pp > 1 ? rounds * 2.0 * (p.pp - 1) * rep.p2p_s : 0.0;
 }
 
 }  // namespace
@@ -378,6 +503,8 @@ PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfO
   rep.simulation = schedule::simulate(rep.table, in);
   fill_metrics(job, cache, rep);
   fill_exposed(job, stage_exposed, rep);
+  if (job.model.family == ModelFamily::kRecommendation)
+    perf_detail::finish_recsys_step(job, cache, rep);
   if (options.with_memory) {
     MemoryOptions mo;
     mo.table = &rep.table;  // the in-flight states come from the table just simulated
@@ -392,4 +519,12 @@ PerfReport project_performance(const JobSpec& job, const PerfOptions& options) {
   return project_performance(job, cache, options);
 }
 
+namespace perf_detail {
+
+OpCost price_op(const JobSpec& job, CostCache& cache, const Op& op) {
+  return op.kind == OpKind::kCollective ? price_collective(job, cache, op)
+                                        : price_compute(cache, op);
+}
+
+}  // namespace perf_detail
 }  // namespace projector

@@ -53,6 +53,8 @@ std::string class_key(const Op& op) {
       return std::string(to_string(cost_class(op.mem_class)));
     case OpKind::kCollective:
       return fmt::format("{} {}", to_string(op.group), to_string(op.collective));
+    case OpKind::kHostTransfer:
+      return "host_transfer";
   }
   return "?";
 }

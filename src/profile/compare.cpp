@@ -53,6 +53,7 @@ bool op_class(const Op& op, CostClass& out) {
       out = cost_class(op.mem_class);
       return true;
     case OpKind::kCollective:
+    case OpKind::kHostTransfer:
       break;
   }
   return false;

@@ -7,6 +7,7 @@
 #include "json_common.h"
 #include "projector/model/accounting.h"
 #include "projector/model/describe.h"
+#include "recsys_report.h"
 
 namespace projector {
 namespace {
@@ -57,15 +58,42 @@ std::string optimizer_name(OptimizerKind o) {
   return "?";
 }
 
+// The cluster, every default applied and every warning.
+std::string cluster_and_defaults_text(const JobSpec& job) {
+  const ClusterSpec& cl = job.cluster;
+  std::string out;
+  out += fmt::format(
+      "\ncluster: {} node(s) x {} GPU(s) = {} x {}, network {}\n", cl.nodes, cl.gpus_per_node,
+      cl.world_size(),
+      cl.accelerator.display_name.empty() ? cl.accelerator.name : cl.accelerator.display_name,
+      cl.network.name.empty() ? "(default)" : cl.network.name);
+  out += fmt::format("\ndefaults applied ({}):\n", job.defaults.size());
+  for (const AppliedDefault& d : job.defaults) {
+    out += d.source.empty()
+               ? fmt::format("  {} = {}  ({})\n", d.key, d.value, d.reason)
+               : fmt::format("  {} = {}  ({}: {})\n", d.key, d.value, d.source, d.reason);
+  }
+  out += fmt::format("\nwarnings ({}):\n", job.warnings.size());
+  for (const std::string& w : job.warnings) out += fmt::format("  {}\n", w);
+  return out;
+}
+
 std::string summary_text(const JobSpec& job) {
   std::string out;
   const ModelSpec& m = job.model;
   const ParallelSpec& p = job.parallel;
   const RuntimeSpec& rt = job.runtime;
-  const ClusterSpec& cl = job.cluster;
   const ModelParams params = model_params(m, padded_vocab_size(m, p.tp));
   out += fmt::format("config: {}\n\n", job.source);
   out += fmt::format("model: {}\n", m.name);
+  if (m.family == ModelFamily::kRecommendation) {
+    out += report_detail::recsys_model_text(job);
+    out += fmt::format(
+        "\nparallel: the dense part data-parallel over {} GPUs, the tables as planned\n", p.dp);
+    out += fmt::format("\nruntime: batch {} per GPU, {} global\n", rt.micro_batch_size,
+                       rt.global_batch_size);
+    return out + cluster_and_defaults_text(job);
+  }
   out += fmt::format(
       "  layers {}, hidden {}, vocab {} (padded {} at TP {}), {}, {}, {} embeddings\n",
       m.num_layers(), m.hidden_size, m.vocab_size, padded_vocab_size(m, p.tp), p.tp,
@@ -122,20 +150,7 @@ std::string summary_text(const JobSpec& job) {
       "  optimizer {}{} (main grads {}, exp_avg {}, exp_avg_sq {})\n", optimizer_name(rt.optimizer),
       rt.precision_aware_optimizer ? " precision-aware" : "", to_string(rt.main_grads_dtype),
       to_string(rt.exp_avg_dtype), to_string(rt.exp_avg_sq_dtype));
-  out += fmt::format(
-      "\ncluster: {} node(s) x {} GPU(s) = {} x {}, network {}\n", cl.nodes, cl.gpus_per_node,
-      cl.world_size(),
-      cl.accelerator.display_name.empty() ? cl.accelerator.name : cl.accelerator.display_name,
-      cl.network.name.empty() ? "(default)" : cl.network.name);
-  out += fmt::format("\ndefaults applied ({}):\n", job.defaults.size());
-  for (const AppliedDefault& d : job.defaults) {
-    out += d.source.empty()
-               ? fmt::format("  {} = {}  ({})\n", d.key, d.value, d.reason)
-               : fmt::format("  {} = {}  ({}: {})\n", d.key, d.value, d.source, d.reason);
-  }
-  out += fmt::format("\nwarnings ({}):\n", job.warnings.size());
-  for (const std::string& w : job.warnings) out += fmt::format("  {}\n", w);
-  return out;
+  return out + cluster_and_defaults_text(job);
 }
 
 report_detail::Json to_json(const JobSpec& job) {
@@ -164,6 +179,10 @@ report_detail::Json to_json(const JobSpec& job) {
                 {"params_total", params.total},
                 {"params_active", params.active},
                 {"layer_runs", layers}};
+  if (m.family == ModelFamily::kRecommendation) {
+    j["model"]["family"] = "recommendation";
+    j["model"]["recommendation"] = report_detail::recsys_model_json(job);
+  }
   json stages = json::array();
   for (const VirtualStage& s : p.stages) {
     stages.push_back({{"first_layer", s.first_layer},

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "json_common.h"
+#include "recsys_report.h"
 
 namespace projector {
 namespace {
@@ -26,6 +27,7 @@ std::string rank_label(const RankMemory& r) {
 }
 
 std::string summary_text(const JobSpec& job, const MemoryReport& rep) {
+  if (rep.has_recsys) return report_detail::recsys_memory_text(job, rep);
   std::string out;
   out += fmt::format("Memory projection: {} ({})\n",
                      job.model.name.empty() ? "model" : job.model.name, job.source);
@@ -189,6 +191,7 @@ Json report_json(const JobSpec& job, const MemoryReport& rep) {
         rep.sources[static_cast<std::size_t>(i)];
   }
   j["sources"] = std::move(sources);
+  if (rep.has_recsys) j["recsys"] = report_detail::recsys_memory_json(rep);
   j["notes"] = rep.notes;
   j["defaults"] = report_detail::defaults_json(job);
   j["warnings"] = job.warnings;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_common.h"
+#include "recsys_report.h"
 
 namespace projector {
 namespace {
@@ -83,11 +84,14 @@ std::string describe_op_shape(const Op& op) {
       return fmt::format("{} {} n={} {}B{}", to_string(op.collective), to_string(op.group),
                          op.group_size, human_count(op.bytes),
                          op.steps > 1 ? fmt::format(" x{}", op.steps) : "");
+    case OpKind::kHostTransfer:
+      return fmt::format("host copy {}B", human_count(op.bytes));
   }
   return "";
 }
 
 std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
+  if (rep.has_recsys) return report_detail::recsys_perf_text(job, rep);
   const ParallelSpec& p = job.parallel;
   std::string out;
   out += "==================== Performance projection ====================\n";
@@ -132,14 +136,24 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
       "  Exposed comm (ms)       TP {:.1f}  CP {:.1f}  EP {:.1f}  PP {:.1f}  DP {:.1f}\n",
       ms(rep.exposed.tp_s), ms(rep.exposed.cp_s), ms(rep.exposed.ep_s), ms(rep.exposed.pp_s),
       ms(rep.exposed.dp_s));
+  if (rep.exposed.offload_s > 0.0) {
+    out += fmt::format("  Exposed host offload    {:>12.1f} ms\n", ms(rep.exposed.offload_s));
+  }
   out += fmt::format("  Tokens/s                {:>12.0f}\n", rep.tokens_per_s);
   out += fmt::format("  Tokens/s/GPU            {:>12.1f}\n", rep.tokens_per_s_per_gpu);
   out += fmt::format("  Model TFLOP/s/GPU       {:>12.1f}\n", rep.model_tflops_per_gpu);
+  if (rep.logged_tflops_per_gpu > 0.0) {
+    out += fmt::format("  MaxText TFLOP/s/device  {:>12.1f} (calculate_tflops_training_per_device)\n",
+                       rep.logged_tflops_per_gpu);
+  }
   out += fmt::format("  Hardware TFLOP/s/GPU    {:>12.1f} (incl. recompute)\n",
                      rep.hardware_tflops_per_gpu);
   out += fmt::format("  MFU                     {:>12.1f} % of {} dense peak ({:.0f} TFLOP/s)\n",
                      100.0 * rep.mfu, to_string(rep.mfu_dtype),
                      job.cluster.accelerator.peak_tflops[static_cast<int>(rep.mfu_dtype)]);
+  out += fmt::format(
+      "  6N+attention TFLOP/s/GPU {:>11.1f} (PaLM convention, as torchtitan logs; MFU {:.1f} %)\n",
+      rep.palm_tflops_per_gpu, 100.0 * rep.palm_mfu);
   if (rep.has_memory) {
     out += fmt::format("  Peak memory             {:>12.2f} GiB (upper {:.2f}) of {:.0f} GiB: {}\n",
                        rep.memory.peak_point_bytes / kGiB, rep.memory.peak_upper_bytes / kGiB,
@@ -216,8 +230,11 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                   {"hardware_flops_per_iteration", rep.flops.hardware_flops},
                   {"model_tflops_per_gpu", rep.model_tflops_per_gpu},
                   {"hardware_tflops_per_gpu", rep.hardware_tflops_per_gpu},
+                  {"logged_tflops_per_gpu", rep.logged_tflops_per_gpu},
                   {"mfu_pct", 100.0 * rep.mfu},
                   {"mfu_dtype", std::string(to_string(rep.mfu_dtype))},
+                  {"palm_tflops_per_gpu", rep.palm_tflops_per_gpu},
+                  {"palm_mfu_pct", 100.0 * rep.palm_mfu},
                   {"bubble_fraction", rep.bubble_fraction},
                   {"bubble_over_ideal", rep.bubble_over_ideal},
                   {"p2p_ms", ms(rep.p2p_s)},
@@ -226,7 +243,8 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                           {"cp", ms(rep.exposed.cp_s)},
                           {"ep", ms(rep.exposed.ep_s)},
                           {"pp", ms(rep.exposed.pp_s)},
-                          {"dp", ms(rep.exposed.dp_s)}};
+                          {"dp", ms(rep.exposed.dp_s)},
+                          {"offload", ms(rep.exposed.offload_s)}};
   ordered_json chunks = ordered_json::array();
   for (const ChunkTiming& c : rep.chunks) {
     ordered_json jc;
@@ -291,6 +309,7 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                    {"peak_rank", rep.memory.peak_rank},
                    {"verdict", std::string(to_string(rep.memory.verdict))}};
   }
+  if (rep.has_recsys) j["recsys"] = report_detail::recsys_perf_json(job, rep);
   j["notes"] = rep.notes;
   if (const std::string hw = hardware_note(job.cluster.accelerator); !hw.empty()) {
     j["notes"].push_back(hw);

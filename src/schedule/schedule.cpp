@@ -14,14 +14,17 @@
 namespace projector::schedule {
 namespace {
 
+// Keys are the neutral job-model names (pp, vpp, num_microbatches, schedule): each adapter names
+// its own keys when its job builder rejects a layout, so these are reached only by hand-built
+// schedules.
 [[noreturn]] void bad(const std::string& key, const std::string& message) {
   throw InputError(SourceLocation{}, key, message);
 }
 
 void check_common(int pp, int vpp, int m) {
-  if (pp < 1) bad("pipeline_model_parallel_size", fmt::format("must be >= 1, got {}", pp));
+  if (pp < 1) bad("pp", fmt::format("must be >= 1, got {}", pp));
   if (vpp < 1)
-    bad("virtual_pipeline_model_parallel_size", fmt::format("must be >= 1, got {}", vpp));
+    bad("vpp", fmt::format("must be >= 1, got {}", vpp));
   if (m < 1) bad("num_microbatches", fmt::format("must be >= 1, got {}", m));
 }
 
@@ -117,7 +120,7 @@ ScheduleSelection select_schedule(ScheduleKind requested, int pp, int vpp, bool 
   check_common(pp, vpp, 1);
   const auto need_vshape = [&](ScheduleKind a) {
     if (vpp != 2) {
-      bad("virtual_pipeline_model_parallel_size",
+      bad("vpp",
           fmt::format("schedule '{}' is a V-shape schedule and needs exactly 2 model chunks per "
                       "rank, got {}",
                       to_string(a), vpp));
@@ -137,14 +140,14 @@ ScheduleSelection select_schedule(ScheduleKind requested, int pp, int vpp, bool 
     case ScheduleKind::k1F1B:
     case ScheduleKind::kZeroBubble:
       if (vpp != 1) {
-        bad("virtual_pipeline_model_parallel_size",
+        bad("vpp",
             fmt::format("schedule '{}' needs 1 model chunk per rank, got {}", to_string(requested),
                         vpp));
       }
       return {requested, fmt::format("{} requested", to_string(requested))};
     case ScheduleKind::kInterleaved:
       if (vpp < 2) {
-        bad("virtual_pipeline_model_parallel_size",
+        bad("vpp",
             fmt::format("schedule 'interleaved' needs >= 2 model chunks per rank, got {}", vpp));
       }
       return {requested, "interleaved requested"};
@@ -154,7 +157,7 @@ ScheduleSelection select_schedule(ScheduleKind requested, int pp, int vpp, bool 
     case ScheduleKind::kDualPipeV:
       return need_vshape(requested);
   }
-  bad("pipeline_schedule_algorithm", "unhandled schedule");
+  bad("schedule", "unhandled schedule");
 }
 
 ScheduleTable build_schedule(const ScheduleRequest& request) {
@@ -179,7 +182,7 @@ ScheduleTable build_schedule(const ScheduleRequest& request) {
     case ScheduleKind::kAuto:
       break;
   }
-  bad("pipeline_schedule_algorithm", "auto did not resolve");
+  bad("schedule", "auto did not resolve");
 }
 
 // ---------------------------------------------------------------------------------------- 1F1B
@@ -208,12 +211,12 @@ ScheduleTable build_1f1b(int pp, int m) {
 ScheduleTable build_interleaved(int pp, int vpp, int m, int group_size) {
   check_common(pp, vpp, m);
   if (vpp < 2) {
-    bad("virtual_pipeline_model_parallel_size",
+    bad("vpp",
         fmt::format("interleaved 1F1B needs >= 2 model chunks per rank, got {}", vpp));
   }
   const int n = group_size == 0 ? pp : group_size;
   if (n < pp || n > m) {
-    bad(group_size == 0 ? "num_microbatches" : "microbatch_group_size_per_vp_stage",
+    bad(group_size == 0 ? "num_microbatches" : "microbatch_group",
         fmt::format("interleaved 1F1B needs pp ({}) <= microbatch group size ({}) <= "
                     "num_microbatches ({}) (Megatron-LM rule)",
                     pp, n, m));

@@ -25,7 +25,8 @@ nlohmann::json candidate_json(const Candidate& c) {
           {"recompute", to_string(c.recompute)},
           {"sharding", std::string(to_string(c.sharding))},
           {"sequence_parallel", c.tp > 1},
-          {"ddp_bucket_size_bytes", c.bucket_bytes}};
+          {"ddp_bucket_size_bytes", c.bucket_bytes},
+          {"dp_replicate", c.dp_replicate}};
 }
 
 }  // namespace
@@ -34,18 +35,19 @@ void write_csv(std::ostream& out, const Result& r) {
   out << "rank,index,tp,pp,vpp,cp,ep,etp,dp,expert_dp,mbs,microbatches,schedule,recompute,"
          "sharding,sequence_parallel,ddp_bucket_size_bytes,iteration_s,tokens_per_s_per_gpu,mfu,"
          "peak_point_gib,peak_upper_gib,bubble_fraction,exposed_tp_s,exposed_cp_s,exposed_ep_s,"
-         "exposed_pp_s,exposed_dp_s,pareto\n";
+         "exposed_pp_s,exposed_dp_s,pareto,dp_replicate\n";
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     const Entry& e = r.ranked[i];
     const Candidate& c = e.candidate;
     out << fmt::format(
         "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.6f},{:.6f},"
-        "{:.6g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{}\n",
+        "{:.6g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{}\n",
         i + 1, e.index, c.tp, c.pp, c.vpp, c.cp, c.ep, c.etp, c.dp, c.expert_dp, c.mbs,
         e.num_microbatches, to_string(c.schedule), to_string(c.recompute), to_string(c.sharding),
         c.tp > 1 ? 1 : 0, c.bucket_bytes, e.iteration_s, e.tokens_per_s_per_gpu, e.mfu,
         e.peak_point_bytes / kGiB, e.peak_upper_bytes / kGiB, e.bubble_fraction, e.exposed.tp_s,
-        e.exposed.cp_s, e.exposed.ep_s, e.exposed.pp_s, e.exposed.dp_s, e.pareto ? 1 : 0);
+        e.exposed.cp_s, e.exposed.ep_s, e.exposed.pp_s, e.exposed.dp_s, e.pareto ? 1 : 0,
+        c.dp_replicate);
   }
 }
 

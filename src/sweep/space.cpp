@@ -8,7 +8,9 @@
 #include <charconv>
 #include <numeric>
 
+#include "projector/frontend/maxtext.h"
 #include "projector/job/layout.h"
+#include "projector/job/mesh.h"
 #include "projector/sweep/sweep.h"
 #include "projector/util/error.h"
 #include "projector/util/text.h"
@@ -78,7 +80,25 @@ RecomputeOption parse_recompute(std::string_view text) {
     return {RecomputeKind::kFullBlock,
             positive_int("recompute", std::string_view(t).substr(5), kMaxLayers)};
   }
-  bad_grid(fmt::format("recompute: unknown '{}' (none, selective, full, block<N>)", text));
+  if (t == "op") return {RecomputeKind::kOpPolicy, 0};
+  if (t.rfind("every", 0) == 0 && t.size() > 5) {
+    return {RecomputeKind::kEveryN,
+            positive_int("recompute", std::string_view(t).substr(5), kMaxLayers)};
+  }
+  if (t.rfind("remat:", 0) == 0) {
+    const std::string name = t.substr(6);
+    if (name == "base") return {RecomputeKind::kTensorPolicy, -1};
+    const auto& names = maxtext::remat_policy_names();
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == name && name != "custom") {
+        return {RecomputeKind::kTensorPolicy, static_cast<int>(i)};
+      }
+    }
+  }
+  bad_grid(
+      fmt::format("recompute: unknown '{}' (none, selective, full, block<N>, op, every<N>, "
+                  "remat:<MaxText remat_policy>, remat:base)",
+                  text));
 }
 
 Sharding parse_sharding(std::string_view text) {
@@ -87,7 +107,8 @@ Sharding parse_sharding(std::string_view text) {
     return Sharding::kDistributedOptimizer;
   }
   if (t == "fsdp") return Sharding::kFsdp;
-  bad_grid(fmt::format("sharding: unknown '{}' (distopt, fsdp)", text));
+  if (t == "fsdp2") return Sharding::kFsdp2;
+  bad_grid(fmt::format("sharding: unknown '{}' (distopt, fsdp, fsdp2)", text));
 }
 
 std::vector<int> divisors(std::int64_t n, std::int64_t max_value) {
@@ -101,6 +122,7 @@ std::vector<int> divisors(std::int64_t n, std::int64_t max_value) {
 // What the rules need from the base job, computed once (the job module's rule facts).
 struct Facts : RuleFacts {
   int nodes = 1;
+  std::int64_t mesh_slice_devices = 0;  // a mesh job: devices per slice (TP x PP x CP x EP | it)
 };
 
 Facts facts_of(const JobSpec& base, const SpaceOptions& o) {
@@ -118,6 +140,10 @@ Facts facts_of(const JobSpec& base, const SpaceOptions& o) {
   f.tp_beyond_node = o.allow_tp_beyond_node || base.parallel.allow_tp_beyond_node;
   f.uneven_layers = o.allow_uneven_layers;
   f.search = true;
+  if (!base.parallel.mesh.empty()) {
+    f.mesh_slice_devices = f.world / std::max(1, base.cluster.slices);
+    f.tp_beyond_node = true;  // tensor axes lie on the slice's torus, not in a host
+  }
   return f;
 }
 
@@ -131,14 +157,19 @@ LayoutChoice choice_of(const Candidate& c) {
   l.etp = c.etp;
   l.mbs = c.mbs;
   l.schedule = c.schedule;
-  l.full_recompute =
-      c.recompute.kind == RecomputeKind::kFull || c.recompute.kind == RecomputeKind::kFullBlock;
+  l.full_recompute = c.recompute.kind == RecomputeKind::kFull ||
+                     c.recompute.kind == RecomputeKind::kFullBlock ||
+                     c.recompute.kind == RecomputeKind::kEveryN;
   l.recompute_block_layers =
       c.recompute.kind == RecomputeKind::kFullBlock ? c.recompute.num_layers : 0;
   return l;
 }
 
 Rule check(const Facts& f, const Candidate& c) {
+  if (f.mesh_slice_devices > 0 &&
+      f.mesh_slice_devices % (static_cast<std::int64_t>(c.tp) * c.pp * c.cp * c.ep) != 0) {
+    return Rule::kWorldDense;  // the inner mesh axes must fit in one slice
+  }
   return check_layout(f, choice_of(c));
 }
 
@@ -168,7 +199,7 @@ std::string_view to_string(Objective o) {
 }
 
 std::string_view to_string(Sharding s) {
-  return s == Sharding::kFsdp ? "fsdp" : "dist-opt";
+  return s == Sharding::kFsdp ? "fsdp" : (s == Sharding::kFsdp2 ? "fsdp2" : "dist-opt");
 }
 
 std::string to_string(RecomputeOption r) {
@@ -181,6 +212,16 @@ std::string to_string(RecomputeOption r) {
       return "full";
     case RecomputeKind::kFullBlock:
       return fmt::format("block{}", r.num_layers);
+    case RecomputeKind::kOpPolicy:
+      return "op";
+    case RecomputeKind::kEveryN:
+      return fmt::format("every{}", r.num_layers);
+    case RecomputeKind::kTensorPolicy:
+      return r.num_layers < 0
+                 ? std::string("remat:base")
+                 : fmt::format(
+                       "remat:{}",
+                       maxtext::remat_policy_names()[static_cast<std::size_t>(r.num_layers)]);
   }
   return "?";
 }
@@ -190,6 +231,7 @@ std::string describe(const Candidate& c) {
                               c.pp, c.vpp, c.cp, c.ep, c.etp, c.dp, c.mbs, to_string(c.schedule),
                               to_string(c.recompute), to_string(c.sharding));
   if (c.bucket_bytes > 0) s += fmt::format(" bucket={}MB", c.bucket_bytes / 1000000);
+  if (c.dp_replicate > 1) s += fmt::format(" replicate={}", c.dp_replicate);
   return s;
 }
 
@@ -232,6 +274,8 @@ Grid parse_grid(std::string_view text) {
     } else if (key == "sharding") {
       g.sharding.clear();
       for (const std::string_view v : values) g.sharding.push_back(parse_sharding(v));
+    } else if (key == "replicate") {
+      ints(g.replicate, kMaxWorldSize);
     } else if (key == "bucket_mb") {
       g.bucket_bytes.clear();
       for (const std::string_view v : values) {
@@ -241,7 +285,7 @@ Grid parse_grid(std::string_view text) {
     } else {
       bad_grid(
           fmt::format("unknown axis '{}' (tp, pp, vpp, cp, ep, etp, mbs, schedule, "
-                      "recompute, sharding, bucket_mb)",
+                      "recompute, sharding, bucket_mb, replicate)",
                       key));
     }
   }
@@ -268,10 +312,13 @@ struct Axes {
   std::vector<RecomputeOption> recompute;
   std::vector<Sharding> sharding;
   std::vector<std::int64_t> bucket;
+  std::vector<int> replicate;
   bool moe = false;
   // ETP depends on TP: the grid's values, else {TP} and, for MoE with TP > 1, also 1.
+  bool mesh = false;  // a mesh job: experts shard their MLP columns over the tensor axes
   std::vector<int> etp(int tp_size) const {
     if (!etp_grid.empty()) return etp_grid;
+    if (mesh) return {tp_size};
     if (moe && tp_size != 1) return {tp_size, 1};
     return {tp_size};
   }
@@ -280,7 +327,15 @@ struct Axes {
 std::vector<std::pair<ScheduleKind, int>> schedule_variants(const Facts& f, const Grid& grid,
                                                             const SpaceOptions& options) {
   std::vector<ScheduleKind> schedules = grid.schedules;
-  if (schedules.empty()) {
+  if (schedules.empty() && options.fsdp2_native) {
+    // torchtitan's schedules; multi-stage ones with its default 2 stages per rank.
+    schedules = {ScheduleKind::k1F1B, ScheduleKind::kInterleaved, ScheduleKind::kZbvFormatted,
+                 ScheduleKind::kDualPipeV};
+  }
+  if (schedules.empty() && f.mesh_slice_devices > 0) {
+    // A compiled (MaxText) pipeline: stages or circular repeats, no split backward.
+    schedules = {ScheduleKind::k1F1B, ScheduleKind::kInterleaved};
+  } else if (schedules.empty()) {
     schedules = {ScheduleKind::k1F1B, ScheduleKind::kZeroBubble, ScheduleKind::kInterleaved};
     if (options.include_vshape) {
       schedules.insert(schedules.end(), {ScheduleKind::kZbvFormatted, ScheduleKind::kZbvGreedyMin,
@@ -291,6 +346,8 @@ std::vector<std::pair<ScheduleKind, int>> schedule_variants(const Facts& f, cons
   for (const ScheduleKind s : schedules) {
     if (!grid.vpp.empty()) {
       for (const int v : grid.vpp) variants.emplace_back(s, v);
+    } else if (s == ScheduleKind::kInterleaved && options.fsdp2_native) {
+      variants.emplace_back(s, 2);
     } else if (s == ScheduleKind::kInterleaved) {
       // Balanced: the divisors of the layer count (only they can divide it with some PP). With
       // uneven layouts also the powers of two, which need not divide it.
@@ -303,6 +360,24 @@ std::vector<std::pair<ScheduleKind, int>> schedule_variants(const Facts& f, cons
     }
   }
   return variants;
+}
+
+// Megatron's granularities, or for a per-tensor-policy job (MaxText) its own policy and every
+// named remat_policy (none / minimal_flash / the quantization variants repeat others).
+std::vector<RecomputeOption> default_recompute(const JobSpec& base) {
+  if (base.runtime.recompute.granularity != RecomputeGranularity::kTensors) {
+    return {{RecomputeKind::kNone, 0}, {RecomputeKind::kSelective, 0}, {RecomputeKind::kFull, 0}};
+  }
+  std::vector<RecomputeOption> out = {{RecomputeKind::kTensorPolicy, -1}};
+  const auto& names = maxtext::remat_policy_names();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string_view n = names[i];
+    if (n == "none" || n == "minimal_flash" || n == "custom" || n.find("quantization") != n.npos) {
+      continue;
+    }
+    out.push_back({RecomputeKind::kTensorPolicy, static_cast<int>(i)});
+  }
+  return out;
 }
 
 Axes axes_of(const JobSpec& base, const Facts& f, const Grid& grid, const SpaceOptions& options) {
@@ -322,14 +397,21 @@ Axes axes_of(const JobSpec& base, const Facts& f, const Grid& grid, const SpaceO
   a.etp_grid = grid.etp;
   a.variants = schedule_variants(f, grid, options);
   a.mbs = !grid.mbs.empty() ? grid.mbs : options.default_mbs;
-  a.recompute = !grid.recompute.empty()
-                    ? grid.recompute
-                    : std::vector<RecomputeOption>{{RecomputeKind::kNone, 0},
-                                                   {RecomputeKind::kSelective, 0},
-                                                   {RecomputeKind::kFull, 0}};
-  a.sharding = !grid.sharding.empty()
-                   ? grid.sharding
-                   : std::vector<Sharding>{Sharding::kDistributedOptimizer, Sharding::kFsdp};
+  const bool native = options.fsdp2_native;
+  a.mesh = !base.parallel.mesh.empty();
+  a.recompute = !grid.recompute.empty() ? grid.recompute
+                : native                ? std::vector<RecomputeOption>{{RecomputeKind::kNone, 0},
+                                                                       {RecomputeKind::kOpPolicy, 0},
+                                                                       {RecomputeKind::kEveryN, 2},
+                                                                       {RecomputeKind::kFull, 0}}
+                                        : default_recompute(base);
+  a.sharding = !grid.sharding.empty() ? grid.sharding
+               : native               ? std::vector<Sharding>{Sharding::kFsdp2}
+               : a.mesh ? std::vector<Sharding>{Sharding::kFsdp}  // the mesh decides it
+                        : std::vector<Sharding>{Sharding::kDistributedOptimizer, Sharding::kFsdp};
+  a.replicate = !grid.replicate.empty() ? grid.replicate
+                : native                ? divisors(f.world, f.world)
+                                        : std::vector<int>{1};
   a.bucket = !grid.bucket_bytes.empty()
                  ? grid.bucket_bytes
                  : std::vector<std::int64_t>{base.parallel.ddp_bucket_size_bytes};
@@ -344,11 +426,25 @@ Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions&
                       const std::atomic<bool>* stop) {
   const Facts f = facts_of(base, options);
   const Axes ax = axes_of(base, f, grid, options);
-  enum { kTp, kPp, kCp, kEp, kEtp, kVariant, kMbs, kRecompute, kSharding, kBucket, kNumAxes };
+  enum {
+    kTp,
+    kPp,
+    kCp,
+    kEp,
+    kEtp,
+    kVariant,
+    kMbs,
+    kRecompute,
+    kSharding,
+    kBucket,
+    kReplicate,
+    kNumAxes
+  };
   std::vector<int> etps = ax.tp.empty() ? std::vector<int>{} : ax.etp(ax.tp[0]);
   std::array<std::size_t, kNumAxes> size = {
-      ax.tp.size(),       ax.pp.size(),  ax.cp.size(),        ax.ep.size(),       etps.size(),
-      ax.variants.size(), ax.mbs.size(), ax.recompute.size(), ax.sharding.size(), ax.bucket.size()};
+      ax.tp.size(),       ax.pp.size(),       ax.cp.size(),       ax.ep.size(),
+      etps.size(),        ax.variants.size(), ax.mbs.size(),      ax.recompute.size(),
+      ax.sharding.size(), ax.bucket.size(),   ax.replicate.size()};
   Enumeration out;
   std::size_t combinations = 1;
   for (const std::size_t n : size) {
@@ -375,12 +471,18 @@ Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions&
     c.recompute = ax.recompute[at[kRecompute]];
     c.sharding = ax.sharding[at[kSharding]];
     c.bucket_bytes = ax.bucket[at[kBucket]];
+    c.dp_replicate = ax.replicate[at[kReplicate]];
     ++out.enumerated;
     if ((out.enumerated & 4095) == 0 && stop != nullptr && stop->load(std::memory_order_relaxed)) {
       out.stopped = true;
       return out;
     }
-    const Rule r = check(f, c);
+    Rule r = check(f, c);
+    if (r == Rule::kLegal && c.dp_replicate > 1) {
+      // HSDP needs FSDP2 and a replicate degree that divides DP.
+      const DataParallelSizes dps = data_parallel_sizes(f.world, c.tp, c.pp, c.cp, c.etp, c.ep);
+      if (c.sharding != Sharding::kFsdp2 || dps.dp % c.dp_replicate != 0) r = Rule::kWorldDense;
+    }
     if (r != Rule::kLegal) {
       ++out.illegal_by_rule[static_cast<std::size_t>(r)];
     } else {
@@ -418,8 +520,19 @@ void apply_candidate(const Candidate& c, int nodes, JobSpec& job) {
   ParallelSpec& p = job.parallel;
   p.sequence_parallel = c.tp > 1;
   p.distributed_optimizer = c.sharding == Sharding::kDistributedOptimizer;
-  p.fsdp = c.sharding == Sharding::kFsdp ? FsdpKind::kZero3 : FsdpKind::kNone;
+  p.fsdp = c.sharding == Sharding::kFsdp    ? FsdpKind::kZero3
+           : c.sharding == Sharding::kFsdp2 ? FsdpKind::kFsdp2
+                                            : FsdpKind::kNone;
   p.ddp_bucket_size_bytes = c.bucket_bytes;
+  p.dp_replicate = c.sharding == Sharding::kFsdp2 ? c.dp_replicate : 1;
+  job.runtime.accumulation_rounds = 1;
+  if (c.sharding == Sharding::kFsdp2) {
+    // torchtitan: reshard after forward unless PP; without PP every microbatch is its own
+    // accumulation round, with PP the iteration is one flush.
+    p.reshard_after_forward = c.pp == 1;
+    if (c.pp == 1) job.runtime.accumulation_rounds = std::max(1, job.num_microbatches());
+  }
+  relayout_mesh(job);  // a mesh job: its axes, torus places and sharding follow the sizes
   RecomputeSpec& rc = job.runtime.recompute;
   rc.layer_ids.clear();
   rc.modules.clear();
@@ -441,6 +554,25 @@ void apply_candidate(const Candidate& c, int nodes, JobSpec& job) {
       rc.granularity = RecomputeGranularity::kFull;
       rc.method = RecomputeMethod::kBlock;
       rc.num_layers = c.recompute.num_layers;
+      break;
+    case RecomputeKind::kOpPolicy:
+      rc.granularity = RecomputeGranularity::kOpPolicy;
+      rc.memory_budget = -1.0;
+      break;
+    case RecomputeKind::kEveryN:
+      rc.granularity = RecomputeGranularity::kNone;
+      for (int i = 0; i < job.model.num_layers(); ++i) {
+        if ((i + 1) % std::max(1, c.recompute.num_layers) == 0) rc.layer_ids.push_back(i);
+      }
+      break;
+    case RecomputeKind::kTensorPolicy:
+      rc.granularity = RecomputeGranularity::kTensors;
+      if (c.recompute.num_layers >= 0) {
+        const auto& names = maxtext::remat_policy_names();
+        rc.tensors =
+            maxtext::remat_policy(names[static_cast<std::size_t>(c.recompute.num_layers)], nullptr)
+                .value_or(TensorPolicy{});
+      }
       break;
   }
 }

@@ -271,49 +271,6 @@ void map_decoder_lm(Mapper& m, int seq_len) {
   m.out_.moe = moe;
 }
 
-// model.type dlrm: embedding tables, bottom / top MLPs, interaction (TorchRec dlrm_main.py).
-void map_recommendation(Mapper& m) {
-  const RunEntry::Model& src = m.e_.model;
-  ModelSpec& ms = m.d_.model;
-  ms.family = ModelFamily::kRecommendation;
-  if (!src.dlrm) return m.fail("model.type is dlrm but the model.dlrm block is missing");
-  const RunEntry::Dlrm& x = *src.dlrm;
-  if (!x.embedding_dim || x.num_embeddings_per_feature.empty() ||
-      x.dense_arch_layer_sizes.empty() || x.over_arch_layer_sizes.empty()) {
-    return m.fail(
-        "model.dlrm: embedding_dim, num_embeddings_per_feature, dense_arch_layer_sizes and "
-        "over_arch_layer_sizes are required");
-  }
-  RecommendationSpec& r = ms.recommendation;
-  r.dense_features = x.dense_features.value_or(0);
-  const std::optional<Dtype> dtype =
-      parse_dtype(x.embedding_dtype.empty() ? "fp32" : x.embedding_dtype);
-  for (std::size_t i = 0; i < x.num_embeddings_per_feature.size(); ++i) {
-    EmbeddingTableSpec t;
-    t.name = fmt::format("t_cat_{}", i);
-    t.num_embeddings = x.num_embeddings_per_feature[i];
-    t.embedding_dim = *x.embedding_dim;
-    const std::int64_t pooling = i < x.multi_hot_sizes.size() ? x.multi_hot_sizes[i] : 1;
-    if (pooling < 1 || pooling > kMaxCount) {
-      return m.fail(
-          fmt::format("model.dlrm.multi_hot_sizes: {} is not in 1..{}", pooling, kMaxCount));
-    }
-    t.pooling_factor = static_cast<int>(pooling);
-    t.dtype = dtype.value_or(Dtype::kFp32);
-    r.tables.push_back(std::move(t));
-  }
-  r.bottom_mlp.layer_sizes = x.dense_arch_layer_sizes;
-  r.top_mlp.layer_sizes = x.over_arch_layer_sizes;
-  const std::string interaction = to_lower(x.interaction_type);
-  r.interaction = has(interaction, "dcn")   ? FeatureInteraction::kDcn
-                  : has(interaction, "cat") ? FeatureInteraction::kConcat
-                                            : FeatureInteraction::kDot;
-  r.dcn_num_layers = x.dcn_num_layers.value_or(0);
-  r.dcn_low_rank_dim = x.dcn_low_rank_dim.value_or(0);
-  m.note(fmt::format("model: recommendation model, {} embedding tables of dim {}", r.tables.size(),
-                     *x.embedding_dim));
-}
-
 }  // namespace
 
 void map_model(Mapper& m, int seq_len) {

@@ -171,8 +171,8 @@ void map_sharding(Mapper& m) {
   } else if (has(zero, "fsdp") || has(zero, "zero-3") || has(zero, "zero3") || zero == "3") {
     d.fsdp = FsdpKind::kZero3;
   } else if (fsdp_degree || t.fsdp_shard_degree.value_or(1) > 1) {
-    // A number is the FSDP shard degree (MaxText's ici_fsdp_parallelism, torchtitan's
-    // data_parallel_shard_degree): weights, gradients and optimizer state are sharded.
+    // A number is the FSDP shard degree (MaxText's ici_fsdp_parallelism): weights, gradients and
+    // optimizer state are sharded.
     d.fsdp = FsdpKind::kFsdp2;
     m.note(fmt::format("training.fsdp: shard degree {} read as FSDP",
                        fsdp_degree ? t.fsdp : std::to_string(*t.fsdp_shard_degree)));
@@ -194,9 +194,9 @@ void map_sharding(Mapper& m) {
   }
 }
 
-// Micro and global batch: stated, or a per-replica batch (torchtitan local_batch_size, MaxText
-// per_device_batch_size), or left to the profile's rule. With PP the microbatch count sets the
-// bubble, so an unstated global batch fails the run instead of being guessed.
+// Micro and global batch: stated, or a per-replica batch (MaxText per_device_batch_size), or left
+// to the profile's rule. With PP the microbatch count sets the bubble, so an unstated global batch
+// fails the run instead of being guessed.
 void map_batches(Mapper& m) {
   const RunEntry::Training& t = m.e_.training;
   JobDraft& d = m.d_;
@@ -204,7 +204,6 @@ void map_batches(Mapper& m) {
   const MicrobatchRule rule =
       d.profile.microbatch_rule.value.value_or(MicrobatchRule::kGlobalBatch);
   std::optional<int> replica;
-  if (rule == MicrobatchRule::kLocalBatch && t.local_batch_size) replica = t.local_batch_size;
   if (rule == MicrobatchRule::kPerDeviceBatch && t.per_device_batch_size) {
     replica = t.per_device_batch_size;
   }
@@ -243,6 +242,8 @@ void map_batches(Mapper& m) {
 void map_runtime(Mapper& m) {
   const RunEntry::Training& t = m.e_.training;
   JobDraft& d = m.d_;
+  // Recommendation runs: their optimizer, dtype and sharding are read by map_recommendation.
+  if (d.model.family == ModelFamily::kRecommendation) return;
   validate_detail::read_recompute(m, t.recompute);
   validate_detail::read_precision(m, t.precision);
   // The entry says its configuration follows NeMo's recipes: NeMo's gradient-reduce dtype.
@@ -336,6 +337,7 @@ void finalize(Mapper& m, const ClusterSpec& cl) {
   request.loaded_network = cl.network;
   request.nodes = cl.nodes;
   request.gpus_per_node = cl.gpus_per_node;
+  request.per_chip_counts = true;  // hardware.count and per_node count chips (TPU7x: 2 devices)
   try {
     m.out_.job = finalize_job(m.d_, request);
   } catch (const InputError& ex) {
@@ -350,7 +352,10 @@ void finalize(Mapper& m, const ClusterSpec& cl) {
                                              a.source.empty() ? "" : a.source + ": ", a.reason));
   }
   const std::optional<int>& stated_dp = m.e_.training.dp;
-  if (stated_dp && *stated_dp != m.out_.job.parallel.dp) {
+  // MaxText runs may state the data axis (replicas) as dp rather than every batch-sharded rank.
+  const bool data_axis = m.d_.profile.backend == "maxtext" &&
+                         stated_dp == m.out_.job.parallel.dp_replicate;
+  if (stated_dp && *stated_dp != m.out_.job.parallel.dp && !data_axis) {
     m.fail(fmt::format("training.dp {} disagrees with GPUs / (tp x pp x cp) = {}", *stated_dp,
                        m.out_.job.parallel.dp));
   }
@@ -406,8 +411,16 @@ MappedRun map_run(const RunEntry& entry, MappingCatalogue& catalogue) {
     m.fail("seq_len not stated (no framework default)");
   }
   draft.seq_length = seq > 0 ? std::optional<int>(seq) : std::nullopt;
-  validate_detail::map_model(m, seq);
-  map_training(m);
+  m.data_dir = data_dir;
+  if (draft.profile.backend == "torchtitan") {
+    validate_detail::map_torchtitan_run(m, data_dir, seq);
+  } else if (draft.profile.backend == "maxtext") {
+    validate_detail::map_model(m, seq);
+    validate_detail::map_maxtext_training(m, cl);
+  } else {
+    validate_detail::map_model(m, seq);
+    map_training(m);
+  }
   out.flop_convention = validate_detail::read_convention(m, entry.measured.flop_counting);
   if (out.reason.empty()) {
     finalize(m, cl);

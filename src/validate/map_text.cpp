@@ -72,10 +72,6 @@ void read_recompute(Mapper& m, const std::string& text) {
     if (!r.modules.empty()) {
       m.note(fmt::format("training.recompute: selective recompute of {}",
                          fmt::join(r.modules.names(), ", ")));
-    } else if (has(t, "sac")) {
-      // A per-op selective-AC policy saves every second matmul output: closest to selective mlp.
-      r.modules.add(RecomputeModule::kMlp);
-      m.note("training.recompute: per-op SAC read as selective recompute of the MLP");
     }  // else: the framework profile's selective set
     return;
   }
@@ -134,7 +130,7 @@ void read_precision(Mapper& m, const std::string& text) {
     d.fp8_recipe = Fp8Recipe::kMxfp8;
   } else if (has(t, "fp8") || has(t, "float8")) {
     d.fp8 = true;
-    if (has(t, "tensorwise") || has(t, "torchao")) {
+    if (has(t, "tensorwise")) {
       d.fp8_recipe = Fp8Recipe::kTensorwise;
     } else if (has(t, "blockwise")) {
       d.fp8_recipe = Fp8Recipe::kBlockwise;

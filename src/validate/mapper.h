@@ -32,12 +32,24 @@ class Mapper {
   MappedRun& out_;
   JobDraft& d_;
   const FrameworkProfile* nemo = nullptr;  // for entries that follow NeMo's recipes
+  std::string data_dir;                    // catalogues (MaxText model configs, ...)
 };
 
 bool has(const std::string& haystack_lower, const char* needle);
 
 // map_model.cpp: the model block (decoder LM or recommendation).
 void map_model(Mapper& m, int seq_len);
+// map_torchrec.cpp: model.type dlrm (TorchRec dlrm_main.py names) and its training settings.
+void map_recommendation(Mapper& m);
+
+// torchtitan_runs.cpp: a run of a torchtitan profile, through the torchtitan back-end adapter
+// (model and training blocks as the JobConfig namespace a job file would have).
+void map_torchtitan_run(Mapper& m, const std::string& data_dir, int seq_len);
+
+// map_maxtext.cpp: a MaxText run (profile back-end "maxtext"): its mesh (ici_* / dcn_* axes in
+// training.parallelism), per-device batch, remat policy, dtypes, MoE dispatch, and the
+// architecture of the MaxText model config its arch_source names. `cl` is the loaded cluster.
+void map_maxtext_training(Mapper& m, const ClusterSpec& cl);
 
 // map_text.cpp: free-text readings.
 ActivationKind read_activation(Mapper& m, const std::string& text, bool& gated);

@@ -12,18 +12,20 @@ ProjectFn make_default_project_fn() {
     PerfOptions po;
     po.keep_op_table = false;
     const PerfReport rep = project_performance(job, po);
+    // Published runs count chips; a chip of several devices (TPU7x) is reported per chip.
+    const double per_chip = std::max(1, job.cluster.devices_per_chip);
     Prediction p;
-    p.tokens_per_sec_per_gpu = rep.tokens_per_s_per_gpu;
+    p.tokens_per_sec_per_gpu = rep.tokens_per_s_per_gpu * per_chip;
     p.step_time_s = rep.iteration_s;
-    p.model_tflops_per_gpu = rep.model_tflops_per_gpu;
-    p.hardware_tflops_per_gpu = rep.hardware_tflops_per_gpu;
+    p.model_tflops_per_gpu = rep.model_tflops_per_gpu * per_chip;
+    p.hardware_tflops_per_gpu = rep.hardware_tflops_per_gpu * per_chip;
     p.mfu_pct = 100.0 * rep.mfu;
     if (rep.has_memory) {
       // Published peaks are the framework allocator's (max reserved / allocated) on the worst
       // rank: compare with the caching-allocator part of the projection.
       double peak = 0.0;
       for (const RankMemory& r : rep.memory.ranks) peak = std::max(peak, r.allocator_point_bytes);
-      p.peak_memory_gib = peak / (1024.0 * 1024.0 * 1024.0);
+      p.peak_memory_gib = peak * per_chip / (1024.0 * 1024.0 * 1024.0);
       p.out_of_memory = rep.memory.verdict == MemoryVerdict::kOom;
     }
     return p;

@@ -262,6 +262,7 @@ void read_model(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   mo.mtp_layers = r.integer<int>(m, "mtp_layers", "model");
   mo.attention = r.text(m, "attention", "model");
   mo.block = r.text(m, "block", "model");
+  mo.arch_source = r.text(m, "arch_source", "model");
   read_model_blocks(r, m, mo);
 }
 
@@ -289,10 +290,15 @@ void read_training(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   tr.pipeline_layout = r.text(t, "pipeline_layout", "training");
   tr.overlap = r.text(t, "overlap", "training");
   tr.moe_dispatcher = r.text(t, "moe_dispatcher", "training");
+  tr.features = r.text(t, "features", "training");
   tr.local_batch_size = r.integer<int>(t, "local_batch_size", "training");
   tr.per_device_batch_size = r.integer<int>(t, "per_device_batch_size", "training");
   tr.fsdp_shard_degree = r.integer<int>(t, "fsdp_shard_degree", "training");
   tr.batch_size_per_gpu = r.integer<int>(t, "batch_size_per_gpu", "training");
+  tr.optimizer = r.text(t, "optimizer", "training");
+  tr.sharding = r.text(t, "sharding", "training");
+  tr.parallelism = r.text(t, "parallelism", "training");
+  tr.token_dropping = r.boolean(t, "token_dropping", "training");
 }
 
 void read_measured(EntryReader& r, const YAML::Node& node, RunEntry& e) {

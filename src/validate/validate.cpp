@@ -35,7 +35,8 @@ void compare(const RunEntry& e, const MappedRun& m, RunResult& r) {
   const ModelFlops flops = model_flops(job, m.flop_convention.options);
   const double flops_per_token =
       m.flop_convention.hardware ? flops.hardware_flops_per_token() : flops.model_flops_per_token();
-  const double peak = job.cluster.accelerator.peak_flops(job.runtime.precision.params_dtype);
+  const double peak = job.cluster.accelerator.peak_flops(job.runtime.precision.params_dtype) *
+                      std::max(1, job.cluster.devices_per_chip);  // per chip, as runs count
   const double tokens_per_step = static_cast<double>(job.tokens_per_iteration());
   // Only positive, finite pairs compare (a NaN fails both tests).
   auto comparable = [](double predicted, double measured) {
@@ -61,6 +62,11 @@ void compare(const RunEntry& e, const MappedRun& m, RunResult& r) {
     tokens_basis = "derived by the data file";
   }
   if (tokens) add("tokens_per_sec_per_gpu", p.tokens_per_sec_per_gpu, *tokens, tokens_basis);
+  // Recommendation models: samples per second (one sample is one row: the projection's token).
+  if (ms.samples_per_sec_total) {
+    add("samples_per_sec_total", p.tokens_per_sec_per_gpu * gpus, *ms.samples_per_sec_total,
+        "measured");
+  }
   std::optional<double> step = ms.step_time_s;
   std::string step_basis = "measured";
   if (!step && e.derived.step_time_s) {
@@ -90,6 +96,9 @@ void compare(const RunEntry& e, const MappedRun& m, RunResult& r) {
   if (p.tokens_per_sec_per_gpu > 0 || pred_step > 0) {
     if (ms.tokens_per_sec_per_gpu || ms.tokens_per_sec_total) {
       set_tp(p.tokens_per_sec_per_gpu / *tokens, "tokens_per_sec_per_gpu (" + tokens_basis + ")");
+    } else if (ms.samples_per_sec_total) {
+      set_tp(p.tokens_per_sec_per_gpu * gpus / *ms.samples_per_sec_total,
+             "samples_per_sec_total (measured)");
     } else if (ms.step_time_s && pred_step > 0) {
       set_tp(*ms.step_time_s / pred_step, "step_time_s (measured)");
     } else if (ms.tflops_per_gpu) {
@@ -178,9 +187,9 @@ ValidationSummary summarize(const std::vector<RunResult>& runs) {
   s.throughput = error_stats(tp);
   s.memory = error_stats(mem);
   auto& g = s.by_regime;
-  for (const char* v : {"dense", "moe"}) {
+  for (const char* v : {"dense", "moe", "recommendation"}) {
     add_group(g, runs, "model", v, [](const RunResult& r, const std::string& x) {
-      return (r.moe ? "moe" : "dense") == x;
+      return (r.recommendation ? "recommendation" : (r.moe ? "moe" : "dense")) == x;
     });
   }
   for (const char* v : {"AMD", "NVIDIA", "TPU", "other"}) {
@@ -230,6 +239,7 @@ RunResult validate_entry(const RunEntry& e, const ProjectFn& project, MappingCat
   const MappedRun m = map_run(e, catalogue);
   r.assumptions = m.assumptions;
   r.moe = m.moe;
+  r.recommendation = m.job.model.family == ModelFamily::kRecommendation;
   r.accelerator_family = m.accelerator_family;
   r.num_gpus = m.num_gpus;
   r.pp = m.job.parallel.pp > 1;

@@ -16,7 +16,10 @@
 
 #include "projector/model/accounting.h"
 #include "projector/model/family.h"
+#include "projector/model/recompute_policy.h"
 #include "projector/workload/workload.h"
+#include "workload/ops.h"
+#include "workload/build_detail.h"
 
 namespace projector {
 namespace {
@@ -24,7 +27,9 @@ namespace {
 struct Ctx {
   const JobSpec& job;
   Dtype act;               // activation dtype
-  Dtype gemm;              // GEMM input dtype
+  Dtype gemm;              // GEMM input dtype (attention, dense MLP, shared experts)
+  Dtype gemm_expert;       // routed-expert grouped GEMMs
+  Dtype gemm_output;       // the output layer
   double act_b;            // bytes per activation element
   std::int64_t tokens;     // b*s/cp: rows of every GEMM on a TP rank
   std::int64_t tokens_sp;  // tokens seen by norms / residuals (divided by tp with SP)
@@ -37,9 +42,12 @@ Ctx make_ctx(const JobSpec& job) {
   const RuntimeSpec& r = job.runtime;
   const std::int64_t tokens = static_cast<std::int64_t>(r.micro_batch_size) * r.seq_length / p.cp;
   const bool sp = p.sequence_parallel && p.tp > 1;
+  const PrecisionSpec& pr = r.precision;
   return Ctx{job,
-             r.precision.params_dtype,
-             r.precision.gemm_dtype(),
+             pr.params_dtype,
+             pr.fp8_dense ? pr.gemm_dtype() : pr.params_dtype,
+             pr.fp8_experts ? pr.gemm_dtype() : pr.params_dtype,
+             pr.fp8_output ? pr.gemm_dtype() : pr.params_dtype,
              bytes_per_element(r.precision.params_dtype),
              tokens,
              sp ? tokens / p.tp : tokens,
@@ -68,14 +76,16 @@ Op gemm_op(const Ctx& c, std::string name, std::int64_t m, std::int64_t n, std::
 Op mem_op(std::string name, double bytes, MemOpClass cls = MemOpClass::kElementwise);
 void push_gemm(const Ctx& c, std::vector<Op>& f, const std::string& name, std::int64_t m,
                std::int64_t n, std::int64_t k, int groups = 1) {
-  if (c.gemm != c.act) {
+  // Routed experts (grouped) and the output layer follow their own fp8 coverage.
+  const Dtype in = name.rfind("moe.experts", 0) == 0 ? c.gemm_expert : c.gemm;
+  if (in != c.act) {
     const double rows = static_cast<double>(m) * groups;
-    const double q = bytes_per_element(c.gemm);
+    const double q = bytes_per_element(in);
     Op cast = mem_op(name + ".fp8_cast", rows * k * (c.act_b + 2.0 * q), MemOpClass::kElementwise);
     cast.bwd_bytes = rows * n * (c.act_b + 2.0 * q);
     f.push_back(cast);
   }
-  f.push_back(gemm_op(c, name, m, n, k, groups, c.gemm));
+  f.push_back(gemm_op(c, name, m, n, k, groups, in));
 }
 
 // GEMMs that stay in the activation dtype under fp8 recipes (router, output layer).
@@ -237,6 +247,12 @@ void add_flash_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& laye
     core.attention.seq_kv =
         a.sliding_window > 0 ? std::min<std::int64_t>(a.sliding_window, s / 2) : s / 2;
     core.attention.causal = false;
+  } else if (a.chunk_window > 0 && a.chunk_window < s) {
+    // Chunked attention: each chunk is its own causal sequence.
+    core.attention.batch *= (s + a.chunk_window - 1) / a.chunk_window;
+    core.attention.seq_q = a.chunk_window;
+    core.attention.seq_kv = a.chunk_window;
+    core.attention.causal = a.causal;
   } else {
     core.attention.seq_q = s;
     core.attention.seq_kv = s;
@@ -290,6 +306,74 @@ double dedup_dispatch_factor(int experts, int topk, int ep, int nodes) {
   return std::clamp(dedup / standard, 0.0, 1.0);
 }
 
+// A weightless (activation x activation) batched GEMM, e.g. a one-hot dispatch einsum.
+Op einsum_op(const Ctx& c, std::string name, std::int64_t m, std::int64_t n, std::int64_t k,
+             int batch) {
+  Op op = gemm_op(c, std::move(name), m, n, k, batch, c.act);
+  op.kind = OpKind::kGemm;
+  op.weightless = true;
+  return op;
+}
+
+// Dense MoE dispatch (MoeDispatchKind::kDenseCapacity / kDenseAll), as MaxText's dense_matmul
+// computes it. Capacity: per sequence of S tokens each expert takes C = ceil(S topk / E) x cf
+// slots; the dispatch einsum [S, E C] x [S, h] and the combine einsum cost 2 S E C h FLOPs each
+// per sequence, the experts run as a batched GEMM over their E x C slots (over the expert-parallel
+// group's sequences after an all-to-all). Dense all: every expert computes every token.
+void add_dense_moe(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
+  const JobSpec& job = c.job;
+  const ParallelSpec& p = job.parallel;
+  const MoeSpec& m = layer.moe;
+  const std::int64_t h = job.model.hidden_size;
+  const std::int64_t local = c.tokens / c.tp;
+  const int ep = std::max(1, p.ep);
+  const int local_experts = std::max(1, m.num_experts / ep);
+  const std::int64_t fe = m.expert_ffn_hidden_size / std::max(1, p.etp);
+  const std::int64_t up_e = layer.mlp.gated ? 2 * fe : fe;
+  f.push_back(act_gemm_op(c, "moe.router", local, m.num_experts, h));
+  f.push_back(mem_op("moe.topk", 3.0 * static_cast<double>(local) * m.num_experts * 4.0));
+  if (job.runtime.moe_dispatch == MoeDispatchKind::kDenseAll) {
+    push_gemm(c, f, "moe.experts.fc1", local, up_e * local_experts, h);
+    f.push_back(mem_op("moe.experts.act",
+                       static_cast<double>(local) * local_experts * (up_e + fe) * c.act_b));
+    push_gemm(c, f, "moe.experts.fc2", local, h, fe, local_experts);
+    f.back().kind = OpKind::kGemm;  // a batched einsum over the experts, not a grouped kernel
+    f.push_back(
+        mem_op("moe.weight_sum", static_cast<double>(local) * (local_experts + 1) * h * c.act_b));
+  } else {
+    const std::int64_t seq = std::max<std::int64_t>(1, job.runtime.seq_length / p.cp);
+    const int sequences = static_cast<int>(std::max<std::int64_t>(1, local / seq));
+    const double cf = m.capacity_factor > 0.0 ? m.capacity_factor : 1.0;
+    const std::int64_t per_expert = (seq * m.topk + m.num_experts - 1) / m.num_experts;
+    const auto capacity =
+        static_cast<std::int64_t>(std::max(cf, std::floor(static_cast<double>(per_expert) * cf)));
+    const std::int64_t slots = m.num_experts * capacity;
+    f.push_back(einsum_op(c, "moe.dispatch", slots, h, seq, sequences));
+    const double buffer = static_cast<double>(slots) * sequences * h * c.act_b;
+    if (ep > 1) {
+      f.push_back(
+          comm_op("moe.dispatch_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, ep, buffer));
+    }
+    const std::int64_t rows = capacity * sequences * ep;  // per local expert
+    add_mlp(c, f, "moe.experts", layer.mlp, rows, fe, local_experts);
+    for (Op& op : f) {
+      if (op.kind == OpKind::kGroupedGemm && op.name.rfind("moe.experts.", 0) == 0) {
+        op.kind = OpKind::kGemm;  // einsum over equal capacity buffers
+      }
+    }
+    if (ep > 1) {
+      f.push_back(
+          comm_op("moe.combine_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, ep, buffer));
+    }
+    f.push_back(einsum_op(c, "moe.combine", seq, h, slots, sequences));
+  }
+  if (m.shared_expert_ffn_hidden_size > 0) {
+    tp_enter(c, f, "moe.shared");
+    add_mlp(c, f, "moe.shared", layer.mlp, c.tokens, m.shared_expert_ffn_hidden_size / c.tp, 1);
+    tp_exit(c, f, "moe.shared");
+  }
+}
+
 void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   const JobSpec& job = c.job;
   const ParallelSpec& p = job.parallel;
@@ -299,6 +383,8 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
     tp_enter(c, f, "mlp");
     add_mlp(c, f, "mlp", layer.mlp, c.tokens, layer.mlp.ffn_hidden_size / c.tp, 1);
     tp_exit(c, f, "mlp");
+  } else if (job.runtime.moe_dispatch != MoeDispatchKind::kPermute) {
+    add_dense_moe(c, f, layer);
   } else {
     const MoeSpec& m = layer.moe;
     // Tokens enter the MoE block sequence-parallel (Megatron requires SP with MoE and TP > 1).
@@ -309,9 +395,17 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
         static_cast<double>(local) * m.topk * (m.capacity_factor > 0.0 ? m.capacity_factor : 1.0);
     const double routed_bytes = routed * h * c.act_b;
     f.push_back(mem_op("moe.permute", 2.0 * routed_bytes, MemOpClass::kPermute));
-    const Overlap ep_overlap = (job.runtime.deepep || job.runtime.sync_free_moe_stage > 0)
+    // DeepEP / sync-free dispatch pipelines with the expert GEMMs in an eager framework; in one
+    // compiled program the dispatch is a data dependency of the GEMMs it feeds (exposed).
+    const Overlap ep_overlap = (job.runtime.deepep || job.runtime.sync_free_moe_stage > 0) &&
+                                       !job.runtime.whole_step_compiled
                                    ? Overlap::kWithExpertCompute
                                    : Overlap::kExposed;
+    // Static worst-case receive buffers (RuntimeSpec::moe_static_recv_factor): the local sort
+    // after the dispatch (a gather into the expert-sorted layout) and the fan-in before the
+    // combine stream the whole buffer.
+    const double static_rows =
+        p.ep > 1 ? std::max(0.0, job.runtime.moe_static_recv_factor) * routed * h * c.act_b : 0.0;
     double a2a_bytes = routed_bytes;
     if (job.runtime.moe_dedup_dispatch && p.ep > 1) {
       const int nodes = job_group(job, GroupKind::kEp).nodes;
@@ -325,6 +419,7 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
       f.push_back(comm_op("moe.etp_all_gather", GroupKind::kEtp, CollectiveKind::kAllGather, p.etp,
                           routed_bytes * p.etp));
     }
+    if (static_rows > 0.0) f.push_back(mem_op("moe.static_sort", 2.0 * static_rows));
     const int local_experts = std::max(1, m.num_experts / p.ep);
     const auto rows_total = static_cast<std::int64_t>(std::llround(routed * p.etp));
     const std::int64_t rows_per_expert = std::max<std::int64_t>(1, rows_total / local_experts);
@@ -334,6 +429,7 @@ void add_ffn(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
       f.push_back(comm_op("moe.etp_reduce_scatter", GroupKind::kEtp, CollectiveKind::kReduceScatter,
                           p.etp, routed_bytes * p.etp));
     }
+    if (static_rows > 0.0) f.push_back(mem_op("moe.static_fan_in", 2.0 * static_rows));
     if (p.ep > 1) {
       f.push_back(comm_op("moe.combine_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, p.ep,
                           a2a_bytes, ep_overlap));
@@ -405,6 +501,8 @@ void add_backward(const std::vector<Op>& fwd, std::vector<Op>& out, bool sp) {
         }
         out.push_back(b);
         break;
+      case OpKind::kHostTransfer:
+        break;  // offload copies are added per phase by the layer (offload_ops)
     }
   }
   // Without SP the conjugate of the forward all-reduce after a row-parallel GEMM is an all-reduce
@@ -452,12 +550,77 @@ bool selectively_recomputed(const JobSpec& job, const Op& op) {
   return false;
 }
 
+// The share of a forward op that per-op selective checkpointing replays (model/recompute_policy.h):
+// the attention core and the collectives are saved, GEMMs keep the saved share of their output
+// features, every other op is recomputed. 0: nothing replayed.
+double op_policy_replay(const OpPolicySaved& s, const Op& op) {
+  if (op.kind == OpKind::kCollective || op.kind == OpKind::kAttention) return 0.0;
+  if (op.kind != OpKind::kGemm) return 1.0;
+  const std::pair<const char*, double> saved[] = {{"attn.qkv", s.qkv},
+                                                  {"attn.q_proj", s.q_proj},
+                                                  {"attn.q_down", s.q_down},
+                                                  {"attn.q_up", s.q_up},
+                                                  {"attn.kv_down", s.kv_down},
+                                                  {"attn.kv_up", s.kv_up},
+                                                  {"attn.out_proj", s.out_proj},
+                                                  {"mlp.fc1", s.fc1},
+                                                  {"mlp.fc2", s.fc2},
+                                                  {"moe.shared.fc1", s.shared_fc1},
+                                                  {"moe.shared.fc2", s.shared_fc2}};
+  for (const auto& [name, share] : saved) {
+    if (op.name == name) return 1.0 - share;
+  }
+  return 1.0;  // the router and anything else outside the save list
+}
+
+// Bytes of PyTorch's eager decompositions relative to the fused kernels priced above (each op
+// reads and writes whole tensors): RMSNorm as upcast, pow, mean, rsqrt, multiply, downcast,
+// weight multiply = 36 bytes per bf16 element against 4 fused; rotary embedding through fp32
+// complex numbers (upcast, complex multiply, downcast) = 28 against 4; SwiGLU as silu then
+// multiply = 10 bytes per intermediate element against 6.
+void apply_eager_elementwise(std::vector<Op>& fwd) {
+  for (Op& op : fwd) {
+    if (op.kind != OpKind::kMemoryBound) continue;
+    const std::string& n = op.name;
+    double factor = 1.0;
+    if (n.ends_with("norm") || n.ends_with("norms")) factor = 36.0 / 4.0;
+    if (n == "attn.rope") factor = 28.0 / 4.0;
+    if (n.ends_with(".act")) factor = 10.0 / 6.0;
+    op.bytes *= factor;
+    if (op.bwd_bytes >= 0.0) op.bwd_bytes *= factor;
+  }
+}
+
 void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute, LayerWork& lw,
-                  bool sp) {
+                  bool sp, const LayerSpec* layer = nullptr) {
+  if (!job.runtime.fused_elementwise) apply_eager_elementwise(fwd);
   std::vector<Op> ops = fwd;
+  const bool op_policy = layer != nullptr && !full_recompute &&
+                         job.runtime.recompute.granularity == RecomputeGranularity::kOpPolicy;
+  if (op_policy) {
+    const OpPolicySaved saved = op_policy_saved(*layer, job.runtime.precision);
+    for (const Op& f : fwd) {
+      const double share = op_policy_replay(saved, f);
+      if (share <= 0.0) continue;
+      Op r = f;
+      r.phase = WorkPhase::kB;
+      r.recompute = true;
+      r.name = f.name + ".recompute";
+      if (share < 1.0 && r.kind == OpKind::kGemm) {
+        // The replayed linears of a fused GEMM: the same rows and inputs, fewer output features.
+        r.gemm.n = std::max<std::int64_t>(1, std::llround(static_cast<double>(f.gemm.n) * share));
+        r.flops = r.gemm.flops();
+        r.bytes *= share;
+      }
+      ops.push_back(r);
+    }
+  }
   // Recompute forward, replayed at the start of the backward.
+  const bool tensor_policy = job.runtime.recompute.granularity == RecomputeGranularity::kTensors;
   for (const Op& f : fwd) {
-    if (full_recompute || selectively_recomputed(job, f)) {
+    if (op_policy) break;
+    if (full_recompute || selectively_recomputed(job, f) ||
+        (tensor_policy && workload_detail::recomputed_by_tensor_policy(job, f))) {
       Op r = f;
       r.phase = WorkPhase::kB;
       r.recompute = true;
@@ -466,6 +629,15 @@ void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute,
     }
   }
   add_backward(fwd, ops, sp);
+  if (job.runtime.precision.fp8 == Fp8Recipe::kRowwiseHpWgrad) {
+    // rowwise_with_gw_hp: the weight-gradient GEMMs run in the activation dtype.
+    for (Op& op : ops) {
+      if (op.phase == WorkPhase::kW && op.gemm.dtype != job.runtime.precision.params_dtype &&
+          (op.kind == OpKind::kGemm || op.kind == OpKind::kGroupedGemm)) {
+        op.gemm.dtype = job.runtime.precision.params_dtype;
+      }
+    }
+  }
   lw.ops = std::move(ops);
 }
 
@@ -473,6 +645,7 @@ void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute,
 
 CommGroup job_group(const JobSpec& job, GroupKind kind) {
   const ParallelSpec& p = job.parallel;
+  if (!p.mesh.empty()) return workload_detail::mesh_group(job, kind);
   ParallelSizes sizes;
   sizes.tp = p.tp;
   sizes.cp = p.cp;
@@ -480,8 +653,20 @@ CommGroup job_group(const JobSpec& job, GroupKind kind) {
   sizes.pp = p.pp;
   sizes.ep = p.ep;
   sizes.etp = p.etp;
+  sizes.dp_replicate = p.dp_replicate;
   return make_group(kind, sizes, job.cluster.gpus_per_node, job.cluster.network.pod_size);
 }
+
+namespace {
+// Per-layer FSDP collectives of the weights a block of one stage holds (its VirtualStage).
+void add_fsdp_ops(const JobSpec& job, const VirtualStage& part, LayerWork& lw) {
+  if (!job.parallel.fsdp_per_layer || job.parallel.fsdp == FsdpKind::kNone) return;
+  const StageParams sp = stage_params(job.model, job.parallel, part, false);
+  for (Op& op : workload_detail::fsdp_layer_ops(job, sp.dense_params, sp.expert_params)) {
+    lw.ops.push_back(std::move(op));
+  }
+}
+}  // namespace
 
 LayerWork build_layer_work(const JobSpec& job, int layer_index) {
   const Ctx c = make_ctx(job);
@@ -492,7 +677,9 @@ LayerWork build_layer_work(const JobSpec& job, int layer_index) {
   LayerWork lw;
   lw.layer = layer_index;
   lw.label = layer.is_moe ? "moe_layer" : "dense_layer";
-  finish_block(job, fwd, layer_fully_recomputed(job, layer_index), lw, c.sp);
+  finish_block(job, fwd, layer_fully_recomputed(job, layer_index), lw, c.sp, &layer);
+  for (Op& op : workload_detail::offload_ops(job, layer)) lw.ops.push_back(std::move(op));
+  add_fsdp_ops(job, VirtualStage{layer_index, 1, false, false, 0}, lw);
   return lw;
 }
 
@@ -511,6 +698,7 @@ LayerWork embedding_work(const Ctx& c) {
                 MemOpClass::kPermute);
   w.phase = WorkPhase::kW;
   lw.ops.push_back(w);
+  add_fsdp_ops(c.job, VirtualStage{0, 0, true, false, 0}, lw);
   return lw;
 }
 
@@ -520,15 +708,26 @@ void add_output_head(const Ctx& c, std::vector<Op>& fwd, const std::string& pref
   const std::int64_t v_local = padded_vocab_size(job.model, c.tp) / c.tp;
   fwd.push_back(mem_op(prefix + ".final_norm", norm_bytes(c, c.tokens_sp, h)));
   tp_enter(c, fwd, prefix);
-  fwd.push_back(act_gemm_op(c, prefix + ".logits", c.tokens, v_local, h));
+  if (c.gemm_output != c.act) {
+    push_gemm(c, fwd, prefix + ".logits", c.tokens, v_local, h);
+  } else {
+    fwd.push_back(act_gemm_op(c, prefix + ".logits", c.tokens, v_local, h));
+  }
+  // Without a vocabulary-parallel loss the logits are gathered and every TP rank runs the loss on
+  // the full vocabulary.
+  const bool gathered = c.tp > 1 && !job.parallel.vocab_parallel_loss;
+  if (gathered) {
+    fwd.push_back(comm_op(prefix + ".logits_all_gather", GroupKind::kTp, CollectiveKind::kAllGather,
+                          c.tp, static_cast<double>(c.tokens) * v_local * c.tp * c.act_b));
+  }
   // Cross entropy over the vocabulary shard: fused it reads the logits once and writes the
   // gradient once; unfused it also writes and re-reads an fp32 copy (softmax, log, gather).
-  const double logits = static_cast<double>(c.tokens) * v_local;
+  const double logits = static_cast<double>(c.tokens) * v_local * (gathered ? c.tp : 1);
   const double loss_bytes = job.runtime.cross_entropy_fusion
                                 ? logits * (c.act_b + c.act_b)
                                 : logits * (c.act_b + 4.0 + 4.0 + 4.0 + 4.0);
   fwd.push_back(mem_op(prefix + ".cross_entropy", loss_bytes, MemOpClass::kLoss));
-  if (c.tp > 1) {
+  if (c.tp > 1 && !gathered) {
     fwd.push_back(comm_op(prefix + ".loss_all_reduce", GroupKind::kTp, CollectiveKind::kAllReduce,
                           c.tp, 3.0 * c.tokens * 4.0));
   }
@@ -540,6 +739,9 @@ LayerWork output_work(const Ctx& c) {
   LayerWork lw;
   lw.label = "output";
   finish_block(c.job, fwd, false, lw, c.sp);
+  // The output layer (a tied one is the embedding, gathered again here).
+  const int layers = c.job.model.num_layers();
+  add_fsdp_ops(c.job, VirtualStage{layers, 0, false, true, 0}, lw);
   return lw;
 }
 
@@ -560,10 +762,64 @@ LayerWork mtp_work(const Ctx& c, int depth) {
   return lw;
 }
 
+// PyTorch FSDP2 (one unit per block, embedding, norm + output): gradients reduce-scatter in the
+// shard group, then (HSDP) all-reduce across the replicate groups; weights all-gather in the
+// shard group before the forward and, with reshard_after_forward, again before the backward.
+// With fp8 all-gather the GEMM weights travel in one byte.
+void add_fsdp2_comm(const JobSpec& job, const Ctx& c, const StageParams& sp, int ch,
+                    IterationWork& it) {
+  const ParallelSpec& p = job.parallel;
+  const PrecisionSpec& pr = job.runtime.precision;
+  const double grad_b = bytes_per_element(job.runtime.main_grads_dtype);
+  const int rep = std::max(1, p.dp_replicate);
+  const bool hsdp = rep > 1;
+  const Overlap grad_ov = p.overlap_grad_reduce ? Overlap::kWithCompute : Overlap::kExposed;
+  struct Part {
+    const char* name;
+    GroupKind group;
+    int shard;
+    double params;
+    double gather_bytes;
+  };
+  const double dense_gather =
+      pr.fp8_param ? sp.dense_gemm_params + (sp.dense_params - sp.dense_gemm_params) * c.act_b
+                   : sp.dense_params * c.act_b;
+  const double expert_gather = sp.expert_params * (pr.fp8_param && pr.fp8_experts ? 1.0 : c.act_b);
+  const Part parts[] = {{"dp", hsdp ? GroupKind::kDpCpShard : GroupKind::kDpCp, p.fsdp_shard_size(),
+                         sp.dense_params, dense_gather},
+                        {"edp", hsdp ? GroupKind::kEdpShard : GroupKind::kEdp,
+                         std::max(1, p.expert_dp / rep), sp.expert_params, expert_gather}};
+  for (const Part& part : parts) {
+    if (part.params <= 0.0) continue;
+    const std::string n = part.name;
+    if (part.shard > 1) {
+      it.grad_sync.push_back(comm_op(n + ".grad_sync", part.group, CollectiveKind::kReduceScatter,
+                                     part.shard, part.params * grad_b, grad_ov));
+      it.grad_sync_chunk.push_back(ch);
+    }
+    if (hsdp) {
+      it.grad_sync.push_back(comm_op(n + ".grad_sync_replicate", GroupKind::kDpCpReplicate,
+                                     CollectiveKind::kAllReduce, rep,
+                                     part.params * grad_b / part.shard, grad_ov));
+      it.grad_sync_chunk.push_back(ch);
+    }
+    if (part.shard <= 1) continue;
+    for (int pass = 0; pass < (p.reshard_after_forward ? 2 : 1); ++pass) {
+      it.param_gather.push_back(comm_op(n + (pass == 0 ? ".param_gather" : ".param_gather_bwd"),
+                                        part.group, CollectiveKind::kAllGather, part.shard,
+                                        part.gather_bytes, Overlap::kWithCompute));
+      it.param_gather_chunk.push_back(ch);
+    }
+  }
+}
+
 }  // namespace
 
 Workload build_workload(const JobSpec& job) {
   require_modelled(job.model, ProjectionStage::kWorkload);
+  if (job.model.family == ModelFamily::kRecommendation) {
+    return workload_detail::build_recsys_workload(job);
+  }
   const Ctx c = make_ctx(job);
   const ParallelSpec& p = job.parallel;
   Workload wl;
@@ -607,6 +863,12 @@ Workload build_workload(const JobSpec& job) {
       holds_embedding = holds_embedding || st.has_embedding;
       dense_total += sp.dense_params;
       expert_total += sp.expert_params;
+      // Per-layer FSDP reduces and gathers inside the layers' blocks (add_fsdp_ops).
+      if (p.fsdp_per_layer && p.fsdp != FsdpKind::kNone) continue;
+      if (p.fsdp == FsdpKind::kFsdp2) {
+        add_fsdp2_comm(job, c, sp, ch, rw.iteration);
+        continue;
+      }
       // Gradient synchronisation of this chunk once its backward is done.
       const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
       const CollectiveKind op =
@@ -650,9 +912,10 @@ Workload build_workload(const JobSpec& job) {
     // Optimizer step over this rank's shard: the bytes it reads and writes per parameter follow
     // the optimizer and its dtypes (accounting.h, shared with the memory projection).
     const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
-    const double shard_params =
-        sharded ? dense_total / dense_dp + expert_total / std::max(1, p.expert_dp)
-                : dense_total + expert_total;
+    const int replicate = std::max(1, p.dp_replicate);
+    const double shard_params = sharded ? dense_total / std::max(1, dense_dp / replicate) +
+                                              expert_total / std::max(1, p.expert_dp / replicate)
+                                        : dense_total + expert_total;
     const double bytes_per_param = optimizer_bytes_per_param(job.runtime).step_traffic_bytes;
     rw.iteration.optimizer =
         mem_op("optimizer.step", shard_params * bytes_per_param, MemOpClass::kOptimizer);
@@ -684,8 +947,25 @@ std::string_view to_string(OpKind k) {
       return "memory";
     case OpKind::kCollective:
       return "collective";
+    case OpKind::kHostTransfer:
+      return "host_transfer";
   }
   return "?";
 }
 
+namespace workload_detail {
+
+void add_backward_ops(const std::vector<Op>& fwd, std::vector<Op>& out) {
+  add_backward(fwd, out, false);
+}
+
+Op memory_op(std::string name, double bytes, MemOpClass cls) {
+  return mem_op(std::move(name), bytes, cls);
+}
+
+Op collective_op(std::string name, GroupKind group, CollectiveKind kind, int size, double bytes) {
+  return comm_op(std::move(name), group, kind, size, bytes);
+}
+
+}  // namespace workload_detail
 }  // namespace projector

@@ -11,6 +11,7 @@
 #include "projector/hardware/catalog.h"
 #include "projector/job/builder.h"
 #include "projector/report/job_report.h"
+#include "support/adapter_input.h"
 #include "support/model_builders.h"
 #include "support/temp_dir.h"
 
@@ -30,12 +31,22 @@ LoadRequest request(const std::string& path) {
 
 TEST(Registry, BuiltinsAndAliases) {
   const AdapterRegistry& r = builtin_adapters();
-  EXPECT_EQ(r.names(), std::vector<std::string>{"megatron"});
+  const std::vector<std::string> names = r.names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "megatron"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "torchtitan"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "torchrec_dlrm"), names.end());
+  EXPECT_EQ(names.size(), 4u);
+  for (const char* alias : {"maxtext", "MaxText", "jax"}) {
+    ASSERT_NE(r.find(alias), nullptr) << alias;
+    EXPECT_EQ(r.find(alias)->name(), "maxtext");
+  }
   for (const char* alias : {"megatron", "Megatron", "megatron-lm", "mcore", "megatron-core"}) {
     ASSERT_NE(r.find(alias), nullptr) << alias;
     EXPECT_EQ(r.find(alias)->name(), "megatron");
   }
-  EXPECT_EQ(r.find("torchtitan"), nullptr);
+  ASSERT_NE(r.find("torchtitan"), nullptr);
+  EXPECT_EQ(r.find("torchtitan")->name(), "torchtitan");
+  EXPECT_EQ(r.find("no_such_backend"), nullptr);
   AdapterRegistry copy = r;
   EXPECT_THROW(register_backend_adapter(copy, std::shared_ptr<const BackendAdapter>(
                                                   r.find("megatron"), [](const auto*) {})),
@@ -46,7 +57,8 @@ TEST(Registry, BuiltinsAndAliases) {
 TEST(Registry, UnknownFrameworkListsTheRegisteredOnes) {
   testing::TempDir dir;
   const std::string cfg = dir.write(
-      "a.yaml", "modules:\n  pre_trainer:\n    framework: torchtitan\n    model: llama3_8B.yaml\n");
+      "a.yaml",
+      "modules:\n  pre_trainer:\n    framework: no_such_backend\n    model: llama3_8B.yaml\n");
   try {
     load_job(request(cfg));
     FAIL() << "expected an error";
@@ -117,13 +129,7 @@ TEST(MegatronAdapter, NormalizationIsIdempotent) {
     LoadRequest req = request(path);
     ResolvedConfig rc = resolve_config(req);
     rc.args.set("use_custom_fsdp", ConfigValue::make_bool(false));  // an alias the adapter folds
-    AdapterInput in;
-    in.args = rc.args;
-    in.user_keys = rc.user_keys;
-    in.source = rc.source;
-    in.model_name = "m";
-    in.profile = *load_framework_profiles(kRepoData).find(a.profile(rc.primus_experiment));
-    in.data_dir = kRepoData;
+    AdapterInput in = testing::adapter_input(rc, a, kRepoData);
     const JobDraft first = a.normalize(in);
     const std::string normalized = in.args.to_text();
     EXPECT_EQ(in.args.find("use_custom_fsdp"), nullptr) << path;

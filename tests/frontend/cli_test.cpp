@@ -108,9 +108,9 @@ TEST(Cli, HugeNodeCountsAreRefusedNotWrapped) {
 }
 
 TEST(Cli, UnknownFrameworkListsTheRegisteredBackEnds) {
-  const Result r = run("config -c " + kTestData + "/torchtitan_framework.yaml");
+  const Result r = run("config -c " + kTestData + "/unknown_framework.yaml");
   EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.out.find("torchtitan_framework.yaml:3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unknown_framework.yaml:3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("registered: megatron"), std::string::npos) << r.out;
 }
 

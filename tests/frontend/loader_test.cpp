@@ -540,7 +540,8 @@ TEST(Validation, TypeErrorsNameTheLine) {
   expect_input_error([&] { load_job(request(cfg)); }, "pipeline_model_parallel_size", 6,
                      "expected an integer");
   const std::string fw = dir.write(
-      "b.yaml", "modules:\n  pre_trainer:\n    framework: torchtitan\n    model: llama3_8B.yaml\n");
+      "b.yaml",
+      "modules:\n  pre_trainer:\n    framework: no_such_backend\n    model: llama3_8B.yaml\n");
   expect_input_error([&] { load_job(request(fw)); }, "modules.pre_trainer.framework", 3);
 }
 

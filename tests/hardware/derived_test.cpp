@@ -27,6 +27,7 @@ std::vector<const Sourced*> fields(const Cal& c) {
           &c.attention_fa2_bwd_fraction,
           &c.hbm_elementwise_fraction,
           &c.hbm_permute_fraction,
+          &c.hbm_gather_fraction,
           &c.hbm_optimizer_fraction,
           &c.hbm_loss_fraction,
           &c.kernel_launch_s,

@@ -159,16 +159,18 @@ TEST(VendorFigures, TpuInterconnects) {
     const char* wraparound;
     int domain;
     int links;
-    double link_gb_s;  // one direction (SB: 4.5e10 or 9e10 B/s)
+    double link_gb_s;  // one direction: the Cloud TPU per-chip figure over the chip's links
+                       // (SB rounds v5e / v5p to 4.5e10 / 9e10 B/s); v4: SB
     double dcn_gb_s;   // per chip, one direction; 0 = not published
     int devices;
   };
   const Case cases[] = {
       {"tpu_v4", 3, "cube_multiples", 4096, 6, 45, 0, 1},
-      {"tpu_v5e", 2, "full_axis", 256, 4, 45, 2 * 100 / 8.0 / 8, 1},  // 2x 100 Gb/s per 8 chips
-      {"tpu_v5p", 3, "cube_multiples", 8960, 6, 90, 50 / 8.0, 1},     // 50 Gb/s per chip
-      {"tpu_v6e", 2, "full_axis", 256, 4, 90, 0, 1},
-      {"tpu7x", 3, "cube_multiples", 9216, 6, 90, 0, 2},
+      {"tpu_v5e", 2, "full_axis", 256, 4, 50, 2 * 100 / 8.0 / 8, 1},  // 400 / 4 / 2; 2x 100 Gb/s
+                                                                      // DCN per 8 chips
+      {"tpu_v5p", 3, "cube_multiples", 8960, 6, 100, 50 / 8.0, 1},    // 1200 / 6 / 2; 50 Gb/s
+      {"tpu_v6e", 2, "full_axis", 256, 4, 100, 0, 1},                 // 800 / 4 / 2
+      {"tpu7x", 3, "cube_multiples", 9216, 6, 100, 0, 2},             // 1200 / 6 / 2
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

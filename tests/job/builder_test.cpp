@@ -245,14 +245,18 @@ TEST(Invariants, MalformedJobsAreRefused) {
   refused(j);
 }
 
-// The recommendation family has data types but no providers yet: refused as not modelled.
-TEST(Families, RecommendationIsNotModelledYet) {
+// Both families have providers in every stage; a recommendation job whose embedding plan does
+// not cover its tables (not made by the job builder) is refused, not repaired.
+TEST(Families, RecommendationIsModelledAndNeedsItsPlan) {
+  for (ProjectionStage s :
+       {ProjectionStage::kAccounting, ProjectionStage::kMemory, ProjectionStage::kWorkload}) {
+    EXPECT_TRUE(family_modelled(ModelFamily::kRecommendation, s));
+    EXPECT_TRUE(family_modelled(ModelFamily::kDecoderLm, s));
+  }
   JobSpec j = testing::make_job(testing::llama31_8b(), two_nodes());
   j.model.family = ModelFamily::kRecommendation;
   j.model.recommendation.tables.push_back({"t0", 1000, 64, 1, EmbeddingPooling::kSum});
-  EXPECT_THROW(project_memory(j), NotModelledError);
-  EXPECT_FALSE(family_modelled(ModelFamily::kRecommendation, ProjectionStage::kWorkload));
-  EXPECT_TRUE(family_modelled(ModelFamily::kDecoderLm, ProjectionStage::kMemory));
+  EXPECT_THROW(project_memory(j), InputError);
 }
 
 }  // namespace

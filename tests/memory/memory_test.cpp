@@ -108,15 +108,21 @@ TEST(StaticMemory, TiedEmbeddingCopyOnLastStage) {
                    78643200.0 + 24576.0);
 }
 
-// FSDP over DP 8: weights, grads and optimizer all sharded (18 / 8 bytes per param) plus the
-// unsharded window: the largest unit is the embedding (128256 x 4096 = 525,336,576 params),
-// gathered twice in bf16 (current + prefetched) and its grads once in fp32: 8 B/param.
+// FSDP over DP 8: weights, grads and optimizer all sharded plus the unsharded window: the largest
+// unit is the embedding (128256 x 4096 = 525,336,576 params), gathered twice in bf16 (current +
+// prefetched) and its grads once in fp32: 8 B/param. Megatron FSDP (zero3) keeps a bf16 shard
+// besides the fp32 master (18 / 8 bytes per param); PyTorch FSDP2's mixed precision shards the
+// fp32 master itself (16 / 8).
 TEST(StaticMemory, FsdpShardsEverythingPlusWindow) {
   JobSpec j = make_job(testing::llama31_8b(), {.dp = 8});
-  j.parallel.fsdp = FsdpKind::kFsdp2;
+  j.parallel.fsdp = FsdpKind::kZero3;
   const RankMemory r = project_memory(j).ranks[0];
   EXPECT_DOUBLE_EQ(static_bytes(r), 8030261248.0 * 18.0 / 8.0);
   EXPECT_DOUBLE_EQ(r.point[idx(MemoryComponent::kFsdpUnsharded)], 525336576.0 * 8.0);
+  j.parallel.fsdp = FsdpKind::kFsdp2;
+  const RankMemory r2 = project_memory(j).ranks[0];
+  EXPECT_DOUBLE_EQ(static_bytes(r2), 8030261248.0 * 16.0 / 8.0);
+  EXPECT_DOUBLE_EQ(r2.point[idx(MemoryComponent::kFsdpUnsharded)], 525336576.0 * 8.0);
 }
 
 // Distributed optimizer with CP: optimizer state sharded over DP x CP = 2 x 4 = 8, so

@@ -73,7 +73,7 @@ TEST(ScheduleEdge, InterleavedMicrobatchesNotMultipleOfPp) {
   EXPECT_EQ(input_error_key([] { build_interleaved(4, 2, 3); }), "num_microbatches");
   EXPECT_EQ(input_error_key([] { build_interleaved(4, 2, 10); }), "num_microbatches");
   EXPECT_EQ(input_error_key([] { build_interleaved(4, 2, 10, 3); }),
-            "microbatch_group_size_per_vp_stage");
+            "microbatch_group");
   // With a group size of 5 (10 = 2 groups of 5) Megatron accepts M=10; the pipeline stays full, so
   // the balanced closed form (M + (PP-1)/V)(F+B) = (10 + 1.5) * 3 = 34.5 holds.
   const SimulationResult r = simulate(build_interleaved(4, 2, 10, 5), balanced(4, 2, 0.5, 1, 0));
@@ -350,9 +350,9 @@ TEST(ScheduleSelect, AutoRule) {
   EXPECT_EQ(select_schedule(ScheduleKind::kZbvGreedyMin, 4, 2, false).algorithm,
             ScheduleKind::kZbvGreedyMin);
   EXPECT_EQ(input_error_key([] { select_schedule(ScheduleKind::kZbvFormatted, 4, 1, false); }),
-            "virtual_pipeline_model_parallel_size");
+            "vpp");
   EXPECT_EQ(input_error_key([] { select_schedule(ScheduleKind::kInterleaved, 4, 1, false); }),
-            "virtual_pipeline_model_parallel_size");
+            "vpp");
   EXPECT_EQ(input_error_key([] { build_1f1b(4, 0); }), "num_microbatches");
   const ScheduleTable t = build_schedule({ScheduleKind::kAuto, 4, 1, 8, true});
   EXPECT_EQ(t.algorithm, ScheduleKind::kZeroBubble);

@@ -18,7 +18,8 @@ struct CliResult {
 inline CliResult run_cli(const std::string& args) {
   const std::string cmd =
       "env -u PRIMUS_TP -u PRIMUS_PP -u PRIMUS_EP -u PRIMUS_CP -u PRIMUS_VPP -u PRIMUS_ETP "
-      "-u NNODES -u GPUS_PER_NODE -u PRIMUS_GPU_ARCH -u PRIMUS_GPU_CLOCK_MHZ -u PRIMUS_PATH " +
+      "-u NNODES -u GPUS_PER_NODE -u PRIMUS_GPU_ARCH -u PRIMUS_GPU_CLOCK_MHZ -u PRIMUS_PATH "
+      "-u BACKEND_PATH " +
       std::string(PROJECTOR_BINARY) + " " + args + " 2>&1";
   CliResult r;
   FILE* pipe = popen(cmd.c_str(), "r");

@@ -66,4 +66,15 @@ inline JobSpec make_job(ModelSpec model, const JobShape& s) {
   return finalize_job(make_draft(std::move(model), s), make_cluster(s));
 }
 
+// Llama 3.1 8B under PyTorch FSDP2 (torchtitan's sharding): HSDP replicate groups and the
+// reshard-after-forward policy as given.
+inline JobSpec make_fsdp2_job(const JobShape& s, int replicate = 1, bool reshard = true) {
+  JobDraft d = make_draft(llama31_8b(), s);
+  d.fsdp = FsdpKind::kFsdp2;
+  d.distributed_optimizer = false;
+  d.parallel.dp_replicate = replicate;
+  d.parallel.reshard_after_forward = reshard;
+  return finalize_job(d, make_cluster(s));
+}
+
 }  // namespace projector::testing

@@ -69,6 +69,17 @@ JobSpec hand_job(const Candidate& c) {
       r.method = RecomputeMethod::kBlock;
       r.num_layers = c.recompute.num_layers;
       break;
+    case RecomputeKind::kOpPolicy:
+      r.granularity = RecomputeGranularity::kOpPolicy;
+      break;
+    case RecomputeKind::kEveryN:
+      for (int i = c.recompute.num_layers - 1; i < 16; i += c.recompute.num_layers) {
+        r.layer_ids.push_back(i);
+      }
+      break;
+    case RecomputeKind::kTensorPolicy:
+      r.granularity = RecomputeGranularity::kTensors;
+      break;
   }
   return job;
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "projector/validate/validate.h"
 #include "validate/mapper.h"
@@ -121,8 +122,8 @@ TEST(MapperRules, UnknownFrameworkIsAnAssumption) {
   EXPECT_TRUE(has_assumption(m, "framework = unknown"));
 }
 
-// DLRM entries map to the recommendation family and stop cleanly, per entry, as not modelled.
-TEST(MapperRules, RecommendationRunsAreNotModelledYet) {
+// DLRM entries map to the recommendation family and are projected in samples per second.
+TEST(MapperRules, RecommendationRunsAreProjected) {
   const std::vector<RunEntry> runs = load_runs(kData + "/validation/recsys_runs.yaml");
   const MappedRun m = map_run(runs.at(0), kData);
   ASSERT_TRUE(m.mapped) << m.reason;
@@ -130,11 +131,18 @@ TEST(MapperRules, RecommendationRunsAreNotModelledYet) {
   EXPECT_EQ(m.job.model.family, ModelFamily::kRecommendation);
   EXPECT_EQ(m.job.model.recommendation.tables.size(), 26u);
   EXPECT_EQ(m.job.model.recommendation.top_mlp.layer_sizes.back(), 1);
+  EXPECT_EQ(m.job.runtime.recsys.embedding_optimizer, RecsysOptimizer::kSgd);  // training.optimizer
+  EXPECT_EQ(m.job.runtime.micro_batch_size, 256);  // training.batch_size_per_gpu
+  EXPECT_EQ(m.job.runtime.global_batch_size, 2048);
+  EXPECT_EQ(map_run(runs.at(1), kData).job.runtime.recsys.embedding_optimizer,
+            RecsysOptimizer::kAdagrad);
   const ValidationReport r = validate(runs, make_default_project_fn(), kData);
-  EXPECT_EQ(r.summary.not_modelled, static_cast<int>(runs.size()));
+  EXPECT_EQ(r.summary.not_modelled, 0);
   for (const RunResult& rr : r.runs) {
-    EXPECT_EQ(rr.status, "not_modelled") << rr.id;
-    EXPECT_NE(rr.reason.find("not modelled yet"), std::string::npos) << rr.reason;
+    EXPECT_EQ(rr.status, "ok") << rr.id << ": " << rr.reason;
+    ASSERT_TRUE(rr.throughput_error_pct) << rr.id;
+    EXPECT_LT(std::abs(*rr.throughput_error_pct), 20.0) << rr.id;
+    EXPECT_EQ(rr.throughput_basis, "samples_per_sec_total (measured)");
   }
 }
 

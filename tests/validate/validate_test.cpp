@@ -347,7 +347,7 @@ TEST(MapRun, DeepSeekV3Schema) {
   EXPECT_TRUE(m.mapped) << m.reason;  // needs an H800 in the catalogue
 }
 
-// MaxText on TPU v4: per_device_batch_size is the micro batch, FSDP over the data axis.
+// MaxText on TPU v4: per_device_batch_size is the micro batch, FSDP over the fsdp mesh axis.
 TEST(MapRun, MaxTextTpu) {
   const MappedRun m = map_run(find_run("maxtext-v4-22b-1x-v4-128"), kDataDir);
   ASSERT_TRUE(m.mapped) << m.reason;
@@ -360,14 +360,18 @@ TEST(MapRun, MaxTextTpu) {
   EXPECT_EQ(j.runtime.global_batch_size, 1024);
   EXPECT_EQ(j.num_microbatches(), 1);
   EXPECT_EQ(j.parallel.dp, 64);
-  EXPECT_EQ(j.parallel.fsdp, FsdpKind::kZero3);
+  EXPECT_EQ(j.parallel.fsdp, FsdpKind::kFsdp2);  // the fsdp mesh axis, gathered per layer
+  EXPECT_TRUE(j.parallel.fsdp_per_layer);
   const LayerSpec& l = j.model.layers[0];
   EXPECT_EQ(l.mlp.activation, ActivationKind::kRelu);
   EXPECT_FALSE(l.mlp.gated);
   EXPECT_EQ(l.attention.head_dim, 256);
   EXPECT_EQ(l.attention.num_heads, 24);
   EXPECT_TRUE(j.model.tied_embeddings);
-  EXPECT_EQ(j.runtime.recompute.granularity, RecomputeGranularity::kFull);
+  // remat_policy full: the saved-tensor policy that keeps only the layer input.
+  EXPECT_EQ(j.runtime.recompute.granularity, RecomputeGranularity::kTensors);
+  EXPECT_TRUE(j.runtime.recompute.tensors.on_device(LayerTensor::kLayerInput));
+  EXPECT_FALSE(j.runtime.recompute.tensors.kept(LayerTensor::kQuery));
   EXPECT_TRUE(j.runtime.flash_attention);
   EXPECT_FALSE(m.flop_convention.hardware);
   EXPECT_FALSE(m.flop_convention.options.causal_attention_half);  // "full (non-causal)"

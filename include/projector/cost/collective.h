@@ -3,6 +3,7 @@
 // members actually sit. The Primus-parity formulas are separate (cost/primus_collectives.h).
 #pragma once
 
+#include <array>
 #include <string_view>
 
 #include "projector/cost/op_cost.h"
@@ -20,6 +21,29 @@ enum class CollectiveKind {
 };
 std::string_view to_string(CollectiveKind k);
 
+// The part of a torus fabric (TPU ICI) a group spans inside one slice, and the slices it spans
+// over the data-centre network. A member's neighbours along a spanned axis are one hop apart;
+// `wrap` says the axis closes into a ring (its wraparound link exists), otherwise it is a line.
+// `core` marks the axis of the devices (dies) of one chip, joined by the on-package link.
+struct TorusSpan {
+  static constexpr int kMaxAxes = 4;
+  int axes = 0;  // spanned axes (0: the group does not lie on a torus)
+  std::array<int, kMaxAxes> extent{};
+  std::array<bool, kMaxAxes> wrap{};
+  std::array<bool, kMaxAxes> core{};
+  int slices = 1;  // slices spanned (> 1: the DCN tier is crossed)
+  // Devices of one chip that send over the chip's ICI links at the same time (TPU7x: its two
+  // dies): each gets 1 / sharers of a link's rate.
+  int sharers = 1;
+  bool placed() const { return axes > 0 || slices > 1; }
+  int members_per_slice() const {
+    int n = 1;
+    for (int i = 0; i < axes; ++i) n *= extent[static_cast<std::size_t>(i)];
+    return n;
+  }
+  friend bool operator==(const TorusSpan&, const TorusSpan&) = default;
+};
+
 // Where a communicator's members sit. Built by make_group from the parallel layout, or by hand.
 struct CommGroup {
   int size = 1;            // members
@@ -27,6 +51,7 @@ struct CommGroup {
   int nodes = 1;           // nodes spanned
   int pods = 1;            // pods spanned (> 1: the cluster tier is crossed)
   int gpus_per_node = 8;   // node size (mesh link counts, NICs per GPU)
+  TorusSpan torus = {};    // placed on a torus (TPU): priced by the torus model instead
   friend bool operator==(const CommGroup&, const CommGroup&) = default;
 };
 
@@ -39,7 +64,8 @@ struct ParallelSizes {
   int dp = 1;
   int pp = 1;
   int ep = 1;
-  int etp = 0;  // 0: tp (Megatron's default)
+  int etp = 0;           // 0: tp (Megatron's default)
+  int dp_replicate = 1;  // HSDP replicate groups (ParallelSpec::dp_replicate)
 };
 
 enum class GroupKind {
@@ -52,6 +78,10 @@ enum class GroupKind {
   kEtp,     // size etp, stride 1
   kEp,      // size ep, stride etp
   kEdp,     // expert data parallel: size tp*cp*dp/(etp*ep), stride etp*ep
+  // HSDP (dp_replicate > 1, PyTorch FSDP2 meshes with the replicate dimension outermost):
+  kDpCpShard,      // one shard group: size dp*cp/dp_replicate, stride tp
+  kEdpShard,       // its expert counterpart: size tp*cp*dp/(etp*ep*dp_replicate), stride etp*ep
+  kDpCpReplicate,  // across the shard groups: size dp_replicate, stride tp*cp*dp/dp_replicate
 };
 std::string_view to_string(GroupKind k);
 
@@ -81,6 +111,13 @@ inline OpCost collective_time(const NetworkSpec& net, CollectiveKind kind, doubl
                               const CommGroup& group) {
   return collective_estimate(net, kind, bytes, group).cost;
 }
+
+// The torus model (cost/torus_collective.cpp): ring algorithms along each spanned axis at the
+// per-link rate (both directions on a wrapped axis, one on a line), all axes concurrently,
+// all-to-all limited by the busiest axis' link load, the DCN leg of a multi-slice group over each
+// chip's share of the slice's NICs. `group.torus` must be placed().
+CollectiveEstimate torus_collective_estimate(const NetworkSpec& net, CollectiveKind kind,
+                                             double bytes, const CommGroup& group);
 
 // nccl-tests bus-bandwidth factor: busbw = algbw x factor (all-reduce 2(n-1)/n, AG/RS/A2A (n-1)/n).
 double bus_bandwidth_factor(CollectiveKind kind, int n);

@@ -13,15 +13,22 @@ enum class MemOpClass {
   kPermute,      // gather/scatter (MoE token permute/unpermute)
   kOptimizer,    // optimizer step (many tensors, fp32 states)
   kLoss,         // cross-entropy passes over the logits
+  kEmbedding,    // embedding-row gathers / scatters of large tables (TBE lookup, fused update)
 };
 
 std::string_view to_string(MemOpClass c);
 
 // The calibrated fraction of peak HBM bandwidth for the class, falling back to the elementwise
-// fraction when the class has none and to 0.7 (roofline, typical STREAM copy) when nothing is set.
+// fraction when the class has none and to 0.85 (roofline, typical STREAM copy) when nothing is set;
+// kEmbedding falls back to Primus' sparse-gather fraction 0.30 (spec 6.7, P7).
 double hbm_fraction(const AcceleratorSpec& acc, MemOpClass cls);
 
 // `bytes` read plus written by the op; `kernels` launches are charged kernel_launch_s each.
 OpCost memory_bound_time(const AcceleratorSpec& acc, double bytes, MemOpClass cls, int kernels = 1);
+
+// A copy of `bytes` between device and host memory (activation / optimizer offload) over the
+// accelerator's host link (host_bw_bytes_per_s; when unknown, a 32 GB/s PCIe Gen4 x16 estimate,
+// marked roofline).
+OpCost host_transfer_time(const AcceleratorSpec& acc, double bytes);
 
 }  // namespace projector

@@ -1,5 +1,5 @@
 // Back-end adapters and their registry. A back-end adapter reads one training framework's
-// configuration namespace (Megatron arguments today; torchtitan, MaxText and TorchRec DLRM next)
+// configuration namespace (Megatron arguments, torchtitan's JobConfig; MaxText and TorchRec next)
 // and turns it into the neutral JobDraft that the job builder finalizes (job/builder.h). The
 // experiment format in front of it (Primus' modules / presets / overrides, frontend/primus/) and
 // the overrides after it (PRIMUS_* environment, CLI flags) are shared by every back-end.
@@ -27,6 +27,8 @@ class KeySchema {
   // The known key nearest by edit distance, when the key is plausibly a misspelling of it (at
   // most a third of it differs); empty otherwise.
   std::string nearest(std::string_view key) const;
+  // "file:line: unknown key 'k' (ignored)[; did you mean 'n'?]" for a key the schema lacks.
+  std::string unknown_key_warning(const std::string& key, const SourceLocation& where) const;
   const std::vector<std::string>& keys() const { return keys_; }
 
  private:
@@ -34,6 +36,21 @@ class KeySchema {
 };
 // One key per line, '#' comments. InputError when the file cannot be read.
 KeySchema load_key_schema(const std::string& path);
+// The schema of back-end `name`: <data_dir>/frameworks/keys/<name>.txt.
+KeySchema load_backend_key_schema(const std::string& data_dir, std::string_view name);
+
+// "file:line: unknown key 'k' (ignored); did you mean 'n'?" for each key of `user_keys` (once)
+// that `schema` does not know; the location is read from `args`.
+std::vector<std::string> unknown_key_warnings(const ConfigValue& args,
+                                              const std::vector<std::string>& user_keys,
+                                              const KeySchema& schema);
+// Unknown-key warnings are listed up to this many (real Primus configs have up to 34); the rest
+// are counted (a file of thousands of unknown keys gets one summary line, and no suggestion search
+// per key).
+inline constexpr std::size_t kMaxListedUnknownKeys = 100;
+// "<where>: N more unknown keys (ignored)" when `more` > 0.
+void add_unknown_key_summary(std::vector<std::string>& warnings, std::size_t more,
+                             const SourceLocation& where);
 
 // What a back-end adapter reads: the trainer namespace the experiment format resolved.
 struct AdapterInput {
@@ -43,9 +60,19 @@ struct AdapterInput {
   std::string model_name;              // the model preset's name, or "(inline)"
   FrameworkProfile profile;            // the framework whose defaults apply
   std::string data_dir;                // catalogues (key schemas, presets)
+  // The installed back-end to read tables from (--backend-path, else BACKEND_PATH; empty: none)
+  // and the Primus checkout (--primus-path / PRIMUS_PATH; empty: none).
+  std::string backend_path;
+  std::string primus_path;
+  std::string module_preset;  // the module preset file read (checkout or bundled copy), if any
+  EnvLookup env;              // environment (PRIMUS_MAXTEXT_PATH, ...); empty: none
   std::vector<AppliedDefault> defaults;
   std::vector<std::string> warnings;
 };
+
+// The draft every adapter's normalize starts from: the input's source, profile, defaults and
+// warnings.
+JobDraft start_draft(const AdapterInput& in);
 
 class BackendAdapter {
  public:
@@ -58,6 +85,9 @@ class BackendAdapter {
   // Where a Primus checkout keeps this back-end's presets: primus/configs/{modules,models}/<dir>.
   virtual std::string_view preset_dir() const = 0;
   virtual KeySchema key_schema(const std::string& data_dir) const = 0;
+  // Whether a flat configuration file (no Primus `modules:`) is this back-end's own format, e.g.
+  // a MaxText YAML; flat files nobody claims are read as Megatron arguments.
+  virtual bool recognizes(const ConfigValue& /*flat_config*/) const { return false; }
   // Rewrites `input.args` into the adapter's canonical keys (aliases folded) and reads the draft
   // from them. Idempotent: normalizing an already normalized input changes nothing and gives the
   // same draft, so a caller may rewrite the normalized namespace and normalize again. Throws

@@ -74,6 +74,11 @@ ConfigValue resolve_plain_scalar(const std::string& text, SourceLocation where);
 // True when `text` is a YAML 1.1 integer literal (decimal, 0b, 0x, octal or sexagesimal), whatever
 // its size: lets a reader say "out of range" rather than "not an integer".
 bool is_integer_literal(std::string_view text);
+// The integer a value states (an int, an integral float, or an integer literal beyond int64 that
+// arrived as a float) when it is at most kMaxCount (util/bounds.h) in magnitude, so narrowing it
+// to int is exact. Otherwise nullopt, and `error` says why ("expected an integer, got 'x'" or
+// "integer N is out of range ...").
+std::optional<std::int64_t> bounded_integer(const ConfigValue& v, std::string& error);
 // Re-types a string after environment substitution (Primus' rule: true/false -> bool, integer ->
 // int, float -> float, else string).
 ConfigValue retype_substituted(const std::string& text, SourceLocation where);

@@ -9,6 +9,8 @@
 // in data/frameworks/primus/) with the model preset (`model:`) filling only keys the module preset
 // does not define; other keys of the module entry; `overrides:`; `--set key=value`; then, on the
 // draft, environment overrides (PRIMUS_TP, ...; a value given with --set wins) and CLI flags.
+// A `.toml` config is a torchtitan job file (its JobConfig sections) read by the torchtitan
+// adapter with torchtitan's own defaults.
 #pragma once
 
 #include <optional>
@@ -37,7 +39,10 @@ struct LoadRequest {
   std::string config_path;  // experiment YAML
   std::string data_dir;     // bundled catalogues; empty: default_data_dir()
   std::string primus_path;  // Primus checkout; empty: PRIMUS_PATH from `env`, else none
-  EnvLookup env;            // environment; empty: none (tests) — the CLI passes the real one
+  // The installed back-end's source (torchtitan: its flavor tables); empty: BACKEND_PATH from
+  // `env`, else <Primus>/third_party/<back-end>, else the transcribed tables in data/.
+  std::string backend_path;
+  EnvLookup env;  // environment; empty: none (tests) — the CLI passes the real one
   std::vector<std::string> set_overrides;  // "key=value" (dotted keys reach into nested maps)
   CliOverrides cli;
   std::string hardware;         // --hardware NAME|FILE or --gpu-arch; empty: PRIMUS_GPU_ARCH
@@ -67,6 +72,10 @@ struct ResolvedConfig {
 // `framework:` is an InputError listing the registered back-ends.
 ResolvedConfig resolve_config(const LoadRequest& request);
 
+// A TOML file (torchtitan job configs) as a tree with file:line on every value. InputError naming
+// the file and line for malformed TOML.
+ConfigValue parse_toml_file(const std::string& path);
+
 // Megatron arguments -> ModelSpec (every default applied is appended to `defaults`).
 ModelSpec build_model(const ConfigValue& args, std::vector<AppliedDefault>& defaults,
                       std::vector<std::string>& warnings);
@@ -86,8 +95,12 @@ JobSpec load_job(const LoadRequest& request);
 std::vector<std::string> list_model_presets(const std::string& data_dir);
 // Path of a model preset: the bundled catalogue first, then <primus>/primus/configs/models/
 // megatron/. `name` may omit ".yaml". Throws InputError (suggesting the nearest name) if unknown.
+// Another back-end's presets (`preset_dir` != "megatron", e.g. "maxtext") are looked up in
+// <primus>/primus/configs/models/<preset_dir>/, then in the bundled copy
+// data/frameworks/primus/models/<preset_dir>/, never in the Megatron catalogue.
 std::string find_model_preset(const std::string& name, const std::string& data_dir,
-                              const std::string& primus_path, const SourceLocation& where = {});
+                              const std::string& primus_path, const SourceLocation& where = {},
+                              std::string_view preset_dir = "megatron");
 // A preset on its own (for `projector models show`).
 ModelSpec load_model_preset(const std::string& name, const std::string& data_dir,
                             const std::string& primus_path = "",

@@ -54,6 +54,12 @@ class AcceleratorIndex {
   std::vector<Entry> entries_;
 };
 
+// One framework device's share of a chip with devices_per_chip > 1 (TPU7x: each TensorCore is a
+// JAX device): peaks, HBM capacity and bandwidth, scale-up, scale-out and host bandwidth divided
+// by devices_per_chip; the accelerator itself when it has one device per chip. The share keeps
+// devices_per_chip, so reports can convert per-device figures back to the chip.
+AcceleratorSpec device_share(const AcceleratorSpec& chip);
+
 // Loads one network file (Primus `hardware_config:` format or flat) from a path.
 NetworkSpec load_network_file(const std::string& path);
 // Loads one accelerator file from a path.

@@ -59,8 +59,14 @@ struct AcceleratorSpec {
   int torus_dims = 0;                        // 2 or 3 for a torus fabric, else 0
   std::string torus_wraparound;  // always / full_axis / cube_multiples / none; "" = not a torus
   double scaleout_bw_bytes_per_s = 0.0;  // NIC / DCN bandwidth per GPU/chip, one direction
-  std::string default_network;           // network catalogue name used when none is given
-  std::string file;  // the YAML file it was loaded from (empty if built in code)
+  // Systolic matrix units (TPU MXU): the array's side (128 or 256). GEMMs are priced by the
+  // systolic model (K and N padded to it) instead of the GPU tile/wave model; 0 = not systolic.
+  int matrix_unit_dim = 0;
+  // Host link (PCIe / host DMA) per GPU/chip, one direction: activation and optimizer offload to
+  // host memory; 0 = unknown.
+  double host_bw_bytes_per_s = 0.0;
+  std::string default_network;  // network catalogue name used when none is given
+  std::string file;             // the YAML file it was loaded from (empty if built in code)
 
   // Where each non-calibration fact came from, keyed by its field path in the YAML file
   // ("peak_tflops.bf16", "hbm_capacity", ...). Calibration values carry their own sources.
@@ -81,8 +87,11 @@ struct AcceleratorSpec {
     Sourced attention_fa2_bwd_fraction;
     Sourced hbm_elementwise_fraction;  // streaming elementwise ops (norm, act, residual, rope)
     Sourced hbm_permute_fraction;      // gather/scatter-like ops (MoE permute)
-    Sourced hbm_optimizer_fraction;    // optimizer step
-    Sourced hbm_loss_fraction;  // cross-entropy loss passes (Primus charges these separately)
+    // Embedding-row gathers and scatters (TBE lookups, their fused optimizer update): random rows
+    // of a large table (0: not calibrated, cost/memory_ops.h says the fallback).
+    Sourced hbm_gather_fraction;
+    Sourced hbm_optimizer_fraction;  // optimizer step
+    Sourced hbm_loss_fraction;       // cross-entropy loss passes (Primus charges these separately)
     Sourced kernel_launch_s;
     Sourced runtime_context_bytes;        // CUDA/HIP context and allocator pools
     Sourced comm_buffer_bytes_per_group;  // NCCL/RCCL buffers per communicator
@@ -169,7 +178,17 @@ struct NetworkSpec {
   double scaleout_base_lat_us = 0.0;  // fixed extra cost of a multi-node collective (proxy, RDMA)
   double nvls_algbw_eff = 0.0;        // > 0: in-switch all-reduce (NVLS), algbw = node_bw x this
   double hier_overlap = 0.9;          // pipelining of intra/inter legs in hierarchical algorithms
-  std::string file;                   // the YAML file it was loaded from (empty if built in code)
+  // Torus fabric (TPU ICI) between the chips of one slice and the data-centre network (DCN)
+  // between slices; used for groups placed on a torus (cost/collective.h TorusSpan). 0: no torus.
+  double ici_link_bw_gb_per_s = 0.0;   // one ICI link, one direction
+  double ici_bw_eff = 0.0;             // fraction of the link rate collectives reach (0: bw_eff)
+  double ici_hop_lat_us = 1.0;         // per torus hop of a ring step
+  double ici_base_lat_us = 2.0;        // fixed cost of one collective
+  double core_link_bw_gb_per_s = 0.0;  // between the devices (dies) of one chip, one direction
+  double dcn_bw_gb_per_s = 0.0;        // DCN per chip, one direction (0: pod_bw / chips per NIC)
+  double dcn_bw_eff = 0.0;             // fraction reached (0: bw_eff)
+  double dcn_lat_us = 20.0;            // per DCN collective step
+  std::string file;                    // the YAML file it was loaded from (empty if built in code)
   std::vector<std::string> unknown_keys;  // keys the loader did not recognise (warned)
 };
 

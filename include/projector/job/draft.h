@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "projector/job/profile.h"
+#include "projector/job/recsys_plan.h"
 #include "projector/model/job.h"
 #include "projector/util/error.h"
 
@@ -52,6 +53,8 @@ enum class DraftField : std::uint8_t {
   kHardware,
   kNodes,
   kGpusPerNode,
+  kDp,
+  kMesh,
   kCount
 };
 inline constexpr int kNumDraftFields = static_cast<int>(DraftField::kCount);
@@ -78,12 +81,17 @@ struct LayerSplit {
     kBalanced,   // Megatron's default: the layers must divide (or allow_uneven)
     kFirstLast,  // stated layer counts of the first and / or last stage, the rest balanced
     kStated,     // every stage stated (`stages`); VPP follows from their count when unstated
+    // torchtitan: the embedding and the output head count as `first_weight` / `last_weight`
+    // decoder layers; layers plus weights are spread evenly over the PP x VPP stages, the first
+    // (total mod stages) taking one more, and the first / last stage give up their weight.
+    kWeighted,
   };
   Kind kind = Kind::kBalanced;
   // kBalanced: the first L mod (PP x VPP) stages take one more layer instead of failing (the
   // validation mapper: a published run ran, so its framework split the layers somehow).
   bool allow_uneven = false;
   std::optional<int> first_stage_layers, last_stage_layers;  // kFirstLast
+  int first_weight = 1, last_weight = 1;                     // kWeighted
   std::vector<StatedStage> stages;                           // kStated
 };
 
@@ -96,6 +104,9 @@ struct JobDraft {
   // layers_per_virtual_stage, a stated layout, or the schedule).
   std::optional<int> tp, pp, vpp, cp, ep, etp;
   std::optional<int> layers_per_virtual_stage;
+  // A stated data-parallel size (torchtitan's dp_replicate x dp_shard): the world is then
+  // TP x PP x CP x DP, unstated nodes follow from it, and any other world breaks a rule.
+  std::optional<int> dp;
   LayerSplit layer_split;
 
   // Behaviour the framework profile decides when the input does not.
@@ -116,6 +127,14 @@ struct JobDraft {
   // microbatch, the profile's microbatch rule).
   std::optional<int> micro_batch_size, global_batch_size, seq_length;
   std::optional<int> replica_batch_size;
+  // Samples per data-parallel replica in one flush of the pipeline schedule (torchtitan's
+  // local_batch_size): the iteration runs GBS / (flush batch x DP) flushes back to back
+  // (RuntimeSpec::accumulation_rounds). Unset: one flush.
+  std::optional<int> flush_batch_size;
+  // With a flush batch and PP > 1, the microbatch size (torchtitan's
+  // pipeline_parallel_microbatch_size, default 1); without PP the flush batch is one microbatch.
+  // A stated micro_batch_size wins.
+  std::optional<int> pipeline_micro_batch_size;
 
   // kAuto: the schedule module's selection rule; prefer_zero_bubble asks for the zero-bubble
   // schedules when they are legal (Primus enable_zero_bubble + patch_zero_bubble).
@@ -127,6 +146,31 @@ struct JobDraft {
   // ...). Their fields listed above are overwritten.
   ParallelSpec parallel;
   RuntimeSpec runtime;
+  RecsysDraft recsys;  // recommendation family: what the config states (job/recsys_plan.h)
+
+  // A named device mesh (MaxText ici_* / dcn_* axes, job/mesh.h). An ici or dcn size may be -1:
+  // the one axis of its group that takes the devices (slices) the others leave. When set, the
+  // builder derives TP, PP, CP, EP and DP from it (the draft's tp ... ep must then be unset),
+  // places it on the slice's torus, shards weights over its FSDP axes (replicated over its data
+  // axes) and sequence-shards the residual stream over its tensor axes.
+  std::vector<MeshAxis> mesh;
+  // A framework-specific placement of the mesh on the torus (MaxText custom_mesh, job/mesh.h
+  // place_mesh); empty: JAX's mesh_utils placement.
+  std::string mesh_placement;
+  // Sequences per device per accumulation step, counting every device (tensor, context and stage
+  // ranks too; MaxText per_device_batch_size, may be fractional): the global batch is
+  // per_device_batch x devices x gradient_accumulation.
+  std::optional<double> per_device_batch;
+  int gradient_accumulation = 1;
+  int pipeline_microbatches = 0;  // per accumulation step with PP; 0: one per stage
+
+  // Where the job runs when the configuration itself says so (MaxText compile_topology and
+  // compile_topology_num_slices, hardware: tpu); command-line and environment values win.
+  std::string hardware;
+  std::string hardware_reason;
+  std::optional<std::int64_t> devices;
+  std::optional<int> slices;
+  std::vector<int> slice_shape;
 
   std::vector<AppliedDefault> defaults;
   std::vector<std::string> warnings;
@@ -164,6 +208,13 @@ struct ClusterRequest {
   std::optional<std::int64_t> gpus_per_node;
   std::optional<std::int64_t> nodes;
   bool nodes_at_least_minimum = false;
+  // gpus_per_node counts chips (a published run's hardware block): with devices_per_chip > 1
+  // (TPU7x) the builder multiplies it by that many devices.
+  bool per_chip_counts = false;
+  // TPU: the torus shape of one slice in chips and the slices (DCN); unset: the draft's, else the
+  // job's mesh, else one slice of the usual shape (job/mesh.h default_slice_shape).
+  std::vector<int> slice_shape;
+  std::optional<int> slices;
 };
 
 }  // namespace projector

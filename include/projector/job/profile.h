@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "projector/job/recsys_profile.h"
 #include "projector/model/job.h"
 
 namespace projector {
@@ -77,6 +78,7 @@ struct FrameworkProfile {
   ProfileDefault<int> micro_batch_size;
   ProfileDefault<int> global_batch_size;
   ProfileDefault<int> seq_length;
+  RecsysProfile recsys;  // recommendation models (`recsys:`; empty for the LLM frameworks)
 };
 
 // Every profile of a data directory (data/frameworks/*.yaml), `extends:` resolved.

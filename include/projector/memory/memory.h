@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "projector/memory/recsys_memory.h"
 #include "projector/model/job.h"
 #include "projector/schedule/in_flight.h"
 
@@ -182,6 +183,9 @@ struct MemoryReport {
   std::vector<std::string> notes;  // assumptions and defaults the projection applied
   // Sources of the overheads (from the calibration), in component order.
   std::array<std::string, kNumMemoryComponents> sources{};
+  // Recommendation family: `ranks` are GPU ranks (the heaviest first), with the table detail here.
+  RecsysMemory recsys;
+  bool has_recsys = false;
 };
 
 // Refuses a malformed job (check_job_invariants, model/job.h) with an InputError.

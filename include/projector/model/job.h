@@ -6,6 +6,7 @@
 // the config key it came from.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -15,6 +16,7 @@
 
 #include "projector/hardware/hardware.h"
 #include "projector/model/recommendation.h"
+#include "projector/model/saved_tensors.h"
 #include "projector/util/bounds.h"
 #include "projector/util/dtype.h"
 #include "projector/util/schedule_kind.h"
@@ -43,6 +45,9 @@ struct AttentionSpec {
   bool add_qkv_bias = false;
   bool add_bias_linear = false;  // bias on the output projection
   int sliding_window = 0;        // 0: full (causal) attention
+  // Chunked (block-local) attention: each query attends causally only within its chunk of this
+  // many tokens (Llama 4's chunk_attn_window_size); 0: none.
+  int chunk_window = 0;
   bool causal = true;
 };
 
@@ -71,8 +76,8 @@ struct LayerSpec {
 };
 
 // Which kind of model a ModelSpec describes. Memory, workload and accounting are chosen per family
-// (model/family.h); the decoder-LM family is modelled end to end, the recommendation family
-// (DLRM-style) carries its data types only, for the TorchRec backend.
+// (model/family.h); both are modelled end to end (the recommendation family by the TorchRec DLRM
+// back-end's providers: model/accounting_recsys.cpp, memory/recsys.cpp, workload/recsys.cpp).
 enum class ModelFamily : std::uint8_t { kDecoderLm, kRecommendation };
 std::string_view to_string(ModelFamily f);
 
@@ -101,6 +106,35 @@ std::int64_t padded_vocab_size(const ModelSpec& model, int tp);
 // ------------------------------------------------------------------------------------- parallel
 
 enum class FsdpKind { kNone, kFsdp2, kZero3 };  // kZero3 == Megatron custom FSDP optim_grads_params
+
+// A named device-mesh axis (JAX Mesh, torch DeviceMesh) and what it shards. The neutral sizes of
+// ParallelSpec are products of these; the mesh says in addition where each axis lies on a torus
+// (TPU ICI) or across slices (DCN), which the collective model prices.
+enum class MeshRole : std::uint8_t {
+  kData,            // replicas: batch only
+  kStage,           // pipeline stages
+  kFsdp,            // batch + weight shards
+  kFsdpTranspose,   // batch + weight shards (the MLP dimension)
+  kContext,         // sequence shards (+ weight shards)
+  kTensor,          // heads / MLP columns; residual stream sharded on the hidden dimension
+  kTensorSequence,  // as kTensor, plus the sequence of norms and residuals
+  kExpert,          // experts (+ batch and non-expert weight shards)
+  kOther,           // axes the projection treats as replicas (diloco, autoregressive)
+};
+std::string_view to_string(MeshRole r);
+
+struct MeshAxis {
+  MeshRole role = MeshRole::kData;
+  std::string name;  // the framework's name (ici_fsdp_parallelism -> "fsdp")
+  int ici = 1;       // devices along this axis inside one slice
+  int dcn = 1;       // slices along this axis
+  // Where the ICI part lies on the slice's torus: for each physical axis it uses (index into
+  // ClusterSpec::slice_shape; the device-core axis is index slice_shape.size()), how many devices
+  // it spans there. Empty: not placed (the collective model falls back to its flat tiers).
+  std::vector<int> torus_axes;
+  std::vector<int> torus_extent;
+  int size() const { return ici * dcn; }
+};
 enum class CpCommType { kP2p, kAllGather, kA2a, kA2aP2p };
 
 // One virtual pipeline stage (model chunk): a contiguous range of decoder layers plus the
@@ -133,14 +167,43 @@ struct ParallelSpec {
   CpCommType cp_comm_type = CpCommType::kP2p;
   std::int64_t ddp_bucket_size_bytes = 0;  // 0: Megatron's default max(40M params, 1M x dp)
   bool allow_tp_beyond_node = false;
+  // FSDP (kFsdp2) details. Hybrid sharding (HSDP): the DP x CP ranks form dp_replicate groups
+  // that each shard the state over dp x cp / dp_replicate ranks (experts: expert_dp /
+  // dp_replicate) and replicate across groups (gradients reduce-scatter inside a group, then
+  // all-reduce across groups); torchtitan's replicate degree, MaxText's data axis. 1: one group.
+  int dp_replicate = 1;
+  // Gathered weights are freed after each forward and gathered again for the backward; false
+  // keeps every gathered unit of the rank from its forward to its backward (PyTorch FSDP2's
+  // reshard_after_forward=False, torchtitan's default with PP).
+  bool reshard_after_forward = true;
+  // The loss runs on vocabulary-sharded logits over TP (Megatron's vocab-parallel cross entropy,
+  // torchtitan's loss parallel); false gathers the full logits on every TP rank first.
+  bool vocab_parallel_loss = true;
+  EmbeddingPlan embedding_plan;  // recommendation family: where each embedding table lives
+  // FSDP gathers and reduce-scatters issued per layer inside the step and overlapped with the
+  // neighbouring layer's compute (XLA's scheduling of a scanned layer stack, FSDP2 prefetch),
+  // instead of per model chunk before its first forward / after its last backward.
+  bool fsdp_per_layer = false;
+  // The device mesh the sizes come from (MaxText ici_* / dcn_* axes); empty for frameworks whose
+  // groups follow Megatron's rank order.
+  std::vector<MeshAxis> mesh;
 
   int model_parallel_size() const { return tp * pp * cp; }
+  // Ranks one FSDP group shards the weights over (HSDP: one replicate group's share).
+  int fsdp_shard_size() const { return std::max(1, dp * cp / std::max(1, dp_replicate)); }
   const VirtualStage& stage(int pp_rank, int chunk) const { return stages[chunk * pp + pp_rank]; }
 };
 
 // -------------------------------------------------------------------------------------- runtime
 
-enum class RecomputeGranularity { kNone, kFull, kSelective };
+// kOpPolicy: per-op selective checkpointing of whole blocks (PyTorch's selective activation
+// checkpoint with torchtitan's policy): a block keeps its input and the outputs of the ops in the
+// save list (attention, reduce-scatter and all-to-all outputs, every other dense matmul); the
+// remaining ops (norms, the other matmuls, activations, expert grouped GEMMs, router) are
+// recomputed in the backward.
+// kTensors: a per-tensor policy over the saved-tensor vocabulary (model/saved_tensors.h): what it
+// keeps on the device or on the host, everything else recomputed (MaxText's remat_policy).
+enum class RecomputeGranularity { kNone, kFull, kSelective, kOpPolicy, kTensors };
 enum class RecomputeMethod { kUniform, kBlock };
 
 // Megatron's --recompute-modules, resolved once from their names by the adapters; every model reads
@@ -183,18 +246,52 @@ struct RecomputeSpec {
   int num_layers = 0;          // full: layers per chunk (uniform) or per stage (block)
   RecomputeModules modules;    // selective: never empty (the framework's default set if unstated)
   std::vector<int> layer_ids;  // explicit decoder layers to recompute fully (Primus)
+  // kOpPolicy chosen by a compiler under a memory budget in [0, 1] (torch's activation memory
+  // budget: 0 keeps only block inputs, 1 everything); < 0: the fixed per-op policy.
+  double memory_budget = -1.0;
+  TensorPolicy tensors;        // kTensors: per-tensor placement
 };
 
-enum class Fp8Recipe { kNone, kDelayed, kTensorwise, kBlockwise, kMxfp8 };
+// kRowwise: one fp32 scale per row (torchao rowwise); kRowwiseHpWgrad: rowwise with the weight
+// gradient GEMM kept in high precision (torchao rowwise_with_gw_hp).
+enum class Fp8Recipe {
+  kNone,
+  kDelayed,
+  kTensorwise,
+  kBlockwise,
+  kMxfp8,
+  kRowwise,
+  kRowwiseHpWgrad
+};
 
 struct PrecisionSpec {
   Dtype params_dtype = Dtype::kBf16;  // bf16 or fp16 model weights and activations
+  // The dtype the weights are stored in when it differs from params_dtype (MaxText weight_dtype
+  // float32: fp32 weights cast to bf16 for each GEMM); unset: params_dtype.
+  std::optional<Dtype> weights_storage;
+  Dtype stored_weights_dtype() const { return weights_storage.value_or(params_dtype); }
   Fp8Recipe fp8 = Fp8Recipe::kNone;
-  bool fp8_param = false;    // --fp8-param-gather: weights kept in fp8
+  bool fp8_param = false;  // --fp8-param-gather: weights kept in fp8
+  // Which GEMMs the fp8 recipe covers. Transformer Engine: every decoder and expert GEMM, never
+  // the router or the output layer; torchao converters choose per module (filter_fqns,
+  // grouped-GEMM fqns).
+  bool fp8_dense = true;     // attention, dense MLP and shared-expert linears
+  bool fp8_experts = true;   // routed-expert grouped GEMMs
+  bool fp8_output = false;   // the output layer
   Dtype gemm_dtype() const;  // params_dtype, kFp8 or kMxfp8
 };
 
 enum class OptimizerKind { kAdam, kSgd, kMuon };
+
+// How routed tokens reach their experts.
+enum class MoeDispatchKind : std::uint8_t {
+  kPermute,        // sort / permute the tokens, one grouped GEMM over the experts (dropless or
+                   // capacity-padded); Megatron's dispatchers, MaxText sparse_matmul
+  kDenseCapacity,  // one-hot dispatch and combine einsums into per-expert capacity buffers per
+                   // sequence (GShard; MaxText dense_matmul with capacity_factor > 0)
+  kDenseAll,       // every expert computes every token, outputs weighted by the router (MaxText
+                   // dense_matmul with capacity_factor <= 0)
+};
 
 // Which attention kernel the framework runs. kFused: the platform's best fused kernel as the
 // accelerator calibration describes it (Transformer Engine / cuDNN, FlashAttention-3, AITER);
@@ -220,7 +317,22 @@ struct RuntimeSpec {
   // chosen experts live there, instead of once per chosen expert.
   bool moe_dedup_dispatch = false;
   int sync_free_moe_stage = 0;  // Primus turbo_sync_free_moe_stage, 0-3
+  // Dropless expert-parallel dispatch in a program of static shapes (JAX: ragged_all_to_all,
+  // DeepEP through the XLA FFI): each rank's receive buffer, and the expert-sorted layout built
+  // from it, hold this many times the balanced routed rows (the worst case an expert-parallel
+  // rank can receive: MaxText get_ragged_buffer_size min(EP, experts / top-k), DeepEP
+  // num_worst_tokens = tokens x EP). The local sort / fan-out and the fan-in pass over the whole
+  // buffer; the grouped GEMM computes only the routed rows. 0: buffers sized to the routed rows.
+  double moe_static_recv_factor = 0.0;
   ScheduleKind schedule = ScheduleKind::kAuto;
+  // Gradient accumulation outside the pipeline schedule (torchtitan): each iteration runs the
+  // schedule this many times back to back, each round a flush of num_microbatches / rounds
+  // microbatches with its own bubble, its own FSDP gathers and its own gradient reduction.
+  int accumulation_rounds = 1;
+  // Norms, rotary embedding and the gated activation run as fused kernels (Transformer Engine,
+  // Apex, torch.compile); false: PyTorch eager, each op of their decomposition its own kernel
+  // reading and writing whole tensors (torchtitan without compile).
+  bool fused_elementwise = true;
   OptimizerKind optimizer = OptimizerKind::kAdam;
   bool precision_aware_optimizer = false;
   // The gradient buffer (accumulation and data-parallel reduction): fp32 in Megatron unless
@@ -228,13 +340,36 @@ struct RuntimeSpec {
   Dtype main_grads_dtype = Dtype::kFp32;
   Dtype exp_avg_dtype = Dtype::kFp32;
   Dtype exp_avg_sq_dtype = Dtype::kFp32;
+  RecsysRuntime recsys;  // recommendation family: optimizers, input pipeline, planner settings
+  // The optimizer keeps an fp32 master copy of weights stored in a narrower dtype (Megatron,
+  // torch AMP); false: it updates the stored weights directly (MaxText / optax).
+  bool master_weights = true;
+  bool optimizer_host_offload = false;  // optimizer state lives in host memory (MaxText)
+  MoeDispatchKind moe_dispatch = MoeDispatchKind::kPermute;
+  // The whole step is one compiled program (JAX / XLA): buffers are assigned from the program's
+  // liveness (a tensor is freed at its last use, e.g. the logits before the layers' backward),
+  // weights are gathered one array at a time, the fused loss writes its gradient into its logits.
+  bool whole_step_compiled = false;
+  // The TFLOP/s convention the framework's own logs use, reported next to projector's (perf.h
+  // logged_tflops_per_gpu): kMaxText is calculate_tflops_training_per_device (maxtext_utils.py):
+  // model FLOPs with causal-halved attention, the unembedding counted, recompute excluded, MTP
+  // counted without its projection and logits.
+  enum class LoggedFlops : std::uint8_t { kNone, kMaxText };
+  LoggedFlops logged_flops = LoggedFlops::kNone;
 };
 
 // -------------------------------------------------------------------------------------- cluster
 
 struct ClusterSpec {
   int nodes = 1;
-  int gpus_per_node = 8;
+  int gpus_per_node = 8;  // devices (ranks) per node; TPU7x: 2 per chip
+  // Framework devices per chip (AcceleratorSpec::devices_per_chip); `accelerator` then holds the
+  // per-device share of the chip (hardware/catalog.h device_share) and reports convert back.
+  int devices_per_chip = 1;
+  // TPU: the torus shape of one slice in chips (e.g. {4, 4, 8}) and the slices joined by DCN;
+  // empty for GPUs.
+  std::vector<int> slice_shape;
+  int slices = 1;
   AcceleratorSpec accelerator;
   NetworkSpec network;
 
@@ -280,6 +415,7 @@ struct JobSpec {
 void check_job_invariants(const JobSpec& job);
 
 std::string_view to_string(RecomputeGranularity g);
+std::string_view to_string(MoeDispatchKind k);
 std::string_view to_string(Fp8Recipe r);
 std::string_view to_string(FsdpKind f);
 

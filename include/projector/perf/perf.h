@@ -10,6 +10,7 @@
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
 #include "projector/model/job.h"
+#include "projector/perf/recsys_perf.h"
 #include "projector/schedule/simulator.h"
 #include "projector/workload/workload.h"
 
@@ -44,6 +45,7 @@ struct ChunkTiming {
 // Exposed (not hidden by compute) communication time per iteration on the critical rank.
 struct ExposedComm {
   double tp_s = 0.0, cp_s = 0.0, ep_s = 0.0, pp_s = 0.0, dp_s = 0.0;
+  double offload_s = 0.0;  // device <-> host copies (activation offload) not hidden by compute
 };
 
 struct PerfReport {
@@ -63,8 +65,14 @@ struct PerfReport {
   ModelFlops flops;  // per iteration (model and hardware)
   double model_tflops_per_gpu = 0.0;
   double hardware_tflops_per_gpu = 0.0;
+  // The framework's own TFLOP/s count (RuntimeSpec::logged_flops; 0 when none), so a projection
+  // reads like the framework's logs.
+  double logged_tflops_per_gpu = 0.0;
   double mfu = 0.0;  // model FLOP/s per GPU over the dense peak of mfu_dtype
   Dtype mfu_dtype = Dtype::kBf16;
+  // The same throughput in the PaLM convention torchtitan logs (palm_flops_per_token).
+  double palm_tflops_per_gpu = 0.0;
+  double palm_mfu = 0.0;
   double bubble_fraction = 0.0;    // idle / makespan on the busiest rank
   double bubble_over_ideal = 0.0;  // (makespan - ideal) / ideal
   ExposedComm exposed;
@@ -77,6 +85,9 @@ struct PerfReport {
   Workload workload;
   MemoryReport memory;
   bool has_memory = false;
+  // Recommendation family: iteration_s is the train pipeline's step, tokens are samples.
+  RecsysStep recsys;
+  bool has_recsys = false;
   std::vector<std::string> notes;
 };
 

@@ -43,6 +43,9 @@ std::string_view to_string(Objective o);
 enum class Sharding : std::uint8_t {
   kDistributedOptimizer,  // Megatron distributed optimizer (ZeRO-1: master + moments sharded)
   kFsdp,                  // Megatron FSDP optim_grads_params (weights, grads, optimizer sharded)
+  // PyTorch FSDP2 as torchtitan applies it: per-block units, the fp32 master sharded, reshard after
+  // forward unless PP; with Candidate::dp_replicate > 1 hybrid (HSDP).
+  kFsdp2,
 };
 std::string_view to_string(Sharding s);
 
@@ -51,13 +54,18 @@ enum class RecomputeKind : std::uint8_t {
   kSelective,  // selective, modules [core_attn] (Megatron's default set)
   kFull,       // full, uniform, 1 layer per group: every layer keeps only its input
   kFullBlock,  // full, block: the first `num_layers` layers of every model chunk
+  kOpPolicy,   // per-op selective checkpointing (RecomputeGranularity::kOpPolicy)
+  kEveryN,     // every `num_layers`-th block fully checkpointed (torchtitan selective N)
+  // A per-tensor (saved-tensor) policy of a compiled job: MaxText's remat_policy named by
+  // `num_layers` as an index into maxtext::remat_policy_names(), or -1 for the base job's own.
+  kTensorPolicy,
 };
 struct RecomputeOption {
   RecomputeKind kind = RecomputeKind::kNone;
-  int num_layers = 0;  // kFullBlock only
+  int num_layers = 0;  // kFullBlock, kEveryN: the layers; kTensorPolicy: the policy index
   friend bool operator==(const RecomputeOption&, const RecomputeOption&) = default;
 };
-std::string to_string(RecomputeOption r);  // none, selective, full, block<N>
+std::string to_string(RecomputeOption r);  // none, selective, full, block<N>, op, every<N>
 
 // One layout. dp / expert_dp follow from the world size.
 struct Candidate {
@@ -67,6 +75,7 @@ struct Candidate {
   RecomputeOption recompute;
   Sharding sharding = Sharding::kDistributedOptimizer;
   std::int64_t bucket_bytes = 0;  // ddp_bucket_size; 0: Megatron's default
+  int dp_replicate = 1;           // HSDP replicate groups (kFsdp2 only)
   int dp = 1, expert_dp = 1;      // filled by enumerate() / apply_candidate()
   friend bool operator==(const Candidate&, const Candidate&) = default;
 };
@@ -81,10 +90,12 @@ struct Grid {
   std::vector<RecomputeOption> recompute;
   std::vector<Sharding> sharding;
   std::vector<std::int64_t> bucket_bytes;
+  std::vector<int> replicate;  // HSDP replicate degrees (with sharding fsdp2)
 };
 // "tp=1,2,4,8; pp=1,2,4; ep=8,16; mbs=1,2,4; vpp=2,4; cp=1,2; etp=1;
 //  schedule=1f1b,interleaved,zero-bubble,zbv-formatted,zbv-greedy-min,zbv-greedy-half,dualpipev;
-//  recompute=none,selective,full,block2; sharding=distopt,fsdp; bucket_mb=40,160"
+//  recompute=none,selective,full,block2,op,every2; sharding=distopt,fsdp,fsdp2; bucket_mb=40,160;
+//  replicate=1,2"
 // Separators: ';' between axes, ',' between values. InputError key "--grid" on bad input.
 Grid parse_grid(std::string_view text);
 
@@ -107,6 +118,12 @@ struct SpaceOptions {
   bool allow_uneven_layers = false;
   bool allow_tp_beyond_node = false;  // also true when the base job allows it
   std::vector<int> default_mbs = {1, 2, 4, 8};
+  // The axes of a per-block FSDP2 framework (torchtitan) instead of Megatron's: sharding fsdp2
+  // with every replicate degree that divides DP (HSDP), recompute none / op / every2 / full, and
+  // torchtitan's pipeline schedules (1F1B, Interleaved1F1B with 2 stages per rank, ZBVZeroBubble,
+  // DualPipeV). Without PP each microbatch is its own accumulation round (torchtitan's gradient
+  // accumulation), with PP one flush per iteration.
+  bool fsdp2_native = false;
 };
 
 // Legality rules: the job builder's one rule set (job/rules.h), in its checking order; a candidate

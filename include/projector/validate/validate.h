@@ -84,6 +84,7 @@ struct RunEntry {
     std::optional<int> mtp_layers;
     std::string attention;  // free text (e.g. sliding-window notes)
     std::string block;      // free text for non-standard blocks
+    std::string arch_source;  // free text: where the architecture came from (a config file)
     std::optional<Moe> moe;
     std::optional<Mla> mla;
     std::optional<Dlrm> dlrm;
@@ -105,10 +106,15 @@ struct RunEntry {
     std::string pipeline_layout;
     std::string overlap;                       // free text with Megatron overlap flags
     std::string moe_dispatcher;                // free text: alltoall, allgather, flex, deepep, ...
+    std::string features;                      // free text: FSDP2, torch.compile, Float8, ...
     std::optional<int> local_batch_size;       // torchtitan per-rank batch
     std::optional<int> per_device_batch_size;  // MaxText per-chip batch
     std::optional<int> fsdp_shard_degree;
     std::optional<int> batch_size_per_gpu;  // TorchRec --batch_size (per rank)
+    std::string optimizer;                  // free text: sgd, adagrad, adam, ...
+    std::string sharding;                   // free text: a sharding type, or the planner's
+    std::string parallelism;                // free text: MaxText ici_* / dcn_* axes, topology
+    std::optional<bool> token_dropping;
   } training;
 
   struct Measured {
@@ -252,6 +258,7 @@ struct RunResult {
   std::vector<std::string> assumptions;
   // Regime labels
   bool moe = false;
+  bool recommendation = false;  // the recommendation family (model regime "recommendation")
   std::string accelerator_family;
   int num_gpus = 0;
   bool pp = false, cp = false, ep = false, fp8 = false;

@@ -19,18 +19,23 @@ namespace projector {
 enum class WorkPhase { kF, kB, kW };
 
 enum class OpKind {
-  kGemm,         // dense GEMM: m x n x k
-  kGroupedGemm,  // MoE experts: `groups` GEMMs of (m / groups) x n x k each
-  kAttention,    // flash-attention core (forward, or backward in phase B)
-  kMemoryBound,  // elementwise / norm / permute / loss: priced by bytes
-  kCollective,   // TP / CP / EP / DP collective inside the microbatch
+  kGemm,          // dense GEMM: m x n x k
+  kGroupedGemm,   // MoE experts: `groups` GEMMs of (m / groups) x n x k each
+  kAttention,     // flash-attention core (forward, or backward in phase B)
+  kMemoryBound,   // elementwise / norm / permute / loss: priced by bytes
+  kCollective,    // TP / CP / EP / DP collective inside the microbatch
+  kHostTransfer,  // copy between device and host memory (activation offload), `bytes` one way
 };
 
 // How a collective relates to compute when it runs.
 enum class Overlap {
-  kExposed,           // on the critical path of the compute stream
-  kWithCompute,       // overlappable with independent compute (TP comm overlap, CP ring)
-  kWithExpertCompute  // EP all-to-all that DeepEP / sync-free stages hide behind expert compute
+  kExposed,            // on the critical path of the compute stream
+  kWithCompute,        // overlappable with independent compute (TP comm overlap, CP ring)
+  kWithExpertCompute,  // EP all-to-all that DeepEP / sync-free stages hide behind expert compute
+  // Issued for the next (forward) or previous (backward) layer and hidden behind this block's
+  // whole compute in the same phase: per-layer FSDP gathers / reduce-scatters of a scanned layer
+  // stack, activation offload copies. Only what exceeds the block's compute is exposed.
+  kWithBlockCompute
 };
 
 struct Op {
@@ -45,6 +50,9 @@ struct Op {
   CollectiveKind collective = CollectiveKind::kAllReduce;
   Overlap overlap = Overlap::kExposed;
   int group_size = 1;
+  // > 0: the communicator is group_size ranks at this rank distance (the recommendation family's
+  // node-local and cross-node groups) instead of the layout's `group`.
+  int group_stride = 0;
   int steps = 1;  // CP ring: number of P2P rounds, each of `bytes`
   // Counts.
   double flops = 0.0;
@@ -77,6 +85,9 @@ struct IterationWork {
   std::vector<int> param_gather_chunk;
   Op optimizer;                   // memory-bound optimizer step
   std::int64_t local_params = 0;  // parameters held by this rank (unsharded)
+  // Recommendation family: the next batch's input all-to-all (ids and lengths), which TorchRec's
+  // train pipeline runs on its data-dist stream while this batch computes (empty: none).
+  Op input_dist;
 };
 
 struct RankWork {

@@ -4,8 +4,6 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <memory>
-#include <set>
 
 #include "projector/frontend/loader.h"
 
@@ -21,27 +19,6 @@ constexpr Alias kAliases[] = {
     {"virtual_pipeline_model_parallel_size", "num_virtual_stages_per_pipeline_rank"},
     {"use_custom_fsdp", "use_megatron_fsdp"},
 };
-
-void warn_unknown_keys(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
-  constexpr std::size_t kMaxListed = 100;  // thousands of unknown keys get one summary line
-  std::set<std::string> warned;
-  for (const std::string& key : in.user_keys) {
-    if (schema.known(key) || !warned.insert(key).second || warned.size() > kMaxListed) continue;
-    const std::string nearest = schema.nearest(key);
-    const ConfigValue* v = in.args.find(key);
-    const SourceLocation where = v != nullptr ? v->where : SourceLocation{};
-    const std::string loc =
-        where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
-    d.warnings.push_back(
-        nearest.empty()
-            ? fmt::format("{}unknown key '{}' (ignored)", loc, key)
-            : fmt::format("{}unknown key '{}' (ignored); did you mean '{}'?", loc, key, nearest));
-  }
-  if (warned.size() > kMaxListed) {
-    d.warnings.push_back(
-        fmt::format("{}: {} more unknown keys (ignored)", in.source, warned.size() - kMaxListed));
-  }
-}
 
 void name_model_fields(const ArgReader& r, JobDraft& d) {
   const std::pair<DraftField, const char*> keys[] = {
@@ -102,18 +79,15 @@ void normalize_megatron_args(ConfigValue& args) {
 }
 
 KeySchema MegatronAdapter::key_schema(const std::string& data_dir) const {
-  return load_key_schema(
-      (std::filesystem::path(data_dir) / "frameworks" / "keys" / "megatron.txt").string());
+  return load_backend_key_schema(data_dir, name());
 }
 
 JobDraft MegatronAdapter::normalize(AdapterInput& in) const {
   normalize_megatron_args(in.args);
-  JobDraft d;
-  d.source = in.source;
-  d.profile = in.profile;
-  d.defaults = in.defaults;
-  d.warnings = in.warnings;
-  warn_unknown_keys(in, key_schema(in.data_dir), d);
+  JobDraft d = start_draft(in);
+  for (std::string& w : unknown_key_warnings(in.args, in.user_keys, key_schema(in.data_dir))) {
+    d.warnings.push_back(std::move(w));
+  }
   d.model = build_model(in.args, d.defaults, d.warnings);
   d.model.name = in.model_name;
   ArgReader r(in.args, d.defaults);

@@ -38,25 +38,10 @@ class ArgReader {
   // Every integer is at most kMaxCount in magnitude (util/bounds.h), so narrowing it to int is
   // exact; a larger one is refused, never wrapped or truncated.
   std::int64_t as_int(const std::string& key, const ConfigValue& v) const {
-    // An integer literal too large for int64 arrives as a float (config_value.h).
-    const bool integral_float =
-        v.kind == ConfigValue::Kind::kFloat &&
-        ((std::isfinite(v.f) && v.f == std::trunc(v.f)) || is_integer_literal(v.s));
-    if (v.kind != ConfigValue::Kind::kInt && !integral_float) {
-      fail(key, fmt::format("expected an integer, got '{}'", v.to_text()));
-    }
-    const bool in_range = v.kind == ConfigValue::Kind::kInt
-                              ? v.i >= -kMaxCount && v.i <= kMaxCount
-                              : std::isfinite(v.f) && std::fabs(v.f) <= kMaxCount;
-    if (!in_range) {
-      const std::string text = v.s.empty() ? v.to_text() : v.s;
-      fail(key, fmt::format("integer {} is out of range (at most {} in magnitude)",
-                            text.size() <= 40 ? text
-                                              : fmt::format("{}... ({} characters)",
-                                                            text.substr(0, 24), text.size()),
-                            kMaxCount));
-    }
-    return v.kind == ConfigValue::Kind::kInt ? v.i : static_cast<std::int64_t>(v.f);
+    std::string error;
+    const std::optional<std::int64_t> n = bounded_integer(v, error);
+    if (!n) fail(key, error);
+    return *n;
   }
 
   std::int64_t require_int(const std::string& key) const {

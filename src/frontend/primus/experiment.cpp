@@ -171,8 +171,8 @@ void resolve_module(const ConfigValue& module, const std::string& module_name,
     if (m->kind != ConfigValue::Kind::kString) {
       throw InputError(m->where, prefix + "model", "must be a preset name such as llama3_8B.yaml");
     }
-    out.model_preset_path =
-        find_model_preset(m->s, data_dir_of(request), primus_path_of(request), m->where);
+    out.model_preset_path = find_model_preset(m->s, data_dir_of(request), primus_path_of(request),
+                                              m->where, adapter.preset_dir());
     model_preset = load_yaml_with_extends(out.model_preset_path, request.env);
   }
   out.args = merge_module(module, prefix, std::move(preset), model_preset, out);
@@ -212,6 +212,19 @@ ResolvedConfig resolve_config(const LoadRequest& request) {
   if (request.config_path.empty()) {
     throw InputError({}, "--config", "no experiment config given (--config FILE)");
   }
+  if (request.config_path.ends_with(".toml")) {
+    // A torchtitan job file: its JobConfig sections are the trainer namespace.
+    out.args = parse_toml_file(request.config_path);
+    collect_keys(out.args, out.user_keys);
+    out.framework = "torchtitan";
+    if (registry_of(request).find(out.framework) == nullptr) {
+      throw InputError({request.config_path, 0, 0}, "framework",
+                       fmt::format("a .toml job needs the torchtitan back-end (registered: {})",
+                                   fmt::join(registry_of(request).names(), ", ")));
+    }
+    apply_set_overrides(request, out);
+    return out;
+  }
   const ConfigValue experiment = load_yaml_with_extends(request.config_path, request.env);
   std::string module_name;
   // A key absent from every file is reported at the trainer module of the experiment (where it
@@ -223,23 +236,37 @@ ResolvedConfig resolve_config(const LoadRequest& request) {
     resolve_module(*module, module_name, request, out);
     if (module->where.file == request.config_path) absent_keys = module->where;
   } else {
-    // A flat file of Megatron arguments (no Primus experiment structure).
+    // A flat file of one back-end's arguments (no Primus experiment structure): a top-level
+    // `framework:` names the back-end, else an adapter that recognizes its format (a MaxText YAML),
+    // else Megatron arguments.
     out.args = experiment;
     for (const char* meta : {"work_group", "user_name", "exp_name", "workspace", "platform"}) {
       out.args.erase(meta);
     }
-    collect_keys(out.args, out.user_keys);
     out.framework = "megatron";
-    out.defaults.push_back({"modules.pre_trainer", "(none)",
-                            "no Primus experiment structure: the file is read as flat Megatron "
-                            "arguments",
-                            ""});
+    if (out.args.find("framework") != nullptr) {
+      out.framework = select_framework(out.args, "", registry_of(request), out);
+      out.args.erase("framework");
+    } else {
+      for (const std::string& name : registry_of(request).names()) {
+        if (registry_of(request).find(name)->recognizes(experiment)) out.framework = name;
+      }
+    }
+    collect_keys(out.args, out.user_keys);
+    out.defaults.push_back(
+        {"modules.pre_trainer", "(none)",
+         out.framework == "megatron"
+             ? "no Primus experiment structure: the file is read as flat Megatron arguments"
+             : fmt::format("no Primus experiment structure: the file is read as a {} config",
+                           out.framework),
+         ""});
   }
   apply_set_overrides(request, out);
   out.args.where = absent_keys;
   // The bundled preset's values that nothing later replaced are defaults of this job.
   for (const auto& [k, v] : out.args.entries) {
-    if (!out.bundled_preset_path.empty() && v.where.file == out.bundled_preset_path) {
+    if (!out.bundled_preset_path.empty() && v.where.file == out.bundled_preset_path &&
+        !v.is_map()) {  // nested sections: the adapter records the leaves it reads
       out.defaults.push_back({k, v.to_text(), "value of Primus' module preset (bundled copy)", ""});
     }
   }

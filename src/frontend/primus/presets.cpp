@@ -15,6 +15,32 @@ namespace fs = std::filesystem;
 using frontend_detail::strip_yaml_suffix;
 using frontend_detail::with_yaml_suffix;
 
+// A preset named by path (relative to the experiment file, or absolute); empty when not one.
+std::string explicit_preset_path(const std::string& name, const SourceLocation& where) {
+  std::error_code ec;
+  if (!where.file.empty() && fs::path(name).has_parent_path()) {
+    fs::path p = name;
+    if (p.is_relative()) p = fs::path(where.file).parent_path() / p;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  if (fs::path(name).is_absolute() && fs::is_regular_file(name, ec)) return name;
+  return "";
+}
+
+// The candidate nearest to `name` by edit distance; empty when there are none.
+std::string nearest_name(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string nearest;
+  int best = 1 << 30;
+  for (const std::string& candidate : candidates) {
+    const int d = edit_distance(strip_yaml_suffix(name), candidate);
+    if (d < best) {
+      best = d;
+      nearest = candidate;
+    }
+  }
+  return nearest;
+}
+
 }  // namespace
 
 std::vector<std::string> list_model_presets(const std::string& data_dir) {
@@ -33,31 +59,22 @@ std::vector<std::string> list_model_presets(const std::string& data_dir) {
 }
 
 std::string find_model_preset(const std::string& name, const std::string& data_dir,
-                              const std::string& primus_path, const SourceLocation& where) {
+                              const std::string& primus_path, const SourceLocation& where,
+                              std::string_view preset_dir) {
   std::error_code ec;
   const std::string file = with_yaml_suffix(name);
-  // An explicit path (relative to the experiment file, or absolute).
-  if (!where.file.empty() && fs::path(name).has_parent_path()) {
-    fs::path p = name;
-    if (p.is_relative()) p = fs::path(where.file).parent_path() / p;
-    if (fs::is_regular_file(p, ec)) return p.string();
+  if (std::string p = explicit_preset_path(name, where); !p.empty()) return p;
+  if (preset_dir != "megatron") {
+    return frontend_detail::find_backend_model_preset(name, std::string(preset_dir), data_dir,
+                                                      primus_path, where);
   }
-  if (fs::path(name).is_absolute() && fs::is_regular_file(name, ec)) return name;
   const fs::path bundled = fs::path(data_dir) / "models" / file;
   if (fs::is_regular_file(bundled, ec)) return bundled.string();
   if (!primus_path.empty()) {
     const fs::path primus = fs::path(primus_path) / "primus/configs/models/megatron" / file;
     if (fs::is_regular_file(primus, ec)) return primus.string();
   }
-  std::string nearest;
-  int best = 1 << 30;
-  for (const std::string& candidate : list_model_presets(data_dir)) {
-    const int d = edit_distance(strip_yaml_suffix(name), candidate);
-    if (d < best) {
-      best = d;
-      nearest = candidate;
-    }
-  }
+  const std::string nearest = nearest_name(name, list_model_presets(data_dir));
   std::string msg = fmt::format("unknown model preset '{}' (not in {}/models", name, data_dir);
   msg += primus_path.empty() ? "; no Primus checkout given: --primus-path or PRIMUS_PATH)"
                              : fmt::format(" nor {}/primus/configs/models/megatron)", primus_path);
@@ -83,4 +100,33 @@ ModelSpec load_model_preset(const std::string& name, const std::string& data_dir
   return model;
 }
 
+namespace frontend_detail {
+
+std::string find_backend_model_preset(const std::string& name, const std::string& dir,
+                                      const std::string& data_dir, const std::string& primus_path,
+                                      const SourceLocation& where) {
+  std::error_code ec;
+  const std::string file = with_yaml_suffix(name);
+  if (std::string p = explicit_preset_path(name, where); !p.empty()) return p;
+  if (!primus_path.empty()) {
+    const fs::path p = fs::path(primus_path) / "primus/configs/models" / dir / file;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  const fs::path bundled = fs::path(data_dir) / "frameworks/primus/models" / dir;
+  if (fs::is_regular_file(bundled / file, ec)) return (bundled / file).string();
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(bundled, ec)) {
+    names.push_back(strip_yaml_suffix(entry.path().filename().string()));
+  }
+  const std::string nearest = nearest_name(name, names);
+  std::string msg =
+      fmt::format("unknown {} model preset '{}' (not in {}", dir, name, bundled.string());
+  if (!primus_path.empty())
+    msg += fmt::format(" nor {}/primus/configs/models/{}", primus_path, dir);
+  msg += ")";
+  if (!nearest.empty()) msg += fmt::format("; did you mean '{}'?", nearest);
+  throw InputError(where, "model", msg);
+}
+
+}  // namespace frontend_detail
 }  // namespace projector

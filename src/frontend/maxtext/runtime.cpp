@@ -1,0 +1,160 @@
+// MaxText runtime keys -> the draft (docs/maxtext.md "Batch", "Precision", "Remat", "MoE").
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "frontend/maxtext/adapter.h"
+#include "projector/util/text.h"
+
+namespace projector::frontend_detail {
+namespace {
+
+Dtype dtype_of(MaxTextReader& r, const std::string& key, const std::string& fallback) {
+  const std::string name = r.text(key, fallback);
+  const std::optional<Dtype> dt = maxtext::parse_dtype_name(name.empty() ? fallback : name);
+  if (!dt) r.fail(key, fmt::format("unknown dtype '{}'", name));
+  return *dt;
+}
+
+void read_batches(MaxTextReader& r, JobDraft& d) {
+  const double pdbs = r.number("per_device_batch_size", 12.0);
+  if (!(pdbs > 0.0)) r.fail("per_device_batch_size", "must be positive");
+  d.per_device_batch = pdbs;
+  const std::int64_t ga = r.integer("gradient_accumulation_steps", 1);
+  if (ga < 1 || ga > kMaxCount) r.fail("gradient_accumulation_steps", "must be at least 1");
+  d.gradient_accumulation = static_cast<int>(ga);
+  const std::int64_t seq = r.integer("max_target_length", 2048);
+  if (seq < 1 || seq > kMaxCount) r.fail("max_target_length", "must be a positive integer");
+  d.seq_length = static_cast<int>(seq);
+}
+
+// dtype (activations, GEMM inputs), weight_dtype (stored weights, no master copy: optax updates
+// them in place), grad_dtype, the optimizer and its first-moment dtype (mu_dtype, default the
+// weights'; optax keeps the second moment in the weights' dtype).
+void read_precision(MaxTextReader& r, JobDraft& d) {
+  PrecisionSpec& p = d.runtime.precision;
+  p.params_dtype = dtype_of(r, "dtype", "bfloat16");
+  const Dtype weights = dtype_of(r, "weight_dtype", "float32");
+  if (weights != p.params_dtype) p.weights_storage = weights;
+  d.main_grads_dtype = dtype_of(r, "grad_dtype", "float32");
+  d.runtime.master_weights = false;
+  const std::string opt = to_lower(r.text("opt_type", "adamw"));
+  if (opt == "adamw" || opt == "adam_pax" || opt == "adam") {
+    d.runtime.optimizer = OptimizerKind::kAdam;
+  } else if (opt == "sgd") {
+    d.runtime.optimizer = OptimizerKind::kSgd;
+  } else if (opt == "muon") {
+    d.runtime.optimizer = OptimizerKind::kMuon;
+  } else {
+    r.fail("opt_type", fmt::format("unknown optimizer '{}' (adamw, adam_pax, sgd, muon)", opt));
+  }
+  const std::string mu = r.text("mu_dtype", "");
+  d.runtime.exp_avg_dtype = mu.empty() ? weights : dtype_of(r, "mu_dtype", "float32");
+  d.runtime.exp_avg_sq_dtype = weights;
+  d.runtime.optimizer_host_offload = r.boolean("optimizer_memory_host_offload", false);
+  if (r.boolean("parameter_memory_host_offload", false)) {
+    d.warnings.push_back(
+        "parameter_memory_host_offload: weights kept in host memory are not modelled; the "
+        "memory projection counts them on the device");
+  }
+  const std::string q = r.text("quantization", "");
+  const std::optional<maxtext::Quantization> quant = maxtext::parse_quantization(q);
+  if (!quant) r.fail("quantization", fmt::format("unknown quantization '{}'", q));
+  if (quant->quantized) {
+    d.fp8 = true;
+    d.fp8_recipe = quant->recipe;
+    if (quant->int8) {
+      d.warnings.push_back(fmt::format(
+          "quantization {}: int8 GEMMs are priced as 8-bit (fp8) GEMMs, at the bf16 rate on an "
+          "accelerator without an fp8 peak",
+          q));
+    }
+  }
+}
+
+void read_remat(MaxTextReader& r, JobDraft& d) {
+  const std::string name = to_lower(r.text("remat_policy", "full"));
+  const std::optional<TensorPolicy> policy =
+      maxtext::remat_policy(name, [&r](std::string_view key) -> std::optional<std::string> {
+        const std::string k(key);
+        if (r.base_value(k) == nullptr && !r.stated(k)) return std::nullopt;
+        return r.text(k, "remat");
+      });
+  if (!policy) {
+    r.fail("remat_policy", fmt::format("unknown remat policy '{}' ({}; custom tensors take remat, "
+                                       "device or offload)",
+                                       name, fmt::join(maxtext::remat_policy_names(), ", ")));
+  }
+  RecomputeSpec& rc = d.runtime.recompute;
+  rc = RecomputeSpec{};
+  rc.granularity = RecomputeGranularity::kTensors;
+  rc.tensors = *policy;
+}
+
+void read_attention_and_moe(MaxTextReader& r, JobDraft& d) {
+  const std::string attention = to_lower(r.text("attention", "autoselected"));
+  // autoselected picks the flash kernel (splash on TPU, cuDNN / TE on GPU) for training.
+  d.flash_attention = attention != "dot_product";
+  d.attention_kernel = AttentionKernel::kFused;
+  // XLA fuses the log-softmax and the loss into one pass over the logits (and their gradient).
+  d.runtime.cross_entropy_fusion = true;
+  d.runtime.whole_step_compiled = true;
+  d.runtime.logged_flops = RuntimeSpec::LoggedFlops::kMaxText;
+  if (r.integer("num_experts", 1) <= 1) return;
+  if (r.boolean("sparse_matmul", true)) {
+    d.runtime.moe_dispatch = MoeDispatchKind::kPermute;
+    // Primus-Turbo's DeepEP (ROCm MaxText, use_turbo_deepep_dispatch) or MaxText's
+    // ragged_all_to_all: a static worst-case receive buffer per expert-parallel rank.
+    const bool deepep = r.boolean("use_turbo_deepep_dispatch", false);
+    d.runtime.deepep = d.runtime.moe_dedup_dispatch = deepep;
+    int ep = 1;
+    for (const MeshAxis& a : d.mesh) {
+      if (a.role == MeshRole::kExpert) ep = std::max(1, a.ici) * std::max(1, a.dcn);
+    }
+    d.runtime.moe_static_recv_factor = maxtext::static_recv_factor(
+        deepep, ep, static_cast<int>(r.integer("num_experts", 1)),
+        static_cast<int>(r.integer("num_experts_per_tok", 1)),
+        r.number("ragged_buffer_factor", -1.0), r.boolean("use_ragged_sort", false));
+  } else {
+    d.runtime.moe_dispatch = r.number("capacity_factor", -1.0) > 0.0
+                                 ? MoeDispatchKind::kDenseCapacity
+                                 : MoeDispatchKind::kDenseAll;
+  }
+}
+
+// hardware and compile_topology (AOT compilation target): what accelerator and how many devices.
+void read_target(MaxTextReader& r, JobDraft& d) {
+  const std::string hw = to_lower(r.text("hardware", "tpu"));
+  const std::string topology = r.text("compile_topology", "");
+  if (!topology.empty()) {
+    const std::optional<maxtext::Topology> t = maxtext::parse_compile_topology(topology);
+    if (!t) {
+      r.fail("compile_topology",
+             fmt::format("unknown topology '{}' (v4-N, v5p-N, v5e-N, v6e-N, tpu7x-N)", topology));
+    }
+    const std::int64_t slices =
+        std::max<std::int64_t>(1, r.integer("compile_topology_num_slices", 1));
+    d.hardware = t->accelerator;
+    d.hardware_reason = "compile_topology " + topology;
+    d.devices = t->devices * slices;
+    d.slices = static_cast<int>(slices);
+    return;
+  }
+  if (hw == "tpu") {
+    d.hardware = "tpu_v5p";
+    d.hardware_reason = "hardware: tpu without --hardware or compile_topology: TPU v5p assumed";
+  } else if (hw == "cpu") {
+    r.fail("hardware", "CPU training is not modelled");
+  }
+}
+
+}  // namespace
+
+void read_maxtext_runtime(MaxTextReader& r, JobDraft& d) {
+  read_batches(r, d);
+  read_precision(r, d);
+  read_remat(r, d);
+  read_attention_and_moe(r, d);
+  read_target(r, d);
+}
+
+}  // namespace projector::frontend_detail

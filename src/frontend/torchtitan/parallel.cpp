@@ -1,0 +1,262 @@
+// torchtitan's device mesh, batches and pipeline (docs/torchtitan.md cites each rule):
+//   dp_replicate x dp_shard x cp x tp x pp = world, dp_shard = -1 fills the rest
+//   (distributed/parallel_dims.py:35-59); FSDP2 over dp_shard x cp, HSDP with a replicate degree,
+//   DDP only as the sole parallelism (models/llama3/infra/parallelize.py:125-156); EP carved out
+//   of dp_shard x cp x tp with ETP 1 or TP (parallel_dims.py:58-59, 136-158); TP always with
+//   sequence-parallel norms and, unless disabled, loss parallel (parallelize.py:161-188);
+//   local_batch_size per DP rank, gradient accumulation as separate steps (train.py:195-215,
+//   547-600); PP microbatches of pipeline_parallel_microbatch_size, 2 stages per rank for
+//   multi-stage schedules, embedding and norm + output weighted as layers, loop or V placement
+//   (distributed/pipeline_parallel.py:43-155, 236-344, 446-470).
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "frontend/torchtitan/adapter.h"
+#include "projector/util/text.h"
+
+namespace projector::frontend_detail {
+namespace {
+
+int positive(TitanReader& r, const std::string& key) {
+  const std::int64_t v = r.integer(key);
+  if (v < 1 || v > kMaxCount) {
+    r.fail(key, fmt::format("must be a positive integer up to {}, got {}", kMaxCount, v));
+  }
+  return static_cast<int>(v);
+}
+
+struct TorchSchedule {
+  const char* name;  // torch.distributed.pipelining's name, lower case
+  ScheduleKind kind;
+  bool multi_stage;
+  const char* approximation;  // non-null: projected as `kind`, with this caveat
+};
+
+// torch.distributed.pipelining.schedules.get_schedule_class names (case-insensitive).
+constexpr TorchSchedule kSchedules[] = {
+    {"1f1b", ScheduleKind::k1F1B, false, nullptr},
+    {"gpipe", ScheduleKind::k1F1B, false,
+     "GPipe runs every forward before any backward: projected with 1F1B's order (same bubble; "
+     "GPipe keeps all local microbatches in flight, more than the memory projection shows)"},
+    {"interleaved1f1b", ScheduleKind::kInterleaved, true, nullptr},
+    {"loopedbfs", ScheduleKind::kInterleaved, true,
+     "LoopedBFS (breadth-first over the local stages) is projected as interleaved 1F1B"},
+    {"interleavedzerobubble", ScheduleKind::kInterleaved, true,
+     "InterleavedZeroBubble is projected as interleaved 1F1B (its split W passes are not "
+     "scheduled into the bubble)"},
+    {"zbvzerobubble", ScheduleKind::kZbvFormatted, true, nullptr},
+    {"dualpipev", ScheduleKind::kDualPipeV, true, nullptr},
+};
+
+const TorchSchedule& schedule_of(TitanReader& r, const std::string& key) {
+  const std::string name = to_lower(r.text(key));
+  for (const TorchSchedule& s : kSchedules) {
+    if (name == s.name) return s;
+  }
+  r.fail(key, fmt::format("unknown pipeline schedule '{}' (1F1B, GPipe, Interleaved1F1B, "
+                          "LoopedBFS, InterleavedZeroBubble, ZBVZeroBubble, DualPipeV)",
+                          r.text(key)));
+}
+
+// module_fqns_per_model_part: one list of module names per stage.
+std::vector<StatedStage> stated_model_parts(TitanReader& r, const std::string& key) {
+  const ConfigValue* parts = r.stated(key);
+  std::vector<StatedStage> out;
+  if (!parts->is_list()) r.fail(key, "expected a list of lists of module names");
+  for (const ConfigValue& part : parts->items) {
+    if (!part.is_list()) r.fail(key, "expected a list of lists of module names");
+    StatedStage s;
+    for (const ConfigValue& m : part.items) {
+      const std::string n = m.kind == ConfigValue::Kind::kString ? m.s : m.to_text();
+      if (n == "tok_embeddings") s.embedding = true;
+      if (n == "output" || n == "norm") s.loss = true;
+      if (n.starts_with("layers.")) ++s.decoder_layers;
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+void read_pipeline(TitanReader& r, const TitanModelFacts& facts, int pp, int layers, JobDraft& d) {
+  const std::string sched_key = "parallelism.pipeline_parallel_schedule";
+  if (pp == 1) {
+    // No pipeline: the schedule keys have no effect; the split rule stays torchtitan's, for a
+    // PP set later (PRIMUS_PP, --pp) with the stated or default weights.
+    d.layer_split.kind = LayerSplit::Kind::kWeighted;
+    for (const auto& [key, weight] :
+         {std::pair{"parallelism.pipeline_parallel_first_stage_less_layers",
+                    &d.layer_split.first_weight},
+          std::pair{"parallelism.pipeline_parallel_last_stage_less_layers",
+                    &d.layer_split.last_weight}}) {
+      if (r.stated(key) != nullptr) *weight = static_cast<int>(r.integer(key));
+    }
+    return;
+  }
+  if (!facts.pipelining) {
+    r.fail(
+        "parallelism.pipeline_parallel_degree",
+        fmt::format("torchtitan's {} model has no pipelining function (PP must be 1)", facts.name));
+  }
+  const TorchSchedule& s = schedule_of(r, sched_key);
+  if (s.approximation != nullptr) d.warnings.push_back(s.approximation);
+  if (!r.text("parallelism.pipeline_parallel_schedule_csv").empty()) {
+    d.warnings.push_back(
+        "parallelism.pipeline_parallel_schedule_csv: a custom schedule is not modelled; "
+        "projected with the named schedule");
+  }
+  const int in_w =
+      static_cast<int>(r.integer("parallelism.pipeline_parallel_first_stage_less_layers"));
+  const int out_w =
+      static_cast<int>(r.integer("parallelism.pipeline_parallel_last_stage_less_layers"));
+  const std::string lps_key = "parallelism.pipeline_parallel_layers_per_stage";
+  int per_rank = s.multi_stage ? 2 : 1;
+  if (r.stated(lps_key) != nullptr) {
+    const int lps = positive(r, lps_key);
+    const int stages = (layers + in_w + out_w + lps - 1) / lps;
+    if (stages % pp != 0) {
+      r.fail(lps_key, fmt::format("{} virtual stages ((layers {} + {} + {}) / {}) are not "
+                                  "divisible by PP {}",
+                                  stages, layers, in_w, out_w, lps, pp));
+    }
+    per_rank = stages / pp;
+    if (!s.multi_stage && per_rank != 1) {
+      r.fail(lps_key,
+             fmt::format("a single-stage schedule needs 1 stage per rank, got {}", per_rank));
+    }
+    if (s.multi_stage && per_rank < 2) {
+      r.fail(lps_key, fmt::format("a multi-stage schedule needs at least 2 stages per rank, "
+                                  "got {}",
+                                  per_rank));
+    }
+  } else {
+    r.note(lps_key, fmt::format("{} stage(s) per rank", per_rank),
+           fmt::format("not stated: {} per rank for a {}-stage schedule "
+                       "(pipeline_parallel.py:111-115)",
+                       per_rank, s.multi_stage ? "multi" : "single"));
+  }
+  const std::string fqn_key = "parallelism.module_fqns_per_model_part";
+  if (r.stated(fqn_key) != nullptr) {
+    const std::vector<StatedStage> stages = stated_model_parts(r, fqn_key);
+    if (stages.empty() || stages.size() % static_cast<std::size_t>(pp) != 0) {
+      r.fail(fqn_key, fmt::format("{} model parts are not a multiple of PP {}", stages.size(), pp));
+    }
+    per_rank = static_cast<int>(stages.size()) / pp;
+    d.set_origin(DraftField::kLayerSplit, fqn_key, r.where(fqn_key));
+    d.layer_split.kind = LayerSplit::Kind::kStated;
+    d.layer_split.stages = stages;
+  } else {
+    // generate_llm_fqn_per_model_part: the embedding and norm + output weigh as layers.
+    d.layer_split.kind = LayerSplit::Kind::kWeighted;
+    d.layer_split.first_weight = in_w;
+    d.layer_split.last_weight = out_w;
+  }
+  if (is_v_shape(s.kind) && per_rank != 2) {
+    r.fail(sched_key,
+           fmt::format("V-shape schedules place exactly 2 stages per rank, got {}", per_rank));
+  }
+  d.vpp = per_rank;
+  d.schedule = s.kind;
+}
+
+void read_mesh(TitanReader& r, const TitanModelFacts& facts, JobDraft& d) {
+  const int rep = positive(r, "parallelism.data_parallel_replicate_degree");
+  const std::string shard_key = "parallelism.data_parallel_shard_degree";
+  const std::int64_t shard = r.integer(shard_key);
+  if (shard != -1 && (shard < 1 || shard > kMaxCount)) {
+    r.fail(shard_key, fmt::format("must be -1 (fill) or a positive integer, got {}", shard));
+  }
+  const int tp = positive(r, "parallelism.tensor_parallel_degree");
+  const int pp = positive(r, "parallelism.pipeline_parallel_degree");
+  const int cp = positive(r, "parallelism.context_parallel_degree");
+  int ep = positive(r, "parallelism.expert_parallel_degree");
+  const int etp = positive(r, "parallelism.expert_tensor_parallel_degree");
+  d.tp = tp;
+  d.pp = pp;
+  d.cp = cp;
+  if (!facts.moe && ep > 1) {
+    d.warnings.push_back("parallelism.expert_parallel_degree has no effect on a dense model");
+    ep = 1;
+  }
+  d.ep = ep;
+  if (ep > 1 && etp != 1 && etp != tp) {
+    r.fail("parallelism.expert_tensor_parallel_degree",
+           fmt::format("must be 1 or the TP degree {} with EP > 1, got {}", tp, etp));
+  }
+  d.etp = ep > 1 ? etp : tp;  // ETP has no effect with EP 1: experts are TP-sharded
+  if (shard > 0) {
+    d.dp = static_cast<int>(std::min<std::int64_t>(shard * rep, kMaxCount));
+  }
+  if (rep > 1 && shard == 1 && (cp > 1 || tp > 1 || pp > 1)) {
+    r.fail("parallelism.data_parallel_replicate_degree",
+           "DDP (replicate without shard) is only supported as the sole parallelism");
+  }
+  d.parallel.dp_replicate = rep;
+  // FSDP2 over dp_shard x cp (HSDP with a replicate degree); with everything 1 its shard group
+  // has one rank and the job is plain single-device mixed precision, which FSDP2 with one shard
+  // models exactly (fp32 weights, gradients and state; params-dtype compute copies).
+  d.fsdp = FsdpKind::kFsdp2;
+  d.distributed_optimizer = false;
+  d.parallel.vocab_parallel_loss = !r.boolean("parallelism.disable_loss_parallel");
+  const std::string reshard = r.text("parallelism.fsdp_reshard_after_forward");
+  if (reshard == "default") {
+    d.parallel.reshard_after_forward = pp == 1;  // llama3/infra/parallelize.py:319-328
+  } else if (reshard == "always" || reshard == "never") {
+    d.parallel.reshard_after_forward = reshard == "always";
+  } else {
+    r.fail("parallelism.fsdp_reshard_after_forward",
+           fmt::format("expected default, always or never, got '{}'", reshard));
+  }
+  if (cp > 1 && facts.attn_type != "sdpa" && facts.name != "llama3") {
+    r.fail("parallelism.context_parallel_degree",
+           fmt::format("torchtitan's {} supports context parallelism only with SDPA attention "
+                       "(this flavor uses {})",
+                       facts.name, facts.attn_type));
+  }
+  if (cp > 1 && (facts.attn_type == "varlen" || facts.name == "gpt_oss")) {
+    r.fail("parallelism.context_parallel_degree",
+           fmt::format("torchtitan does not support context parallelism for this model "
+                       "(attention {})",
+                       facts.attn_type));
+  }
+}
+
+void read_batches(TitanReader& r, int pp, int tp, int cp, JobDraft& d) {
+  const int local = positive(r, "training.local_batch_size");
+  const std::int64_t gbs = r.integer("training.global_batch_size");
+  const int seq = positive(r, "training.seq_len");
+  d.seq_length = seq;
+  if (seq % (tp * 2 * cp) != 0 && (tp > 1 || cp > 1)) {
+    r.fail("training.seq_len",
+           fmt::format("must be divisible by TP x 2 x CP = {} (parallel_dims.py:365-372)",
+                       tp * 2 * cp));
+  }
+  // The builder splits the flush batch: the whole local batch without PP, microbatches of
+  // pipeline_parallel_microbatch_size with PP (also when PP comes from PRIMUS_PP / --pp).
+  const std::string key = "parallelism.pipeline_parallel_microbatch_size";
+  if (pp > 1 || r.stated(key) != nullptr) {
+    d.pipeline_micro_batch_size = positive(r, key);
+    if (pp > 1) {
+      d.set_origin(DraftField::kMicroBatchSize, key,
+                   r.stated(key) != nullptr ? r.where(key) : SourceLocation{});
+    }
+  }
+  d.flush_batch_size = local;
+  if (gbs > 0) {
+    d.global_batch_size = static_cast<int>(std::min<std::int64_t>(gbs, kMaxCount));
+  } else if (gbs == -1) {
+    d.replica_batch_size = local;  // train.py:197-200: one accumulation step
+  } else {
+    r.fail("training.global_batch_size", fmt::format("must be -1 or positive, got {}", gbs));
+  }
+}
+
+}  // namespace
+
+void read_torchtitan_parallel(TitanReader& r, const TitanModelFacts& facts, JobDraft& d) {
+  read_mesh(r, facts, d);
+  read_batches(r, *d.pp, *d.tp, *d.cp, d);
+  read_pipeline(r, facts, *d.pp, d.model.num_layers(), d);
+}
+
+}  // namespace projector::frontend_detail

@@ -1,0 +1,354 @@
+// The MaxText back-end adapter (frontend/maxtext/): flat MaxText YAMLs and Primus experiments,
+// pyconfig.py's merge order (base.yml < the config file < the model config < command-line
+// overrides, override_model_config), global_parameter_scale, the ici/dcn mesh with its -1 axis,
+// fractional per_device_batch_size, remat policies as saved-tensor sets, dtypes without a master
+// copy, quantization, the key schema, idempotent normalization, and the bundled transcription of
+// MaxText's model configs re-checked against a checkout when PRIMUS_MAXTEXT_PATH names one.
+#include "projector/frontend/maxtext.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "projector/frontend/adapter.h"
+#include "projector/frontend/loader.h"
+#include "projector/job/builder.h"
+#include "projector/report/job_report.h"
+#include "support/adapter_input.h"
+#include "support/temp_dir.h"
+
+namespace projector {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kRepoData = PROJECTOR_DEFAULT_DATA_DIR;
+
+LoadRequest request(const std::string& path, const std::string& hardware = "tpu_v5p") {
+  LoadRequest r;
+  r.config_path = path;
+  r.data_dir = kRepoData;
+  r.env = fixed_environment({});
+  r.hardware = hardware;
+  return r;
+}
+
+JobSpec load_text(testing::TempDir& dir, const std::string& text,
+                  const std::string& hardware = "tpu_v5p") {
+  return load_job(request(dir.write("mt.yml", text), hardware));
+}
+
+const MeshAxis* axis(const JobSpec& j, MeshRole role) {
+  for (const MeshAxis& a : j.parallel.mesh) {
+    if (a.role == role) return &a;
+  }
+  return nullptr;
+}
+
+// A flat MaxText YAML (no `modules:`) is recognised as MaxText; model_name reads the bundled
+// transcription of configs/models/llama3-8b.yml over base.yml.
+TEST(MaxTextAdapter, FlatYamlWithModelName) {
+  testing::TempDir dir;
+  const JobSpec j = load_text(dir,
+                              "model_name: llama3-8b\n"
+                              "per_device_batch_size: 2\n"
+                              "max_target_length: 4096\n"
+                              "compile_topology: v5p-64\n");
+  EXPECT_EQ(j.model.hidden_size, 4096);
+  EXPECT_EQ(j.model.num_layers(), 32);
+  EXPECT_EQ(j.model.layers[0].attention.num_heads, 32);
+  EXPECT_EQ(j.model.layers[0].attention.num_query_groups, 8);
+  EXPECT_EQ(j.model.layers[0].mlp.ffn_hidden_size, 14336);
+  EXPECT_EQ(j.model.vocab_size, 128256);
+  EXPECT_EQ(j.cluster.world_size(), 32);  // v5p-64: 64 TensorCores, one device per chip
+  EXPECT_EQ(j.runtime.global_batch_size, 64);
+  EXPECT_EQ(j.runtime.seq_length, 4096);
+  // base.yml: ici_fsdp_parallelism -1 takes the slice; weights fp32 without a master copy.
+  ASSERT_NE(axis(j, MeshRole::kFsdp), nullptr);
+  EXPECT_EQ(axis(j, MeshRole::kFsdp)->ici, 32);
+  EXPECT_EQ(j.parallel.fsdp, FsdpKind::kFsdp2);
+  EXPECT_EQ(j.runtime.precision.stored_weights_dtype(), Dtype::kFp32);
+  EXPECT_FALSE(j.runtime.master_weights);
+  EXPECT_TRUE(j.runtime.whole_step_compiled);
+}
+
+// pyconfig.py: a command-line value the model config also sets must agree with it unless
+// override_model_config is true; then the command line wins.
+TEST(MaxTextAdapter, OverrideModelConfig) {
+  testing::TempDir dir;
+  const std::string cfg = dir.write("mt.yml",
+                                    "model_name: llama3-8b\nper_device_batch_size: 1\n"
+                                    "compile_topology: v5p-8\n");
+  LoadRequest r = request(cfg);
+  r.set_overrides = {"base_num_decoder_layers=4"};
+  try {
+    load_job(r);
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "base_num_decoder_layers");
+    EXPECT_NE(std::string(e.what()).find("override_model_config"), std::string::npos);
+  }
+  r.set_overrides = {"base_num_decoder_layers=32"};  // the same value is allowed
+  EXPECT_EQ(load_job(r).model.num_layers(), 32);
+  r.set_overrides = {"base_num_decoder_layers=4", "override_model_config=true"};
+  EXPECT_EQ(load_job(r).model.num_layers(), 4);
+  // A value in the config file itself is beaten by the model config (it is the base config).
+  const JobSpec j = load_text(dir,
+                              "model_name: llama3-8b\nbase_num_decoder_layers: 4\n"
+                              "per_device_batch_size: 1\ncompile_topology: v5p-8\n");
+  EXPECT_EQ(j.model.num_layers(), 32);
+}
+
+// types.py get_individual_scales: 2^k doubles heads and MLP first, then embedding, then layers.
+TEST(MaxTextAdapter, GlobalParameterScale) {
+  testing::TempDir dir;
+  const JobSpec s2 = load_text(dir,
+                               "global_parameter_scale: 2\nper_device_batch_size: 1\n"
+                               "compile_topology: v5p-8\n");
+  EXPECT_EQ(s2.model.hidden_size, 2048);
+  EXPECT_EQ(s2.model.layers[0].attention.num_heads, 32);
+  EXPECT_EQ(s2.model.layers[0].mlp.ffn_hidden_size, 14336);
+  EXPECT_EQ(s2.model.num_layers(), 16);
+  const JobSpec s8 = load_text(dir,
+                               "global_parameter_scale: 8\nper_device_batch_size: 1\n"
+                               "compile_topology: v5p-8\n");
+  EXPECT_EQ(s8.model.hidden_size, 4096);
+  EXPECT_EQ(s8.model.num_layers(), 32);
+  EXPECT_THROW(load_text(dir, "global_parameter_scale: 3\ncompile_topology: v5p-8\n"), InputError);
+}
+
+// Mesh: one -1 per group takes what the others leave; TP / EP / CP follow from the axes; the
+// fractional per_device_batch_size counts every device.
+TEST(MaxTextAdapter, MeshAndFractionalBatch) {
+  testing::TempDir dir;
+  const JobSpec j = load_text(dir,
+                              "model_name: mixtral-8x7b\n"
+                              "per_device_batch_size: 0.5\n"
+                              "ici_fsdp_parallelism: -1\n"
+                              "ici_tensor_parallelism: 4\n"
+                              "ici_expert_parallelism: 2\n"
+                              "dcn_data_parallelism: 2\n"
+                              "compile_topology: v5p-128\n"
+                              "compile_topology_num_slices: 2\n");
+  EXPECT_EQ(j.cluster.world_size(), 128);
+  EXPECT_EQ(j.cluster.slices, 2);
+  EXPECT_EQ(j.parallel.tp, 4);
+  EXPECT_EQ(j.parallel.ep, 2);
+  ASSERT_NE(axis(j, MeshRole::kFsdp), nullptr);
+  EXPECT_EQ(axis(j, MeshRole::kFsdp)->ici, 8);  // 64 / (4 x 2)
+  EXPECT_EQ(axis(j, MeshRole::kData)->dcn, 2);
+  EXPECT_EQ(j.parallel.dp_replicate, 2);     // weights replicated over the data axis
+  EXPECT_EQ(j.runtime.global_batch_size, 64);  // 0.5 x 128 devices
+  // Two -1 in one group is MaxText's error.
+  EXPECT_THROW(load_text(dir,
+                         "ici_fsdp_parallelism: -1\nici_tensor_parallelism: -1\n"
+                         "compile_topology: v5p-8\n"),
+               InputError);
+}
+
+// remat_policy names the saved-tensor set (decoders.py get_remat_policy); custom reads each
+// per-tensor key (device / offload / remat).
+TEST(MaxTextAdapter, RematPolicies) {
+  using T = LayerTensor;
+  const auto none = [](std::string_view) { return std::optional<std::string>{}; };
+  const TensorPolicy full = *maxtext::remat_policy("full", none);
+  EXPECT_TRUE(full.on_device(T::kLayerInput));
+  EXPECT_FALSE(full.kept(T::kQuery));
+  const TensorPolicy qkv = *maxtext::remat_policy("save_qkv_proj", none);
+  for (T t : {T::kQuery, T::kKey, T::kValue}) EXPECT_TRUE(qkv.on_device(t));
+  EXPECT_FALSE(qkv.kept(T::kAttentionOut));
+  const TensorPolicy dot = *maxtext::remat_policy("save_dot_except_mlp", none);
+  EXPECT_TRUE(dot.on_device(T::kAttentionOut));
+  EXPECT_FALSE(dot.kept(T::kMlpUp));
+  const TensorPolicy minimal = *maxtext::remat_policy("minimal", none);
+  for (T t : {T::kQuery, T::kAttentionOut, T::kMlpGate, T::kMlpUp, T::kMlpOut}) {
+    EXPECT_TRUE(minimal.on_device(t)) << to_string(t);
+  }
+  const TensorPolicy off = *maxtext::remat_policy("qkv_proj_offloaded", none);
+  EXPECT_TRUE(off.on_host(T::kQuery));
+  EXPECT_TRUE(off.any_on_host());
+  const auto custom = [](std::string_view k) -> std::optional<std::string> {
+    if (k == "out_proj") return "offload";
+    if (k == "mlpwo") return "device";
+    return std::nullopt;
+  };
+  const TensorPolicy c = *maxtext::remat_policy("custom", custom);
+  EXPECT_TRUE(c.on_host(T::kAttentionOut));
+  EXPECT_TRUE(c.on_device(T::kMlpOut));
+  EXPECT_TRUE(c.on_device(T::kLayerInput));
+  EXPECT_FALSE(maxtext::remat_policy("no_such_policy", none).has_value());
+
+  testing::TempDir dir;
+  const JobSpec j = load_text(dir,
+                              "model_name: llama3-8b\nremat_policy: save_qkv_proj\n"
+                              "per_device_batch_size: 1\ncompile_topology: v5p-8\n");
+  EXPECT_EQ(j.runtime.recompute.granularity, RecomputeGranularity::kTensors);
+  EXPECT_TRUE(j.runtime.recompute.tensors.on_device(T::kKey));
+}
+
+// Dtypes: weight_dtype bfloat16 stores bf16 weights; opt_type sgd keeps no moments; quantization
+// names an fp8 recipe.
+TEST(MaxTextAdapter, DtypesAndQuantization) {
+  testing::TempDir dir;
+  const JobSpec j = load_text(dir,
+                              "model_name: llama3-8b\nweight_dtype: bfloat16\n"
+                              "quantization: fp8\nper_device_batch_size: 1\n"
+                              "compile_topology: v5p-8\n");
+  EXPECT_EQ(j.runtime.precision.stored_weights_dtype(), Dtype::kBf16);
+  EXPECT_NE(j.runtime.precision.fp8, Fp8Recipe::kNone);
+  EXPECT_EQ(maxtext::parse_quantization("int8")->int8, true);
+  EXPECT_EQ(maxtext::parse_quantization("te_mxfp8")->recipe, Fp8Recipe::kMxfp8);
+  EXPECT_FALSE(maxtext::parse_quantization("int3").has_value());
+  EXPECT_EQ(maxtext::parse_compile_topology("v6e-256")->devices, 256);
+  EXPECT_EQ(maxtext::parse_compile_topology("v4-128")->devices, 64);
+  EXPECT_EQ(maxtext::parse_compile_topology("tpu7x-128")->accelerator, "tpu7x");
+}
+
+// A misspelt key warns with the nearest schema key; every key the adapter reads is in the schema.
+TEST(MaxTextAdapter, KeySchemaAndTypos) {
+  testing::TempDir dir;
+  const JobSpec j = load_text(dir,
+                              "model_name: llama3-8b\nper_device_batch_sise: 1\n"
+                              "compile_topology: v5p-8\n");
+  const bool warned = std::any_of(j.warnings.begin(), j.warnings.end(), [](const std::string& w) {
+    return w.find("per_device_batch_sise") != std::string::npos &&
+           w.find("per_device_batch_size") != std::string::npos;
+  });
+  EXPECT_TRUE(warned);
+  const KeySchema keys = builtin_adapters().find("maxtext")->key_schema(kRepoData);
+  for (const char* key : {"per_device_batch_size",
+                          "gradient_accumulation_steps",
+                          "weight_dtype",
+                          "mu_dtype",
+                          "grad_dtype",
+                          "opt_type",
+                          "quantization",
+                          "remat_policy",
+                          "capacity_factor",
+                          "sparse_matmul",
+                          "megablox",
+                          "first_num_dense_layers",
+                          "interleave_moe_layer_step",
+                          "shared_experts",
+                          "q_lora_rank",
+                          "kv_lora_rank",
+                          "mtp_num_layers",
+                          "sliding_window_size",
+                          "chunk_attn_window_size",
+                          "scan_layers",
+                          "custom_mesh",
+                          "override_model_config",
+                          "ici_fsdp_parallelism",
+                          "dcn_data_parallelism",
+                          "compile_topology"}) {
+    EXPECT_TRUE(keys.known(key)) << key;
+  }
+}
+
+// Normalizing twice gives the same job.
+TEST(MaxTextAdapter, NormalizationIsIdempotent) {
+  testing::TempDir dir;
+  const std::string path = dir.write("mt.yml",
+                                     "model_name: deepseek3-671b\nper_device_batch_size: 1\n"
+                                     "ici_expert_parallelism: 8\nremat_policy: custom\n"
+                                     "out_proj: offload\ncompile_topology: v5p-256\n");
+  const BackendAdapter& a = *builtin_adapters().find("maxtext");
+  LoadRequest req = request(path);
+  ResolvedConfig rc = resolve_config(req);
+  AdapterInput in = testing::adapter_input(rc, a, kRepoData);
+  const JobDraft first = a.normalize(in);
+  const JobDraft second = a.normalize(in);
+  ClusterRequest c;
+  c.data_dir = kRepoData;
+  c.hardware = "tpu_v5p";
+  EXPECT_EQ(job_json(finalize_job(first, c)), job_json(finalize_job(second, c)));
+}
+
+// MoE keys: capacity_factor -1 is dropless; a positive one drops tokens; deepseek3's first dense
+// layers, shared expert and MLA ranks; llama4's interleaved MoE layers and chunked attention.
+TEST(MaxTextAdapter, MoeAndAttentionArchitecture) {
+  const ModelSpec ds = maxtext::model_from_config("deepseek3-671b", kRepoData);
+  EXPECT_EQ(ds.num_layers(), 61);
+  EXPECT_FALSE(ds.layers[0].is_moe);
+  EXPECT_FALSE(ds.layers[2].is_moe);
+  EXPECT_TRUE(ds.layers[3].is_moe);
+  EXPECT_EQ(ds.layers[3].moe.num_experts, 256);
+  EXPECT_EQ(ds.layers[3].moe.topk, 8);
+  EXPECT_GT(ds.layers[3].moe.shared_expert_ffn_hidden_size, 0);
+  EXPECT_EQ(ds.layers[3].attention.kind, AttentionKind::kMla);
+  EXPECT_EQ(ds.layers[3].attention.q_lora_rank, 1536);
+  EXPECT_EQ(ds.layers[3].attention.kv_lora_rank, 512);
+  const ModelSpec scout = maxtext::model_from_config("llama4-17b-16e", kRepoData);
+  EXPECT_EQ(scout.num_layers(), 48);
+  int chunked = 0;
+  for (const LayerSpec& l : scout.layers) chunked += l.attention.chunk_window > 0 ? 1 : 0;
+  EXPECT_EQ(chunked, 36);  // every fourth layer keeps global attention (no RoPE)
+  const ModelSpec mav = maxtext::model_from_config("llama4-17b-128e", kRepoData);
+  EXPECT_TRUE(mav.layers[1].is_moe);
+  EXPECT_FALSE(mav.layers[0].is_moe);  // interleave_moe_layer_step 2
+
+  testing::TempDir dir;
+  const JobSpec dropless = load_text(dir,
+                                     "model_name: mixtral-8x7b\nper_device_batch_size: 1\n"
+                                     "capacity_factor: -1\ncompile_topology: v5p-16\n");
+  EXPECT_LE(dropless.model.layers[0].moe.capacity_factor, 0.0);
+  const JobSpec dropped = load_text(dir,
+                                    "model_name: mixtral-8x7b\nper_device_batch_size: 1\n"
+                                    "capacity_factor: 1.25\nsparse_matmul: false\n"
+                                    "compile_topology: v5p-16\n");
+  EXPECT_DOUBLE_EQ(dropped.model.layers[0].moe.capacity_factor, 1.25);
+  EXPECT_EQ(dropped.runtime.moe_dispatch, MoeDispatchKind::kDenseCapacity);
+}
+
+// Every Primus MaxText experiment in a Primus checkout loads (skipped without one).
+TEST(MaxTextAdapter, PrimusMaxTextCorpus) {
+  const char* primus = std::getenv("PRIMUS_PATH");
+  const std::string root = primus != nullptr ? primus : "/work/shared/primus";
+  const fs::path dir = fs::path(root) / "examples/maxtext/configs";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) GTEST_SKIP() << "no Primus checkout at " << root;
+  int n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".yaml" && e.path().extension() != ".yml") continue;
+    LoadRequest r = request(e.path().string(), "");
+    r.primus_path = root;
+    EXPECT_NO_THROW(load_job(r)) << e.path();
+    ++n;
+  }
+  EXPECT_GT(n, 0);
+}
+
+// The bundled transcription agrees with a MaxText checkout's model configs (PRIMUS_MAXTEXT_PATH;
+// skipped without one).
+TEST(MaxTextAdapter, TranscriptionMatchesCheckout) {
+  const char* path = std::getenv("PRIMUS_MAXTEXT_PATH");
+  if (path == nullptr || *path == '\0') GTEST_SKIP() << "PRIMUS_MAXTEXT_PATH not set";
+  std::error_code ec;
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(kRepoData + "/frameworks/maxtext/models", ec)) {
+    if (e.path().extension() != ".yml") continue;
+    const std::string name = e.path().stem().string();
+    const ModelSpec bundled = maxtext::model_from_config(name, kRepoData);
+    const ModelSpec checkout = maxtext::model_from_config(name, kRepoData, path);
+    EXPECT_EQ(bundled.hidden_size, checkout.hidden_size) << name;
+    EXPECT_EQ(bundled.vocab_size, checkout.vocab_size) << name;
+    ASSERT_EQ(bundled.num_layers(), checkout.num_layers()) << name;
+    for (int i = 0; i < bundled.num_layers(); ++i) {
+      const LayerSpec& a = bundled.layers[static_cast<std::size_t>(i)];
+      const LayerSpec& b = checkout.layers[static_cast<std::size_t>(i)];
+      EXPECT_EQ(a.is_moe, b.is_moe) << name << " layer " << i;
+      EXPECT_EQ(a.attention.num_heads, b.attention.num_heads) << name;
+      EXPECT_EQ(a.attention.num_query_groups, b.attention.num_query_groups) << name;
+      EXPECT_EQ(a.mlp.ffn_hidden_size, b.mlp.ffn_hidden_size) << name;
+      EXPECT_EQ(a.moe.num_experts, b.moe.num_experts) << name;
+      EXPECT_EQ(a.moe.expert_ffn_hidden_size, b.moe.expert_ffn_hidden_size) << name;
+    }
+    ++n;
+  }
+  EXPECT_GT(n, 0);
+}
+
+}  // namespace
+}  // namespace projector

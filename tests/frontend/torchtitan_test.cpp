@@ -1,0 +1,429 @@
+// The torchtitan back-end: job TOMLs (torchtitan v0.2.2's own) and Primus torchtitan
+// experiments through the adapter, with torchtitan's semantics (docs/torchtitan.md). Expected
+// values are derived by hand from torchtitan's source (flavor tables, FeedForward sizing, mesh
+// and pipeline rules), not read back from the code under test.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "projector/frontend/loader.h"
+#include "projector/model/accounting.h"
+#include "projector/util/error.h"
+#include "support/cli_runner.h"
+#include "support/temp_dir.h"
+
+namespace projector {
+namespace {
+
+const std::string kTitan = std::string(PROJECTOR_TEST_DATA_DIR) + "/torchtitan";
+const std::string kRepoData = PROJECTOR_DEFAULT_DATA_DIR;
+
+LoadRequest request(const std::string& path, std::vector<std::string> set = {}, int nodes = 0) {
+  LoadRequest r;
+  r.config_path = path;
+  r.data_dir = kRepoData;
+  r.env = fixed_environment({});
+  r.set_overrides = std::move(set);
+  if (nodes > 0) r.cli.nodes = nodes;
+  return r;
+}
+
+JobSpec upstream(const std::string& file, std::vector<std::string> set = {}, int nodes = 0) {
+  return load_job(request(kTitan + "/upstream/" + file, std::move(set), nodes));
+}
+JobSpec primus(const std::string& file, std::vector<std::string> set = {}, int nodes = 0) {
+  return load_job(request(kTitan + "/primus/" + file, std::move(set), nodes));
+}
+
+const AppliedDefault* find_default(const JobSpec& j, const std::string& key) {
+  for (const AppliedDefault& d : j.defaults) {
+    if (d.key == key) return &d;
+  }
+  return nullptr;
+}
+
+bool has_warning(const JobSpec& j, const std::string& text) {
+  return std::any_of(j.warnings.begin(), j.warnings.end(),
+                     [&](const std::string& w) { return w.find(text) != std::string::npos; });
+}
+
+// llama3_8b.toml: 8B flavor (dim 4096, 32 layers, 32 / 8 heads), FFN int(2*16384/3)=10922 x 1.3
+// = 14198 -> 14336 (multiple of 1024); local batch 1, seq 8192, FSDP over every rank, per-op SAC.
+TEST(TorchtitanToml, Llama3_8B) {
+  const JobSpec j = upstream("llama3_8b.toml");
+  ASSERT_EQ(j.model.num_layers(), 32);
+  EXPECT_EQ(j.model.hidden_size, 4096);
+  EXPECT_EQ(j.model.vocab_size, 128256);
+  EXPECT_EQ(j.model.make_vocab_size_divisible_by, 1);
+  EXPECT_EQ(j.model.layers[0].mlp.ffn_hidden_size, 14336);
+  EXPECT_EQ(j.model.layers[0].attention.num_query_groups, 8);
+  EXPECT_EQ(j.model.layers[0].attention.head_dim, 128);
+  EXPECT_FALSE(j.model.tied_embeddings);
+  EXPECT_EQ(j.parallel.dp, 8);
+  EXPECT_EQ(j.parallel.fsdp, FsdpKind::kFsdp2);
+  EXPECT_TRUE(j.parallel.reshard_after_forward);  // no PP
+  EXPECT_EQ(j.runtime.micro_batch_size, 1);
+  EXPECT_EQ(j.runtime.global_batch_size, 8);  // local 1 x DP 8
+  EXPECT_EQ(j.runtime.seq_length, 8192);
+  EXPECT_EQ(j.runtime.recompute.granularity, RecomputeGranularity::kOpPolicy);
+  EXPECT_EQ(j.runtime.precision.fp8, Fp8Recipe::kNone);  // converters commented out
+  EXPECT_EQ(j.runtime.attention_kernel, AttentionKernel::kFa2);
+  EXPECT_FALSE(j.runtime.cross_entropy_fusion);  // compile.enable = false
+  // 8.03 B parameters (Llama 3.1 8B).
+  EXPECT_NEAR(static_cast<double>(model_params(j.model).total) / 1e9, 8.03, 0.01);
+  const AppliedDefault* d = find_default(j, "training.dtype");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->source, "torchtitan");
+  EXPECT_NE(d->reason.find("job_config.py"), std::string::npos) << d->reason;
+}
+
+// llama3_405b.toml: TP 8 with async TP under compile, legacy converter name "float8" with fp8
+// all-gather, full AC; FFN int(2*65536/3)=43690 x 1.2 = 52428 -> 53248.
+TEST(TorchtitanToml, Llama3_405B) {
+  const JobSpec j = upstream("llama3_405b.toml", {}, 64);
+  EXPECT_EQ(j.model.num_layers(), 126);
+  EXPECT_EQ(j.model.layers[0].mlp.ffn_hidden_size, 53248);
+  EXPECT_EQ(j.parallel.tp, 8);
+  EXPECT_TRUE(j.parallel.sequence_parallel);
+  EXPECT_TRUE(j.parallel.tp_comm_overlap);  // enable_async_tensor_parallel + compile
+  EXPECT_TRUE(j.parallel.vocab_parallel_loss);
+  EXPECT_EQ(j.runtime.precision.fp8, Fp8Recipe::kTensorwise);
+  EXPECT_TRUE(j.runtime.precision.fp8_param);    // enable_fsdp_float8_all_gather
+  EXPECT_FALSE(j.runtime.precision.fp8_output);  // filter_fqns = ["output"]
+  EXPECT_EQ(j.runtime.recompute.granularity, RecomputeGranularity::kFull);
+  EXPECT_TRUE(j.runtime.cross_entropy_fusion);  // the loss is compiled
+}
+
+// deepseek_v3_16b.toml: MLA without query compression, 1 dense layer then 26 MoE layers of 64
+// experts (top 6, 2 shared of 1408 -> 2816), EP 8 on one node, float8 linears and grouped GEMMs.
+TEST(TorchtitanToml, DeepSeekV3_16B) {
+  const JobSpec j = upstream("deepseek_v3_16b.toml");
+  ASSERT_EQ(j.model.num_layers(), 27);
+  EXPECT_FALSE(j.model.layers[0].is_moe);
+  EXPECT_EQ(j.model.layers[0].mlp.ffn_hidden_size, 10944);
+  const LayerSpec& l = j.model.layers[1];
+  ASSERT_TRUE(l.is_moe);
+  EXPECT_EQ(l.attention.kind, AttentionKind::kMla);
+  EXPECT_EQ(l.attention.q_lora_rank, 0);
+  EXPECT_EQ(l.attention.kv_lora_rank, 512);
+  EXPECT_EQ(l.moe.num_experts, 64);
+  EXPECT_EQ(l.moe.topk, 6);
+  EXPECT_EQ(l.moe.expert_ffn_hidden_size, 1408);
+  EXPECT_EQ(l.moe.shared_expert_ffn_hidden_size, 2816);
+  EXPECT_EQ(j.parallel.ep, 8);
+  EXPECT_EQ(j.parallel.etp, 1);
+  EXPECT_EQ(j.parallel.expert_dp, 1);
+  // The TOML configures float8 but lists no converter: nothing is quantized.
+  EXPECT_EQ(j.runtime.precision.fp8, Fp8Recipe::kNone);
+  EXPECT_TRUE(has_warning(j, "block_causal"));  // the 16B flavor uses FlexAttention documents
+  const JobSpec q =
+      upstream("deepseek_v3_16b.toml",
+               {"model.converters=[quantize.linear.float8, quantize.grouped_mm.float8]"});
+  EXPECT_TRUE(q.runtime.precision.fp8_dense);
+  EXPECT_TRUE(q.runtime.precision.fp8_experts);  // quantize.grouped_mm.float8.fqns = experts
+  EXPECT_FALSE(q.runtime.precision.fp8_output);  // filter_fqns = ["output", "router.gate"]
+}
+
+// llama4_17bx16e.toml: every layer MoE (interleave step 1), expert width
+// int(int(1.2 x int(2 x 20480 / 3)) / (top_k 1 + 1 shared)) rounded up to 2048 = 8192.
+TEST(TorchtitanToml, Llama4_17Bx16E) {
+  const JobSpec j = upstream("llama4_17bx16e.toml", {}, 2);
+  ASSERT_EQ(j.model.num_layers(), 48);
+  for (const LayerSpec& l : j.model.layers) {
+    ASSERT_TRUE(l.is_moe);
+    EXPECT_EQ(l.moe.num_experts, 16);
+    EXPECT_EQ(l.moe.topk, 1);
+    EXPECT_EQ(l.moe.expert_ffn_hidden_size, 8192);
+    EXPECT_EQ(l.moe.shared_expert_ffn_hidden_size, 8192);
+  }
+  EXPECT_EQ(j.model.vocab_size, 202048);
+}
+
+// qwen3_0.6b.toml: head_dim 128 with 16 heads (2048 wide queries on a 1024 model), q/k norms,
+// tied embeddings.
+TEST(TorchtitanToml, Qwen3_0_6B) {
+  const JobSpec j = upstream("qwen3_0.6b.toml");
+  ASSERT_EQ(j.model.num_layers(), 28);
+  EXPECT_EQ(j.model.hidden_size, 1024);
+  EXPECT_EQ(j.model.layers[0].attention.head_dim, 128);
+  EXPECT_TRUE(j.model.layers[0].attention.qk_layernorm);
+  EXPECT_EQ(j.model.layers[0].mlp.ffn_hidden_size, 3072);
+  EXPECT_TRUE(j.model.tied_embeddings);
+  const ModelParams p = model_params(j.model);
+  EXPECT_EQ(p.output_layer, 0);
+  // 0.6 B with the tied 151936 x 1024 embedding counted once.
+  EXPECT_NEAR(static_cast<double>(p.total) / 1e9, 0.596, 0.005);
+}
+
+// Primus' module preset over torchtitan's defaults: AC none and compile on, each recorded with
+// the Primus profile; the experiment's overrides win.
+TEST(TorchtitanPrimus, Llama3_1_8B_BF16) {
+  const JobSpec j = primus("llama3.1_8B-BF16-pretrain.yaml");
+  EXPECT_EQ(j.runtime.micro_batch_size, 4);
+  EXPECT_EQ(j.runtime.seq_length, 8192);
+  EXPECT_EQ(j.runtime.recompute.granularity, RecomputeGranularity::kNone);  // overrides: none
+  EXPECT_EQ(j.runtime.attention_kernel, AttentionKernel::kFused);  // Primus-Turbo attention
+  const AppliedDefault* compile = find_default(j, "compile.enable");
+  ASSERT_NE(compile, nullptr);
+  EXPECT_EQ(compile->value, "true");
+  EXPECT_EQ(compile->source, "primus-torchtitan");
+  EXPECT_NE(compile->reason.find("modules/torchtitan/pre_trainer.yaml:"), std::string::npos)
+      << compile->reason;
+  EXPECT_TRUE(j.runtime.cross_entropy_fusion);
+}
+
+TEST(TorchtitanPrimus, Llama3_1_8B_FP8) {
+  const JobSpec j = primus("llama3.1_8B-FP8-pretrain.yaml");
+  EXPECT_EQ(j.runtime.micro_batch_size, 5);
+  EXPECT_EQ(j.runtime.precision.fp8, Fp8Recipe::kTensorwise);
+  EXPECT_TRUE(j.runtime.precision.fp8_param);
+  EXPECT_FALSE(j.runtime.precision.fp8_output);
+  EXPECT_FALSE(j.runtime.precision.fp8_experts);
+}
+
+// Architecture keys under `model:` override the flavor (Primus' 405B preset states n_layers).
+TEST(TorchtitanPrimus, ArchitectureKeysOverrideTheFlavor) {
+  EXPECT_EQ(primus("llama3.1_405B-BF16-pretrain.yaml", {}, 32).model.num_layers(), 126);
+  const JobSpec j = primus("llama3.1_405B-BF16-pretrain.yaml", {"model.n_layers=4"});
+  EXPECT_EQ(j.model.num_layers(), 4);
+  const JobSpec w = primus("llama3.1_8B-BF16-pretrain.yaml", {"model.n_layerz=4"});
+  EXPECT_TRUE(has_warning(w, "model.n_layerz is neither a JobConfig key"));
+}
+
+TEST(TorchtitanPrimus, OtherFamilies) {
+  const JobSpec ds = primus("deepseek_v3_16b-BF16-pretrain.yaml");
+  EXPECT_EQ(ds.model.layers[5].moe.num_experts, 64);
+  const JobSpec l4 = primus("llama4_17Bx16E-BF16-pretrain.yaml", {}, 2);
+  EXPECT_EQ(l4.model.layers[0].moe.num_experts, 16);
+  const JobSpec q = primus("qwen3_0.6B-pretrain.yaml");
+  EXPECT_TRUE(q.model.tied_embeddings);
+  const JobSpec b70 = primus("llama3.1_70B-BF16-pretrain.yaml");
+  EXPECT_EQ(b70.model.layers[0].mlp.ffn_hidden_size, 28672);  // 21845 x 1.3 -> 28672
+}
+
+// dp_replicate x dp_shard x cp x tp x pp = world; dp_shard -1 fills; HSDP shards within a replica.
+TEST(TorchtitanMesh, ReplicateAndShard) {
+  const JobSpec j = upstream("llama3_8b.toml", {"parallelism.data_parallel_replicate_degree=2"}, 2);
+  EXPECT_EQ(j.parallel.dp, 16);
+  EXPECT_EQ(j.parallel.dp_replicate, 2);
+  EXPECT_EQ(j.parallel.fsdp_shard_size(), 8);
+  // A stated shard degree fixes the world: 4 GPUs are one partial node.
+  const JobSpec s = upstream("llama3_8b.toml", {"parallelism.data_parallel_shard_degree=4"});
+  EXPECT_EQ(s.cluster.world_size(), 4);
+  EXPECT_EQ(s.parallel.dp, 4);
+  // ... and a world it does not fill breaks a rule naming the key.
+  try {
+    upstream("llama3_8b.toml", {"parallelism.data_parallel_shard_degree=4"}, 1);
+    FAIL() << "4 x 1 x 1 x 1 ranks on one node of 8 must be refused";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "parallelism.data_parallel_shard_degree");
+  }
+}
+
+// EP is carved out of dp_shard x cp x tp; ETP must be 1 or TP.
+TEST(TorchtitanMesh, ExpertParallel) {
+  const JobSpec j = upstream(
+      "deepseek_v3_16b.toml",
+      {"parallelism.tensor_parallel_degree=2", "parallelism.expert_tensor_parallel_degree=2"}, 2);
+  EXPECT_EQ(j.parallel.dp, 8);
+  EXPECT_EQ(j.parallel.ep, 8);
+  EXPECT_EQ(j.parallel.etp, 2);
+  EXPECT_EQ(j.parallel.expert_dp, 1);  // 16 / (8 x 2)
+  try {
+    upstream("deepseek_v3_16b.toml", {"parallelism.tensor_parallel_degree=2",
+                                      "parallelism.expert_tensor_parallel_degree=4"});
+    FAIL() << "ETP 4 with TP 2 must be refused";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "parallelism.expert_tensor_parallel_degree");
+  }
+}
+
+// PP 4 with Interleaved1F1B: 2 stages per rank; embedding and norm + output each weigh a layer:
+// 34 effective layers over 8 stages = 4 rem 2: stage 0 takes 5 - 1 = 4 layers, stage 1 five,
+// stages 2-6 four, stage 7 4 - 1 = 3.
+TEST(TorchtitanPipeline, InterleavedSplit) {
+  const JobSpec j = upstream(
+      "llama3_8b.toml",
+      {"parallelism.pipeline_parallel_degree=4",
+       "parallelism.pipeline_parallel_schedule=Interleaved1F1B", "training.local_batch_size=8"},
+      2);
+  EXPECT_EQ(j.parallel.pp, 4);
+  EXPECT_EQ(j.parallel.vpp, 2);
+  EXPECT_EQ(j.runtime.schedule, ScheduleKind::kInterleaved);
+  EXPECT_FALSE(j.parallel.reshard_after_forward);  // default with PP
+  const std::vector<int> want = {4, 5, 4, 4, 4, 4, 4, 3};
+  ASSERT_EQ(j.parallel.stages.size(), want.size());
+  for (std::size_t z = 0; z < want.size(); ++z) {
+    EXPECT_EQ(j.parallel.stages[z].num_layers, want[z]) << z;
+  }
+  EXPECT_TRUE(j.parallel.stages.front().has_embedding);
+  EXPECT_TRUE(j.parallel.stages.back().has_output);
+  EXPECT_EQ(j.runtime.micro_batch_size, 1);  // pipeline_parallel_microbatch_size
+  EXPECT_EQ(j.num_microbatches(), 8);        // local 8 / microbatch 1
+}
+
+TEST(TorchtitanPipeline, VShapeAndSingleStage) {
+  const JobSpec v = upstream("llama3_8b.toml",
+                             {"parallelism.pipeline_parallel_degree=4",
+                              "parallelism.pipeline_parallel_schedule=ZBVZeroBubble",
+                              "activation_checkpoint.mode=none", "training.local_batch_size=8"},
+                             2);
+  EXPECT_EQ(v.runtime.schedule, ScheduleKind::kZbvFormatted);
+  EXPECT_EQ(v.parallel.vpp, 2);
+  const JobSpec s = upstream(
+      "llama3_8b.toml", {"parallelism.pipeline_parallel_degree=2", "training.local_batch_size=4"});
+  EXPECT_EQ(s.parallel.vpp, 1);
+  // 34 effective layers over 2 stages: 17 - 1 = 16 each.
+  EXPECT_EQ(s.parallel.stages[0].num_layers, 16);
+  EXPECT_EQ(s.parallel.stages[1].num_layers, 16);
+  try {
+    upstream("llama3_8b.toml",
+             {"parallelism.pipeline_parallel_degree=2",
+              "parallelism.pipeline_parallel_layers_per_stage=8", "training.local_batch_size=4"});
+    FAIL() << "1F1B with 2 stages per rank must be refused";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "parallelism.pipeline_parallel_layers_per_stage");
+  }
+}
+
+// PRIMUS_PP re-lays the pipeline out with torchtitan's weighted split (the draft keeps the rule,
+// not a fixed stage list).
+TEST(TorchtitanPipeline, EnvironmentOverrideKeepsTheSplitRule) {
+  LoadRequest r = request(kTitan + "/upstream/llama3_8b.toml", {"training.local_batch_size=4"});
+  r.env = fixed_environment({{"PRIMUS_PP", "2"}});
+  const JobSpec j = load_job(r);
+  ASSERT_EQ(j.parallel.pp, 2);
+  EXPECT_EQ(j.parallel.stages[0].num_layers, 16);
+  EXPECT_EQ(j.parallel.stages[1].num_layers, 16);
+  // With PP the local batch of 4 splits into pipeline microbatches of 1 (default size).
+  EXPECT_EQ(j.runtime.micro_batch_size, 1);
+  EXPECT_EQ(j.num_microbatches(), 4);
+}
+
+// A global batch of twice local x DP is two accumulation rounds, each its own pipeline flush.
+TEST(TorchtitanBatch, GradientAccumulationRounds) {
+  const JobSpec j = upstream("llama3_8b.toml",
+                             {"parallelism.pipeline_parallel_degree=2",
+                              "training.local_batch_size=4", "training.global_batch_size=64"},
+                             2);
+  EXPECT_EQ(j.parallel.dp, 8);
+  EXPECT_EQ(j.runtime.accumulation_rounds, 2);  // 64 / (4 x 8)
+  EXPECT_EQ(j.num_microbatches(), 8);           // 2 rounds x 4 microbatches
+  try {
+    upstream("llama3_8b.toml", {"training.local_batch_size=4", "training.global_batch_size=36"});
+    FAIL() << "36 is not a multiple of 4 x 8";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "training.global_batch_size");
+  }
+}
+
+TEST(TorchtitanCheckpointing, Modes) {
+  const JobSpec every2 =
+      upstream("llama3_8b.toml", {"activation_checkpoint.selective_ac_option=2"});
+  EXPECT_EQ(every2.runtime.recompute.layer_ids.size(), 16u);
+  EXPECT_EQ(every2.runtime.recompute.layer_ids.front(), 1);  // blocks 2, 4, ... (1-based)
+  const JobSpec budget = upstream(
+      "llama3_8b.toml", {"activation_checkpoint.mode=memory_budget", "compile.enable=true"});
+  EXPECT_EQ(budget.runtime.recompute.granularity, RecomputeGranularity::kOpPolicy);
+  EXPECT_DOUBLE_EQ(budget.runtime.recompute.memory_budget, 0.5);
+  try {
+    upstream("llama3_8b.toml", {"activation_checkpoint.mode=memory_budget"});
+    FAIL() << "memory_budget without compile must be refused";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "activation_checkpoint.mode");
+  }
+}
+
+TEST(TorchtitanPrecision, RecipesAndCoverage) {
+  const JobSpec rowwise =
+      upstream("llama3_8b.toml", {"model.converters=[quantize.linear.float8]",
+                                  "quantize.linear.float8.recipe_name=rowwise_with_gw_hp",
+                                  "quantize.linear.float8.filter_fqns=[]"});
+  EXPECT_EQ(rowwise.runtime.precision.fp8, Fp8Recipe::kRowwiseHpWgrad);
+  EXPECT_TRUE(rowwise.runtime.precision.fp8_output);  // no filter: the output is converted too
+  const JobSpec mx = upstream("llama4_17bx16e.toml",
+                              {"model.converters=[quantize.linear.mx, quantize.grouped_mm.mx]",
+                               "quantize.grouped_mm.mx.fqns=[experts]"},
+                              2);
+  EXPECT_EQ(mx.runtime.precision.fp8, Fp8Recipe::kMxfp8);
+  EXPECT_FALSE(mx.runtime.precision.fp8_output);  // mx filter_fqns defaults to output
+  EXPECT_TRUE(mx.runtime.precision.fp8_experts);
+  const JobSpec pure = upstream("llama3_8b.toml", {"training.dtype=bfloat16"});
+  EXPECT_FALSE(pure.runtime.master_weights);
+  EXPECT_EQ(pure.runtime.main_grads_dtype, Dtype::kBf16);
+  const JobSpec nolp = upstream("llama3_8b.toml", {"parallelism.tensor_parallel_degree=2",
+                                                   "parallelism.disable_loss_parallel=true"});
+  EXPECT_FALSE(nolp.parallel.vocab_parallel_loss);
+}
+
+// Bad input: one error naming file, line and key.
+TEST(TorchtitanErrors, NamesTheKey) {
+  testing::TempDir dir;
+  const std::string bad = dir.write("bad.toml", "[model]\nname = \"llama3\"\nflavor = \"9B\"\n");
+  try {
+    load_job(request(bad));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "model.flavor");
+    EXPECT_EQ(e.where().line, 3);
+    EXPECT_NE(std::string(e.what()).find("8B"), std::string::npos) << e.what();
+  }
+  const std::string syntax = dir.write("syntax.toml", "[model]\nname = \"llama3\nflavor = 1\n");
+  try {
+    load_job(request(syntax));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, syntax);
+    EXPECT_EQ(e.where().line, 2);
+  }
+  const std::string typo = dir.write("typo.toml",
+                                     "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\n"
+                                     "tensor_paralel_degree = 2\n");
+  const JobSpec j = load_job(request(typo));
+  EXPECT_TRUE(has_warning(j, "did you mean 'parallelism.tensor_parallel_degree'")) << j.warnings[0];
+}
+
+// Resolution order: an installed torchtitan's flavor table beats the transcription.
+TEST(TorchtitanFlavorSource, CheckoutBeatsTranscription) {
+  testing::TempDir dir;
+  dir.write("tt/torchtitan/models/moe/moe.py",
+            "@dataclass\nclass MoEArgs:\n    num_experts: int = 8\n    top_k: int = 1\n");
+  dir.write("tt/torchtitan/models/llama3/model/args.py",
+            "@dataclass\nclass TransformerModelArgs(BaseModelArgs):\n    dim: int = 4096\n"
+            "    n_layers: int = 32\n    n_heads: int = 32\n    n_kv_heads: int | None = None\n"
+            "    vocab_size: int = 128256\n    multiple_of: int = 256\n"
+            "    ffn_dim_multiplier: float | None = None\n");
+  dir.write("tt/torchtitan/models/llama3/__init__.py",
+            "llama3_args = {\n    \"8B\": TransformerModelArgs(dim=4096, n_layers=30, n_heads=32,"
+            " n_kv_heads=8, ffn_dim_multiplier=1.3, multiple_of=1024),\n}\n"
+            "def get_train_spec():\n    return TrainSpec(model_args=llama3_args)\n");
+  LoadRequest r = request(kTitan + "/upstream/llama3_8b.toml");
+  r.backend_path = dir.path() + "/tt";
+  const JobSpec j = load_job(r);
+  EXPECT_EQ(j.model.num_layers(), 30);
+  const AppliedDefault* d = find_default(j, "model.flavor");
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->reason.find("checkout"), std::string::npos) << d->reason;
+  // BACKEND_PATH in the environment does the same.
+  LoadRequest e = request(kTitan + "/upstream/llama3_8b.toml");
+  e.env = fixed_environment({{"BACKEND_PATH", dir.path() + "/tt"}});
+  EXPECT_EQ(load_job(e).model.num_layers(), 30);
+}
+
+TEST(TorchtitanCli, MemoryPerformanceAndJson) {
+  using testing::run_cli;
+  const std::string toml = kTitan + "/upstream/llama3_8b.toml";
+  testing::CliResult r = run_cli("both -c " + toml + " --hardware h100_sxm");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("6N+attention"), std::string::npos) << r.out;
+  r = run_cli("config -c " + kTitan + "/primus/llama3.1_8B-BF16-pretrain.yaml --json");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"primus-torchtitan\""), std::string::npos);
+  EXPECT_NE(r.out.find("\"torchtitan\""), std::string::npos);
+  r = run_cli("memory -c " + toml + " --set model.flavor=9B");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("model.flavor"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace projector
