@@ -1,7 +1,12 @@
-// libFuzzer target: the experiment front-end end to end. The input is an experiment YAML,
+// libFuzzer target: the experiment front-end end to end. The input is an experiment file,
 // optionally followed by a line "#%fuzz" and lines "env NAME=value" (the process environment the
 // front-end sees: PRIMUS_TP, NNODES, ${VAR} substitutions, ...) and "set key=value" (--set). A job
 // that loads is projected (memory and performance), as `projector both` does.
+//
+// Built as four targets (CMakeLists.txt) that differ in their seed corpus and the file's suffix:
+// experiment (YAML, Megatron and Primus seeds), maxtext (YAML, Primus MaxText experiments),
+// torchrec (YAML, TorchRec DLRM configs and dlrm_main.py command lines) and torchtitan (a `.toml`
+// torchtitan job file, read by the TOML reader; "#%fuzz" is a TOML comment).
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
@@ -57,10 +62,14 @@ void project(const JobSpec& job) {
 
 }  // namespace
 
+#ifndef PROJECTOR_FUZZ_SUFFIX
+#define PROJECTOR_FUZZ_SUFFIX ".yaml"
+#endif
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const Input in = split(std::string(reinterpret_cast<const char*>(data), size));
   LoadRequest request;
-  request.config_path = fuzz::scratch_file(".yaml", in.yaml);
+  request.config_path = fuzz::scratch_file(PROJECTOR_FUZZ_SUFFIX, in.yaml);
   request.env = fixed_environment(in.env);
   request.set_overrides = in.sets;
   try {

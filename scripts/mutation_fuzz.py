@@ -88,9 +88,13 @@ NONSENSE = re.compile(r"(?<![\w.-])(?:-?nan|-?inf)(?![\w])|(?<![\w.])-\d+(?:\.\d
 def seeds():
     """(name, kind, text): example experiments, and model presets (wrapped at run time)."""
     out = []
-    for d, kind in (("examples", "experiment"), ("data/models", "preset")):
+    # The other back-ends through their fuzz seeds: MaxText and TorchRec experiments (YAML) and
+    # torchtitan job files (TOML, written as config.toml).
+    for d, kind in (("examples", "experiment"), ("data/models", "preset"),
+                    ("fuzz/corpus/maxtext", "experiment"), ("fuzz/corpus/torchrec", "experiment"),
+                    ("fuzz/corpus/torchtitan", "toml")):
         for f in sorted(os.listdir(os.path.join(ROOT, d))):
-            if f.endswith(".yaml"):
+            if f.endswith(".yaml") or f.endswith(".toml"):
                 with open(os.path.join(ROOT, d, f)) as fh:
                     out.append((f, kind, fh.read()))
     return out
@@ -107,8 +111,14 @@ def preset_experiment(preset_path, rnd):
 
 
 def scalar_lines(lines):
-    return [i for i, l in enumerate(lines) if re.match(r"^\s*[\w<]+\s*:\s*\S", l)
+    return [i for i, l in enumerate(lines) if re.match(r"^\s*[\w<]+\s*[:=]\s*\S", l)
             and not l.strip().startswith("#")]
+
+
+def split_scalar(line):
+    """(key, separator) of a `key: value` (YAML) or `key = value` (TOML) line."""
+    m = re.match(r"^(\s*[\w<]+)\s*([:=])", line)
+    return (m.group(1), m.group(2)) if m else (line, ":")
 
 
 def mutate_text(text, rnd):
@@ -117,8 +127,8 @@ def mutate_text(text, rnd):
     idx = scalar_lines(lines)
     if op <= 4 and idx:  # replace a value (the most productive mutation)
         i = rnd.choice(idx)
-        key, _, _ = lines[i].partition(":")
-        lines[i] = f"{key}: {rnd.choice(HOSTILE_SCALARS)}"
+        key, sep = split_scalar(lines[i])
+        lines[i] = f"{key}{' =' if sep == '=' else ':'} {rnd.choice(HOSTILE_SCALARS)}"
     elif op == 5 and idx:  # add a hostile key next to an existing one
         i = rnd.choice(idx)
         indent = re.match(r"^\s*", lines[i]).group(0)
@@ -171,7 +181,7 @@ def make_case(index, seed_list, base_seed, work):
         config_text = preset_experiment(preset, rnd)
     else:
         config_text = text
-    config = os.path.join(case_dir, "config.yaml")
+    config = os.path.join(case_dir, "config.toml" if kind == "toml" else "config.yaml")
     with open(config, "w", errors="replace") as fh:
         fh.write(config_text)
     args = [command, "--config", config]
