@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Mutation fuzzer for the projector CLI: hostile variants of the bundled examples and model presets.
 
-Each case takes a seed (an example experiment, or a model preset wrapped in a minimal experiment),
+Each case takes a seed (an example experiment, a model preset wrapped in a minimal experiment, or
+a MaxText / TorchRec experiment or torchtitan TOML job file of the fuzz seed corpora),
 applies a few random mutations (hostile scalars, deleted / duplicated / reordered lines, YAML
 constructs, truncation, stray bytes, hostile --set / environment / CLI flags) and runs
 `projector {both|memory}` on it with a timeout. Every outcome must be one of:

@@ -119,6 +119,15 @@ TEST(HostileTorchtitan, TomlFilesAreCheckedAndBounded) {
     EXPECT_FALSE(e.where().file.empty()) << e.what();
   }
 
+  // Dotted keys 10^5 deep (a table header, a key, an inline table's key): toml++ overflowed the
+  // stack on each (SIGSEGV); refused at their line before parsing.
+  std::string chain = "a";
+  for (int i = 0; i < 100000; ++i) chain += ".a";
+  for (const std::string& line : {"[" + chain + "]", chain + " = 1", "x = {" + chain + " = 1}"}) {
+    const std::string text = kTitan + "[job]\n" + line + "\n";
+    expect_refused(dir, "dotted.toml", text, line, "dotted key nested deeper than 200");
+  }
+
   std::string many = kTitan + "[junk]\n";
   for (int i = 0; i < 200000; ++i) many += "k" + std::to_string(i) + " = 1\n";
   const auto start = std::chrono::steady_clock::now();
