@@ -455,8 +455,9 @@ void Builder::override_mesh_axes(std::vector<MeshAxis>& mesh) const {
   bool changed = false;
   for (const auto& [v, role] : stated) {
     if (!v->has_value()) continue;
-    auto it =
-        std::find_if(mesh.begin(), mesh.end(), [&](const MeshAxis& a) { return a.role == role; });
+    // clang 14 (the fuzz preset) cannot capture a structured binding: a copy is captured.
+    auto it = std::find_if(mesh.begin(), mesh.end(),
+                           [r = role](const MeshAxis& a) { return a.role == r; });
     if (it == mesh.end()) {
       mesh.push_back({role, std::string(to_string(role)), 1, 1, {}, {}});
       it = mesh.end() - 1;

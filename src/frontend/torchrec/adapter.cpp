@@ -219,7 +219,7 @@ void read_sharding_pins(ArgReader& r, ModelSpec& model) {
   } else {
     for (const auto& [name, item] : v->entries) {
       auto it = std::find_if(tables.begin(), tables.end(),
-                             [&](const EmbeddingTableSpec& t) { return t.name == name; });
+                             [&n = name](const EmbeddingTableSpec& t) { return t.name == n; });
       if (it == tables.end()) {
         throw InputError(item.where, key + "." + name,
                          fmt::format("no table '{}' (tables are named {} ... {})", name,
