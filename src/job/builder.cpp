@@ -383,6 +383,15 @@ void Builder::cluster(const ClusterRequest& req) {
          fmt::format("{} nodes x {} GPUs = {} GPUs is more than the {} this tool models", nodes,
                      cl.gpus_per_node, world_, kMaxWorldSize));
   }
+  // The embedding plan places every table on every rank (row-wise shards): its time and memory
+  // grow with the ranks (262,144 took a minute and 3.5 GiB), so recommendation jobs have a bound
+  // of their own.
+  if (job_.model.family == ModelFamily::kRecommendation && world_ > kMaxRecommendationRanks) {
+    fail(LayoutRule::kWorldSize, DraftField::kNodes,
+         fmt::format("{} nodes x {} GPUs = {} GPUs is more than the {} this tool models for a "
+                     "recommendation model",
+                     nodes, cl.gpus_per_node, world_, kMaxRecommendationRanks));
+  }
   cl.nodes = static_cast<int>(nodes);
 }
 

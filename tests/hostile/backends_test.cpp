@@ -205,6 +205,26 @@ TEST(HostileTorchrec, IntegersAndCommandLinesAreBounded) {
   expect_refused(dir, "dlrm.yaml", kDlrm + flags + "'\n", "command_line", "command_line");
 }
 
+// Mutation fuzz (case 1516, GPUS_PER_NODE=1:30:00, i.e. 5400): the embedding plan grows with the
+// ranks (262,144 ranks took a minute and 3.5 GiB); past 8192 a recommendation job is refused.
+TEST(HostileTorchrec, RanksAreBounded) {
+  testing::TempDir dir;
+  const std::string path = dir.write("dlrm.yaml", kDlrm);
+  LoadRequest r = request(path);
+  r.env = fixed_environment({{"GPUS_PER_NODE", "65536"}});
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    load_job(r);
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_FALSE(e.where().file.empty()) << e.what();
+    EXPECT_NE(std::string(e.what()).find("8192"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+  r.env = fixed_environment({{"GPUS_PER_NODE", "8192"}});
+  EXPECT_EQ(load_job(r).cluster.world_size(), 8192);
+}
+
 // Seeds of the new fuzz targets (fuzz/corpus/) load and project to finite figures: the fuzzers'
 // contract holds on their starting points.
 TEST(HostileBackends, FuzzSeedsProjectFinite) {

@@ -13,6 +13,9 @@ namespace projector {
 
 inline constexpr std::int64_t kMaxCount = std::int64_t{1} << 30;
 inline constexpr std::int64_t kMaxWorldSize = std::int64_t{1} << 24;  // 16.7M accelerators
+// Recommendation (DLRM) jobs: the embedding plan holds shards per table and rank. Published
+// TorchRec runs use up to about a thousand GPUs; 8192 ranks plan in under a second.
+inline constexpr std::int64_t kMaxRecommendationRanks = std::int64_t{1} << 13;
 
 // Decoder layers (plus MTP layers), and PP x VPP virtual stages, which must hold a layer each.
 inline constexpr std::int64_t kMaxLayers = std::int64_t{1} << 14;
