@@ -5,7 +5,7 @@ BUILD  := build/$(PRESET)
 JOBS   ?= $(shell nproc)
 EXAMPLE ?= examples/llama3.1_8B-BF16-pretrain.yaml
 
-.PHONY: all deps configure build run test bench asan tsan format clean
+.PHONY: all deps configure build run test bench asan tsan fuzz fuzz-long mutation-fuzz format clean
 
 all: build
 
@@ -35,6 +35,24 @@ tsan: deps
 	@cmake --preset tsan >/dev/null
 	@cmake --build --preset tsan -j $(JOBS)
 	ctest --preset tsan -j $(JOBS)
+
+# libFuzzer targets (clang, ASan + UBSan): one run of FUZZ_SECONDS per target through ctest.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@cmake --preset fuzz -DPROJECTOR_FUZZ_SECONDS=$(FUZZ_SECONDS) >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
+	ctest --preset fuzz -j $(JOBS)
+
+# Before a release: 10 minutes per target (docs/fuzzing.md), at the lowest CPU priority.
+fuzz-long:
+	@nice -n 19 $(MAKE) fuzz FUZZ_SECONDS=600
+
+# The CLI mutation fuzzer (scripts/mutation_fuzz.py) on the ASan + UBSan build.
+mutation-fuzz: deps
+	@cmake --preset asan >/dev/null
+	@cmake --build build/asan --target projector -j $(JOBS)
+	nice -n 19 python3 scripts/mutation_fuzz.py --binary build/asan/projector --cases 2000 \
+	  --jobs $(JOBS) --out build/asan/mutation-fuzz
 
 format:
 	@clang-format -i $$(git ls-files '*.cpp' '*.h' 'web/*.js')

@@ -5,7 +5,7 @@
 
 #include <atomic>
 #include <csignal>
-#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "commands.h"
@@ -122,12 +122,9 @@ int run_recsys(const SweepCliOptions& o, const JobSpec& base) {
 }
 
 int run(const SweepCliOptions& o, const CLI::App& cmd) {
-  if (o.memory_limit <= 0.0 || o.memory_limit > 1.5) {
+  if (!(o.memory_limit > 0.0 && o.memory_limit <= 1.5)) {  // NaN fails too
     throw InputError({"--memory-limit", 0, 0}, "--memory-limit",
                      fmt::format("{} is not a fraction of HBM in (0, 1.5]", o.memory_limit));
-  }
-  if (const JobSpec probe = build_job(o.job); probe.model.family == ModelFamily::kRecommendation) {
-    return run_recsys(o, probe);
   }
   sweep::Grid grid = o.grid.empty() ? sweep::Grid{} : sweep::parse_grid(o.grid);
   const sweep::Objective objective = sweep::parse_objective(o.objective);
@@ -145,6 +142,9 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
   const LoadRequest request = to_load_request(load);
   const ResolvedConfig resolved = resolve_config(request);
   const JobSpec base = build_job_spec(resolved, request);
+  // Recommendation models sweep their own axes on the job as stated (flags included); the family
+  // is read from the base so that a stated layout the sweep would replace refuses nothing.
+  if (base.model.family == ModelFamily::kRecommendation) return run_recsys(o, build_job(o.job));
   for (const std::string& w : base.warnings) fmt::print(stderr, "projector: warning: {}\n", w);
 
   sweep::SpaceOptions space;
@@ -211,9 +211,9 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
   }
 
   if (!o.csv_path.empty()) {
-    std::ofstream out(o.csv_path);
-    if (!out) throw InputError({o.csv_path, 0, 0}, "--csv", "cannot open for writing");
-    sweep::write_csv(out, r);
+    std::ostringstream csv;
+    sweep::write_csv(csv, r);
+    write_output(o.csv_path, csv.str(), "--csv");
   }
   if (!o.json_path.empty() || !o.html_path.empty()) {
     const std::string doc = sweep::to_json(r, base);
@@ -228,7 +228,7 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
     } else if (!r.stopped) {
       fmt::print(stderr, "projector: no legal layout to project (see the rule counts above)\n");
     }
-    return kExitFailure;
+    return r.stopped ? kExitInterrupted : kExitFailure;
   }
   const std::size_t top =
       std::min<std::size_t>(static_cast<std::size_t>(std::max(o.top, 1)), r.ranked.size());
@@ -239,7 +239,7 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
              r.pareto.size());
   print_header_row(text_out);
   for (const std::size_t i : r.pareto) print_row(text_out, i + 1, r.ranked[i]);
-  return kExitOk;
+  return r.stopped ? kExitInterrupted : kExitOk;  // interrupted: the best found so far, exit 130
 }
 
 }  // namespace

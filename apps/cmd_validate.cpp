@@ -45,11 +45,16 @@ void print_stats_row(const std::string& label, const ErrorStats& s) {
 
 int run_map_only(const std::vector<RunEntry>& runs, const std::string& data_dir) {
   int mapped = 0;
+  MappingCatalogue catalogue(data_dir);
   for (const RunEntry& e : runs) {
-    const MappedRun m = map_run(e, data_dir);
-    if (m.mapped) ++mapped;
-    fmt::print("{:<58} {}\n", e.id, m.mapped ? "mapped" : "unmapped: " + m.reason);
-    print_assumptions(m.assumptions);
+    try {
+      const MappedRun m = map_run(e, catalogue);
+      if (m.mapped) ++mapped;
+      fmt::print("{:<58} {}\n", e.id, m.mapped ? "mapped" : "unmapped: " + m.reason);
+      print_assumptions(m.assumptions);
+    } catch (const InputError& ex) {  // one bad entry never stops the run
+      fmt::print("{:<58} unmapped: {}\n", e.id, ex.what());
+    }
   }
   fmt::print("\n{} of {} runs mapped\n", mapped, runs.size());
   return kExitOk;
@@ -57,10 +62,16 @@ int run_map_only(const std::vector<RunEntry>& runs, const std::string& data_dir)
 
 // The mapped job's memory breakdown, performance summary and per-op table: how a prediction
 // came about.
-void explain_run(const RunEntry& e, const std::string& data_dir) {
-  const MappedRun m = map_run(e, data_dir);
+void explain_run(const RunEntry& e, MappingCatalogue& catalogue) {
+  const MappedRun m = map_run(e, catalogue);
   if (!m.mapped) return;
-  const PerfReport rep = project_performance(m.job);
+  PerfReport rep;
+  try {
+    rep = project_performance(m.job);
+  } catch (const InputError& ex) {  // reported again, per entry, by the validation below
+    fmt::print("\n######## {} ########\nprojection failed: {}\n", e.id, ex.what());
+    return;
+  }
   fmt::print("\n######## {} ########\n", e.id);
   if (rep.has_memory) fmt::print("{}\n", memory_summary_text(m.job, rep.memory));
   fmt::print("{}", perf_summary_text(m.job, rep));
@@ -85,6 +96,11 @@ void write_reports(const ValidateOptions& o, const CLI::App& cmd, const Validati
 }
 
 int run_validate(const ValidateOptions& o, const CLI::App& cmd) {
+  for (const auto& [value, flag] : {std::pair{o.max_mape_pct, "--max-mape"},
+                                    {o.max_error_pct, "--max-error"},
+                                    {o.max_memory_error_pct, "--max-memory-error"}}) {
+    if (std::isnan(value)) throw InputError({flag, 0, 0}, flag, "must be a number of percent");
+  }
   const std::string data_dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
   std::vector<RunEntry> runs = load_runs(o.runs_file);
   if (!o.only_run.empty()) {
@@ -95,7 +111,8 @@ int run_validate(const ValidateOptions& o, const CLI::App& cmd) {
   }
   if (o.map_only) return run_map_only(runs, data_dir);
   if (o.explain) {
-    for (const RunEntry& e : runs) explain_run(e, data_dir);
+    MappingCatalogue catalogue(data_dir);
+    for (const RunEntry& e : runs) explain_run(e, catalogue);
   }
 
   const ProjectFn project = make_default_project_fn();

@@ -1,10 +1,22 @@
 // projector: will a training job fit, and how fast will it run. A thin driver over projector_core.
-#include <fmt/core.h>
 
+#include <cstdio>
 #include <exception>
+#include <string>
+#include <system_error>
 
 #include "commands.h"
 #include "projector/util/error.h"
+
+namespace {
+
+// The one line a failed run prints; never throws (stderr may be full or closed too).
+int report(const char* kind, const std::string& message, int exit_code) {
+  std::fprintf(stderr, "projector: %s: %s\n", kind, message.c_str());
+  return exit_code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"projector: memory and performance projection for large-model training jobs"};
@@ -29,15 +41,26 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // One line like every other input error; CLI11's own text names the option.
-    fmt::print(stderr, "projector: error: {} (see --help)\n", e.what());
-    return projector::kExitBadInput;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // One line like every other bad input, naming the option (or the command line).
+    return report("error",
+                  projector::format_input_error({"command line", 0, 0}, "",
+                                                std::string(e.what()) + " (see --help)"),
+                  projector::kExitBadInput);
   } catch (const projector::InputError& e) {
-    fmt::print(stderr, "projector: error: {}\n", e.what());
-    return projector::kExitBadInput;
+    return report("error", e.what(), projector::kExitBadInput);
+  } catch (const std::system_error& e) {  // fmt::print to a full or closed stdout
+    if (std::ferror(stdout) == 0)
+      return report("internal error", e.what(), projector::kExitInternal);
+    return report("error", std::string("<stdout>: cannot write the output: ") + e.what(),
+                  projector::kExitBadInput);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "projector: internal error: {}\n", e.what());
-    return projector::kExitInternal;
+    return report("internal error", e.what(), projector::kExitInternal);
+  }
+  // Output is part of the result: a failed write to stdout (a full disk, a closed pipe) is bad
+  // output, not success.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
+    return report("error", "<stdout>: cannot write the output", projector::kExitBadInput);
   }
   return exit_code;
 }

@@ -2,7 +2,7 @@
 # Installs what the build and the tests need, when it is missing. Idempotent.
 #  - Debian bookworm packages: the toolchain and libraries (toml++ reads torchtitan job TOMLs); pybind11, the Python headers and pytest
 #    for the Python module; Chromium (and a font for its screenshots) for the HTML report tests;
-#    npm for the next step.
+#    npm for the next step; clang with libFuzzer (libclang-rt-14-dev) for the `fuzz` preset.
 #  - The HTML report's chart bundles (vega, vega-lite, vega-embed), pinned in web/package-lock.json,
 #    from the npm registry into web/node_modules (npm ci). Nothing else is downloaded.
 set -euo pipefail
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 pkgs=(cmake ninja-build g++ make libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libtomlplusplus-dev
       pybind11-dev python3-dev python3-pytest
-      chromium fonts-liberation)
+      chromium fonts-liberation clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -79,7 +79,9 @@ Work backward_work(const AttentionShape& s) {
   const double sq = static_cast<double>(s.seq_q);
   const double skv = static_cast<double>(s.seq_kv);
   const double n_kv = std::ceil(skv / kBwdKvRows);
-  std::vector<double> per_kv(static_cast<std::size_t>(n_kv), 0.0);
+  // Each query tile adds one to a range of key tiles: a difference array keeps this linear in the
+  // sequence (adding to every tile of the range is quadratic: hours at 10^8 tokens).
+  std::vector<double> per_kv(static_cast<std::size_t>(n_kv) + 1, 0.0);
   for (double r0 = 0.0; r0 < sq; r0 += kBwdQRows) {
     const double r1 = std::min(sq, r0 + kBwdQRows);
     const Span a = visible(s, r0);
@@ -87,9 +89,17 @@ Work backward_work(const AttentionShape& s) {
     const double lo = std::min(a.lo, b.lo);
     const double hi = std::max(a.hi, b.hi);
     if (hi <= lo) continue;
-    const auto first = static_cast<std::size_t>(std::floor(lo / kBwdKvRows));
-    const auto last = static_cast<std::size_t>(std::ceil(hi / kBwdKvRows));
-    for (std::size_t i = first; i < last && i < per_kv.size(); ++i) per_kv[i] += 1.0;
+    const double first = std::floor(lo / kBwdKvRows);
+    const double last = std::min(std::ceil(hi / kBwdKvRows), n_kv);
+    if (first >= last) continue;
+    per_kv[static_cast<std::size_t>(first)] += 1.0;
+    per_kv[static_cast<std::size_t>(last)] -= 1.0;
+  }
+  per_kv.pop_back();
+  double running = 0.0;  // prefix sums of whole numbers: exact in double
+  for (double& t : per_kv) {
+    running += t;
+    t = running;
   }
   for (double t : per_kv) {
     if (w.groups > 0 && t != w.longest) w.uniform = false;

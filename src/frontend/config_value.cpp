@@ -3,31 +3,117 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
-#include <regex>
+#include <map>
+#include <optional>
 #include <set>
+
+#include "projector/util/bounds.h"
+#include "projector/util/input_file.h"
 
 namespace projector {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::regex& int_regex() {
-  static const std::regex re(
-      R"(^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$)");
-  return re;
+// ------------------------------------------------------------------ YAML 1.1 scalar typing
+// PyYAML's resolver regexes, matched by hand: linear time and constant stack for any length
+// (std::regex recurses once per character and overflows the stack on long digit strings).
+//   int:   [-+]?0b[0-1_]+ | [-+]?0[0-7_]+ | [-+]?(0|[1-9][0-9_]*) | [-+]?0x[0-9a-fA-F_]+
+//          | [-+]?[1-9][0-9_]*(:[0-5]?[0-9])+
+//   float: [-+]?[0-9][0-9_]*\.[0-9_]*([eE][-+][0-9]+)? | \.[0-9][0-9_]*([eE][-+][0-9]+)?
+//          | [-+]?[0-9][0-9_]*(:[0-5]?[0-9])+\.[0-9_]* | [-+]?\.(inf|Inf|INF) | \.(nan|NaN|NAN)
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
 }
 
-const std::regex& float_regex() {
-  static const std::regex re(
-      R"(^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$)");
-  return re;
+// Every character of `s` satisfies `ok`.
+template <typename Pred>
+bool all_chars(std::string_view s, Pred ok) {
+  for (const char c : s) {
+    if (!ok(c)) return false;
+  }
+  return true;
 }
 
-std::string strip_underscores(const std::string& s) {
+// Consumes `[0-9_]*` from s[i].
+std::size_t skip_digits(std::string_view s, std::size_t i) {
+  while (i < s.size() && (is_digit(s[i]) || s[i] == '_')) ++i;
+  return i;
+}
+
+// Consumes `(:[0-5]?[0-9])+` from s[i]; returns npos when there is no such group at s[i].
+std::size_t skip_sexagesimal(std::string_view s, std::size_t i) {
+  std::size_t groups = 0;
+  while (i < s.size() && s[i] == ':') {
+    if (i + 1 >= s.size() || !is_digit(s[i + 1])) return std::string_view::npos;
+    const char first = s[i + 1];
+    i += 2;
+    if (i < s.size() && is_digit(s[i]) && first <= '5') ++i;  // greedy is exact here
+    ++groups;
+  }
+  return groups > 0 ? i : std::string_view::npos;
+}
+
+// Consumes `([eE][-+][0-9]+)?` from s[i]; npos when an exponent starts but is malformed.
+std::size_t skip_exponent(std::string_view s, std::size_t i) {
+  if (i >= s.size() || (s[i] != 'e' && s[i] != 'E')) return i;
+  if (i + 2 >= s.size() || (s[i + 1] != '-' && s[i + 1] != '+') || !is_digit(s[i + 2])) {
+    return std::string_view::npos;
+  }
+  i += 2;
+  while (i < s.size() && is_digit(s[i])) ++i;
+  return i;
+}
+
+std::string_view unsigned_part(std::string_view s, bool& has_sign) {
+  has_sign = !s.empty() && (s[0] == '-' || s[0] == '+');
+  return has_sign ? s.substr(1) : s;
+}
+
+bool matches_yaml11_int(std::string_view text) {
+  bool sign = false;
+  const std::string_view b = unsigned_part(text, sign);
+  if (b.empty()) return false;
+  auto bin = [](char c) { return c == '0' || c == '1' || c == '_'; };
+  auto oct = [](char c) { return (c >= '0' && c <= '7') || c == '_'; };
+  auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0 || c == '_'; };
+  if (b.starts_with("0b")) return b.size() > 2 && all_chars(b.substr(2), bin);
+  if (b.starts_with("0x")) return b.size() > 2 && all_chars(b.substr(2), hex);
+  if (b[0] == '0') return all_chars(b.substr(1), oct);
+  if (!is_digit(b[0])) return false;
+  const std::size_t i = skip_digits(b, 1);
+  return i == b.size() || skip_sexagesimal(b, i) == b.size();
+}
+
+bool matches_yaml11_float(std::string_view text) {
+  if (text == ".nan" || text == ".NaN" || text == ".NAN") return true;
+  bool sign = false;
+  const std::string_view b = unsigned_part(text, sign);
+  if (b == ".inf" || b == ".Inf" || b == ".INF") return true;
+  if (b.empty()) return false;
+  if (b[0] == '.') {  // unsigned only
+    if (sign || b.size() < 2 || !is_digit(b[1])) return false;
+    return skip_exponent(b, skip_digits(b, 2)) == b.size();
+  }
+  if (!is_digit(b[0])) return false;
+  std::size_t i = skip_digits(b, 1);
+  if (i < b.size() && b[i] == ':') {  // sexagesimal float: no exponent
+    i = skip_sexagesimal(b, i);
+    if (i == std::string_view::npos || i >= b.size() || b[i] != '.') return false;
+    return skip_digits(b, i + 1) == b.size();
+  }
+  if (i >= b.size() || b[i] != '.') return false;
+  return skip_exponent(b, skip_digits(b, i + 1)) == b.size();
+}
+
+std::string strip_underscores(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
@@ -36,7 +122,7 @@ std::string strip_underscores(const std::string& s) {
   return out;
 }
 
-// Sexagesimal (base 60) value of "a:b:c" (YAML 1.1).
+// Sexagesimal (base 60) value of "a:b:c" (YAML 1.1), as a double.
 double sexagesimal(const std::string& body) {
   double value = 0.0;
   std::size_t start = 0;
@@ -50,32 +136,101 @@ double sexagesimal(const std::string& body) {
   return value;
 }
 
-bool parse_yaml11_int(const std::string& text, std::int64_t& out) {
-  if (!std::regex_match(text, int_regex())) return false;
-  std::string s = strip_underscores(text);
-  int sign = 1;
-  if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
-    if (s[0] == '-') sign = -1;
-    s.erase(0, 1);
+// Magnitude of the digits (no sign, no underscores) in `base`; false when it exceeds 2^64 - 1.
+bool parse_magnitude(std::string_view digits, int base, std::uint64_t& out) {
+  out = 0;
+  if (digits.empty()) return true;
+  const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out, base);
+  return ec == std::errc() && ptr == digits.data() + digits.size();
+}
+
+// Sexagesimal "a:b:c" as an exact integer magnitude; false on overflow.
+bool sexagesimal_magnitude(const std::string& body, std::uint64_t& out) {
+  out = 0;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t colon = body.find(':', start);
+    std::uint64_t part = 0;
+    if (!parse_magnitude(std::string_view(body).substr(start, colon - start), 10, part)) {
+      return false;
+    }
+    if (__builtin_mul_overflow(out, std::uint64_t{60}, &out) ||
+        __builtin_add_overflow(out, part, &out)) {
+      return false;
+    }
+    if (colon == std::string::npos) return true;
+    start = colon + 1;
   }
-  errno = 0;
+}
+
+enum class IntParse { kNotInt, kInt, kOutOfRange };
+
+// A YAML 1.1 integer in int64; kOutOfRange for one that does not fit (PyYAML would give a
+// Python int of any size: the caller keeps it as a float, never a wrapped value).
+IntParse parse_yaml11_int(const std::string& text, std::int64_t& out) {
+  if (!matches_yaml11_int(text)) return IntParse::kNotInt;
+  bool sign = false;
+  const std::string s = strip_underscores(unsigned_part(text, sign));
+  const bool negative = sign && text[0] == '-';
+  std::uint64_t mag = 0;
+  bool ok = false;
   if (s.find(':') != std::string::npos) {
-    out = sign * static_cast<std::int64_t>(sexagesimal(s));
-  } else if (s.rfind("0b", 0) == 0) {
-    out = sign * std::strtoll(s.c_str() + 2, nullptr, 2);
-  } else if (s.rfind("0x", 0) == 0) {
-    out = sign * std::strtoll(s.c_str() + 2, nullptr, 16);
+    ok = sexagesimal_magnitude(s, mag);
+  } else if (s.starts_with("0b")) {
+    ok = parse_magnitude(std::string_view(s).substr(2), 2, mag);
+  } else if (s.starts_with("0x")) {
+    ok = parse_magnitude(std::string_view(s).substr(2), 16, mag);
   } else if (s.size() > 1 && s[0] == '0') {
-    out = sign * std::strtoll(s.c_str() + 1, nullptr, 8);
+    ok = parse_magnitude(std::string_view(s).substr(1), 8, mag);
   } else {
-    out = sign * std::strtoll(s.c_str(), nullptr, 10);
+    ok = parse_magnitude(s, 10, mag);
   }
-  return errno == 0;
+  constexpr std::uint64_t kMaxPositive = std::numeric_limits<std::int64_t>::max();
+  if (!ok || mag > kMaxPositive + (negative ? 1 : 0)) return IntParse::kOutOfRange;
+  out = negative ? static_cast<std::int64_t>(0 - mag) : static_cast<std::int64_t>(mag);
+  return IntParse::kInt;
+}
+
+// The value of an integer literal too large for int64, as a double.
+double huge_int_value(const std::string& text) {
+  bool sign = false;
+  const std::string s = strip_underscores(unsigned_part(text, sign));
+  double magnitude = 0.0;
+  if (s.find(':') != std::string::npos) {
+    magnitude = sexagesimal(s);
+  } else {
+    const int base = s.starts_with("0b") ? 2 : s.starts_with("0x") ? 16 : s[0] == '0' ? 8 : 10;
+    for (std::size_t i = base == 2 || base == 16 ? 2 : 0; i < s.size(); ++i) {
+      const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
+      magnitude = magnitude * base + (is_digit(c) ? c - '0' : c - 'a' + 10);
+    }
+  }
+  return sign && text[0] == '-' ? -magnitude : magnitude;
+}
+
+// ([0-9]+.[0-9]*|.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)? (Python's float() of an environment value).
+bool matches_plain_float(std::string_view b) {
+  std::size_t i = 0;
+  while (i < b.size() && is_digit(b[i])) ++i;
+  const std::size_t int_digits = i;
+  std::size_t frac_digits = 0;
+  if (i < b.size() && b[i] == '.') {
+    ++i;
+    while (i < b.size() && is_digit(b[i])) ++i, ++frac_digits;
+  }
+  if (int_digits == 0 && frac_digits == 0) return false;
+  if (i < b.size() && (b[i] == 'e' || b[i] == 'E')) {
+    ++i;
+    if (i < b.size() && (b[i] == '-' || b[i] == '+')) ++i;
+    if (i >= b.size() || !is_digit(b[i])) return false;
+    while (i < b.size() && is_digit(b[i])) ++i;
+  }
+  return i == b.size();
 }
 
 bool parse_yaml11_float(const std::string& text, double& out) {
-  if (!std::regex_match(text, float_regex())) return false;
-  std::string s = strip_underscores(text);
+  if (!matches_yaml11_float(text)) return false;
+  const std::string s = strip_underscores(text);
   const bool negative = !s.empty() && s[0] == '-';
   std::string body = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? s.substr(1) : s;
   if (body == ".inf" || body == ".Inf" || body == ".INF") {
@@ -99,89 +254,161 @@ SourceLocation location_of(const YAML::Mark& mark, const std::string& file) {
   return where;
 }
 
-ConfigValue convert(const YAML::Node& node, const std::string& file, const EnvLookup& env,
-                    const std::string& key);
-
-void merge_key_into(ConfigValue& map, const ConfigValue& source) {
-  for (const auto& [k, v] : source.entries) {
-    if (map.find(k) == nullptr) map.entries.emplace_back(k, v);
+// Keys of a map -> their index, for merges that would otherwise search linearly per key.
+class KeyIndex {
+ public:
+  explicit KeyIndex(const ConfigValue& map) {
+    for (std::size_t i = 0; i < map.entries.size(); ++i) index_.emplace(map.entries[i].first, i);
   }
-}
+  ConfigValue* find(ConfigValue& map, const std::string& key) const {
+    const auto it = index_.find(key);
+    return it == index_.end() ? nullptr : &map.entries[it->second].second;
+  }
+  void append(ConfigValue& map, const std::string& key, const ConfigValue& value) {
+    index_.emplace(key, map.entries.size());
+    map.entries.emplace_back(key, value);
+  }
 
-ConfigValue convert_map(const YAML::Node& node, const std::string& file, const EnvLookup& env,
-                        const std::string& key) {
-  ConfigValue out = ConfigValue::make_map(location_of(node.Mark(), file));
-  std::set<std::string> seen;
-  std::vector<ConfigValue> yaml_merges;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    const YAML::Node k = it->first;  // a copy: the iterator yields a temporary
-    const SourceLocation kloc = location_of(k.Mark(), file);
-    if (!k.IsScalar()) throw InputError(kloc, key, "mapping keys must be scalars");
-    const std::string name = k.Scalar();
-    const std::string full = key.empty() ? name : key + "." + name;
-    if (!seen.insert(name).second) {
-      throw InputError(kloc, full, "duplicate key in the same mapping");
+ private:
+  std::map<std::string, std::size_t, std::less<>> index_;
+};
+
+// YAML -> ConfigValue. Aliases are shared nodes in yaml-cpp but copies here, so a small file can
+// expand exponentially ("billion laughs"): the conversion has a budget of values and text bytes,
+// and a nesting limit (yaml-cpp bounds its own parser's depth).
+class Converter {
+ public:
+  static constexpr std::size_t kMaxValues = std::size_t{1} << 20;
+  static constexpr std::size_t kMaxTextBytes = std::size_t{64} << 20;
+  static constexpr int kMaxDepth = 200;
+
+  Converter(const std::string& file, const EnvLookup& env) : file_(file), env_(env) {}
+
+  ConfigValue convert(const YAML::Node& node, const std::string& key, int depth) {
+    const SourceLocation where = location_of(node.Mark(), file_);
+    charge(where, key, node.IsScalar() ? node.Scalar().size() : 0);
+    if (depth > kMaxDepth) {
+      throw InputError(where, key, fmt::format("nested more than {} levels deep", kMaxDepth));
     }
-    ConfigValue value = convert(it->second, file, env, full);
-    if (value.where.line == 0) value.where = kloc;  // null values carry no mark of their own
-    if (name == "<<" && k.Tag() != "!") {
-      // YAML 1.1 merge key (yaml-cpp keeps it as an ordinary key): merge later, own keys win.
-      if (value.is_map()) {
-        yaml_merges.push_back(value);
-      } else if (value.is_list()) {
-        for (const ConfigValue& m : value.items) {
-          if (!m.is_map()) throw InputError(kloc, full, "a merge key needs mappings");
-          yaml_merges.push_back(m);
+    switch (node.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null: {
+        ConfigValue v;
+        v.where = where;
+        return v;
+      }
+      case YAML::NodeType::Sequence: {
+        ConfigValue v;
+        v.kind = ConfigValue::Kind::kList;
+        v.where = where;
+        std::size_t i = 0;
+        for (const YAML::Node& item : node) {
+          v.items.push_back(convert(item, fmt::format("{}[{}]", key, i++), depth + 1));
         }
-      } else {
-        throw InputError(kloc, full, "a merge key needs a mapping");
+        return v;
       }
-      continue;
+      case YAML::NodeType::Map:
+        return convert_map(node, key, depth);
+      case YAML::NodeType::Scalar:
+        break;
     }
-    // Keys point at the key's line (where a user looks), not the value's.
-    value.where = kloc;
-    out.entries.emplace_back(name, std::move(value));
+    return scalar(node, where, key);
   }
-  for (const ConfigValue& m : yaml_merges) merge_key_into(out, m);
-  return out;
+
+ private:
+  void charge(const SourceLocation& where, const std::string& key, std::size_t bytes) {
+    ++values_;
+    text_bytes_ += bytes;
+    if (values_ > kMaxValues || text_bytes_ > kMaxTextBytes) {
+      throw InputError(where, key,
+                       fmt::format("the document expands to more than {} values or {} MiB of "
+                                   "text (aliases are copied on use)",
+                                   kMaxValues, kMaxTextBytes >> 20));
+    }
+  }
+
+  ConfigValue scalar(const YAML::Node& node, const SourceLocation& where, const std::string& key) {
+    const std::string& text = node.Scalar();
+    const std::string& tag = node.Tag();
+    const bool quoted = tag == "!" || tag == "tag:yaml.org,2002:str";
+    if (quoted) {
+      if (auto sub = substitute_env(text, env_, where, key)) return retype_substituted(*sub, where);
+      return ConfigValue::make_string(text, where);
+    }
+    ConfigValue typed = resolve_plain_scalar(text, where);
+    if (typed.kind == ConfigValue::Kind::kString) {
+      if (auto sub = substitute_env(text, env_, where, key)) return retype_substituted(*sub, where);
+    }
+    return typed;
+  }
+
+  // YAML 1.1 merge keys (yaml-cpp keeps `<<` as an ordinary key): merged last, own keys win.
+  void collect_merge(const ConfigValue& value, const SourceLocation& kloc, const std::string& full,
+                     std::vector<ConfigValue>& merges) {
+    if (value.is_map()) {
+      merges.push_back(value);
+    } else if (value.is_list()) {
+      for (const ConfigValue& m : value.items) {
+        if (!m.is_map()) throw InputError(kloc, full, "a merge key needs mappings");
+        merges.push_back(m);
+      }
+    } else {
+      throw InputError(kloc, full, "a merge key needs a mapping");
+    }
+  }
+
+  ConfigValue convert_map(const YAML::Node& node, const std::string& key, int depth) {
+    ConfigValue out = ConfigValue::make_map(location_of(node.Mark(), file_));
+    std::set<std::string, std::less<>> seen;
+    std::vector<ConfigValue> yaml_merges;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const YAML::Node k = it->first;  // a copy: the iterator yields a temporary
+      const SourceLocation kloc = location_of(k.Mark(), file_);
+      if (!k.IsScalar()) throw InputError(kloc, key, "mapping keys must be scalars");
+      const std::string name = k.Scalar();
+      const std::string full = key.empty() ? name : key + "." + name;
+      if (!seen.insert(name).second) {
+        throw InputError(kloc, full, "duplicate key in the same mapping");
+      }
+      ConfigValue value = convert(it->second, full, depth + 1);
+      if (name == "<<" && k.Tag() != "!") {
+        if (value.where.line == 0) value.where = kloc;
+        collect_merge(value, kloc, full, yaml_merges);
+        continue;
+      }
+      // Keys point at the key's line (where a user looks), not the value's.
+      value.where = kloc;
+      out.entries.emplace_back(name, std::move(value));
+    }
+    if (!yaml_merges.empty()) {
+      KeyIndex index(out);
+      for (const ConfigValue& m : yaml_merges) {
+        for (const auto& [k, v] : m.entries) {
+          if (index.find(out, k) == nullptr) index.append(out, k, v);
+        }
+      }
+    }
+    return out;
+  }
+
+  const std::string& file_;
+  const EnvLookup& env_;
+  std::size_t values_ = 0;
+  std::size_t text_bytes_ = 0;
+};
+
+ConfigValue convert_document(const YAML::Node& root, const std::string& file,
+                             const EnvLookup& env) {
+  Converter c(file, env);
+  return c.convert(root, "", 0);
 }
 
-ConfigValue convert(const YAML::Node& node, const std::string& file, const EnvLookup& env,
-                    const std::string& key) {
-  const SourceLocation where = location_of(node.Mark(), file);
-  switch (node.Type()) {
-    case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null: {
-      ConfigValue v;
-      v.where = where;
-      return v;
-    }
-    case YAML::NodeType::Sequence: {
-      ConfigValue v;
-      v.kind = ConfigValue::Kind::kList;
-      v.where = where;
-      for (std::size_t i = 0; i < node.size(); ++i) {
-        v.items.push_back(convert(node[i], file, env, fmt::format("{}[{}]", key, i)));
-      }
-      return v;
-    }
-    case YAML::NodeType::Map:
-      return convert_map(node, file, env, key);
-    case YAML::NodeType::Scalar:
-      break;
+YAML::Node load_yaml(const std::string& text, const std::string& name) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw InputError(location_of(e.mark, name), "", fmt::format("malformed YAML: {}", e.msg));
   }
-  const std::string& text = node.Scalar();
-  const std::string& tag = node.Tag();
-  const bool quoted = tag == "!" || tag == "tag:yaml.org,2002:str";
-  if (quoted) {
-    if (auto sub = substitute_env(text, env, where, key)) return retype_substituted(*sub, where);
-    return ConfigValue::make_string(text, where);
-  }
-  ConfigValue typed = resolve_plain_scalar(text, where);
-  if (typed.kind == ConfigValue::Kind::kString) {
-    if (auto sub = substitute_env(text, env, where, key)) return retype_substituted(*sub, where);
-  }
-  return typed;
 }
 
 std::string format_double(double v) {
@@ -209,6 +436,13 @@ EnvLookup fixed_environment(std::vector<std::pair<std::string, std::string>> var
     return std::nullopt;
   };
 }
+
+ConfigValue::ConfigValue() = default;
+ConfigValue::ConfigValue(const ConfigValue&) = default;
+ConfigValue::ConfigValue(ConfigValue&&) noexcept = default;
+ConfigValue& ConfigValue::operator=(const ConfigValue&) = default;
+ConfigValue& ConfigValue::operator=(ConfigValue&&) noexcept = default;
+ConfigValue::~ConfigValue() = default;
 
 const ConfigValue* ConfigValue::find(std::string_view key) const {
   for (const auto& [k, v] : entries) {
@@ -307,6 +541,10 @@ ConfigValue ConfigValue::make_map(SourceLocation where) {
   return v;
 }
 
+bool is_integer_literal(std::string_view text) {
+  return matches_yaml11_int(text);
+}
+
 ConfigValue resolve_plain_scalar(const std::string& text, SourceLocation where) {
   ConfigValue v;
   v.where = std::move(where);
@@ -336,9 +574,16 @@ ConfigValue resolve_plain_scalar(const std::string& text, SourceLocation where) 
   const char c0 = text[0];
   const bool numeric_start = (c0 >= '0' && c0 <= '9') || c0 == '-' || c0 == '+' || c0 == '.';
   if (numeric_start) {
-    if (parse_yaml11_int(text, v.i)) {
-      v.kind = ConfigValue::Kind::kInt;
-      return v;
+    switch (parse_yaml11_int(text, v.i)) {
+      case IntParse::kInt:
+        v.kind = ConfigValue::Kind::kInt;
+        return v;
+      case IntParse::kOutOfRange:  // beyond int64: its value as a float, never a wrapped int
+        v.kind = ConfigValue::Kind::kFloat;
+        v.f = huge_int_value(text);
+        return v;
+      case IntParse::kNotInt:
+        break;
     }
     if (parse_yaml11_float(text, v.f)) {
       v.kind = ConfigValue::Kind::kFloat;
@@ -360,18 +605,22 @@ ConfigValue retype_substituted(const std::string& text, SourceLocation where) {
     v.b = lower == "true";
     return v;
   }
-  static const std::regex int_re(R"(^[-+]?[0-9]+$)");
-  static const std::regex float_re(
-      R"(^[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][-+]?[0-9]+)?$)");
-  if (std::regex_match(text, int_re)) {
-    errno = 0;
-    v.i = std::strtoll(text.c_str(), nullptr, 10);
-    if (errno == 0) {
+  // Integer: [-+]?[0-9]+; float: [-+]?([0-9]+.[0-9]*|.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?
+  bool sign = false;
+  const std::string_view b = unsigned_part(text, sign);
+  const std::size_t int_end = skip_digits(b, 0);
+  const bool has_underscore = b.find('_') != std::string_view::npos;
+  if (!b.empty() && int_end == b.size() && !has_underscore) {
+    std::uint64_t mag = 0;
+    const bool negative = sign && text[0] == '-';
+    constexpr std::uint64_t kMaxPositive = std::numeric_limits<std::int64_t>::max();
+    if (parse_magnitude(b, 10, mag) && mag <= kMaxPositive + (negative ? 1 : 0)) {
       v.kind = ConfigValue::Kind::kInt;
+      v.i = negative ? static_cast<std::int64_t>(0 - mag) : static_cast<std::int64_t>(mag);
       return v;
     }
   }
-  if (std::regex_match(text, float_re)) {
+  if (!has_underscore && matches_plain_float(b)) {
     v.kind = ConfigValue::Kind::kFloat;
     v.f = std::strtod(text.c_str(), nullptr);
     return v;
@@ -418,31 +667,14 @@ std::optional<std::string> substitute_env(const std::string& text, const EnvLook
 
 ConfigValue parse_yaml_text(const std::string& text, const std::string& name,
                             const EnvLookup& env) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw InputError(location_of(e.mark, name), "", fmt::format("malformed YAML: {}", e.msg));
-  }
-  ConfigValue v = convert(root, name, env, "");
+  ConfigValue v = convert_document(load_yaml(text, name), name, env);
   if (v.is_null()) return ConfigValue::make_map(v.where);  // empty file
   return v;
 }
 
 ConfigValue parse_yaml_file(const std::string& path, const EnvLookup& env) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
-    throw InputError({path, 0, 0}, "", "file not found");
-  }
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw InputError({path, 0, 0}, "", "cannot read file");
-  } catch (const YAML::Exception& e) {
-    throw InputError(location_of(e.mark, path), "", fmt::format("malformed YAML: {}", e.msg));
-  }
-  ConfigValue v = convert(root, path, env, "");
+  const std::string text = read_input_file(path);
+  ConfigValue v = convert_document(load_yaml(text, path), path, env);
   if (v.is_null()) return ConfigValue::make_map(SourceLocation{path, 0, 0});
   if (!v.is_map()) throw InputError(v.where, "", "the top level of a config must be a mapping");
   return v;
@@ -453,12 +685,18 @@ void deep_merge(ConfigValue& base, const ConfigValue& top) {
     base = top;
     return;
   }
+  // Small merges (the common case) search linearly; large ones index the base's keys once, so
+  // merging n keys into m costs O((n + m) log m) instead of O(n m).
+  std::optional<KeyIndex> index;
+  if (base.entries.size() * top.entries.size() > 1024) index.emplace(base);
   for (const auto& [k, v] : top.entries) {
-    ConfigValue* existing = base.find(k);
+    ConfigValue* existing = index ? index->find(base, k) : base.find(k);
     if (existing != nullptr && existing->is_map() && v.is_map()) {
       deep_merge(*existing, v);
     } else if (existing != nullptr) {
       *existing = v;
+    } else if (index) {
+      index->append(base, k, v);
     } else {
       base.entries.emplace_back(k, v);
     }
@@ -467,55 +705,95 @@ void deep_merge(ConfigValue& base, const ConfigValue& top) {
 
 namespace {
 
-ConfigValue load_chain(const fs::path& path, const EnvLookup& env, std::vector<fs::path>& stack,
-                       const SourceLocation& referenced_from, const std::string& ref_key) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
-    throw InputError(referenced_from, ref_key, fmt::format("file not found: {}", path.string()));
-  }
-  const fs::path canonical = fs::weakly_canonical(path, ec);
-  for (const fs::path& p : stack) {
-    if (p == canonical) {
-      throw InputError(referenced_from, ref_key,
-                       fmt::format("extends cycle through {}", path.string()));
-    }
-  }
-  stack.push_back(canonical);
-  ConfigValue self = parse_yaml_file(path.string(), env);
-  ConfigValue merged = ConfigValue::make_map(self.where);
-  for (const char* parent_key : {"extends", "bases", "includes"}) {
-    const ConfigValue* parents = self.find(parent_key);
-    if (parents == nullptr || parents->is_null()) continue;
-    std::vector<const ConfigValue*> list;
-    if (parents->kind == ConfigValue::Kind::kString) {
-      list.push_back(parents);
-    } else if (parents->is_list()) {
-      for (const ConfigValue& p : parents->items) list.push_back(&p);
-    } else {
-      throw InputError(parents->where, parent_key, "must be a path or a list of paths");
-    }
-    for (const ConfigValue* p : list) {
-      if (p->kind != ConfigValue::Kind::kString) {
-        throw InputError(p->where, parent_key, "must be a path or a list of paths");
+// Resolves `extends:` chains. Each file is loaded and resolved once per chain (memoised by its
+// canonical path): a file included twice on every level is not loaded 2^depth times.
+class ExtendsLoader {
+ public:
+  explicit ExtendsLoader(const EnvLookup& env) : env_(env) {}
+
+  ConfigValue load(const fs::path& path, const SourceLocation& referenced_from,
+                   const std::string& ref_key) {
+    check_input_file(path.string(), kMaxInputFileBytes, referenced_from, ref_key);
+    std::error_code ec;
+    const std::string canonical = fs::weakly_canonical(path, ec).string();
+    for (const std::string& p : stack_) {
+      if (p == canonical) {
+        throw InputError(referenced_from, ref_key,
+                         fmt::format("extends cycle through {}", path.string()));
       }
-      fs::path parent = p->s;
-      if (parent.is_relative()) parent = path.parent_path() / parent;
-      deep_merge(merged, load_chain(parent, env, stack, p->where, parent_key));
     }
+    if (const auto it = done_.find(canonical); it != done_.end()) return it->second;
+    stack_.push_back(canonical);
+    ConfigValue merged = resolve(path);
+    stack_.pop_back();
+    done_.emplace(canonical, merged);
+    return merged;
   }
-  self.erase("extends");
-  self.erase("bases");
-  self.erase("includes");
-  deep_merge(merged, self);
-  stack.pop_back();
-  return merged;
-}
+
+ private:
+  ConfigValue resolve(const fs::path& path) {
+    ConfigValue self = parse_yaml_file(path.string(), env_);
+    ConfigValue merged = ConfigValue::make_map(self.where);
+    for (const char* parent_key : {"extends", "bases", "includes"}) {
+      const ConfigValue* parents = self.find(parent_key);
+      if (parents == nullptr || parents->is_null()) continue;
+      std::vector<const ConfigValue*> list;
+      if (parents->kind == ConfigValue::Kind::kString) {
+        list.push_back(parents);
+      } else if (parents->is_list()) {
+        for (const ConfigValue& p : parents->items) list.push_back(&p);
+      } else {
+        throw InputError(parents->where, parent_key, "must be a path or a list of paths");
+      }
+      for (const ConfigValue* p : list) {
+        if (p->kind != ConfigValue::Kind::kString) {
+          throw InputError(p->where, parent_key, "must be a path or a list of paths");
+        }
+        fs::path parent = p->s;
+        if (parent.is_relative()) parent = path.parent_path() / parent;
+        deep_merge(merged, load(parent, p->where, parent_key));
+      }
+    }
+    self.erase("extends");
+    self.erase("bases");
+    self.erase("includes");
+    deep_merge(merged, self);
+    return merged;
+  }
+
+  const EnvLookup& env_;
+  std::vector<std::string> stack_;
+  std::map<std::string, ConfigValue> done_;
+};
 
 }  // namespace
 
 ConfigValue load_yaml_with_extends(const std::string& path, const EnvLookup& env) {
-  std::vector<fs::path> stack;
-  return load_chain(path, env, stack, SourceLocation{path, 0, 0}, "");
+  ExtendsLoader loader(env);
+  return loader.load(path, SourceLocation{}, "");
+}
+
+std::optional<std::int64_t> bounded_integer(const ConfigValue& v, std::string& error) {
+  const bool integral_float =
+      v.kind == ConfigValue::Kind::kFloat &&
+      ((std::isfinite(v.f) && v.f == std::trunc(v.f)) || is_integer_literal(v.s));
+  if (v.kind != ConfigValue::Kind::kInt && !integral_float) {
+    error = fmt::format("expected an integer, got '{}'", v.to_text());
+    return std::nullopt;
+  }
+  const bool in_range = v.kind == ConfigValue::Kind::kInt
+                            ? v.i >= -kMaxCount && v.i <= kMaxCount
+                            : std::isfinite(v.f) && std::fabs(v.f) <= kMaxCount;
+  if (!in_range) {
+    const std::string text = v.s.empty() ? v.to_text() : v.s;
+    error = fmt::format("integer {} is out of range (at most {} in magnitude)",
+                        text.size() <= 40
+                            ? text
+                            : fmt::format("{}... ({} characters)", text.substr(0, 24), text.size()),
+                        kMaxCount);
+    return std::nullopt;
+  }
+  return v.kind == ConfigValue::Kind::kInt ? v.i : static_cast<std::int64_t>(v.f);
 }
 
 }  // namespace projector

@@ -3,13 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "projector/frontend/adapter.h"
 #include "projector/frontend/loader.h"
 #include "projector/util/error.h"
+#include "projector/util/input_file.h"
 #include "projector/util/text.h"
 
 namespace projector {
@@ -60,17 +61,23 @@ const NotModelledKey* KeySchema::not_modelled(std::string_view key) const {
 }
 
 std::string KeySchema::nearest(std::string_view key) const {
+  // Only suggest when the key is plausibly a misspelling (at most a third of it differs); the
+  // distance is at least the length difference, so far longer or shorter keys are skipped.
+  const int limit = std::max<int>(2, static_cast<int>(std::min<std::size_t>(key.size(), 1024)) / 3);
+  if (key.size() > 1024) return "";
   std::string best;
   int best_d = 1 << 30;
   for (const std::string& k : keys_) {
+    const auto diff =
+        static_cast<int>(k.size() > key.size() ? k.size() - key.size() : key.size() - k.size());
+    if (diff > limit) continue;
     const int d = edit_distance(key, k);
     if (d < best_d) {
       best_d = d;
       best = k;
     }
   }
-  // Only suggest when the key is plausibly a misspelling (at most a third of it differs).
-  if (best_d > std::max<int>(2, static_cast<int>(key.size()) / 3)) return "";
+  if (best_d > limit) return "";
   return best;
 }
 
@@ -129,8 +136,7 @@ KeySchema load_backend_key_schema(const std::string& data_dir, std::string_view 
 }
 
 KeySchema load_key_schema(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot read the key schema");
+  std::istringstream in(read_input_file(path));
   KeySchema schema;
   KeyClass section = KeyClass::kModelled;
   std::string line;
@@ -163,12 +169,25 @@ std::vector<std::string> unknown_key_warnings(const ConfigValue& args,
                                               const KeySchema& schema) {
   std::vector<std::string> out;
   std::set<std::string> warned;
+  std::size_t more = 0;
   for (const std::string& key : user_keys) {
     if (schema.known(key) || !warned.insert(key).second) continue;
+    if (out.size() >= kMaxListedUnknownKeys) {
+      ++more;
+      continue;
+    }
     const ConfigValue* v = args.find(key);
     out.push_back(schema.unknown_key_warning(key, v != nullptr ? v->where : SourceLocation{}));
   }
+  add_unknown_key_summary(out, more, args.where);
   return out;
+}
+
+void add_unknown_key_summary(std::vector<std::string>& warnings, std::size_t more,
+                             const SourceLocation& where) {
+  if (more == 0) return;
+  const std::string loc = where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
+  warnings.push_back(fmt::format("{}{} more unknown keys (ignored)", loc, more));
 }
 
 }  // namespace projector

@@ -26,6 +26,15 @@ class ListParser {
 
  private:
   static constexpr std::size_t kMaxElements = 1 << 20;  // refuse absurd repetitions
+  static constexpr long long kMaxInteger = 1LL << 40;   // so sums and products cannot overflow
+  static constexpr int kMaxDepth = 64;                  // nesting: bounds the recursion
+
+  // `v` when within +-kMaxInteger; else sets `error`.
+  static bool in_range(long long v, std::string& error) {
+    if (v >= -kMaxInteger && v <= kMaxInteger) return true;
+    error = "integer too large";
+    return false;
+  }
 
   void skip_space() {
     while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
@@ -50,9 +59,14 @@ class ListParser {
         return std::nullopt;
       }
       if (left->is_list) {
+        if (left->list.size() + right->list.size() > kMaxElements) {
+          error = "list too long";
+          return std::nullopt;
+        }
         left->list.insert(left->list.end(), right->list.begin(), right->list.end());
       } else {
-        left->integer += right->integer;
+        left->integer += right->integer;  // both within 2^40: no overflow
+        if (!in_range(left->integer, error)) return std::nullopt;
       }
     }
     return left;
@@ -69,7 +83,13 @@ class ListParser {
         return std::nullopt;
       }
       if (!left->is_list && !right->is_list) {
-        left->integer *= right->integer;
+        long long product = 0;
+        if (__builtin_mul_overflow(left->integer, right->integer, &product) ||
+            !in_range(product, error)) {
+          error = "integer too large";
+          return std::nullopt;
+        }
+        left->integer = product;
         continue;
       }
       PyValue& list = left->is_list ? *left : *right;
@@ -93,6 +113,15 @@ class ListParser {
       error = "unexpected end of expression";
       return std::nullopt;
     }
+    if (depth_ >= kMaxDepth) {
+      error = fmt::format("nested more than {} levels deep", kMaxDepth);
+      return std::nullopt;
+    }
+    struct Nest {  // depth of '(' and '[' open around this atom
+      int& d;
+      explicit Nest(int& depth) : d(++depth) {}
+      ~Nest() { --d; }
+    } nest(depth_);
     if (accept('(')) {
       std::optional<PyValue> v = expr(error);
       if (!v) return std::nullopt;
@@ -111,6 +140,10 @@ class ListParser {
         if (!item) return std::nullopt;
         if (item->is_list) {
           error = "nested lists are not supported";
+          return std::nullopt;
+        }
+        if (v.list.size() >= kMaxElements) {
+          error = "list too long";
           return std::nullopt;
         }
         v.list.push_back(item->integer);
@@ -148,6 +181,7 @@ class ListParser {
 
   const std::string& text_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
@@ -187,9 +221,28 @@ std::optional<std::vector<int>> moe_pattern_from_list(const std::vector<long lon
 
 namespace {
 
+// The expanded layout's symbols and group nesting: far beyond any pipeline (a symbol per layer
+// or stage boundary), and bounds on memory and recursion.
+constexpr std::size_t kMaxLayoutSymbols = 1 << 20;
+constexpr int kMaxLayoutDepth = 64;
+
+// Appends `n` copies of `piece` to `out`, unless the result would exceed kMaxLayoutSymbols.
+bool append_repeated(std::string& out, const std::string& piece, long long n, std::string& error) {
+  if (n > 0 && piece.size() > (kMaxLayoutSymbols - out.size()) / static_cast<std::size_t>(n)) {
+    error = fmt::format("layout expands to more than {} symbols", kMaxLayoutSymbols);
+    return false;
+  }
+  for (long long k = 0; k < n; ++k) out += piece;
+  return true;
+}
+
 // Expands "(...)*N" groups and "x*N" symbol repeats into a flat string of symbols and '|'.
 bool expand_layout(const std::string& s, std::size_t& pos, bool in_group, std::string& out,
-                   std::string& error) {
+                   std::string& error, int depth = 0) {
+  if (depth > kMaxLayoutDepth) {
+    error = fmt::format("groups nested more than {} levels deep", kMaxLayoutDepth);
+    return false;
+  }
   auto read_count = [&](long long& n) -> bool {
     if (pos < s.size() && s[pos] == '*') {
       ++pos;
@@ -223,7 +276,7 @@ bool expand_layout(const std::string& s, std::size_t& pos, bool in_group, std::s
     if (c == '(') {
       ++pos;
       std::string group;
-      if (!expand_layout(s, pos, true, group, error)) return false;
+      if (!expand_layout(s, pos, true, group, error, depth + 1)) return false;
       if (pos >= s.size() || s[pos] != ')') {
         error = "missing ')'";
         return false;
@@ -231,7 +284,7 @@ bool expand_layout(const std::string& s, std::size_t& pos, bool in_group, std::s
       ++pos;
       long long n = 1;
       if (!read_count(n)) return false;
-      for (long long k = 0; k < n; ++k) out += group;
+      if (!append_repeated(out, group, n, error)) return false;
       continue;
     }
     if (c == ',' || std::isspace(static_cast<unsigned char>(c))) {
@@ -242,7 +295,7 @@ bool expand_layout(const std::string& s, std::size_t& pos, bool in_group, std::s
       ++pos;
       long long n = 1;
       if (!read_count(n)) return false;
-      out.append(static_cast<std::size_t>(n), c);
+      if (!append_repeated(out, std::string(1, c), n, error)) return false;
       continue;
     }
     error = fmt::format("unexpected '{}' at position {} (allowed: E t m L | ( ) *N)", c, pos);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "projector/util/input_file.h"
 #include "projector/util/text.h"
 
 namespace projector::hw_detail {
@@ -47,12 +48,9 @@ SourceLocation location_of(const YamlContext& ctx, const YAML::Node& node,
 }
 
 YAML::Node load_yaml_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw InputError(SourceLocation{path, 0, 0}, "", "file not found or not a regular file");
-  }
+  const std::string text = read_input_file(path);
   try {
-    return YAML::LoadFile(path);
+    return YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     SourceLocation loc{path, 0, 0};
     if (!e.mark.is_null()) {

@@ -11,6 +11,7 @@
 #include "projector/hardware/catalog.h"
 #include "projector/job/layout.h"
 #include "projector/job/mesh.h"
+#include "projector/model/bounds.h"
 #include "projector/schedule/schedule.h"
 
 namespace projector {
@@ -59,6 +60,7 @@ class Builder {
   }
 
   JobSpec build(const ClusterRequest& request) {
+    model_bounds();
     sizes();
     cluster(request);
     mesh_layout(request);
@@ -127,22 +129,36 @@ class Builder {
     return v;
   }
 
-  int size_or(DraftField f, const std::optional<int>& v, int fallback, const char* reason) {
+  int size_or(DraftField f, const std::optional<int>& v, int fallback, const char* reason,
+              std::int64_t max_value) {
     if (!v) {
       if (reason != nullptr) record(f, show(fallback), reason);
       return fallback;
     }
-    if (*v < 1 || *v > kMaxCount) {
+    if (*v < 1 || *v > max_value) {
       fail(LayoutRule::kSizes, f,
-           fmt::format("must be a positive integer up to {}, got {}", kMaxCount, *v));
+           fmt::format("must be a positive integer up to {}, got {}", max_value, *v));
     }
     return *v;
   }
+  // A bound broken by a value of the model or the batches: named by the adapter's key and line
+  // when the input stated it, else by the input file.
+  [[noreturn]] void fail_bound(const BoundViolation& v, DraftField fallback) const;
 
+  void model_bounds();
+  // A catalogue error that names no file, placed where the name was given (else the input).
+  InputError located(const InputError& e, SourceLocation where) const {
+    if (!e.where().file.empty()) return e;
+    if (where.file.empty()) where.file = d_.source;
+    return InputError(std::move(where), e.key(), e.message());
+  }
   void sizes();
+  std::int64_t group_size(DraftField f, const char* what,
+                          std::initializer_list<std::int64_t> sizes) const;
   void cluster(const ClusterRequest& request);
   void load_hardware(const ClusterRequest& request);
   std::int64_t mesh_min_world() const;
+  std::int64_t world_lcm(std::int64_t a, std::int64_t b, DraftField f) const;
   void mesh_layout(const ClusterRequest& request);
   void override_mesh_axes(std::vector<MeshAxis>& mesh) const;
   int mesh_slices(const ClusterRequest& request);
@@ -151,6 +167,14 @@ class Builder {
   void expert_tensor_parallel();
   void data_parallel();
   void batches();
+  int derived_batch(std::int64_t gbs, const char* what) const {
+    if (gbs > kMaxGlobalBatch) {
+      fail(LayoutRule::kSizes, DraftField::kGlobalBatchSize,
+           fmt::format("not stated, and {} = {} is more than the {} sequences this tool models",
+                       what, gbs, kMaxGlobalBatch));
+    }
+    return static_cast<int>(gbs);
+  }
   void virtual_stages();
   int derived_vpp();
   void stated_stages(const std::vector<StatedStage>& stages);
@@ -184,17 +208,19 @@ void Builder::sizes() {
     p.etp = 1;
     return;
   }
-  p.tp = size_or(DraftField::kTp, d_.tp, 1, "not stated; no tensor parallelism");
-  p.pp = size_or(DraftField::kPp, d_.pp, 1, "not stated; no pipeline parallelism");
-  p.cp = size_or(DraftField::kCp, d_.cp, 1, "not stated; no context parallelism");
+  constexpr std::int64_t kGroup = kMaxWorldSize;  // a group cannot exceed the world
+  p.tp = size_or(DraftField::kTp, d_.tp, 1, "not stated; no tensor parallelism", kGroup);
+  p.pp = size_or(DraftField::kPp, d_.pp, 1, "not stated; no pipeline parallelism", kGroup);
+  p.cp = size_or(DraftField::kCp, d_.cp, 1, "not stated; no context parallelism", kGroup);
   const bool moe = has_moe(job_.model);
-  p.ep = size_or(DraftField::kEp, d_.ep, 1, moe ? "not stated; no expert parallelism" : nullptr);
-  if (d_.vpp) size_or(DraftField::kVpp, d_.vpp, 1, nullptr);
+  p.ep = size_or(DraftField::kEp, d_.ep, 1, moe ? "not stated; no expert parallelism" : nullptr,
+                 kGroup);
+  if (d_.vpp) size_or(DraftField::kVpp, d_.vpp, 1, nullptr, kMaxLayers);
   if (d_.layers_per_virtual_stage)
-    size_or(DraftField::kVpp, d_.layers_per_virtual_stage, 1, nullptr);
+    size_or(DraftField::kVpp, d_.layers_per_virtual_stage, 1, nullptr, kMaxLayers);
   etp_choices_.clear();
   if (d_.etp) {
-    etp_choices_.push_back(size_or(DraftField::kEtp, d_.etp, 1, nullptr));
+    etp_choices_.push_back(size_or(DraftField::kEtp, d_.etp, 1, nullptr, kGroup));
   } else if (!moe) {
     etp_choices_.push_back(p.tp);  // no experts: ETP has no meaning
   } else {
@@ -207,6 +233,20 @@ void Builder::sizes() {
     }
   }
   p.etp = etp_choices_.front();
+}
+
+// The product of a group's sizes, refused past kMaxWorldSize (it must divide the world).
+std::int64_t Builder::group_size(DraftField f, const char* what,
+                                 std::initializer_list<std::int64_t> sizes) const {
+  std::optional<std::int64_t> product = 1;
+  for (const std::int64_t v : sizes) {
+    if (product) product = bounded_product(*product, v, kMaxWorldSize);
+  }
+  if (!product) {
+    fail(LayoutRule::kWorldSize, f,
+         fmt::format("{} needs more than the {} GPUs this tool models", what, kMaxWorldSize));
+  }
+  return *product;
 }
 
 // The accelerator (a TPU7x-like part is split into its devices: device_share), the network.
@@ -224,7 +264,11 @@ void Builder::load_hardware(const ClusterRequest& req) {
       hw = req.default_hardware;
       record(DraftField::kHardware, hw, req.default_hardware_reason);
     }
-    cl.accelerator = load_accelerator(hw, data_dir);
+    try {
+      cl.accelerator = load_accelerator(hw, data_dir);
+    } catch (const InputError& e) {
+      throw located(e, d_.origin(DraftField::kHardware).where);
+    }
   }
   if (cl.accelerator.devices_per_chip > 1 && cl.devices_per_chip == 1) {
     cl.devices_per_chip = cl.accelerator.devices_per_chip;
@@ -239,8 +283,12 @@ void Builder::load_hardware(const ClusterRequest& req) {
   if (req.loaded_network) {
     cl.network = *req.loaded_network;
   } else {
-    cl.network = req.network.empty() ? default_network_for(cl.accelerator, data_dir)
-                                     : load_network(req.network, data_dir);
+    try {
+      cl.network = req.network.empty() ? default_network_for(cl.accelerator, data_dir)
+                                       : load_network(req.network, data_dir);
+    } catch (const InputError& e) {
+      throw located(e, req.network.empty() ? SourceLocation{} : req.network_where);
+    }
   }
   for (const std::string& k : cl.network.unknown_keys) {
     job_.warnings.push_back(fmt::format("network: unknown key '{}' (ignored)", k));
@@ -250,17 +298,30 @@ void Builder::load_hardware(const ClusterRequest& req) {
 // Devices the stated mesh axes need at least (the -1 axes take what is left).
 std::int64_t Builder::mesh_min_world() const {
   std::int64_t n = 1;
-  for (const MeshAxis& a : d_.mesh) n *= std::max(1, a.ici) * std::max(1, a.dcn);
+  for (const MeshAxis& a : d_.mesh) {
+    n = group_size(DraftField::kMesh, "the mesh axes", {n, std::max(1, a.ici), std::max(1, a.dcn)});
+  }
   return n;
+}
+
+// lcm(a, b) of two group sizes, refused past kMaxWorldSize (the world is a multiple of it).
+std::int64_t Builder::world_lcm(std::int64_t a, std::int64_t b, DraftField f) const {
+  const std::optional<std::int64_t> l = bounded_product(a / std::gcd(a, b), b, kMaxWorldSize);
+  if (!l) {
+    fail(LayoutRule::kWorldSize, f,
+         fmt::format("the parallel groups need more than the {} GPUs this tool models",
+                     kMaxWorldSize));
+  }
+  return *l;
 }
 
 void Builder::cluster(const ClusterRequest& req) {
   ClusterSpec& cl = job_.cluster;
   load_hardware(req);
   if (req.gpus_per_node) {
-    if (*req.gpus_per_node < 1 || *req.gpus_per_node > kMaxCount) {
+    if (*req.gpus_per_node < 1 || *req.gpus_per_node > kMaxWorldSize) {
       fail(LayoutRule::kSizes, DraftField::kGpusPerNode,
-           fmt::format("must be a positive integer up to {}, got {}", kMaxCount,
+           fmt::format("must be a positive integer up to {}, got {}", kMaxWorldSize,
                        *req.gpus_per_node));
     }
     cl.gpus_per_node = static_cast<int>(*req.gpus_per_node);
@@ -273,23 +334,29 @@ void Builder::cluster(const ClusterRequest& req) {
   }
   // The fewest nodes whose GPUs both parallel groups divide.
   const ParallelSpec& p = job_.parallel;
-  const std::int64_t dense = static_cast<std::int64_t>(p.tp) * p.pp * p.cp;
-  const std::int64_t expert = static_cast<std::int64_t>(p.etp) * p.ep * p.pp;
-  std::int64_t min_world = std::lcm(dense, expert);
+  const std::int64_t dense = group_size(DraftField::kTp, "TP x PP x CP", {p.tp, p.pp, p.cp});
+  const std::int64_t expert = group_size(DraftField::kEp, "ETP x EP x PP", {p.etp, p.ep, p.pp});
+  std::int64_t min_world = world_lcm(dense, expert, DraftField::kEp);
   if (d_.dp) {
     // A stated DP fixes the world; a world smaller than a node is one partial node.
-    const std::int64_t stated = dense * std::max(1, *d_.dp);
+    const std::int64_t stated =
+        group_size(DraftField::kDp, "DP x TP x PP x CP", {dense, std::max(1, *d_.dp)});
     if (!req.gpus_per_node && !req.nodes && stated < cl.gpus_per_node) {
       cl.gpus_per_node = static_cast<int>(stated);
       record(DraftField::kGpusPerNode, show(cl.gpus_per_node),
              fmt::format("the stated {} x TP x PP x CP = {} GPUs, fewer than a node",
                          d_.key(DraftField::kDp), stated));
     }
-    min_world = std::lcm(min_world, stated);
+    min_world = world_lcm(min_world, stated, DraftField::kDp);
   }
-  if (!d_.mesh.empty()) min_world = std::lcm(min_world, mesh_min_world());
+  if (!d_.mesh.empty()) min_world = world_lcm(min_world, mesh_min_world(), DraftField::kMesh);
   const std::int64_t min_nodes = min_world / std::gcd(min_world, std::int64_t{cl.gpus_per_node});
   std::int64_t nodes = min_nodes;
+  if (d_.devices && *d_.devices > kMaxWorldSize) {
+    fail(
+        LayoutRule::kWorldSize, DraftField::kNodes,
+        fmt::format("{} devices is more than the {} this tool models", *d_.devices, kMaxWorldSize));
+  }
   if (!req.nodes && d_.devices && *d_.devices > 0) {
     nodes = std::max<std::int64_t>(1, (*d_.devices + cl.gpus_per_node - 1) / cl.gpus_per_node);
     record(DraftField::kNodes, fmt::format("{}", nodes),
@@ -317,6 +384,15 @@ void Builder::cluster(const ClusterRequest& req) {
     fail(LayoutRule::kWorldSize, DraftField::kNodes,
          fmt::format("{} nodes x {} GPUs = {} GPUs is more than the {} this tool models", nodes,
                      cl.gpus_per_node, world_, kMaxWorldSize));
+  }
+  // The embedding plan places every table on every rank (row-wise shards): its time and memory
+  // grow with the ranks (262,144 took a minute and 3.5 GiB), so recommendation jobs have a bound
+  // of their own.
+  if (job_.model.family == ModelFamily::kRecommendation && world_ > kMaxRecommendationRanks) {
+    fail(LayoutRule::kWorldSize, DraftField::kNodes,
+         fmt::format("{} nodes x {} GPUs = {} GPUs is more than the {} this tool models for a "
+                     "recommendation model",
+                     nodes, cl.gpus_per_node, world_, kMaxRecommendationRanks));
   }
   cl.nodes = static_cast<int>(nodes);
 }
@@ -354,8 +430,10 @@ void Builder::mesh_torus(const ClusterRequest& req, std::vector<MeshAxis>& mesh,
   if (cl.accelerator.scaleup_topology != "torus") return;
   const std::int64_t chips = world_ / slices / std::max(1, cl.devices_per_chip);
   auto matches = [&](const std::vector<int>& shape) {
-    std::int64_t n = 1;
-    for (int v : shape) n *= v;
+    std::optional<std::int64_t> n = 1;
+    for (int v : shape) {
+      if (n) n = bounded_product(*n, v, kMaxWorldSize);
+    }
     return !shape.empty() && n == chips;
   };
   if (matches(req.slice_shape)) {
@@ -388,8 +466,9 @@ void Builder::override_mesh_axes(std::vector<MeshAxis>& mesh) const {
   bool changed = false;
   for (const auto& [v, role] : stated) {
     if (!v->has_value()) continue;
-    auto it =
-        std::find_if(mesh.begin(), mesh.end(), [&](const MeshAxis& a) { return a.role == role; });
+    // clang 14 (the fuzz preset) cannot capture a structured binding: a copy is captured.
+    auto it = std::find_if(mesh.begin(), mesh.end(),
+                           [r = role](const MeshAxis& a) { return a.role == r; });
     if (it == mesh.end()) {
       mesh.push_back({role, std::string(to_string(role)), 1, 1, {}, {}});
       it = mesh.end() - 1;
@@ -451,8 +530,10 @@ bool Builder::per_device_batches() {
   const ParallelSpec& p = job_.parallel;
   const double exact =
       *d_.per_device_batch * static_cast<double>(world_) * std::max(1, d_.gradient_accumulation);
-  const auto gbs = static_cast<std::int64_t>(std::llround(exact));
-  if (gbs < 1 || std::abs(exact - static_cast<double>(gbs)) > 1e-6 || gbs > kMaxCount) {
+  // A NaN, infinite or huge batch is refused before it is rounded to an integer.
+  const bool in_range = exact >= 0.5 && exact <= static_cast<double>(kMaxGlobalBatch);
+  const std::int64_t gbs = in_range ? static_cast<std::int64_t>(std::llround(exact)) : 0;
+  if (gbs < 1 || std::abs(exact - static_cast<double>(gbs)) > 1e-6) {
     fail(LayoutRule::kSizes, DraftField::kMicroBatchSize,
          fmt::format("{} x {} devices x {} accumulation steps = {} is not a whole number of "
                      "sequences",
@@ -461,8 +542,10 @@ bool Builder::per_device_batches() {
   const int pipeline =
       p.pp > 1 ? (d_.pipeline_microbatches > 0 ? d_.pipeline_microbatches : p.pp) : 1;
   const std::int64_t steps =
-      static_cast<std::int64_t>(std::max(1, d_.gradient_accumulation)) * pipeline;
-  const std::int64_t per_rank = static_cast<std::int64_t>(std::max(1, p.dp)) * steps;
+      static_cast<std::int64_t>(std::max(1, d_.gradient_accumulation)) * std::max(1, pipeline);
+  // Past the global batch no rank gets a whole sequence (and the product stays in 64 bits).
+  const std::int64_t per_rank =
+      bounded_product(std::max(1, p.dp), steps, kMaxGlobalBatch).value_or(kMaxGlobalBatch + 1);
   if (gbs % per_rank != 0) {
     fail(LayoutRule::kGbs, DraftField::kMicroBatchSize,
          fmt::format("the global batch {} (per-device batch x {} devices) does not give each of "
@@ -529,12 +612,13 @@ void Builder::batches() {
   if (per_device_batches()) {
     // set by the per-device batch
   } else if (d_.micro_batch_size) {
-    rt.micro_batch_size = size_or(DraftField::kMicroBatchSize, d_.micro_batch_size, 1, nullptr);
+    rt.micro_batch_size =
+        size_or(DraftField::kMicroBatchSize, d_.micro_batch_size, 1, nullptr, kMaxGlobalBatch);
   } else if (d_.flush_batch_size) {
     // One flush: the whole per-replica batch without PP, pipeline microbatches with PP.
     const int mbs =
         job_.parallel.pp > 1 ? d_.pipeline_micro_batch_size.value_or(1) : *d_.flush_batch_size;
-    rt.micro_batch_size = size_or(DraftField::kMicroBatchSize, mbs, 1, nullptr);
+    rt.micro_batch_size = size_or(DraftField::kMicroBatchSize, mbs, 1, nullptr, kMaxGlobalBatch);
     if (*d_.flush_batch_size % rt.micro_batch_size != 0) {
       fail(LayoutRule::kGbs, DraftField::kMicroBatchSize,
            fmt::format("the per-replica batch {} is not divisible by the microbatch size {}",
@@ -549,7 +633,7 @@ void Builder::batches() {
          fmt::format("required ({})", prof.micro_batch_size.source));
   }
   if (d_.seq_length) {
-    rt.seq_length = size_or(DraftField::kSeqLength, d_.seq_length, 1, nullptr);
+    rt.seq_length = size_or(DraftField::kSeqLength, d_.seq_length, 1, nullptr, kMaxSeqLength);
   } else if (prof.seq_length.value) {
     rt.seq_length = *prof.seq_length.value;
     record(DraftField::kSeqLength, show(rt.seq_length), prof.seq_length.source, true);
@@ -561,10 +645,12 @@ void Builder::batches() {
   if (d_.per_device_batch) {
     // set by the per-device batch
   } else if (d_.global_batch_size) {
-    rt.global_batch_size = size_or(DraftField::kGlobalBatchSize, d_.global_batch_size, 1, nullptr);
+    rt.global_batch_size =
+        size_or(DraftField::kGlobalBatchSize, d_.global_batch_size, 1, nullptr, kMaxGlobalBatch);
   } else if (d_.replica_batch_size) {
-    const std::int64_t gbs = static_cast<std::int64_t>(*d_.replica_batch_size) * dp;
-    rt.global_batch_size = static_cast<int>(std::min<std::int64_t>(gbs, kMaxCount));
+    const std::int64_t replica =
+        size_or(DraftField::kGlobalBatchSize, d_.replica_batch_size, 1, nullptr, kMaxGlobalBatch);
+    rt.global_batch_size = derived_batch(replica * dp, "per-replica batch x DP");
     record(DraftField::kGlobalBatchSize, show(rt.global_batch_size),
            fmt::format("per-replica batch {} x DP {}", *d_.replica_batch_size, dp));
   } else if (prof.global_batch_size.value) {
@@ -572,8 +658,8 @@ void Builder::batches() {
     record(DraftField::kGlobalBatchSize, show(rt.global_batch_size), prof.global_batch_size.source,
            true);
   } else {
-    const std::int64_t gbs = static_cast<std::int64_t>(rt.micro_batch_size) * dp;
-    rt.global_batch_size = static_cast<int>(std::min<std::int64_t>(gbs, kMaxCount));
+    rt.global_batch_size =
+        derived_batch(static_cast<std::int64_t>(rt.micro_batch_size) * dp, "micro_batch_size x DP");
     record(DraftField::kGlobalBatchSize, show(rt.global_batch_size),
            fmt::format("micro_batch_size x DP, one microbatch ({}: {})",
                        to_string(prof.microbatch_rule.value.value_or(MicrobatchRule::kGlobalBatch)),
@@ -652,6 +738,11 @@ int Builder::derived_vpp() {
 void Builder::virtual_stages() {
   ParallelSpec& p = job_.parallel;
   p.vpp = d_.vpp ? *d_.vpp : derived_vpp();
+  if (static_cast<std::int64_t>(p.pp) * p.vpp > kMaxLayers) {
+    fail(LayoutRule::kLayers, d_.vpp ? DraftField::kVpp : DraftField::kPp,
+         fmt::format("PP x VPP = {} x {} virtual stages is more than the {} this tool models", p.pp,
+                     p.vpp, kMaxLayers));
+  }
   if (p.vpp > 1 && p.pp == 1) {
     fail(LayoutRule::kScheduleNeedsPp, DraftField::kPp,
          fmt::format("virtual pipeline stages ({}) need PP > 1", p.vpp));
@@ -978,6 +1069,27 @@ void Builder::check_rules() const {
                     job_.model.family != ModelFamily::kDecoderLm;
   const LayoutRule rule = check_layout(f, layout_choice(job_));
   if (rule != LayoutRule::kLegal) fail(rule, field_of(rule), rule_message(rule));
+  if (const std::optional<BoundViolation> v = check_runtime_bounds(job_)) {
+    fail_bound(*v, DraftField::kGlobalBatchSize);
+  }
+}
+
+void Builder::model_bounds() {
+  if (const std::optional<BoundViolation> v = check_model_bounds(job_.model)) {
+    fail_bound(*v, DraftField::kModel);
+  }
+}
+
+void Builder::fail_bound(const BoundViolation& v, DraftField fallback) const {
+  std::optional<FieldOrigin> o = d_.model_origin ? d_.model_origin(v.key) : std::nullopt;
+  for (int i = 0; !o && i < kNumDraftFields; ++i) {  // a batch or recompute field
+    const auto f = static_cast<DraftField>(i);
+    if (to_string(f) == v.key || d_.origin(f).key == v.key) o = d_.origin(f);
+  }
+  FieldOrigin where = o.value_or(FieldOrigin{v.key, {}});
+  if (where.where.file.empty() && where.where.line == 0) where.where.file = d_.source;
+  throw JobRuleError(LayoutRule::kSizes, fallback, std::move(where.where),
+                     where.key.empty() ? v.key : where.key, v.message);
 }
 
 std::string Builder::rule_message(LayoutRule rule) const {

@@ -10,6 +10,7 @@
 
 #include "job/recsys_profile_read.h"
 #include "projector/util/error.h"
+#include "projector/util/input_file.h"
 #include "projector/util/text.h"
 
 namespace projector {
@@ -199,10 +200,9 @@ void read_defaults(const Reader& r, const YAML::Node& defaults, FrameworkProfile
 }
 
 YAML::Node load_file(const std::string& path) {
+  const std::string text = read_input_file(path);
   try {
-    return YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw InputError({path, 0, 0}, "", "cannot open the framework profile");
+    return YAML::Load(text);
   } catch (const YAML::Exception& ex) {
     throw InputError({path, ex.mark.line + 1, ex.mark.column + 1}, "", ex.msg);
   }

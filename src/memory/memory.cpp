@@ -38,6 +38,7 @@
 #include "projector/job/rules.h"
 #include "projector/model/accounting.h"
 #include "projector/model/recompute_policy.h"
+#include "projector/util/error.h"
 
 namespace projector {
 namespace {
@@ -1133,6 +1134,17 @@ void add_largest_components(const ComponentBytes& pk, MemoryReport& report) {
 // Peak ranks, verdict, the three largest components of the peak rank, remedies.
 void summarise(const JobSpec& job, const MemoryOptions& options, MemoryReport& report) {
   for (const RankMemory& rm : report.ranks) {
+    // A NaN or negative total would never exceed the capacity: refuse a verdict on it rather
+    // than print FITS (the input bounds should make this unreachable; this keeps it so).
+    for (const double total : {rm.total_point_bytes, rm.total_upper_bytes}) {
+      if (!(std::isfinite(total) && total >= 0.0)) {
+        throw InputError({job.source, 0, 0}, "memory",
+                         fmt::format("the projected memory of pipeline rank {} is {} bytes: no "
+                                     "verdict on a total that is not a finite, non-negative "
+                                     "number",
+                                     rm.pp_rank, total));
+      }
+    }
     if (rm.total_point_bytes > report.peak_point_bytes) {
       report.peak_point_bytes = rm.total_point_bytes;
       report.peak_rank = rm.pp_rank;

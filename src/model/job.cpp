@@ -6,6 +6,7 @@
 #include <iterator>
 #include <string>
 
+#include "projector/model/bounds.h"
 #include "projector/model/family.h"
 #include "projector/util/error.h"
 
@@ -42,15 +43,23 @@ void check_sizes(const JobSpec& job) {
   }
 }
 
+// a x b x c x d, or -1 past kMaxWorldSize (no overflow for any sizes).
+std::int64_t group_product(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
+  std::optional<std::int64_t> v = bounded_product(a, b, kMaxWorldSize);
+  if (v) v = bounded_product(*v, c, kMaxWorldSize);
+  if (v) v = bounded_product(*v, d, kMaxWorldSize);
+  return v.value_or(-1);
+}
+
 void check_groups(const JobSpec& job) {
   const ParallelSpec& p = job.parallel;
   const std::int64_t world = job.cluster.world_size();
-  const std::int64_t dense = static_cast<std::int64_t>(p.tp) * p.pp * p.cp * p.dp;
+  const std::int64_t dense = group_product(p.tp, p.pp, p.cp, p.dp);
   if (dense != world) {
     malformed(job, fmt::format("TP x PP x CP x DP = {} x {} x {} x {} = {} but the world is {}",
                                p.tp, p.pp, p.cp, p.dp, dense, world));
   }
-  const std::int64_t expert = static_cast<std::int64_t>(p.etp) * p.ep * p.pp * p.expert_dp;
+  const std::int64_t expert = group_product(p.etp, p.ep, p.pp, p.expert_dp);
   // Only a model with experts has expert groups (scanned only when the product differs).
   if (expert != world && std::any_of(job.model.layers.begin(), job.model.layers.end(),
                                      [](const LayerSpec& l) { return l.is_moe; })) {
@@ -200,6 +209,12 @@ void check_job_invariants(const JobSpec& job) {
   check_groups(job);
   check_stages(job);
   check_runtime(job);
+  // The model's ranges are the job builder's check (once per job, naming the input's key); the
+  // batches and the schedule's size change with every re-layout (the sweep), so they are checked
+  // here too.
+  if (const auto v = check_runtime_bounds(job)) {
+    malformed(job, fmt::format("{}: {}", v->key, v->message));
+  }
   if (job.model.family == ModelFamily::kRecommendation) check_recommendation(job);
 }
 

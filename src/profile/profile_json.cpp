@@ -1,12 +1,11 @@
 // The measured profile as versioned JSON and back.
 #include <fmt/format.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "projector/profile/profile.h"
 #include "projector/util/error.h"
+#include "projector/util/input_file.h"
 
 namespace projector::profile {
 namespace {
@@ -313,6 +312,8 @@ MeasuredProfile parse_profile(const std::string& text, const std::string& label)
     j = Json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError({label, 0, 0}, "", fmt::format("not valid JSON (byte {})", e.byte));
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number beyond double (1e400)
+    throw InputError({label, 0, 0}, "", fmt::format("not a readable JSON document: {}", e.what()));
   }
   const Reader r{label};
   if (!j.is_object() || !j.contains("kind") || j["kind"] != kKind) {
@@ -357,11 +358,7 @@ MeasuredProfile parse_profile(const std::string& text, const std::string& label)
 }
 
 MeasuredProfile read_profile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError({path, 0, 0}, "--profile", "cannot open the measured profile");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_profile(ss.str(), path);
+  return parse_profile(read_input_file(path), path);
 }
 
 }  // namespace projector::profile

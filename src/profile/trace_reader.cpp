@@ -8,12 +8,14 @@
 #include <filesystem>
 #include <functional>
 #include <istream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <unordered_map>
 
 #include "projector/profile/trace.h"
 #include "projector/util/error.h"
+#include "projector/util/input_file.h"
 
 namespace projector::profile {
 namespace {
@@ -166,6 +168,14 @@ struct Scalar {
   const std::string* text = nullptr;
 };
 
+// The integer part of a JSON number, clamped to int64 (a float beyond it is never converted).
+std::int64_t saturated(double v) {
+  constexpr double kLimit = 9.2233720368547758e18;  // 2^63
+  if (!(v > -kLimit)) return std::numeric_limits<std::int64_t>::min();
+  if (!(v < kLimit)) return std::numeric_limits<std::int64_t>::max();
+  return static_cast<std::int64_t>(v);
+}
+
 class Handler {
  public:
   Handler(TraceData& out, const TraceLimits& limits) : out_(out), limits_(limits) {
@@ -180,10 +190,11 @@ class Handler {
     return value({Scalar::kNumber, static_cast<double>(v), v, nullptr});
   }
   bool number_unsigned(Json::number_unsigned_t v) {
-    return value({Scalar::kNumber, static_cast<double>(v), static_cast<std::int64_t>(v), nullptr});
+    return value(
+        {Scalar::kNumber, static_cast<double>(v), saturated(static_cast<double>(v)), nullptr});
   }
   bool number_float(Json::number_float_t v, const std::string&) {
-    return value({Scalar::kNumber, v, static_cast<std::int64_t>(v), nullptr});
+    return value({Scalar::kNumber, v, saturated(v), nullptr});
   }
   bool string(std::string& s) { return value({Scalar::kString, 0.0, 0, &s}); }
   bool binary(Json::binary_t&) { return value({}); }
@@ -438,15 +449,8 @@ void check_shape(const Handler& h, const TraceData& t) {
 TraceData read_trace(const std::string& path, const TraceLimits& limits) {
   TraceData t;
   t.path = path;
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) throw InputError({path, 0, 0}, "", "cannot read the trace file: " + ec.message());
-  if (size > limits.max_file_bytes) {
-    throw InputError({path, 0, 0}, "",
-                     "the trace file is " + std::to_string(size >> 20) + " MiB, over the " +
-                         std::to_string(limits.max_file_bytes >> 20) +
-                         " MiB limit (TraceLimits::max_file_bytes); trim it to a few steps");
-  }
+  // A regular file (not /dev/zero or a FIFO) within TraceLimits::max_file_bytes.
+  check_input_file(path, limits.max_file_bytes);
   GzBuf buf(path, limits.max_json_bytes);
   std::istream in(&buf);
   Handler h(t, limits);

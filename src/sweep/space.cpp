@@ -8,10 +8,10 @@
 #include <charconv>
 #include <numeric>
 
-#include "projector/job/layout.h"
-#include "projector/sweep/sweep.h"
 #include "projector/frontend/maxtext.h"
+#include "projector/job/layout.h"
 #include "projector/job/mesh.h"
+#include "projector/sweep/sweep.h"
 #include "projector/util/error.h"
 #include "projector/util/text.h"
 
@@ -46,13 +46,17 @@ std::string lower(std::string_view s) {
   return to_lower(s);
 }
 
-int positive_int(std::string_view key, std::string_view text) {
-  int v = 0;
+// A value of an axis: a positive integer up to the axis's physical bound (util/bounds.h).
+int positive_int(std::string_view key, std::string_view text, std::int64_t max_value) {
+  std::int64_t v = 0;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec == std::errc::result_out_of_range || (ec == std::errc() && v > max_value)) {
+    bad_grid(fmt::format("{}: {} is more than {}", key, text, max_value));
+  }
   if (ec != std::errc() || ptr != text.data() + text.size() || v < 1) {
     bad_grid(fmt::format("{}: '{}' is not a positive integer", key, text));
   }
-  return v;
+  return static_cast<int>(v);
 }
 
 ScheduleKind parse_schedule_name(std::string_view text) {
@@ -73,11 +77,13 @@ RecomputeOption parse_recompute(std::string_view text) {
   if (t == "selective") return {RecomputeKind::kSelective, 0};
   if (t == "full") return {RecomputeKind::kFull, 0};
   if (t.rfind("block", 0) == 0 && t.size() > 5) {
-    return {RecomputeKind::kFullBlock, positive_int("recompute", std::string_view(t).substr(5))};
+    return {RecomputeKind::kFullBlock,
+            positive_int("recompute", std::string_view(t).substr(5), kMaxLayers)};
   }
   if (t == "op") return {RecomputeKind::kOpPolicy, 0};
   if (t.rfind("every", 0) == 0 && t.size() > 5) {
-    return {RecomputeKind::kEveryN, positive_int("recompute", std::string_view(t).substr(5))};
+    return {RecomputeKind::kEveryN,
+            positive_int("recompute", std::string_view(t).substr(5), kMaxLayers)};
   }
   if (t.rfind("remat:", 0) == 0) {
     const std::string name = t.substr(6);
@@ -89,9 +95,10 @@ RecomputeOption parse_recompute(std::string_view text) {
       }
     }
   }
-  bad_grid(fmt::format("recompute: unknown '{}' (none, selective, full, block<N>, op, every<N>, "
-                       "remat:<MaxText remat_policy>, remat:base)",
-                       text));
+  bad_grid(
+      fmt::format("recompute: unknown '{}' (none, selective, full, block<N>, op, every<N>, "
+                  "remat:<MaxText remat_policy>, remat:base)",
+                  text));
 }
 
 Sharding parse_sharding(std::string_view text) {
@@ -210,9 +217,11 @@ std::string to_string(RecomputeOption r) {
     case RecomputeKind::kEveryN:
       return fmt::format("every{}", r.num_layers);
     case RecomputeKind::kTensorPolicy:
-      return r.num_layers < 0 ? std::string("remat:base")
-                              : fmt::format("remat:{}", maxtext::remat_policy_names()[static_cast<
-                                                            std::size_t>(r.num_layers)]);
+      return r.num_layers < 0
+                 ? std::string("remat:base")
+                 : fmt::format(
+                       "remat:{}",
+                       maxtext::remat_policy_names()[static_cast<std::size_t>(r.num_layers)]);
   }
   return "?";
 }
@@ -238,24 +247,24 @@ Grid parse_grid(std::string_view text) {
     const std::string key = lower(trim(item.substr(0, eq)));
     const std::vector<std::string_view> values = split(item.substr(eq + 1), ',');
     if (values.empty()) bad_grid(fmt::format("{}: no values", key));
-    auto ints = [&](std::vector<int>& out) {
+    auto ints = [&](std::vector<int>& out, std::int64_t max_value) {
       out.clear();
-      for (const std::string_view v : values) out.push_back(positive_int(key, v));
+      for (const std::string_view v : values) out.push_back(positive_int(key, v, max_value));
     };
     if (key == "tp") {
-      ints(g.tp);
+      ints(g.tp, kMaxWorldSize);
     } else if (key == "pp") {
-      ints(g.pp);
+      ints(g.pp, kMaxWorldSize);
     } else if (key == "vpp") {
-      ints(g.vpp);
+      ints(g.vpp, kMaxLayers);
     } else if (key == "cp") {
-      ints(g.cp);
+      ints(g.cp, kMaxWorldSize);
     } else if (key == "ep") {
-      ints(g.ep);
+      ints(g.ep, kMaxWorldSize);
     } else if (key == "etp") {
-      ints(g.etp);
+      ints(g.etp, kMaxWorldSize);
     } else if (key == "mbs") {
-      ints(g.mbs);
+      ints(g.mbs, kMaxGlobalBatch);
     } else if (key == "schedule" || key == "schedules") {
       g.schedules.clear();
       for (const std::string_view v : values) g.schedules.push_back(parse_schedule_name(v));
@@ -266,11 +275,12 @@ Grid parse_grid(std::string_view text) {
       g.sharding.clear();
       for (const std::string_view v : values) g.sharding.push_back(parse_sharding(v));
     } else if (key == "replicate") {
-      ints(g.replicate);
+      ints(g.replicate, kMaxWorldSize);
     } else if (key == "bucket_mb") {
       g.bucket_bytes.clear();
       for (const std::string_view v : values) {
-        g.bucket_bytes.push_back(static_cast<std::int64_t>(positive_int(key, v)) * 1000000);
+        g.bucket_bytes.push_back(static_cast<std::int64_t>(positive_int(key, v, 1 << 20)) *
+                                 1000000);
       }
     } else {
       bad_grid(
@@ -412,7 +422,8 @@ Axes axes_of(const JobSpec& base, const Facts& f, const Grid& grid, const SpaceO
 
 // One pass over the Cartesian product: a mixed-radix counter over the axes, the last axis
 // fastest (the same order as nesting one loop per axis).
-Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions& options) {
+Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions& options,
+                      const std::atomic<bool>* stop) {
   const Facts f = facts_of(base, options);
   const Axes ax = axes_of(base, f, grid, options);
   enum {
@@ -435,8 +446,17 @@ Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions&
       etps.size(),        ax.variants.size(), ax.mbs.size(),      ax.recompute.size(),
       ax.sharding.size(), ax.bucket.size(),   ax.replicate.size()};
   Enumeration out;
+  std::size_t combinations = 1;
   for (const std::size_t n : size) {
     if (n == 0) return out;  // an empty axis: nothing to enumerate
+    // ETP's axis varies with TP: bound it by the largest it can be (2 values, or the grid's).
+    combinations = n > kMaxEnumerated / combinations ? kMaxEnumerated + 1 : combinations * n;
+  }
+  if (combinations > kMaxEnumerated) {
+    bad_grid(
+        fmt::format("the axes span more than {} combinations; pin some axes with --grid or "
+                    "layout flags",
+                    kMaxEnumerated));
   }
   std::array<std::size_t, kNumAxes> at{};
   Candidate c;
@@ -453,6 +473,10 @@ Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions&
     c.bucket_bytes = ax.bucket[at[kBucket]];
     c.dp_replicate = ax.replicate[at[kReplicate]];
     ++out.enumerated;
+    if ((out.enumerated & 4095) == 0 && stop != nullptr && stop->load(std::memory_order_relaxed)) {
+      out.stopped = true;
+      return out;
+    }
     Rule r = check(f, c);
     if (r == Rule::kLegal && c.dp_replicate > 1) {
       // HSDP needs FSDP2 and a replicate degree that divides DP.
@@ -466,6 +490,12 @@ Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions&
       c.dp = static_cast<int>(dps.dp);
       c.expert_dp = static_cast<int>(dps.expert_dp > 0 ? dps.expert_dp : 1);
       out.legal.push_back(c);
+      if (out.legal.size() > kMaxLegalCandidates) {
+        bad_grid(
+            fmt::format("more than {} legal layouts to project; pin some axes with --grid "
+                        "or layout flags",
+                        kMaxLegalCandidates));
+      }
     }
     int axis = kNumAxes - 1;  // advance the counter, innermost axis first
     while (axis >= 0 &&
@@ -539,9 +569,9 @@ void apply_candidate(const Candidate& c, int nodes, JobSpec& job) {
       rc.granularity = RecomputeGranularity::kTensors;
       if (c.recompute.num_layers >= 0) {
         const auto& names = maxtext::remat_policy_names();
-        rc.tensors = maxtext::remat_policy(names[static_cast<std::size_t>(c.recompute.num_layers)],
-                                           nullptr)
-                         .value_or(TensorPolicy{});
+        rc.tensors =
+            maxtext::remat_policy(names[static_cast<std::size_t>(c.recompute.num_layers)], nullptr)
+                .value_or(TensorPolicy{});
       }
       break;
   }

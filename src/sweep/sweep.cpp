@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "projector/memory/memory.h"
+#include "projector/util/error.h"
 
 namespace projector::sweep {
 namespace {
@@ -161,6 +162,10 @@ double score(const Entry& e, Objective o) {
 
 Result run_candidates(const JobSpec& base, const std::vector<Candidate>& candidates, int nodes,
                       const Options& options) {
+  if (!(options.memory_limit > 0.0 && options.memory_limit <= 1.5)) {  // NaN fails too
+    throw InputError(SourceLocation{"--memory-limit", 0, 0}, "--memory-limit",
+                     fmt::format("{} is not a fraction of HBM in (0, 1.5]", options.memory_limit));
+  }
   const auto t0 = Clock::now();
   Result r;
   r.objective = options.objective;
@@ -251,9 +256,10 @@ Result run_candidates(const JobSpec& base, const std::vector<Candidate>& candida
 Result run_sweep(const JobSpec& base, const Grid& grid, const SpaceOptions& space,
                  const Options& options) {
   const auto t0 = Clock::now();
-  const Enumeration en = enumerate(base, grid, space);
+  const Enumeration en = enumerate(base, grid, space, options.stop);
   const int nodes = space.nodes > 0 ? space.nodes : base.cluster.nodes;
-  Result r = run_candidates(base, en.legal, nodes, options);
+  Result r = run_candidates(base, en.stopped ? std::vector<Candidate>{} : en.legal, nodes, options);
+  r.stopped = r.stopped || en.stopped;
   r.enumerated = en.enumerated;
   r.illegal_by_rule = en.illegal_by_rule;
   r.illegal = en.illegal();

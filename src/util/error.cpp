@@ -3,6 +3,16 @@
 #include <fmt/format.h>
 
 namespace projector {
+namespace {
+
+// One line stays readable however long the offending value (a 30,000-digit number, say).
+constexpr std::size_t kMaxPart = 600;
+
+std::string clip(const std::string& s) {
+  return s.substr(0, kMaxPart) + fmt::format("... ({} characters)", s.size());
+}
+
+}  // namespace
 
 std::string format_input_error(const SourceLocation& where, const std::string& key,
                                const std::string& message) {
@@ -13,8 +23,8 @@ std::string format_input_error(const SourceLocation& where, const std::string& k
     if (where.column > 0) out += fmt::format(":{}", where.column);
     out += ": ";
   }
-  if (!key.empty()) out += key + ": ";
-  out += message;
+  if (!key.empty()) out += key.size() <= kMaxPart ? key + ": " : clip(key) + ": ";
+  out += message.size() <= kMaxPart ? message : clip(message);
   for (char& c : out) {
     if (c == '\n' || c == '\r') c = ' ';
   }

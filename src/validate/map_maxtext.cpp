@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 
 #include "projector/frontend/maxtext.h"
 #include "projector/job/mesh.h"
+#include "projector/util/bounds.h"
 #include "projector/util/text.h"
 #include "validate/mapper.h"
 
@@ -42,7 +44,10 @@ std::vector<std::pair<maxtext::MeshKey, int>> mesh_settings(const std::string& t
     char* end = nullptr;
     const long v = std::strtol(start, &end, 10);
     const std::optional<maxtext::MeshKey> mk = maxtext::parse_mesh_key(key);
-    if (end != start && mk) out.push_back({*mk, static_cast<int>(v)});
+    // Past the largest world a size is kept one above it (never narrowed), for the builder to
+    // refuse.
+    const long size = v < -1 ? 0 : std::min<long>(v, kMaxWorldSize + 1);
+    if (end != start && mk) out.push_back({*mk, static_cast<int>(size)});
   }
   return out;
 }
@@ -169,7 +174,7 @@ std::optional<double> number_after(const std::string& text, const char* key) {
   while (i < text.size() && (text[i] == ' ' || text[i] == '=' || text[i] == ':')) ++i;
   char* end = nullptr;
   const double v = std::strtod(text.c_str() + i, &end);
-  if (end == text.c_str() + i) return std::nullopt;
+  if (end == text.c_str() + i || !std::isfinite(v)) return std::nullopt;
   return v;
 }
 

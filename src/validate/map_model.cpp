@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <regex>
 
 #include "projector/frontend/layer_pattern.h"
+#include "projector/util/bounds.h"
 #include "projector/util/text.h"
 #include "validate/mapper.h"
 
@@ -141,7 +143,14 @@ int read_window(Mapper& m, bool& alternating) {
   if (!has(attn, "sliding")) return 0;
   int window = 0;
   std::smatch match;
-  if (std::regex_search(attn, match, std::regex(R"(\((\d+)\))"))) window = std::stoi(match[1]);
+  if (std::regex_search(attn, match, std::regex(R"(\((\d+)\))"))) {
+    const std::string digits = match[1];
+    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), window);
+    if (ec != std::errc() || window > kMaxCount) {
+      m.fail("model.attention: sliding window '" + digits + "' out of range");
+      window = 0;
+    }
+  }
   alternating = has(attn, "alternat");
   if (window > 0) {
     m.note(fmt::format("model.attention: sliding window {} on {} layers{}", window,
@@ -210,6 +219,10 @@ void map_decoder_lm(Mapper& m, int seq_len) {
   const RunEntry::Model& src = m.e_.model;
   ModelSpec& ms = m.d_.model;
   if (!src.num_layers || *src.num_layers <= 0) return m.fail("model.num_layers not stated");
+  if (*src.num_layers > kMaxLayers) {
+    return m.fail(fmt::format("model.num_layers {} is more than the {} this tool models",
+                              *src.num_layers, kMaxLayers));
+  }
   if (!src.hidden_size || *src.hidden_size <= 0) return m.fail("model.hidden_size not stated");
   if (!src.num_attention_heads || *src.num_attention_heads <= 0) {
     return m.fail("model.num_attention_heads not stated");

@@ -67,21 +67,21 @@ std::string accelerator_family(const AcceleratorSpec& a, const std::string& text
 }
 
 // The accelerator, its network, nodes x GPUs per node; 0 GPUs when not stated.
-int map_cluster(Mapper& m, const std::string& data_dir, ClusterSpec& cl) {
+int map_cluster(Mapper& m, MappingCatalogue& catalogue, ClusterSpec& cl) {
   const RunEntry::Hardware& hw = m.e_.hardware;
   if (hw.accelerator.empty()) {
     m.fail("hardware.accelerator not stated");
   } else {
     try {
-      const std::optional<std::string> name = match_accelerator_name(hw.accelerator, data_dir);
+      const std::optional<std::string> name = catalogue.match_accelerator(hw.accelerator);
       if (!name) {
         m.fail("hardware.accelerator '" + hw.accelerator + "' not in the catalogue");
       } else {
-        cl.accelerator = load_accelerator(*name, data_dir);
+        cl.accelerator = catalogue.accelerator(*name);
         m.out_.accelerator_name = *name;
         m.note("hardware.accelerator: '" + hw.accelerator + "' -> catalogue '" + *name + "'");
         try {
-          cl.network = default_network_for(cl.accelerator, data_dir);
+          cl.network = catalogue.default_network(cl.accelerator);
         } catch (const InputError& ex) {
           m.assume("cluster.network", "built-in defaults", ex.what());
         }
@@ -363,8 +363,9 @@ void finalize(Mapper& m, const ClusterSpec& cl) {
 
 }  // namespace
 
-MappedRun map_run(const RunEntry& entry, const std::string& data_dir,
-                  const ProfileCatalog& profiles) {
+MappedRun map_run(const RunEntry& entry, MappingCatalogue& catalogue) {
+  const ProfileCatalog& profiles = catalogue.profiles();
+  const std::string& data_dir = catalogue.data_dir();
   MappedRun out;
   out.id = entry.id;
   out.job.source = "<validation:" + entry.id + ">";
@@ -396,7 +397,7 @@ MappedRun map_run(const RunEntry& entry, const std::string& data_dir,
   name_fields(draft);
 
   ClusterSpec cl;
-  const int world = map_cluster(m, data_dir, cl);
+  const int world = map_cluster(m, catalogue, cl);
   out.num_gpus = world;
   int seq = 0;
   if (entry.training.seq_len) {
@@ -435,8 +436,15 @@ MappedRun map_run(const RunEntry& entry, const std::string& data_dir,
   return out;
 }
 
+MappedRun map_run(const RunEntry& entry, const std::string& data_dir,
+                  const ProfileCatalog& profiles) {
+  MappingCatalogue catalogue(data_dir, profiles);
+  return map_run(entry, catalogue);
+}
+
 MappedRun map_run(const RunEntry& entry, const std::string& data_dir) {
-  return map_run(entry, data_dir, load_framework_profiles(data_dir));
+  MappingCatalogue catalogue(data_dir);
+  return map_run(entry, catalogue);
 }
 
 }  // namespace projector

@@ -181,6 +181,13 @@ double gbps_per_unit(const std::string& unit) {
   return 1.0;
 }
 
+// A number the patterns below matched (digits, maybe a fraction): never throws; a figure too large
+// to be a link rate reads as 0 (nothing stated).
+double figure(const std::string& digits) {
+  const double v = std::strtod(digits.c_str(), nullptr);
+  return std::isfinite(v) && v <= 1e9 ? v : 0.0;
+}
+
 double stated_node_gbps(const std::string& text, int gpus_per_node, std::string& how) {
   // Units must be rates: "8x80GB per node" is memory, not a link. Case matters: B is bytes.
   static const std::regex kTimes(
@@ -193,11 +200,11 @@ double stated_node_gbps(const std::string& text, int gpus_per_node, std::string&
   std::smatch mt;
   if (std::regex_search(text, mt, kTimes) && has(t, "per node")) {
     how = mt.str(0) + " per node";
-    return std::stod(mt.str(1)) * std::stod(mt.str(2)) * gbps_per_unit(mt.str(3));
+    return figure(mt.str(1)) * figure(mt.str(2)) * gbps_per_unit(mt.str(3));
   }
   if (std::regex_search(text, mt, kPer)) {
     how = mt.str(0);
-    const double v = std::stod(mt.str(1)) * gbps_per_unit(mt.str(2));
+    const double v = figure(mt.str(1)) * gbps_per_unit(mt.str(2));
     return to_lower(mt.str(3)) == "gpu" ? v * gpus_per_node : v;
   }
   for (auto it = std::sregex_iterator(t.begin(), t.end(), kTech); it != std::sregex_iterator();
@@ -205,13 +212,13 @@ double stated_node_gbps(const std::string& text, int gpus_per_node, std::string&
     for (const auto& [tech, gbps] : kLinkGbps) {
       if ((*it).str(2) == tech && has(t, "per node")) {
         how = (*it).str(0) + fmt::format(" links per node ({:.0f} Gb/s each)", gbps);
-        return std::stod((*it).str(1)) * gbps;
+        return figure((*it).str(1)) * gbps;
       }
     }
   }
   if (std::regex_search(t, mt, kSimCfg) && (has(t, "gbps per node") || has(t, "gb/s per node"))) {
     how = mt.str(0) + " read as Gb/s per node, the unit the description gives";
-    return std::stod(mt.str(1));
+    return figure(mt.str(1));
   }
   return 0.0;
 }

@@ -3,6 +3,7 @@
 // framework profile (data/frameworks/torchrec.yaml), through the job builder, as for a config.
 #include <fmt/format.h>
 
+#include "projector/util/bounds.h"
 #include "projector/util/text.h"
 #include "validate/mapper.h"
 
@@ -25,12 +26,16 @@ void map_tables(Mapper& m, const RunEntry::Dlrm& x, RecommendationSpec& r) {
       return m.fail(fmt::format("model.dlrm.num_embeddings_per_feature: table {} has {} rows", i,
                                 x.num_embeddings_per_feature[i]));
     }
+    const std::int64_t pooling = i < x.multi_hot_sizes.size() ? x.multi_hot_sizes[i] : 1;
+    if (pooling < 1 || pooling > kMaxCount) {
+      return m.fail(
+          fmt::format("model.dlrm.multi_hot_sizes: {} is not in 1..{}", pooling, kMaxCount));
+    }
     EmbeddingTableSpec t;
     t.name = fmt::format("t_cat_{}", i);
     t.num_embeddings = x.num_embeddings_per_feature[i];
     t.embedding_dim = *x.embedding_dim;
-    t.pooling_factor =
-        i < x.multi_hot_sizes.size() ? static_cast<double>(x.multi_hot_sizes[i]) : 1.0;
+    t.pooling_factor = static_cast<double>(pooling);
     t.dtype = dtype.value_or(Dtype::kFp32);
     r.tables.push_back(std::move(t));
   }

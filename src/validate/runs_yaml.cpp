@@ -2,15 +2,17 @@
 // dropped with a warning on that entry (the entry still maps from what it states correctly); only
 // a structural problem (an entry that is not a mapping, a missing or duplicate id) makes the entry
 // invalid. A block whose fields are all null is absent.
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <set>
-#include <sstream>
 
+#include "projector/util/bounds.h"
 #include "projector/util/error.h"
+#include "projector/util/input_file.h"
 #include "projector/validate/validate.h"
 
 namespace projector {
@@ -25,6 +27,16 @@ bool is_null(const YAML::Node& n) {
   if (!n.IsScalar()) return false;
   const std::string s = n.Scalar();
   return n.Tag() != "!" && (s == "~" || s == "null" || s == "Null" || s == "NULL");
+}
+
+// Free text longer than this is refused (the longest field read is under 500 characters), which
+// also bounds the free-text readings' regular expressions.
+constexpr std::size_t kMaxText = 1024;
+// Integers of a list (table rows, layer widths).
+constexpr long long kMaxListValue = 1LL << 40;
+
+std::string clipped(const std::string& s) {
+  return s.size() <= 40 ? s : s.substr(0, 24) + "... (" + std::to_string(s.size()) + " characters)";
 }
 
 // Reads typed fields of one entry and records what is wrong with them.
@@ -71,8 +83,10 @@ class EntryReader {
       long long v = 0;
       const std::string s = item.IsScalar() ? item.Scalar() : "";
       const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || v < 0) {
-        error_dropped(field, "expected a list of non-negative integers", line_of(item));
+      if (s.empty() || ec != std::errc() || ptr != s.data() + s.size() || v < 0 ||
+          v > kMaxListValue) {
+        error_dropped(field, fmt::format("expected a list of integers in 0..{}", kMaxListValue),
+                      line_of(item));
         return {};
       }
       out.push_back(v);
@@ -86,6 +100,12 @@ class EntryReader {
     if (is_null(n)) return {};
     if (!n.IsScalar()) {
       error_dropped(path + "." + key, "expected text", line_of(n));
+      return {};
+    }
+    if (n.Scalar().size() > kMaxText) {
+      error_dropped(path + "." + key,
+                    fmt::format("text of {} characters, more than {}", n.Scalar().size(), kMaxText),
+                    line_of(n));
       return {};
     }
     return n.Scalar();
@@ -104,15 +124,20 @@ class EntryReader {
     const std::string& s = n.Scalar();
     long long v = 0;
     const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec == std::errc::result_out_of_range || (ec == std::errc() && v > kMaxCount)) {
+      error_dropped(field, fmt::format("{} is out of range (at most {})", clipped(s), kMaxCount),
+                    line_of(n));
+      return std::nullopt;
+    }
     if (ec != std::errc() || ptr != s.data() + s.size()) {
-      error_dropped(field, "expected an integer, got '" + s + "'", line_of(n));
+      error_dropped(field, "expected an integer, got '" + clipped(s) + "'", line_of(n));
       return std::nullopt;
     }
     if (v < 0) {
       error_dropped(field, "must not be negative, got " + s, line_of(n));
       return std::nullopt;
     }
-    return static_cast<Int>(v);
+    return static_cast<Int>(v);  // 0..kMaxCount fits every Int used
   }
 
   std::optional<double> number(const YAML::Node& parent, const char* key, const std::string& path) {
@@ -128,7 +153,11 @@ class EntryReader {
     char* end = nullptr;
     const double v = std::strtod(s.c_str(), &end);
     if (s.empty() || end != s.c_str() + s.size()) {
-      error_dropped(field, "expected a number, got '" + s + "'", line_of(n));
+      error_dropped(field, "expected a number, got '" + clipped(s) + "'", line_of(n));
+      return std::nullopt;
+    }
+    if (!std::isfinite(v)) {  // "nan", "inf", 1e999: no measurement
+      error_dropped(field, "must be a finite number, got '" + clipped(s) + "'", line_of(n));
       return std::nullopt;
     }
     if (v < 0) {
@@ -332,6 +361,12 @@ std::vector<RunEntry> parse_runs(const std::string& yaml_text, const std::string
   if (!root.IsSequence()) {
     throw InputError({file, line_of(root), 0}, "", "a runs file is a list of run entries");
   }
+  constexpr std::size_t kMaxRuns = 100000;
+  if (root.size() > kMaxRuns) {
+    throw InputError({file, line_of(root), 0}, "",
+                     fmt::format("{} run entries, more than the {} a runs file may have",
+                                 root.size(), kMaxRuns));
+  }
   std::vector<RunEntry> runs;
   runs.reserve(root.size());
   std::set<std::string> seen;
@@ -346,11 +381,7 @@ std::vector<RunEntry> parse_runs(const std::string& yaml_text, const std::string
 }
 
 std::vector<RunEntry> load_runs(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot open the runs file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_runs(text.str(), path);
+  return parse_runs(read_input_file(path), path);
 }
 
 }  // namespace projector

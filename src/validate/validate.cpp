@@ -38,8 +38,12 @@ void compare(const RunEntry& e, const MappedRun& m, RunResult& r) {
   const double peak = job.cluster.accelerator.peak_flops(job.runtime.precision.params_dtype) *
                       std::max(1, job.cluster.devices_per_chip);  // per chip, as runs count
   const double tokens_per_step = static_cast<double>(job.tokens_per_iteration());
-  auto add = [&r](const char* metric, double predicted, double measured, std::string basis) {
-    if (predicted <= 0.0 || measured <= 0.0) return;
+  // Only positive, finite pairs compare (a NaN fails both tests).
+  auto comparable = [](double predicted, double measured) {
+    return predicted > 0.0 && measured > 0.0 && std::isfinite(predicted) && std::isfinite(measured);
+  };
+  auto add = [&](const char* metric, double predicted, double measured, std::string basis) {
+    if (!comparable(predicted, measured)) return;
     r.metrics.push_back({metric, predicted, measured, pct(predicted, measured), std::move(basis)});
   };
 
@@ -119,7 +123,7 @@ void compare(const RunEntry& e, const MappedRun& m, RunResult& r) {
     mem_basis = "measured GB converted to GiB";
   }
   if (mem && !ms.memory_metric.empty()) mem_basis += "; " + ms.memory_metric;
-  if (mem && p.peak_memory_gib && *p.peak_memory_gib > 0) {
+  if (mem && p.peak_memory_gib && comparable(*p.peak_memory_gib, *mem)) {
     add("peak_memory_gib", *p.peak_memory_gib, *mem, mem_basis);
     r.memory_error_pct = pct(*p.peak_memory_gib, *mem);
   }
@@ -220,54 +224,70 @@ ValidationSummary summarize(const std::vector<RunResult>& runs) {
   return s;
 }
 
+namespace {
+
+// One entry: mapped, projected, compared. Everything it throws is this entry's failure.
+RunResult validate_entry(const RunEntry& e, const ProjectFn& project, MappingCatalogue& catalogue) {
+  RunResult r;
+  r.id = e.id;
+  if (!e.ok()) {
+    r.status = "invalid";
+    r.reason = e.errors.front();
+    for (std::size_t i = 1; i < e.errors.size(); ++i) r.reason += "; " + e.errors[i];
+    return r;
+  }
+  const MappedRun m = map_run(e, catalogue);
+  r.assumptions = m.assumptions;
+  r.moe = m.moe;
+  r.recommendation = m.job.model.family == ModelFamily::kRecommendation;
+  r.accelerator_family = m.accelerator_family;
+  r.num_gpus = m.num_gpus;
+  r.pp = m.job.parallel.pp > 1;
+  r.cp = m.job.parallel.cp > 1;
+  r.ep = m.job.parallel.ep > 1;
+  r.fp8 = m.fp8;
+  if (!m.mapped) {
+    r.status = "unmapped";
+    r.reason = m.reason;
+    return r;
+  }
+  try {
+    r.predicted = project(m.job);
+  } catch (const NotModelledError& ex) {
+    r.status = "not_modelled";
+    r.reason = ex.what();
+    return r;
+  } catch (const InputError& ex) {
+    r.status = "projection_failed";
+    r.reason = ex.what();
+    return r;
+  }
+  compare(e, m, r);
+  r.status = r.metrics.empty() ? "no_measurement" : "ok";
+  if (r.metrics.empty()) r.reason = "no measured metric that the projection predicts";
+  return r;
+}
+
+}  // namespace
+
 ValidationReport validate(const std::vector<RunEntry>& runs, const ProjectFn& project,
                           const std::string& data_dir) {
   ValidationReport report;
   report.runs.reserve(runs.size());
-  const ProfileCatalog profiles = load_framework_profiles(data_dir);
+  MappingCatalogue catalogue(data_dir);
   for (const RunEntry& e : runs) {
-    RunResult r;
-    r.id = e.id;
-    if (!e.ok()) {
-      r.status = "invalid";
-      r.reason = e.errors.front();
-      for (std::size_t i = 1; i < e.errors.size(); ++i) r.reason += "; " + e.errors[i];
-      report.runs.push_back(std::move(r));
-      continue;
-    }
-    const MappedRun m = map_run(e, data_dir, profiles);
-    r.assumptions = m.assumptions;
-    r.moe = m.moe;
-    r.recommendation = m.job.model.family == ModelFamily::kRecommendation;
-    r.accelerator_family = m.accelerator_family;
-    r.num_gpus = m.num_gpus;
-    r.pp = m.job.parallel.pp > 1;
-    r.cp = m.job.parallel.cp > 1;
-    r.ep = m.job.parallel.ep > 1;
-    r.fp8 = m.fp8;
-    if (!m.mapped) {
-      r.status = "unmapped";
-      r.reason = m.reason;
-      report.runs.push_back(std::move(r));
-      continue;
-    }
+    // One bad entry never stops the run: whatever it throws is reported against it.
     try {
-      r.predicted = project(m.job);
-    } catch (const NotModelledError& ex) {
-      r.status = "not_modelled";
-      r.reason = ex.what();
-      report.runs.push_back(std::move(r));
-      continue;
-    } catch (const InputError& ex) {
+      report.runs.push_back(validate_entry(e, project, catalogue));
+    } catch (const std::exception& ex) {
+      RunResult r;
+      r.id = e.id;
       r.status = "projection_failed";
-      r.reason = ex.what();
+      r.reason = dynamic_cast<const InputError*>(&ex) != nullptr
+                     ? ex.what()
+                     : std::string("internal error: ") + ex.what();
       report.runs.push_back(std::move(r));
-      continue;
     }
-    compare(e, m, r);
-    r.status = r.metrics.empty() ? "no_measurement" : "ok";
-    if (r.metrics.empty()) r.reason = "no measured metric that the projection predicts";
-    report.runs.push_back(std::move(r));
   }
   report.summary = summarize(report.runs);
   return report;

@@ -82,7 +82,7 @@ TEST(ProfileCli, BadTracesExitTwoWithTheReason) {
       {profile_data(kHtaMi250), kQwenConfig, "no transformer layer"},
       {profile_data(kQwenH100), "../../../examples/llama3.1_8B-BF16-pretrain.yaml",
        "24 transformer layers"},
-      {profile_data(kQwenH100) + ".missing", kQwenConfig, "cannot read"},
+      {profile_data(kQwenH100) + ".missing", kQwenConfig, "file not found"},
   };
   for (const Case& c : cases) {
     const CliResult r = run_cli("profile --trace " + c.trace + " --config " +

@@ -68,6 +68,13 @@ KeySchema load_backend_key_schema(const std::string& data_dir, std::string_view 
 std::vector<std::string> unknown_key_warnings(const ConfigValue& args,
                                               const std::vector<std::string>& user_keys,
                                               const KeySchema& schema);
+// Unknown-key warnings are listed up to this many (real Primus configs have up to 34); the rest
+// are counted (a file of thousands of unknown keys gets one summary line, and no suggestion search
+// per key).
+inline constexpr std::size_t kMaxListedUnknownKeys = 100;
+// "<where>: N more unknown keys (ignored)" when `more` > 0.
+void add_unknown_key_summary(std::vector<std::string>& warnings, std::size_t more,
+                             const SourceLocation& where);
 
 // What a back-end adapter reads: the trainer namespace the experiment format resolved.
 struct AdapterInput {
@@ -82,7 +89,7 @@ struct AdapterInput {
   std::string backend_path;
   std::string primus_path;
   std::string module_preset;  // the module preset file read (checkout or bundled copy), if any
-  EnvLookup env;  // environment (PRIMUS_MAXTEXT_PATH, ...); empty: none
+  EnvLookup env;              // environment (PRIMUS_MAXTEXT_PATH, ...); empty: none
   std::vector<AppliedDefault> defaults;
   std::vector<std::string> warnings;
   bool strict_keys = false;  // an unknown key is an InputError instead of a warning

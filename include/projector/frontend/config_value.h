@@ -38,6 +38,15 @@ struct ConfigValue {
   std::vector<std::pair<std::string, ConfigValue>> entries;  // kMap, in file order
   SourceLocation where;
 
+  // Defined out of line: the members hold ConfigValue itself, which is complete only there
+  // (clang with libstdc++ rejects the implicit ones inside the class).
+  ConfigValue();
+  ConfigValue(const ConfigValue&);
+  ConfigValue(ConfigValue&&) noexcept;
+  ConfigValue& operator=(const ConfigValue&);
+  ConfigValue& operator=(ConfigValue&&) noexcept;
+  ~ConfigValue();
+
   bool is_null() const { return kind == Kind::kNull; }
   bool is_map() const { return kind == Kind::kMap; }
   bool is_list() const { return kind == Kind::kList; }
@@ -59,8 +68,17 @@ struct ConfigValue {
   static ConfigValue make_map(SourceLocation where = {});
 };
 
-// Types a plain (unquoted) scalar with PyYAML's YAML 1.1 resolver.
+// Types a plain (unquoted) scalar with PyYAML's YAML 1.1 resolver. An integer beyond int64 (PyYAML
+// would give a Python int of any size) becomes a float with its value, never a wrapped integer.
 ConfigValue resolve_plain_scalar(const std::string& text, SourceLocation where);
+// True when `text` is a YAML 1.1 integer literal (decimal, 0b, 0x, octal or sexagesimal), whatever
+// its size: lets a reader say "out of range" rather than "not an integer".
+bool is_integer_literal(std::string_view text);
+// The integer a value states (an int, an integral float, or an integer literal beyond int64 that
+// arrived as a float) when it is at most kMaxCount (util/bounds.h) in magnitude, so narrowing it
+// to int is exact. Otherwise nullopt, and `error` says why ("expected an integer, got 'x'" or
+// "integer N is out of range ...").
+std::optional<std::int64_t> bounded_integer(const ConfigValue& v, std::string& error);
 // Re-types a string after environment substitution (Primus' rule: true/false -> bool, integer ->
 // int, float -> float, else string).
 ConfigValue retype_substituted(const std::string& text, SourceLocation where);

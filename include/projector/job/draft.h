@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -180,6 +181,11 @@ struct JobDraft {
   std::vector<AppliedDefault> defaults;
   std::vector<std::string> warnings;
   std::array<FieldOrigin, kNumDraftFields> origins;
+  // Where the input stated a model field, looked up by the field's Megatron-LM argument name
+  // (ModelSpec's naming: hidden_size, num_experts, moe_ffn_hidden_size, ...): the adapter's key
+  // and location, nullopt when not stated. Unset: every model value is reported against the
+  // input file. The job builder's range checks (model/bounds.h) use it to name the line.
+  std::function<std::optional<FieldOrigin>(std::string_view model_key)> model_origin;
 
   // Names `f` in the adapter's vocabulary and, optionally, where the input stated it.
   void set_origin(DraftField f, std::string key, SourceLocation where = {}) {
@@ -197,7 +203,8 @@ struct ClusterRequest {
   std::string hardware;
   std::string default_hardware = "mi300x";
   std::string default_hardware_reason = "no hardware given";
-  std::string network;  // network file or name; empty: the accelerator's default network
+  std::string network;           // network file or name; empty: the accelerator's default network
+  SourceLocation network_where;  // where `network` was given (a flag, a file), for errors
   // Already loaded hardware (the sweep, tests): used instead of the catalogue when set.
   std::optional<AcceleratorSpec> accelerator;
   std::optional<NetworkSpec> loaded_network;

@@ -92,11 +92,13 @@ inline LayoutRule check_model_fit(const RuleFacts& f, const LayoutChoice& c) {
   if (f.kv_gcd > 0 && f.kv_gcd % c.tp != 0) return LayoutRule::kTpKvHeads;
   if (c.tp > f.gpus_per_node && !f.tp_beyond_node) return LayoutRule::kTpBeyondNode;
   const Int world = static_cast<Int>(f.world);
-  const std::int64_t dense_group = static_cast<std::int64_t>(c.tp) * c.pp * c.cp;
-  if (dense_group > f.world || world % static_cast<Int>(dense_group) != 0) {
+  // Products of two int sizes fit 64 bits; a partial product above the world is refused before
+  // the third factor could overflow.
+  const std::int64_t tp_pp = static_cast<std::int64_t>(c.tp) * c.pp;
+  if (tp_pp > f.world || tp_pp * c.cp > f.world || world % static_cast<Int>(tp_pp * c.cp) != 0) {
     return LayoutRule::kWorldDense;
   }
-  const int stages = c.pp * c.vpp;
+  const std::int64_t stages = static_cast<std::int64_t>(c.pp) * c.vpp;
   if (!f.stated_stages && (f.uneven_layers ? f.layers < stages : f.layers % stages != 0)) {
     return LayoutRule::kLayers;
   }
@@ -104,8 +106,9 @@ inline LayoutRule check_model_fit(const RuleFacts& f, const LayoutChoice& c) {
     if (c.ep != 1 || (f.search && c.etp != c.tp)) return LayoutRule::kNotMoe;
   } else {
     if (f.experts_gcd % c.ep != 0) return LayoutRule::kExpertsEp;
-    const std::int64_t expert_group = static_cast<std::int64_t>(c.etp) * c.ep * c.pp;
-    if (expert_group > f.world || world % static_cast<Int>(expert_group) != 0) {
+    const std::int64_t etp_ep = static_cast<std::int64_t>(c.etp) * c.ep;
+    if (etp_ep > f.world || etp_ep * c.pp > f.world ||
+        world % static_cast<Int>(etp_ep * c.pp) != 0) {
       return LayoutRule::kWorldExpert;
     }
   }
@@ -139,7 +142,7 @@ inline LayoutRule check_schedule(const RuleFacts& f, const LayoutChoice& c, std:
   }
   if (c.full_recompute && projector::splits_backward(c.schedule))
     return LayoutRule::kSplitBackwardRecompute;
-  const int stages = c.pp * c.vpp;
+  const std::int64_t stages = static_cast<std::int64_t>(c.pp) * c.vpp;
   if (f.search && c.recompute_block_layers != 0 &&
       (c.recompute_block_layers < 1 || c.recompute_block_layers >= f.layers / stages)) {
     return LayoutRule::kRecomputeBlock;

@@ -141,9 +141,16 @@ struct Enumeration {
   std::vector<Candidate> legal;  // in enumeration order (dp / expert_dp filled)
   std::size_t enumerated = 0;    // every combination of the axes
   std::array<std::size_t, kNumRules> illegal_by_rule{};
+  bool stopped = false;  // `stop` was set: the enumeration is incomplete
   std::size_t illegal() const;
 };
-Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions& options);
+// Grids past these are refused (InputError key "--grid") before anything is evaluated: the
+// combinations a grid spans, and the legal candidates kept.
+inline constexpr std::size_t kMaxEnumerated = std::size_t{1} << 28;
+inline constexpr std::size_t kMaxLegalCandidates = std::size_t{1} << 22;
+// `stop` (a cancellation token, e.g. set by the CLI's SIGINT handler) is polled as it goes.
+Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions& options,
+                      const std::atomic<bool>* stop = nullptr);
 
 // Rewrites `job` (a copy of the base job) into candidate `c` on `nodes` nodes: parallel sizes,
 // DP, balanced stages, SP, sharding, bucket, MBS, schedule and recompute policy. Reuses the job's
@@ -161,7 +168,7 @@ struct Progress {
 
 struct Options {
   Objective objective = Objective::kTokensPerSPerGpu;
-  double memory_limit = 0.9;  // fraction of HBM a candidate's peak may use
+  double memory_limit = 0.9;  // fraction of HBM a candidate's peak may use: finite, in (0, 1.5]
   // Prune on the point estimate (default: the calibrated projection, what `projector memory`
   // reports as the peak) or on the upper bound (worst-case fragmentation and MoE imbalance).
   bool prune_on_upper_bound = false;

@@ -35,5 +35,6 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;   // a gate failed (validate --max-mape, OOM with --strict)
 inline constexpr int kExitBadInput = 2;  // InputError
 inline constexpr int kExitInternal = 3;  // a bug: an unexpected exception
+inline constexpr int kExitInterrupted = 130;  // stopped by SIGINT (128 + 2, the shell's convention)
 
 }  // namespace projector

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -178,11 +179,39 @@ struct MappedRun {
   std::vector<std::string> assumptions;
 };
 
-// Maps one entry with the framework profiles of `data_dir` (read once per call; pass the catalogue
-// when mapping many entries).
+// What mapping reads from the data directory, read once per validation run rather than once per
+// entry: the framework profiles, the accelerator catalogue's names, and each accelerator and
+// network file on first use. A catalogue that cannot be read fails the entries that need it, one
+// by one, with its error.
+class MappingCatalogue {
+ public:
+  MappingCatalogue(std::string data_dir, ProfileCatalog profiles);
+  explicit MappingCatalogue(const std::string& data_dir);
+  ~MappingCatalogue();
+  MappingCatalogue(const MappingCatalogue&) = delete;
+  MappingCatalogue& operator=(const MappingCatalogue&) = delete;
+
+  const std::string& data_dir() const { return data_dir_; }
+  const ProfileCatalog& profiles() const { return profiles_; }
+  // As match_accelerator_name() (hardware/catalog.h).
+  std::optional<std::string> match_accelerator(const std::string& text);
+  // The catalogue entry `name` and its default network, each loaded once.
+  const AcceleratorSpec& accelerator(const std::string& name);
+  const NetworkSpec& default_network(const AcceleratorSpec& accelerator);
+
+ private:
+  struct Cache;
+  std::string data_dir_;
+  ProfileCatalog profiles_;
+  std::unique_ptr<Cache> cache_;
+};
+
+// Maps one entry with the framework profiles of `data_dir` (read once per call; pass a
+// MappingCatalogue when mapping many entries).
 MappedRun map_run(const RunEntry& entry, const std::string& data_dir);
 MappedRun map_run(const RunEntry& entry, const std::string& data_dir,
                   const ProfileCatalog& profiles);
+MappedRun map_run(const RunEntry& entry, MappingCatalogue& catalogue);
 
 // ------------------------------------------------------------------------------------ validation
 

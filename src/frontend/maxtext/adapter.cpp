@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "projector/frontend/loader.h"
@@ -91,18 +92,26 @@ ConfigValue overrides_of(const ConfigValue& args) {
 
 void warn_unknown(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
   std::set<std::string> seen;
+  std::vector<std::string> warnings;
+  std::size_t more = 0;
   for (const std::string& key : in.user_keys) {
     if (schema.known(key) || !seen.insert(key).second) continue;
+    if (warnings.size() >= kMaxListedUnknownKeys) {
+      ++more;
+      continue;
+    }
     const ConfigValue* v = in.args.find(key);
     const SourceLocation where = v != nullptr ? v->where : SourceLocation{};
     const std::string loc =
         where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
     const std::string nearest = schema.nearest(key);
-    d.warnings.push_back(
-        nearest.empty() ? fmt::format("{}unknown MaxText key '{}' (ignored)", loc, key)
-                        : fmt::format("{}unknown MaxText key '{}' (ignored); did you mean '{}'?",
-                                      loc, key, nearest));
+    warnings.push_back(nearest.empty()
+                           ? fmt::format("{}unknown MaxText key '{}' (ignored)", loc, key)
+                           : fmt::format("{}unknown MaxText key '{}' (ignored); did you mean '{}'?",
+                                         loc, key, nearest));
   }
+  add_unknown_key_summary(warnings, more, in.args.where);
+  for (std::string& w : warnings) d.warnings.push_back(std::move(w));
 }
 
 void name_fields(JobDraft& d, MaxTextReader& r) {
@@ -237,25 +246,22 @@ void MaxTextReader::fail(const std::string& key, const std::string& message) con
 std::int64_t MaxTextReader::integer(const std::string& key, std::int64_t fallback) {
   const ConfigValue* v = get(key);
   if (v == nullptr) return fallback;
-  if (v->kind == ConfigValue::Kind::kInt) return v->i;
-  if (v->kind == ConfigValue::Kind::kFloat &&
-      v->f == static_cast<double>(static_cast<std::int64_t>(v->f))) {
-    return static_cast<std::int64_t>(v->f);
-  }
-  fail(key, fmt::format("expected an integer, got '{}'", v->to_text()));
+  std::string error;
+  if (const std::optional<std::int64_t> n = bounded_integer(*v, error)) return *n;
+  fail(key, error);
 }
 
 double MaxTextReader::number(const std::string& key, double fallback) {
   const ConfigValue* v = get(key);
   if (v == nullptr) return fallback;
-  if (v->kind == ConfigValue::Kind::kFloat) return v->f;
+  if (v->kind == ConfigValue::Kind::kFloat && std::isfinite(v->f)) return v->f;
   if (v->kind == ConfigValue::Kind::kInt) return static_cast<double>(v->i);
   if (v->kind == ConfigValue::Kind::kString) {
     char* end = nullptr;
     const double x = std::strtod(v->s.c_str(), &end);
-    if (end != v->s.c_str() && *end == '\0') return x;
+    if (end != v->s.c_str() && *end == '\0' && std::isfinite(x)) return x;
   }
-  fail(key, fmt::format("expected a number, got '{}'", v->to_text()));
+  fail(key, fmt::format("expected a finite number, got '{}'", v->to_text()));
 }
 
 bool MaxTextReader::boolean(const std::string& key, bool fallback) {

@@ -8,6 +8,7 @@
 
 #include "frontend/maxtext/adapter.h"
 #include "projector/model/family.h"
+#include "projector/util/bounds.h"
 #include "projector/util/text.h"
 
 namespace projector::frontend_detail {
@@ -55,14 +56,21 @@ struct Dims {
 
 Dims read_dims(MaxTextReader& r) {
   const Scales s = individual_scales(r);
+  // types.py scales each base size by 2^shift; past kMaxCount it is refused, never narrowed.
+  auto scaled = [&r](const char* key, std::int64_t fallback, int shift) {
+    const std::int64_t base = r.integer(key, fallback);
+    if (base > 0 && base > (kMaxCount >> shift)) {
+      r.fail(key, fmt::format("{} x global_parameter_scale is more than {}", base, kMaxCount));
+    }
+    return base > 0 ? base << shift : base;
+  };
   Dims d;
-  d.emb = r.integer("base_emb_dim", 0) << s.emb;
-  d.heads = static_cast<int>(r.integer("base_num_query_heads", 0) << s.heads);
-  d.kv_heads = static_cast<int>(r.integer("base_num_kv_heads", 0) << s.heads);
-  d.mlp = r.integer("base_mlp_dim", 0) << s.mlp;
-  const std::int64_t moe = r.integer("base_moe_mlp_dim", -1);
-  d.moe_mlp = moe > 0 ? moe << s.mlp : moe;
-  d.layers = static_cast<int>(r.integer("base_num_decoder_layers", 0) << s.layers);
+  d.emb = scaled("base_emb_dim", 0, s.emb);
+  d.heads = static_cast<int>(scaled("base_num_query_heads", 0, s.heads));
+  d.kv_heads = static_cast<int>(scaled("base_num_kv_heads", 0, s.heads));
+  d.mlp = scaled("base_mlp_dim", 0, s.mlp);
+  d.moe_mlp = scaled("base_moe_mlp_dim", -1, s.mlp);
+  d.layers = static_cast<int>(scaled("base_num_decoder_layers", 0, s.layers));
   d.head_dim = static_cast<int>(r.integer("head_dim", 128));
   const std::pair<const char*, std::int64_t> positive[] = {{"base_emb_dim", d.emb},
                                                            {"base_num_query_heads", d.heads},
@@ -71,7 +79,12 @@ Dims read_dims(MaxTextReader& r) {
                                                            {"base_num_decoder_layers", d.layers},
                                                            {"head_dim", d.head_dim}};
   for (const auto& [key, v] : positive) {
-    if (v < 1 || v > kMaxCount * 1024LL) r.fail(key, fmt::format("must be positive, got {}", v));
+    if (v < 1) r.fail(key, fmt::format("must be positive, got {}", v));
+  }
+  // Layers are allocated one by one: bounded before that (the builder checks the rest).
+  if (d.layers > kMaxLayers) {
+    r.fail("base_num_decoder_layers",
+           fmt::format("{} layers is more than the {} this tool models", d.layers, kMaxLayers));
   }
   return d;
 }

@@ -40,8 +40,15 @@ bool environment_name(std::string_view key) {
 // job: a warning saying what ignoring them means. Modelled and known keys: nothing.
 void check_keys(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
   std::set<std::string> seen;
+  std::size_t listed = 0, more = 0;
   for (const std::string& key : in.user_keys) {
     if (schema.known(key) || environment_name(key) || !seen.insert(key).second) continue;
+    // Past the first kMaxListedUnknownKeys only a count (each line costs a lookup and a scan of
+    // the schema for a suggestion).
+    if (!in.strict_keys && listed++ >= kMaxListedUnknownKeys) {
+      ++more;
+      continue;
+    }
     const ConfigValue* v = in.args.find(key);
     const SourceLocation where = v != nullptr ? v->where : SourceLocation{};
     if (in.strict_keys) {
@@ -52,6 +59,7 @@ void check_keys(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
     }
     d.warnings.push_back(schema.unknown_key_warning(key, where));
   }
+  add_unknown_key_summary(d.warnings, more, in.args.where);
   for (const auto& [key, value] : in.args.entries) {
     const NotModelledKey* nm = schema.not_modelled(key);
     if (nm == nullptr || value.is_null()) continue;
@@ -85,6 +93,25 @@ void name_model_fields(const ArgReader& r, JobDraft& d) {
   }
 }
 
+// The model keys' locations for the job builder's range checks (JobDraft::model_origin): model
+// fields are named after Megatron's arguments, so the lookup is by name, a padded vocabulary
+// standing for the vocabulary.
+void locate_model_keys(const ConfigValue& args, JobDraft& d) {
+  auto located = std::make_shared<std::vector<std::pair<std::string, SourceLocation>>>();
+  for (const auto& [k, v] : args.entries) {
+    if (!v.is_null()) located->emplace_back(k, v.where);
+  }
+  d.model_origin = [located](std::string_view key) -> std::optional<FieldOrigin> {
+    for (const std::string_view name :
+         {key == "vocab_size" ? std::string_view("padded_vocab_size") : key, key}) {
+      for (const auto& [k, where] : *located) {
+        if (k == name) return FieldOrigin{k, where};
+      }
+    }
+    return std::nullopt;
+  };
+}
+
 }  // namespace
 
 void normalize_megatron_args(ConfigValue& args) {
@@ -116,6 +143,7 @@ JobDraft MegatronAdapter::normalize(AdapterInput& in) const {
   d.model.name = in.model_name;
   ArgReader r(in.args, d.defaults);
   name_model_fields(r, d);
+  locate_model_keys(in.args, d);
   read_parallel(r, d.model, d);
   read_runtime(r, d.model, d);
   return d;

@@ -3,12 +3,15 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "projector/frontend/config_value.h"
 #include "projector/model/job.h"
+#include "projector/util/bounds.h"
 
 namespace projector::frontend_detail {
 
@@ -32,13 +35,13 @@ class ArgReader {
     throw InputError(where(key), key, message);
   }
 
+  // Every integer is at most kMaxCount in magnitude (util/bounds.h), so narrowing it to int is
+  // exact; a larger one is refused, never wrapped or truncated.
   std::int64_t as_int(const std::string& key, const ConfigValue& v) const {
-    if (v.kind == ConfigValue::Kind::kInt) return v.i;
-    if (v.kind == ConfigValue::Kind::kFloat &&
-        v.f == static_cast<double>(static_cast<std::int64_t>(v.f))) {
-      return static_cast<std::int64_t>(v.f);
-    }
-    fail(key, fmt::format("expected an integer, got '{}'", v.to_text()));
+    std::string error;
+    const std::optional<std::int64_t> n = bounded_integer(v, error);
+    if (!n) fail(key, error);
+    return *n;
   }
 
   std::int64_t require_int(const std::string& key) const {
@@ -67,15 +70,24 @@ class ArgReader {
       if (!reason.empty()) note(key, fmt::format("{}", fallback), reason);
       return fallback;
     }
-    if (v->kind == ConfigValue::Kind::kFloat) return v->f;
-    if (v->kind == ConfigValue::Kind::kInt) return static_cast<double>(v->i);
-    if (v->kind == ConfigValue::Kind::kString) {
-      // PyYAML leaves "1e-5" a string; Megatron's argparse would still read it as a number.
-      char* end = nullptr;
-      const double d = std::strtod(v->s.c_str(), &end);
-      if (end != v->s.c_str() && *end == '\0') return d;
+    double d = 0.0;
+    if (v->kind == ConfigValue::Kind::kFloat) {
+      d = v->f;
+    } else if (v->kind == ConfigValue::Kind::kInt) {
+      d = static_cast<double>(v->i);
+    } else if (!parse_number_text(*v, d)) {
+      fail(key, fmt::format("expected a number, got '{}'", v->to_text()));
     }
-    fail(key, fmt::format("expected a number, got '{}'", v->to_text()));
+    if (!std::isfinite(d)) fail(key, fmt::format("must be a finite number, got '{}'", v->s));
+    return d;
+  }
+
+  // PyYAML leaves "1e-5" a string; Megatron's argparse would still read it as a number.
+  static bool parse_number_text(const ConfigValue& v, double& out) {
+    if (v.kind != ConfigValue::Kind::kString || v.s.empty()) return false;
+    char* end = nullptr;
+    out = std::strtod(v.s.c_str(), &end);
+    return end != v.s.c_str() && *end == '\0';
   }
 
   bool as_bool(const std::string& key, const ConfigValue& v) const {

@@ -20,9 +20,10 @@ std::string lower(std::string_view s) {
   return to_lower(s);
 }
 
-int checked_int(ArgReader& r, const std::string& key, std::int64_t v, std::int64_t min_value) {
-  if (v < min_value || v > (1LL << 31) - 1) {
-    r.fail(key, fmt::format("must be at least {}, got {}", min_value, v));
+int checked_int(ArgReader& r, const std::string& key, std::int64_t v, std::int64_t min_value,
+                std::int64_t max_value = kMaxCount) {
+  if (v < min_value || v > max_value) {
+    r.fail(key, fmt::format("must be between {} and {}, got {}", min_value, max_value, v));
   }
   return static_cast<int>(v);
 }
@@ -215,8 +216,9 @@ int read_window(ArgReader& r, int num_layers, std::vector<int>& full_attention_l
       std::string error;
       const auto value = eval_list_expression(w->s, error);
       if (!value) r.fail("window_size", error);
-      window = static_cast<int>(value->is_list ? (value->list.empty() ? 0 : value->list[0])
-                                               : value->integer);
+      window = checked_int(
+          r, "window_size",
+          value->is_list ? (value->list.empty() ? 0 : value->list[0]) : value->integer, -kMaxCount);
     } else {
       window = static_cast<int>(r.as_int("window_size", *w));
     }
@@ -352,7 +354,7 @@ ModelSpec build_model(const ConfigValue& args, const std::string& data_dir,
   ArgReader r(args, defaults);
   ModelSpec m;
   frontend_detail::refuse_unmodelled_models(r);
-  const int num_layers = checked_int(r, "num_layers", r.require_int("num_layers"), 1);
+  const int num_layers = checked_int(r, "num_layers", r.require_int("num_layers"), 1, kMaxLayers);
   m.hidden_size = checked_int(r, "hidden_size", r.require_int("hidden_size"), 1);
   const int heads = checked_int(r, "num_attention_heads", r.require_int("num_attention_heads"), 1);
   read_embeddings(r, m);

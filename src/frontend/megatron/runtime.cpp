@@ -32,7 +32,7 @@ std::vector<int> int_list(ArgReader& r, const std::string& key) {
     for (const ConfigValue& item : v->items) out.push_back(static_cast<int>(r.as_int(key, item)));
     return out;
   }
-  if (v->kind == ConfigValue::Kind::kInt) return {static_cast<int>(v->i)};
+  if (v->kind == ConfigValue::Kind::kInt) return {static_cast<int>(r.as_int(key, *v))};
   std::string text = v->to_text();
   std::replace_if(
       text.begin(), text.end(), [](char c) { return c == '[' || c == ']' || c == ','; }, ' ');
@@ -40,10 +40,7 @@ std::vector<int> int_list(ArgReader& r, const std::string& key) {
   while ((start = text.find_first_not_of(' ', start)) != std::string::npos) {
     const std::size_t end = text.find(' ', start);
     const std::string part = text.substr(start, end - start);
-    char* stop = nullptr;
-    const long n = std::strtol(part.c_str(), &stop, 10);
-    if (*stop != '\0') r.fail(key, fmt::format("expected integers, got '{}'", part));
-    out.push_back(static_cast<int>(n));
+    out.push_back(static_cast<int>(r.as_int(key, resolve_plain_scalar(part, r.where(key)))));
     start = end;
   }
   return out;

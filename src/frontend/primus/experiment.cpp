@@ -235,8 +235,14 @@ ResolvedConfig resolve_config(const LoadRequest& request) {
   }
   const ConfigValue experiment = load_yaml_with_extends(request.config_path, request.env);
   std::string module_name;
+  // A key absent from every file is reported at the trainer module of the experiment (where it
+  // would be added), else at the experiment file.
+  SourceLocation absent_keys = experiment.where.file == request.config_path
+                                   ? experiment.where
+                                   : SourceLocation{request.config_path, 0, 0};
   if (const ConfigValue* module = find_trainer(experiment, module_name)) {
     resolve_module(*module, module_name, request, out);
+    if (module->where.file == request.config_path) absent_keys = module->where;
   } else {
     // A flat file of one back-end's arguments (no Primus experiment structure): a top-level
     // `framework:` names the back-end, else an adapter that recognizes its format (a MaxText YAML),
@@ -264,6 +270,7 @@ ResolvedConfig resolve_config(const LoadRequest& request) {
          ""});
   }
   apply_set_overrides(request, out);
+  out.args.where = absent_keys;
   // The bundled preset's values that nothing later replaced are defaults of this job.
   for (const auto& [k, v] : out.args.entries) {
     if (!out.bundled_preset_path.empty() && v.where.file == out.bundled_preset_path &&

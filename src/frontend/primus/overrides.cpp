@@ -131,11 +131,17 @@ ClusterRequest cluster_request(const LoadRequest& request, JobDraft& d) {
   ClusterRequest c;
   c.data_dir = request.data_dir.empty() ? default_data_dir() : request.data_dir;
   c.hardware = request.hardware;
-  if (c.hardware.empty() && request.env) {
-    if (auto arch = request.env("PRIMUS_GPU_ARCH"); arch && !arch->empty()) c.hardware = *arch;
+  if (!c.hardware.empty()) {
+    d.set_origin(DraftField::kHardware, "hardware", {"--hardware", 0, 0});
+  } else if (request.env) {
+    if (auto arch = request.env("PRIMUS_GPU_ARCH"); arch && !arch->empty()) {
+      c.hardware = *arch;
+      d.set_origin(DraftField::kHardware, "PRIMUS_GPU_ARCH", {"environment PRIMUS_GPU_ARCH", 0, 0});
+    }
   }
   c.default_hardware_reason = "no --hardware / --gpu-arch / PRIMUS_GPU_ARCH";
   c.network = request.hardware_config;
+  c.network_where = {"--hardware-config", 0, 0};
   if (request.cli.gpus_per_node) {
     c.gpus_per_node = *request.cli.gpus_per_node;
     d.set_origin(DraftField::kGpusPerNode, "gpus_per_node", {"--gpus-per-node", 0, 0});

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <filesystem>
+#include <map>
 
 #include "projector/util/text.h"
 
@@ -88,10 +90,19 @@ std::vector<std::pair<std::string, std::string>> split_dlrm_command_line(std::st
 
 void normalize_torchrec_args(ConfigValue& args, std::vector<std::string>& warnings,
                              std::vector<std::string>* expanded) {
+  // Canonical keys, the later of two spellings winning in the first one's place (indexed: linear
+  // in the keys, whatever their number).
   std::vector<std::pair<std::string, ConfigValue>> entries;
-  for (auto& [k, v] : args.entries) entries.emplace_back(canonical_key(k), std::move(v));
-  args.entries.clear();
-  for (auto& [k, v] : entries) args.set(k, std::move(v));
+  std::map<std::string, std::size_t> index;
+  for (auto& [k, v] : args.entries) {
+    std::string key = canonical_key(k);
+    if (const auto [it, added] = index.emplace(key, entries.size()); !added) {
+      entries[it->second].second = std::move(v);
+    } else {
+      entries.emplace_back(std::move(key), std::move(v));
+    }
+  }
+  args.entries = std::move(entries);
   for (const char* key : {"command_line", "dlrm_main_args"}) {
     const ConfigValue* cl = args.find(key);
     if (cl == nullptr) continue;
@@ -100,7 +111,13 @@ void normalize_torchrec_args(ConfigValue& args, std::vector<std::string>& warnin
     }
     const ConfigValue line = *cl;
     args.erase(key);
-    for (const auto& [flag, text] : split_dlrm_command_line(line.s)) {
+    const auto flags = split_dlrm_command_line(line.s);
+    constexpr std::size_t kMaxFlags = 1000;  // dlrm_main.py has about 60 arguments
+    if (flags.size() > kMaxFlags) {
+      throw InputError(line.where, key,
+                       fmt::format("{} flags; at most {} are read", flags.size(), kMaxFlags));
+    }
+    for (const auto& [flag, text] : flags) {
       if (const ConfigValue* existing = args.find(flag); existing != nullptr) {
         warnings.push_back(fmt::format("{}:{}: --{} in {} is overridden by the file's {}: {}",
                                        line.where.file, line.where.line, flag, key, flag,
@@ -129,7 +146,7 @@ std::optional<std::vector<std::int64_t>> int_list(const ArgReader& r, const std:
     return out;
   }
   if (v->kind == ConfigValue::Kind::kInt) {
-    add(v->i, 0);
+    add(r.as_int(key, *v), 0);
     return out;
   }
   std::string text = v->kind == ConfigValue::Kind::kString ? v->s : v->to_text();
@@ -140,13 +157,12 @@ std::optional<std::vector<std::int64_t>> int_list(const ArgReader& r, const std:
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string item = text.substr(start, comma - start);
-    char* end = nullptr;
-    const long long n = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0') {
+    const ConfigValue typed = resolve_plain_scalar(item, v->where);
+    if (item.empty() || !is_integer_literal(item)) {
       r.fail(key, fmt::format("expected a list of integers such as 512,256,128, got '{}'",
                               v->to_text()));
     }
-    add(n, out.size());
+    add(r.as_int(key, typed), out.size());
     start = comma + 1;
   }
   return out;
@@ -162,6 +178,18 @@ std::string profile_text(const FrameworkProfile& p, const std::string& key, JobD
   }
   d.defaults.push_back({as, v->text, v->source, p.name});
   return v->text;
+}
+
+std::int64_t profile_integer(const FrameworkProfile& p, const std::string& key, JobDraft& d,
+                             const std::string& as) {
+  const std::string text = profile_text(p, key, d, as);
+  long long n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n < 0 || n > kMaxCount) {
+    throw InputError({p.file, 0, 0}, "recsys." + key,
+                     fmt::format("expected an integer in 0..{}, got '{}'", kMaxCount, text));
+  }
+  return n;
 }
 
 void read_sharding_pins(ArgReader& r, ModelSpec& model) {
@@ -191,7 +219,7 @@ void read_sharding_pins(ArgReader& r, ModelSpec& model) {
   } else {
     for (const auto& [name, item] : v->entries) {
       auto it = std::find_if(tables.begin(), tables.end(),
-                             [&](const EmbeddingTableSpec& t) { return t.name == name; });
+                             [&n = name](const EmbeddingTableSpec& t) { return t.name == n; });
       if (it == tables.end()) {
         throw InputError(item.where, key + "." + name,
                          fmt::format("no table '{}' (tables are named {} ... {})", name,

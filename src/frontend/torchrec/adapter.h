@@ -58,5 +58,8 @@ void read_sharding_pins(ArgReader& r, ModelSpec& model);
 // A profile value the config does not state, recorded with the profile.
 std::string profile_text(const FrameworkProfile& p, const std::string& key, JobDraft& d,
                          const std::string& as);
+// The integer profile value `key` (refused unless in 0..kMaxCount: no throwing conversion).
+std::int64_t profile_integer(const FrameworkProfile& p, const std::string& key, JobDraft& d,
+                             const std::string& as);
 
 }  // namespace projector::frontend_detail

@@ -2,7 +2,10 @@
 // Unstated arguments take dlrm_main.py's defaults from the framework profile, recorded.
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include "frontend/torchrec/adapter.h"
+#include "projector/util/bounds.h"
 #include "projector/util/text.h"
 
 namespace projector::frontend_detail {
@@ -18,8 +21,7 @@ class DlrmReader {
       if (v <= 0) r_.fail(key, fmt::format("must be a positive integer, got {}", v));
       return v;
     }
-    const std::string text = profile_text(p_, profile_key, d_, key);
-    return std::stoll(text);
+    return profile_integer(p_, profile_key, d_, key);
   }
   std::vector<std::int64_t> sizes(const std::string& key) {
     if (const auto v = int_list(r_, key, true)) {
@@ -31,7 +33,15 @@ class DlrmReader {
     std::size_t start = 0;
     while (start <= text.size()) {
       const std::size_t comma = std::min(text.find(',', start), text.size());
-      out.push_back(std::stoll(text.substr(start, comma - start)));
+      long long n = 0;
+      const char* first = text.data() + start;
+      const char* last = text.data() + comma;
+      const auto [end, ec] = std::from_chars(first, last, n);
+      if (ec != std::errc() || end != last || n <= 0 || n > kMaxCount) {
+        throw InputError({p_.file, 0, 0}, "recsys." + key,
+                         fmt::format("expected positive integers such as 512,256, got '{}'", text));
+      }
+      out.push_back(n);
       start = comma + 1;
     }
     return out;

@@ -142,7 +142,7 @@ void read_dlrm_v4_args(ArgReader& r, const FrameworkProfile& p, JobDraft& d) {
   const std::int64_t param_bytes =
       r.has("embedding_param_bytes")
           ? r.as_int("embedding_param_bytes", *r.get("embedding_param_bytes"))
-          : std::stoll(profile_text(p, "v4_embedding_param_bytes", d, "embedding_param_bytes"));
+          : profile_integer(p, "v4_embedding_param_bytes", d, "embedding_param_bytes");
   Dtype dtype = Dtype::kFp32;
   switch (param_bytes) {
     case 4:

@@ -35,13 +35,20 @@ void warn_unknown_keys(const AdapterInput& in, const KeySchema& schema, JobDraft
   std::vector<std::pair<std::string, SourceLocation>> leaves;
   user_leaves(in.args, "", in, leaves);
   std::set<std::string> warned;
+  std::size_t listed = 0;
+  std::size_t more = 0;
   for (const auto& [key, where] : leaves) {
     // Architecture keys under `model:` are checked against the flavor's arguments (model.cpp).
     if (key.starts_with("model.") || ignored_leaf(schema, key) || !warned.insert(key).second) {
       continue;
     }
+    if (listed++ >= kMaxListedUnknownKeys) {
+      ++more;
+      continue;
+    }
     d.warnings.push_back(schema.unknown_key_warning(key, where));
   }
+  add_unknown_key_summary(d.warnings, more, SourceLocation{in.source, 0, 0});
 }
 
 void name_fields(const TitanReader& r, JobDraft& d) {

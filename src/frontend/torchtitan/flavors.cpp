@@ -4,12 +4,11 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <regex>
-#include <sstream>
 
 #include "frontend/torchtitan/python_source.h"
 #include "projector/frontend/torchtitan.h"
+#include "projector/util/input_file.h"
 
 namespace projector::frontend_detail {
 namespace {
@@ -17,11 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) throw InputError({p.string(), 0, 0}, "torchtitan source", "cannot read the file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_input_file(p.string());
 }
 
 const ConfigValue& require_map(const ConfigValue* v, const std::string& file,
@@ -36,6 +31,7 @@ std::string text_of(const ConfigValue* v) {
 
 // The file defining class `name` among the Python files of `dir` (recursively), or empty.
 fs::path find_class_file(const fs::path& dir, const std::string& name) {
+  if (!is_python_identifier(name)) return {};  // never a pattern of its own
   const std::regex header("(^|\\n)class\\s+" + name + "\\b");
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {

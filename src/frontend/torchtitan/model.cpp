@@ -9,6 +9,7 @@
 #include <set>
 
 #include "frontend/torchtitan/adapter.h"
+#include "projector/util/bounds.h"
 
 namespace projector::frontend_detail {
 namespace {
@@ -24,11 +25,29 @@ class Args {
     const ConfigValue* v = a_.find(k);
     return v == nullptr || v->is_null() ? nullptr : v;
   }
+  // Bounded (so narrowing is exact); the sizes that divide or count layers are at least 1, the
+  // counts that add to them at least 0, the layers at most kMaxLayers.
   std::int64_t integer(const std::string& k) const {
     const ConfigValue* v = get(k);
-    if (v != nullptr && v->kind == ConfigValue::Kind::kInt) return v->i;
-    throw InputError(v != nullptr ? v->where : a_.where, k,
-                     fmt::format("{}: expected an integer", what_));
+    if (v == nullptr || v->kind != ConfigValue::Kind::kInt) {
+      throw InputError(v != nullptr ? v->where : a_.where, k,
+                       fmt::format("{}: expected an integer", what_));
+    }
+    std::string error;
+    const std::optional<std::int64_t> n = bounded_integer(*v, error);
+    if (!n) throw InputError(v->where, k, fmt::format("{}: {}", what_, error));
+    static const std::set<std::string> kPositive = {
+        "dim", "n_heads", "n_layers", "multiple_of", "top_k", "num_experts", "head_dim"};
+    static const std::set<std::string> kNonNegative = {"num_shared_experts", "n_dense_layers",
+                                                       "interleave_moe_layer_step",
+                                                       "every_n_layers_nope", "n_kv_heads"};
+    const std::int64_t lowest = kPositive.contains(k) ? 1 : kNonNegative.contains(k) ? 0 : *n;
+    const std::int64_t highest = k == "n_layers" ? kMaxLayers : kMaxCount;
+    if (*n < lowest || *n > highest) {
+      throw InputError(v->where, k,
+                       fmt::format("{}: must be in {}..{}, got {}", what_, lowest, highest, *n));
+    }
+    return *n;
   }
   std::int64_t integer_or(const std::string& k, std::int64_t fallback) const {
     return get(k) != nullptr ? integer(k) : fallback;
@@ -37,8 +56,12 @@ class Args {
     const ConfigValue* v = get(k);
     if (v == nullptr) return std::nullopt;
     if (v->kind == ConfigValue::Kind::kInt) return static_cast<double>(v->i);
-    if (v->kind == ConfigValue::Kind::kFloat) return v->f;
-    throw InputError(v->where, k, fmt::format("{}: expected a number", what_));
+    // Multipliers of widths: finite and at most kMaxCount, so the products stay in 64 bits.
+    if (v->kind == ConfigValue::Kind::kFloat && std::isfinite(v->f) &&
+        std::fabs(v->f) <= static_cast<double>(kMaxCount)) {
+      return v->f;
+    }
+    throw InputError(v->where, k, fmt::format("{}: expected a finite number", what_));
   }
   bool boolean(const std::string& k, bool fallback) const {
     const ConfigValue* v = get(k);

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <regex>
@@ -42,10 +43,13 @@ class ExprParser {
   [[noreturn]] void fail(const std::string& what) const {
     throw InputError(where(), "torchtitan source", what);
   }
+  // Lines counted from the last position asked for (positions only grow): linear in the text.
   SourceLocation where() const {
-    int line = first_line_;
-    for (std::size_t i = 0; i < pos_ && i < t_.size(); ++i) line += t_[i] == '\n' ? 1 : 0;
-    return {file_, line, 0};
+    if (pos_ < line_pos_) line_pos_ = 0, line_ = first_line_;
+    for (; line_pos_ < pos_ && line_pos_ < t_.size(); ++line_pos_) {
+      line_ += t_[line_pos_] == '\n' ? 1 : 0;
+    }
+    return {file_, line_, 0};
   }
   // Whitespace, newlines and comments.
   void skip() {
@@ -81,10 +85,11 @@ class ExprParser {
         (b.kind == ConfigValue::Kind::kInt || b.kind == ConfigValue::Kind::kFloat);
     if (!numeric)
       return ConfigValue::make_string(a.to_text() + " " + op + " " + b.to_text(), a.where);
-    if (ints) {
-      const std::int64_t r = op == '*' ? a.i * b.i : (op == '+' ? a.i + b.i : a.i - b.i);
-      return ConfigValue::make_int(r, a.where);
-    }
+    std::int64_t r = 0;
+    const bool overflow = op == '*'   ? __builtin_mul_overflow(a.i, b.i, &r)
+                          : op == '+' ? __builtin_add_overflow(a.i, b.i, &r)
+                                      : __builtin_sub_overflow(a.i, b.i, &r);
+    if (ints && !overflow) return ConfigValue::make_int(r, a.where);  // else as floats
     ConfigValue out;
     out.kind = ConfigValue::Kind::kFloat;
     out.f = op == '*' ? num(a) * num(b) : (op == '+' ? num(a) + num(b) : num(a) - num(b));
@@ -93,7 +98,16 @@ class ExprParser {
     return out;
   }
 
+  // Nesting deeper than any real flavor table is refused before it exhausts the stack.
   ConfigValue term() {
+    constexpr int kMaxDepth = 200;
+    if (depth_ >= kMaxDepth) fail(fmt::format("nested deeper than {} levels", kMaxDepth));
+    ++depth_;
+    ConfigValue v = term_at_depth();
+    --depth_;
+    return v;
+  }
+  ConfigValue term_at_depth() {
     skip();
     if (pos_ >= t_.size()) fail("unexpected end of expression");
     const SourceLocation at = where();
@@ -103,7 +117,12 @@ class ExprParser {
     if (c == '-') {
       ++pos_;
       ConfigValue v = term();
-      if (v.kind == ConfigValue::Kind::kInt) v.i = -v.i;
+      if (v.kind == ConfigValue::Kind::kInt && v.i == INT64_MIN) {
+        v.kind = ConfigValue::Kind::kFloat;
+        v.f = -static_cast<double>(v.i);
+      } else if (v.kind == ConfigValue::Kind::kInt) {
+        v.i = -v.i;
+      }
       if (v.kind == ConfigValue::Kind::kFloat) v.f = -v.f;
       v.s = "-" + v.s;
       return v;
@@ -237,6 +256,9 @@ class ExprParser {
   std::size_t pos_;
   const std::string& file_;
   int first_line_;
+  int depth_ = 0;
+  mutable std::size_t line_pos_ = 0;  // where() has counted lines up to here
+  mutable int line_ = first_line_;
 };
 
 int line_of(const std::string& text, std::size_t pos) {
@@ -257,6 +279,7 @@ ConfigValue parse_python_expression(std::string_view text, std::size_t& pos,
 
 ConfigValue python_dict_assignment(const std::string& source, const std::string& file,
                                    const std::string& variable) {
+  if (!is_python_identifier(variable)) return ConfigValue{};
   const std::regex assign("(^|\\n)" + variable + "\\s*(:[^=\\n]*)?=\\s*\\{");
   std::smatch m;
   if (!std::regex_search(source, m, assign)) return ConfigValue{};
@@ -264,8 +287,18 @@ ConfigValue python_dict_assignment(const std::string& source, const std::string&
   return parse_python_expression(source, pos, file, 1);
 }
 
+bool is_python_identifier(std::string_view name) {
+  if (name.empty() || name.size() > 256 || std::isdigit(static_cast<unsigned char>(name[0]))) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
 ConfigValue python_dataclass_defaults(const std::string& source, const std::string& file,
                                       const std::string& class_name) {
+  if (!is_python_identifier(class_name)) return ConfigValue{};  // never a pattern of its own
   const std::regex header("(^|\\n)class\\s+" + class_name + "\\b[^\\n]*:\\s*\\n");
   std::smatch m;
   if (!std::regex_search(source, m, header)) return ConfigValue{};
@@ -278,7 +311,9 @@ ConfigValue python_dataclass_defaults(const std::string& source, const std::stri
     const bool blank = line.find_first_not_of(" \t\r") == std::string::npos;
     if (!blank && !line.starts_with(" ") && !line.starts_with("\t")) break;  // class body ended
     std::smatch fm;
-    if (std::regex_match(line, fm, field_re)) {
+    // std::regex recurses per character: a field line longer than any real one is skipped.
+    constexpr std::size_t kMaxFieldLine = 4096;
+    if (line.size() <= kMaxFieldLine && std::regex_match(line, fm, field_re)) {
       std::size_t at = pos + static_cast<std::size_t>(fm.position(2));
       try {
         ConfigValue v = parse_python_expression(source, at, file, 1);

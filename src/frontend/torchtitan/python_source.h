@@ -24,6 +24,10 @@ ConfigValue python_dict_assignment(const std::string& source, const std::string&
 
 // The field defaults of dataclass `class_name` in `source`: `name: type = value` lines of its
 // body (a `field(default_factory=X)` default is read as the call). kNull when the class is absent.
+// True for a plain Python identifier (what a class or variable name must be before it becomes part
+// of a pattern).
+bool is_python_identifier(std::string_view name);
+
 ConfigValue python_dataclass_defaults(const std::string& source, const std::string& file,
                                       const std::string& class_name);
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 namespace projector::frontend_detail {
@@ -94,23 +95,23 @@ ConfigValue TitanReader::value(const std::string& dotted) {
 
 std::int64_t TitanReader::integer(const std::string& dotted) {
   const ConfigValue v = value(dotted);
-  if (v.kind == ConfigValue::Kind::kInt) return v.i;
-  if (v.kind == ConfigValue::Kind::kFloat &&
-      v.f == static_cast<double>(static_cast<std::int64_t>(v.f))) {
-    return static_cast<std::int64_t>(v.f);
-  }
-  if (v.kind == ConfigValue::Kind::kString) {
-    const ConfigValue r = resolve_plain_scalar(v.s, v.where);
-    if (r.kind == ConfigValue::Kind::kInt) return r.i;
-  }
-  fail(dotted, fmt::format("expected an integer, got '{}'", v.to_text()));
+  // A TOML string holding an integer (an environment substitution) is typed like YAML's.
+  const ConfigValue typed =
+      v.kind == ConfigValue::Kind::kString ? resolve_plain_scalar(v.s, v.where) : v;
+  std::string error;
+  if (const std::optional<std::int64_t> n = bounded_integer(typed, error)) return *n;
+  fail(dotted, v.kind == ConfigValue::Kind::kString
+                   ? fmt::format("expected an integer, got '{}'", v.to_text())
+                   : error);
 }
 
 double TitanReader::number(const std::string& dotted) {
   const ConfigValue v = value(dotted);
   if (v.kind == ConfigValue::Kind::kInt) return static_cast<double>(v.i);
-  if (v.kind == ConfigValue::Kind::kFloat) return v.f;
-  fail(dotted, fmt::format("expected a number, got '{}'", v.to_text()));
+  if (v.kind == ConfigValue::Kind::kFloat && std::isfinite(v.f)) return v.f;
+  fail(dotted, v.kind == ConfigValue::Kind::kFloat
+                   ? fmt::format("must be a finite number, got '{}'", v.to_text())
+                   : fmt::format("expected a number, got '{}'", v.to_text()));
 }
 
 bool TitanReader::boolean(const std::string& dotted) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "frontend/torchtitan/adapter.h"
 #include "projector/util/text.h"
@@ -68,7 +69,15 @@ void read_checkpointing(TitanReader& r, bool compile_model, int layers, JobDraft
     r.fail(opt_key, fmt::format("expected 'op' or a positive integer, got '{}'", option));
   }
   // Every N-th block (a running count from 1) is fully checkpointed; 0 means every block.
-  const int every = std::stoi(option.substr(0, 6));
+  // Past kMaxLayers no block is checkpointed, whatever the number: read it saturated.
+  const std::string_view digits =
+      std::string_view(option).substr(std::min(option.find_first_not_of('0'), option.size()));
+  int every = 0;
+  if (digits.size() > 6) {
+    every = 1000000;
+  } else {
+    std::from_chars(digits.data(), digits.data() + digits.size(), every);
+  }
   rc.granularity = RecomputeGranularity::kNone;
   for (int i = 0; i < layers; ++i) {
     if (every <= 1 || (i + 1) % every == 0) rc.layer_ids.push_back(i);

@@ -1,0 +1,53 @@
+#include "projector/util/input_file.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace projector {
+
+std::uint64_t check_input_file(const std::string& path, std::uint64_t max_bytes,
+                               const SourceLocation& referenced_from, const std::string& key) {
+  namespace fs = std::filesystem;
+  const SourceLocation where =
+      referenced_from.file.empty() ? SourceLocation{path, 0, 0} : referenced_from;
+  const std::string name = referenced_from.file.empty() ? "" : path + ": ";
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) throw InputError(where, key, name + "file not found");
+  if (!fs::is_regular_file(st)) {
+    throw InputError(where, key,
+                     name + (fs::is_directory(st) ? "is a directory, not a file"
+                                                  : "is not a regular file (a device, FIFO or "
+                                                    "socket cannot be read as input)"));
+  }
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec) throw InputError(where, key, name + "cannot read the file size");
+  if (size > max_bytes) {
+    throw InputError(where, key,
+                     fmt::format("{}the file has {} bytes, more than the {} MiB an input may have",
+                                 name, size, max_bytes >> 20));
+  }
+  return size;
+}
+
+std::string read_input_file(const std::string& path, std::uint64_t max_bytes,
+                            const SourceLocation& referenced_from, const std::string& key) {
+  const std::uint64_t size = check_input_file(path, max_bytes, referenced_from, key);
+  std::ifstream in(path, std::ios::binary);
+  const SourceLocation where =
+      referenced_from.file.empty() ? SourceLocation{path, 0, 0} : referenced_from;
+  if (!in) throw InputError(where, key, "cannot open the file for reading");
+  std::string text;
+  // One byte more than the size checked: a file that grew since is still refused.
+  text.resize(static_cast<std::size_t>(size) + 1);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) throw InputError(where, key, "cannot read the file");
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > size) throw InputError(where, key, "the file changed while it was read");
+  return text;
+}
+
+}  // namespace projector
