@@ -28,91 +28,85 @@ double quantile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
 }
 
-void compare(const RunEntry& e, const MappedRun& m, RunResult& r) {
-  const Prediction& p = r.predicted;
-  const JobSpec& job = m.job;
-  const double gpus = static_cast<double>(m.num_gpus);
-  const ModelFlops flops = model_flops(job, m.flop_convention.options);
-  const double flops_per_token =
-      m.flop_convention.hardware ? flops.hardware_flops_per_token() : flops.model_flops_per_token();
-  const double peak = job.cluster.accelerator.peak_flops(job.runtime.precision.params_dtype) *
-                      std::max(1, job.cluster.devices_per_chip);  // per chip, as runs count
-  const double tokens_per_step = static_cast<double>(job.tokens_per_iteration());
-  // Only positive, finite pairs compare (a NaN fails both tests).
-  auto comparable = [](double predicted, double measured) {
-    return predicted > 0.0 && measured > 0.0 && std::isfinite(predicted) && std::isfinite(measured);
-  };
-  auto add = [&](const char* metric, double predicted, double measured, std::string basis) {
-    if (!comparable(predicted, measured)) return;
-    r.metrics.push_back({metric, predicted, measured, pct(predicted, measured), std::move(basis)});
-  };
+// Only positive, finite pairs compare (a NaN fails both tests).
+bool comparable(double predicted, double measured) {
+  return predicted > 0.0 && measured > 0.0 && std::isfinite(predicted) && std::isfinite(measured);
+}
 
-  // Throughput, best evidence first.
-  const RunEntry::Measured& ms = e.measured;
-  std::optional<double> tokens;
+void add_metric(RunResult& r, const char* metric, double predicted, double measured,
+                std::string basis) {
+  if (!comparable(predicted, measured)) return;
+  r.metrics.push_back({metric, predicted, measured, pct(predicted, measured), std::move(basis)});
+}
+
+// The measured throughput of an entry, best evidence first, with where it came from.
+struct Evidence {
+  std::optional<double> tokens;  // tokens/s per GPU
   std::string tokens_basis;
-  if (ms.tokens_per_sec_per_gpu) {
-    tokens = ms.tokens_per_sec_per_gpu;
-    tokens_basis = "measured";
-  } else if (ms.tokens_per_sec_total && gpus > 0) {
-    tokens = *ms.tokens_per_sec_total / gpus;
-    tokens_basis = "measured total / GPUs";
-  } else if (e.derived.tokens_per_sec_per_gpu) {
-    tokens = e.derived.tokens_per_sec_per_gpu;
-    tokens_basis = "derived by the data file";
-  }
-  if (tokens) add("tokens_per_sec_per_gpu", p.tokens_per_sec_per_gpu, *tokens, tokens_basis);
-  // Recommendation models: samples per second (one sample is one row: the projection's token).
-  if (ms.samples_per_sec_total) {
-    add("samples_per_sec_total", p.tokens_per_sec_per_gpu * gpus, *ms.samples_per_sec_total,
-        "measured");
-  }
-  std::optional<double> step = ms.step_time_s;
+  std::optional<double> step;  // step time, s
   std::string step_basis = "measured";
-  if (!step && e.derived.step_time_s) {
-    step = e.derived.step_time_s;
-    step_basis = "derived by the data file";
-  }
-  if (step) add("step_time_s", p.step_time_s, *step, step_basis);
-  const double predicted_tflops = p.tokens_per_sec_per_gpu * flops_per_token / 1e12;
-  if (ms.tflops_per_gpu) {
-    add("tflops_per_gpu", predicted_tflops, *ms.tflops_per_gpu,
-        "source convention: " + m.flop_convention.description);
-  }
-  const double predicted_mfu =
-      peak > 0 ? 100.0 * p.tokens_per_sec_per_gpu * flops.model_flops_per_token() / peak : 0.0;
-  if (ms.mfu_pct) add("mfu_pct", predicted_mfu, *ms.mfu_pct, "model FLOPs / dense 16-bit peak");
+};
 
-  // The summary's throughput error, as predicted / measured throughput - 1.
+Evidence throughput_evidence(const RunEntry& e, double gpus) {
+  const RunEntry::Measured& ms = e.measured;
+  Evidence ev;
+  if (ms.tokens_per_sec_per_gpu) {
+    ev.tokens = ms.tokens_per_sec_per_gpu;
+    ev.tokens_basis = "measured";
+  } else if (ms.tokens_per_sec_total && gpus > 0) {
+    ev.tokens = *ms.tokens_per_sec_total / gpus;
+    ev.tokens_basis = "measured total / GPUs";
+  } else if (e.derived.tokens_per_sec_per_gpu) {
+    ev.tokens = e.derived.tokens_per_sec_per_gpu;
+    ev.tokens_basis = "derived by the data file";
+  }
+  ev.step = ms.step_time_s;
+  if (!ev.step && e.derived.step_time_s) {
+    ev.step = e.derived.step_time_s;
+    ev.step_basis = "derived by the data file";
+  }
+  return ev;
+}
+
+// What the prediction says in each of the entry's units.
+struct Predicted {
+  double tokens_per_gpu = 0.0;
+  double step_s = 0.0;
+  double tflops_per_gpu = 0.0;
+  double mfu_pct = 0.0;
+  double gpus = 0.0;
+};
+
+// The summary's throughput error, predicted / measured throughput - 1, on the most direct
+// measurement the entry has.
+void throughput_error(const RunEntry::Measured& ms, const Evidence& ev, const Predicted& pr,
+                      RunResult& r) {
   auto set_tp = [&r](double ratio, std::string basis) {
     if (!(ratio > 0.0) || !std::isfinite(ratio)) return;
     r.throughput_error_pct = 100.0 * (ratio - 1.0);
     r.throughput_basis = std::move(basis);
   };
-  const double pred_step = p.step_time_s > 0 ? p.step_time_s
-                           : p.tokens_per_sec_per_gpu > 0
-                               ? tokens_per_step / (p.tokens_per_sec_per_gpu * gpus)
-                               : 0.0;
-  if (p.tokens_per_sec_per_gpu > 0 || pred_step > 0) {
-    if (ms.tokens_per_sec_per_gpu || ms.tokens_per_sec_total) {
-      set_tp(p.tokens_per_sec_per_gpu / *tokens, "tokens_per_sec_per_gpu (" + tokens_basis + ")");
-    } else if (ms.samples_per_sec_total) {
-      set_tp(p.tokens_per_sec_per_gpu * gpus / *ms.samples_per_sec_total,
-             "samples_per_sec_total (measured)");
-    } else if (ms.step_time_s && pred_step > 0) {
-      set_tp(*ms.step_time_s / pred_step, "step_time_s (measured)");
-    } else if (ms.tflops_per_gpu) {
-      set_tp(predicted_tflops / *ms.tflops_per_gpu, "tflops_per_gpu (source convention)");
-    } else if (ms.mfu_pct && predicted_mfu > 0) {
-      set_tp(predicted_mfu / *ms.mfu_pct, "mfu_pct");
-    } else if (tokens) {
-      set_tp(p.tokens_per_sec_per_gpu / *tokens, "tokens_per_sec_per_gpu (" + tokens_basis + ")");
-    } else if (step && pred_step > 0) {
-      set_tp(*step / pred_step, "step_time_s (" + step_basis + ")");
-    }
+  if (!(pr.tokens_per_gpu > 0) && !(pr.step_s > 0)) return;
+  const std::string tokens_basis = "tokens_per_sec_per_gpu (" + ev.tokens_basis + ")";
+  if (ms.tokens_per_sec_per_gpu || ms.tokens_per_sec_total) {
+    set_tp(pr.tokens_per_gpu / *ev.tokens, tokens_basis);
+  } else if (ms.samples_per_sec_total) {
+    set_tp(pr.tokens_per_gpu * pr.gpus / *ms.samples_per_sec_total,
+           "samples_per_sec_total (measured)");
+  } else if (ms.step_time_s && pr.step_s > 0) {
+    set_tp(*ms.step_time_s / pr.step_s, "step_time_s (measured)");
+  } else if (ms.tflops_per_gpu) {
+    set_tp(pr.tflops_per_gpu / *ms.tflops_per_gpu, "tflops_per_gpu (source convention)");
+  } else if (ms.mfu_pct && pr.mfu_pct > 0) {
+    set_tp(pr.mfu_pct / *ms.mfu_pct, "mfu_pct");
+  } else if (ev.tokens) {
+    set_tp(pr.tokens_per_gpu / *ev.tokens, tokens_basis);
+  } else if (ev.step && pr.step_s > 0) {
+    set_tp(*ev.step / pr.step_s, "step_time_s (" + ev.step_basis + ")");
   }
+}
 
-  // Memory.
+void compare_memory(const RunEntry::Measured& ms, const Prediction& p, RunResult& r) {
   std::optional<double> mem;
   std::string mem_basis;
   if (ms.peak_memory_gib) {
@@ -124,9 +118,50 @@ void compare(const RunEntry& e, const MappedRun& m, RunResult& r) {
   }
   if (mem && !ms.memory_metric.empty()) mem_basis += "; " + ms.memory_metric;
   if (mem && p.peak_memory_gib && comparable(*p.peak_memory_gib, *mem)) {
-    add("peak_memory_gib", *p.peak_memory_gib, *mem, mem_basis);
+    add_metric(r, "peak_memory_gib", *p.peak_memory_gib, *mem, mem_basis);
     r.memory_error_pct = pct(*p.peak_memory_gib, *mem);
   }
+}
+
+void compare(const RunEntry& e, const MappedRun& m, RunResult& r) {
+  const Prediction& p = r.predicted;
+  const JobSpec& job = m.job;
+  Predicted pr;
+  pr.gpus = static_cast<double>(m.num_gpus);
+  pr.tokens_per_gpu = p.tokens_per_sec_per_gpu;
+  const ModelFlops flops = model_flops(job, m.flop_convention.options);
+  const double flops_per_token =
+      m.flop_convention.hardware ? flops.hardware_flops_per_token() : flops.model_flops_per_token();
+  const double peak = job.cluster.accelerator.peak_flops(job.runtime.precision.params_dtype) *
+                      std::max(1, job.cluster.devices_per_chip);  // per chip, as runs count
+  const double tokens_per_step = static_cast<double>(job.tokens_per_iteration());
+  pr.tflops_per_gpu = p.tokens_per_sec_per_gpu * flops_per_token / 1e12;
+  pr.mfu_pct =
+      peak > 0 ? 100.0 * p.tokens_per_sec_per_gpu * flops.model_flops_per_token() / peak : 0.0;
+  pr.step_s = p.step_time_s > 0 ? p.step_time_s
+              : p.tokens_per_sec_per_gpu > 0
+                  ? tokens_per_step / (p.tokens_per_sec_per_gpu * pr.gpus)
+                  : 0.0;
+
+  const RunEntry::Measured& ms = e.measured;
+  const Evidence ev = throughput_evidence(e, pr.gpus);
+  if (ev.tokens)
+    add_metric(r, "tokens_per_sec_per_gpu", pr.tokens_per_gpu, *ev.tokens, ev.tokens_basis);
+  // Recommendation models: samples per second (one sample is one row: the projection's token).
+  if (ms.samples_per_sec_total) {
+    add_metric(r, "samples_per_sec_total", pr.tokens_per_gpu * pr.gpus, *ms.samples_per_sec_total,
+               "measured");
+  }
+  if (ev.step) add_metric(r, "step_time_s", p.step_time_s, *ev.step, ev.step_basis);
+  if (ms.tflops_per_gpu) {
+    add_metric(r, "tflops_per_gpu", pr.tflops_per_gpu, *ms.tflops_per_gpu,
+               "source convention: " + m.flop_convention.description);
+  }
+  if (ms.mfu_pct) {
+    add_metric(r, "mfu_pct", pr.mfu_pct, *ms.mfu_pct, "model FLOPs / dense 16-bit peak");
+  }
+  throughput_error(ms, ev, pr, r);
+  compare_memory(ms, p, r);
 }
 
 void add_group(std::vector<RegimeStats>& out, const std::vector<RunResult>& runs,
