@@ -121,6 +121,86 @@ int run_recsys(const SweepCliOptions& o, const JobSpec& base) {
   return r.entries.empty() || !r.entries.front().fits ? kExitFailure : kExitOk;
 }
 
+// The header lines: job, memory limit, candidate counts, illegal ones by rule.
+void print_summary(std::FILE* text_out, const SweepCliOptions& o, const sweep::Result& r,
+                   const JobSpec& base, sweep::Objective objective) {
+  const int threads =
+      o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
+  fmt::print(text_out, "Sweep: {} on {} node(s) x {} {} = {} GPUs; GBS {}, seq {}; objective {}\n",
+             base.model.name, r.nodes, base.cluster.gpus_per_node, base.cluster.accelerator.name,
+             r.world, base.runtime.global_batch_size, base.runtime.seq_length,
+             sweep::to_string(objective));
+  if (r.limit_bytes > 0) {
+    fmt::print(text_out, "Memory limit: {:.1f} GiB ({:.2f} x {:.1f} GiB HBM), pruned on the {}\n",
+               r.limit_bytes / kGiB, o.memory_limit, r.hbm_bytes / kGiB,
+               r.pruned_on_upper_bound ? "upper bound" : "point estimate");
+  } else {
+    fmt::print(text_out, "Memory limit: none (the accelerator's HBM size is unknown)\n");
+  }
+  fmt::print(
+      text_out,
+      "Candidates: {} enumerated, {} illegal, {} out of memory, {} projected{}{} in {:.3f} s "
+      "({} thread(s); memory {:.2f} s, performance {:.2f} s CPU)\n",
+      r.enumerated, r.illegal, r.oom, r.projected,
+      r.failed > 0 ? fmt::format(", {} failed", r.failed) : "",
+      r.not_evaluated > 0 ? fmt::format(", {} not evaluated", r.not_evaluated) : "", r.elapsed_s,
+      threads, r.memory_s, r.performance_s);
+  if (r.illegal > 0) {
+    std::string rules;
+    for (int i = 1; i < sweep::kNumRules; ++i) {
+      const std::size_t n = r.illegal_by_rule[static_cast<std::size_t>(i)];
+      if (n == 0) continue;
+      rules += fmt::format("{}{} {}", rules.empty() ? "" : ", ",
+                           sweep::to_string(static_cast<sweep::Rule>(i)), n);
+    }
+    fmt::print(text_out, "Illegal by rule: {}\n", rules);
+  }
+  for (const std::string& f : r.failures) fmt::print(stderr, "projector: warning: {}\n", f);
+  if (r.stopped) {
+    fmt::print(text_out,
+               "Stopped by interrupt after {} of {} legal candidates; best found so far:\n",
+               r.oom + r.projected + r.failed, r.oom + r.projected + r.failed + r.not_evaluated);
+  }
+}
+
+void write_outputs(const SweepCliOptions& o, const CLI::App& cmd, const sweep::Result& r,
+                   const JobSpec& base) {
+  if (!o.csv_path.empty()) {
+    std::ostringstream csv;
+    sweep::write_csv(csv, r);
+    write_output(o.csv_path, csv.str(), "--csv");
+  }
+  if (!o.json_path.empty() || !o.html_path.empty()) {
+    const std::string doc = sweep::to_json(r, base);
+    if (!o.json_path.empty()) write_output(o.json_path, doc, "--json");
+    if (!o.html_path.empty()) write_html(o, cmd, base, doc);
+  }
+}
+
+// The ranked layouts and the Pareto front; the exit code.
+int print_results(std::FILE* text_out, const SweepCliOptions& o, const sweep::Result& r,
+                  sweep::Objective objective) {
+  if (r.ranked.empty()) {
+    const std::string msg = sweep::nowhere_fits_message(r);
+    if (!msg.empty()) {
+      fmt::print(stderr, "projector: {}\n", msg);
+    } else if (!r.stopped) {
+      fmt::print(stderr, "projector: no legal layout to project (see the rule counts above)\n");
+    }
+    return r.stopped ? kExitInterrupted : kExitFailure;
+  }
+  const std::size_t top =
+      std::min<std::size_t>(static_cast<std::size_t>(std::max(o.top, 1)), r.ranked.size());
+  fmt::print(text_out, "\nTop {} by {}:\n", top, sweep::to_string(objective));
+  print_header_row(text_out);
+  for (std::size_t i = 0; i < top; ++i) print_row(text_out, i + 1, r.ranked[i]);
+  fmt::print(text_out, "\nPareto front, throughput vs peak memory ({} layouts, lightest first):\n",
+             r.pareto.size());
+  print_header_row(text_out);
+  for (const std::size_t i : r.pareto) print_row(text_out, i + 1, r.ranked[i]);
+  return r.stopped ? kExitInterrupted : kExitOk;  // interrupted: the best found so far, exit 130
+}
+
 int run(const SweepCliOptions& o, const CLI::App& cmd) {
   if (!(o.memory_limit > 0.0 && o.memory_limit <= 1.5)) {  // NaN fails too
     throw InputError({"--memory-limit", 0, 0}, "--memory-limit",
@@ -172,74 +252,9 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
 
   // With --json - the JSON owns stdout; the human report goes to stderr.
   std::FILE* const text_out = o.json_path == "-" ? stderr : stdout;
-  const int threads =
-      o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
-  fmt::print(text_out, "Sweep: {} on {} node(s) x {} {} = {} GPUs; GBS {}, seq {}; objective {}\n",
-             base.model.name, r.nodes, base.cluster.gpus_per_node, base.cluster.accelerator.name,
-             r.world, base.runtime.global_batch_size, base.runtime.seq_length,
-             sweep::to_string(objective));
-  if (r.limit_bytes > 0) {
-    fmt::print(text_out, "Memory limit: {:.1f} GiB ({:.2f} x {:.1f} GiB HBM), pruned on the {}\n",
-               r.limit_bytes / kGiB, o.memory_limit, r.hbm_bytes / kGiB,
-               r.pruned_on_upper_bound ? "upper bound" : "point estimate");
-  } else {
-    fmt::print(text_out, "Memory limit: none (the accelerator's HBM size is unknown)\n");
-  }
-  fmt::print(
-      text_out,
-      "Candidates: {} enumerated, {} illegal, {} out of memory, {} projected{}{} in {:.3f} s "
-      "({} thread(s); memory {:.2f} s, performance {:.2f} s CPU)\n",
-      r.enumerated, r.illegal, r.oom, r.projected,
-      r.failed > 0 ? fmt::format(", {} failed", r.failed) : "",
-      r.not_evaluated > 0 ? fmt::format(", {} not evaluated", r.not_evaluated) : "", r.elapsed_s,
-      threads, r.memory_s, r.performance_s);
-  if (r.illegal > 0) {
-    std::string rules;
-    for (int i = 1; i < sweep::kNumRules; ++i) {
-      const std::size_t n = r.illegal_by_rule[static_cast<std::size_t>(i)];
-      if (n == 0) continue;
-      rules += fmt::format("{}{} {}", rules.empty() ? "" : ", ",
-                           sweep::to_string(static_cast<sweep::Rule>(i)), n);
-    }
-    fmt::print(text_out, "Illegal by rule: {}\n", rules);
-  }
-  for (const std::string& f : r.failures) fmt::print(stderr, "projector: warning: {}\n", f);
-  if (r.stopped) {
-    fmt::print(text_out,
-               "Stopped by interrupt after {} of {} legal candidates; best found so far:\n",
-               r.oom + r.projected + r.failed, r.oom + r.projected + r.failed + r.not_evaluated);
-  }
-
-  if (!o.csv_path.empty()) {
-    std::ostringstream csv;
-    sweep::write_csv(csv, r);
-    write_output(o.csv_path, csv.str(), "--csv");
-  }
-  if (!o.json_path.empty() || !o.html_path.empty()) {
-    const std::string doc = sweep::to_json(r, base);
-    if (!o.json_path.empty()) write_output(o.json_path, doc, "--json");
-    if (!o.html_path.empty()) write_html(o, cmd, base, doc);
-  }
-
-  if (r.ranked.empty()) {
-    const std::string msg = sweep::nowhere_fits_message(r);
-    if (!msg.empty()) {
-      fmt::print(stderr, "projector: {}\n", msg);
-    } else if (!r.stopped) {
-      fmt::print(stderr, "projector: no legal layout to project (see the rule counts above)\n");
-    }
-    return r.stopped ? kExitInterrupted : kExitFailure;
-  }
-  const std::size_t top =
-      std::min<std::size_t>(static_cast<std::size_t>(std::max(o.top, 1)), r.ranked.size());
-  fmt::print(text_out, "\nTop {} by {}:\n", top, sweep::to_string(objective));
-  print_header_row(text_out);
-  for (std::size_t i = 0; i < top; ++i) print_row(text_out, i + 1, r.ranked[i]);
-  fmt::print(text_out, "\nPareto front, throughput vs peak memory ({} layouts, lightest first):\n",
-             r.pareto.size());
-  print_header_row(text_out);
-  for (const std::size_t i : r.pareto) print_row(text_out, i + 1, r.ranked[i]);
-  return r.stopped ? kExitInterrupted : kExitOk;  // interrupted: the best found so far, exit 130
+  print_summary(text_out, o, r, base, objective);
+  write_outputs(o, cmd, r, base);
+  return print_results(text_out, o, r, objective);
 }
 
 }  // namespace
