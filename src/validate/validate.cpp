@@ -245,6 +245,12 @@ ValidationReport validate(const std::vector<RunEntry>& runs, const ProjectFn& pr
     r.cp = m.job.parallel.cp > 1;
     r.ep = m.job.parallel.ep > 1;
     r.fp8 = m.fp8;
+    if (!m.not_modelled.empty()) {
+      r.status = "not_modelled";
+      r.reason = m.not_modelled;
+      report.runs.push_back(std::move(r));
+      continue;
+    }
     if (!m.mapped) {
       r.status = "unmapped";
       r.reason = m.reason;
