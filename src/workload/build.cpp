@@ -151,6 +151,12 @@ void add_mlp(const Ctx& c, std::vector<Op>& f, const std::string& prefix, const 
   f.push_back(
       mem_op(prefix + ".act", static_cast<double>(rows) * groups * (up + ffn_per_rank) * c.act_b));
   push_gemm(c, f, prefix + ".fc2", rows, h, ffn_per_rank, groups);
+  if (!sequential && groups == 1 && prefix == "moe.experts") {
+    // One local expert still runs the grouped kernel (torch._grouped_mm, TE GroupedLinear).
+    for (std::size_t i = first; i < f.size(); ++i) {
+      if (f[i].kind == OpKind::kGemm) f[i].kind = OpKind::kGroupedGemm;
+    }
+  }
   if (!sequential || groups <= 1) return;
   for (std::size_t i = first; i < f.size(); ++i) {
     Op& op = f[i];
