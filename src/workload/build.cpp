@@ -518,6 +518,10 @@ void add_moe(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
     const int nodes = job_group(job, GroupKind::kEp).nodes;
     mc.a2a_bytes *= dedup_dispatch_factor(m.num_experts, m.topk, p.ep, nodes);
   }
+  // Uneven routing: the busiest rank receives `load` times the mean routed rows; every rank waits
+  // for it at the dispatch and combine, so its exchange and its experts' GEMMs set the pace.
+  const double load = moe_rank_load_factor(job, m);
+  mc.a2a_bytes *= load;
   if (job.runtime.moe_dispatcher != MoeDispatcher::kAllGather) {
     f.push_back(mem_op("moe.permute", 2.0 * mc.routed_bytes, MemOpClass::kPermute));
   }
@@ -532,15 +536,16 @@ void add_moe(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   const int local_experts = std::max(1, m.num_experts / p.ep);
   if (job.runtime.moe_dispatcher == MoeDispatcher::kAllGather) {
     // The local experts' rows picked out of every gathered token.
-    f.push_back(mem_op("moe.permute", 2.0 * routed * p.etp * mc.width_bytes, MemOpClass::kPermute));
+    f.push_back(
+        mem_op("moe.permute", 2.0 * routed * load * p.etp * mc.width_bytes, MemOpClass::kPermute));
   }
-  const auto rows_total = static_cast<std::int64_t>(std::llround(routed * p.etp));
+  const auto rows_total = static_cast<std::int64_t>(std::llround(routed * load * p.etp));
   const std::int64_t rows_per_expert = std::max<std::int64_t>(1, rows_total / local_experts);
   add_mlp(c, f, "moe.experts", layer.mlp, rows_per_expert, m.expert_ffn_hidden_size / p.etp,
           local_experts, width, !m.grouped_gemm);
   if (job.runtime.moe_dispatcher == MoeDispatcher::kAllGather) {
-    f.push_back(
-        mem_op("moe.unpermute", 2.0 * routed * p.etp * mc.width_bytes, MemOpClass::kPermute));
+    f.push_back(mem_op("moe.unpermute", 2.0 * routed * load * p.etp * mc.width_bytes,
+                       MemOpClass::kPermute));
   }
   if (static_rows > 0.0) f.push_back(mem_op("moe.static_fan_in", 2.0 * static_rows));
   moe_combine(c, f, mc);
