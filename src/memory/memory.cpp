@@ -22,7 +22,9 @@
 // the up-projected Q (a(qk+rope)), K (a(qk+rope)), V (a v). MoE replaces the MLP with the router
 // input and fp32 probabilities + routing map (T E 5 / sp), the expert GEMM inputs/outputs for the
 // T_e tokens this rank receives (T_e = T topk etp / sp, x capacity factor or x imbalance), the
-// combine input kept for the probability gradient (T topk h e / sp) and the shared experts.
+// combine input kept for the probability gradient (T topk h e / sp; only the permuted fp32
+// probabilities when the experts apply them, RuntimeSpec::moe_probs_in_experts) and the shared
+// experts.
 #include "projector/memory/memory.h"
 
 #include <fmt/format.h>
@@ -362,7 +364,10 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
     const double fc1_in = te * w * ge;
     const double fc1_out = te * up_e / etp * e;
     const double fc2_in = rc.moe_act ? 0.0 : te * fe / etp * ge;
-    const double combine = T * m.topk * w * e / sp;  // kept for the probability gradient
+    // Kept for the probability gradient: the experts' output when the combine scales it, or only
+    // the permuted fp32 probabilities when the experts' weighted activation applies them.
+    const double combine =
+        job.runtime.moe_probs_in_experts ? te / etp * 4.0 : T * m.topk * w * e / sp;
     moe = router_in + probs + fc1_in + fc1_out + fc2_in + combine + latent;
     expert_fc1_in = fc1_in;
     expert_fc1_out = fc1_out;

@@ -446,6 +446,12 @@ struct RuntimeSpec {
   MoeDispatchKernel moe_dispatch_kernel = MoeDispatchKernel::kCollective;
   MoeOverlaps moe_overlap;
   bool moe_probs_fp32 = false;  // router probabilities in fp32 (moe_router_dtype fp32)
+  // The router's probabilities are applied inside the experts by a weighted activation that saves
+  // the permuted fp32 probabilities, so the combine does not keep the experts' output for their
+  // gradient (Megatron-Core: experts.py weighted_bias_swiglu_impl, token_dispatcher.py
+  // combine_postprocess unpermutes without probs). false: the output is scaled after the experts
+  // and kept (torchtitan, older Megatron).
+  bool moe_probs_in_experts = false;
   MoeRouting moe_routing = MoeRouting::kBalanced;
   // Coefficient of variation of the routed tokens per expert within one microbatch (0: balanced).
   // The busiest expert-parallel rank sets the pace of each dispatch, grouped GEMM and combine
