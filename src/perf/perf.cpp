@@ -287,6 +287,7 @@ std::vector<ExposedComm> price_chunks(const JobSpec& job, CostCache& cache,
         ct.w_serial_s = acc[2].expert_wgrad_s;
       }
       ExposedComm& e = stage_exposed[static_cast<std::size_t>(z)];
+      ct.ep_f_s = acc[0].ep_total_s;
       for (const PhaseAccumulator& a : acc) {
         ct.ep_total_s += a.ep_total_s;
         ct.ep_shared_hidden_s += a.ep_shared_hidden_s;

@@ -389,6 +389,19 @@ std::string chrome_trace_json(const PerfReport& rep) {
                         {"args", {{"name", names[s]}}}});
     }
   }
+  // Expert-parallel dispatch / combine on their own track: each F / B action's priced EP
+  // collectives from its start (what the shared experts or a paired microbatch hide runs beside
+  // compute; docs/moe.md section 5).
+  const std::size_t ep_tid = names.size();
+  if (!rep.ep_comm.empty()) {
+    for (std::size_t r = 0; r < rep.simulation.ranks.size(); ++r) {
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", r},
+                        {"tid", ep_tid},
+                        {"args", {{"name", "ep dispatch/combine"}}}});
+    }
+  }
   for (const schedule::TimelineEvent& e : rep.simulation.timeline) {
     events.push_back({{"ph", "X"},
                       {"name", e.label},
@@ -396,6 +409,19 @@ std::string chrome_trace_json(const PerfReport& rep) {
                       {"tid", e.stream},
                       {"ts", us(e.start_s)},
                       {"dur", us(e.end_s - e.start_s)}});
+    if (rep.ep_comm.empty() || e.stream != 0 || e.chunk < 0 || e.phase == schedule::Phase::kW) {
+      continue;
+    }
+    const ChunkTiming& ct =
+        rep.chunks[static_cast<std::size_t>(rep.table.stage_of(e.rank, e.chunk))];
+    const double ep_s = e.phase == schedule::Phase::kF ? ct.ep_f_s : ct.ep_total_s - ct.ep_f_s;
+    if (ep_s <= 0.0) continue;
+    events.push_back({{"ph", "X"},
+                      {"name", "moe dispatch/combine (" + e.label + ")"},
+                      {"pid", e.rank},
+                      {"tid", ep_tid},
+                      {"ts", us(e.start_s)},
+                      {"dur", us(ep_s)}});
   }
   // The optimizer step closes the iteration on every rank, after the simulated pipeline.
   for (std::size_t r = 0; r < rep.optimizer_s_per_rank.size(); ++r) {

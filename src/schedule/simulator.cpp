@@ -670,7 +670,8 @@ void Simulation::timeline() {
   for (int r = 0; r < P_; ++r) {
     const std::size_t first = res_.timeline.size();
     for (int g = table_.rank_offsets[r]; g < table_.rank_offsets[r + 1]; ++g) {
-      res_.timeline.push_back({r, 0, action_label(table_.actions[g]), a_start_[g], a_end_[g]});
+      const Action& a = table_.actions[g];
+      res_.timeline.push_back({r, 0, action_label(a), a_start_[g], a_end_[g], a.chunk, a.phase});
     }
     for (int k = 0; k < K_; ++k) {
       if (in_.comm[k].rank != r) continue;

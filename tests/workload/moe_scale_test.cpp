@@ -74,6 +74,19 @@ TEST(MoeScale, ImbalanceScalesTheBusiestRanksWork) {
   EXPECT_GT(a_hot.moe_bytes, a_even.moe_bytes);
 }
 
+// Megatron-Core applies the routing probabilities in the experts' weighted activation (experts.py
+// weighted_bias_swiglu_impl) and unpermutes without them, so the combine keeps only the permuted
+// fp32 probabilities (T k x 4 B) instead of the experts' output (T k h x 2 B). Mixtral EP 8: T =
+// 4096 tokens, k = 2, h = 4096.
+TEST(MoeScale, MegatronKeepsProbabilitiesNotTheCombineInput) {
+  JobSpec job = testing::make_job(testing::mixtral_8x7b(), {.ep = 8, .gbs = 8});
+  ASSERT_TRUE(job.runtime.moe_probs_in_experts);  // the Megatron-LM profile's back-end
+  const double in_experts = layer_activation(job, job.model.layers[0]).moe_bytes;
+  job.runtime.moe_probs_in_experts = false;
+  const double after_combine = layer_activation(job, job.model.layers[0]).moe_bytes;
+  EXPECT_DOUBLE_EQ(after_combine - in_experts, 4096.0 * 2 * 4096 * 2 - 4096.0 * 2 * 4);
+}
+
 // B200: torch._grouped_mm runs at 0.55 of the dense rate in bf16, the MXFP8 scaled grouped GEMM at
 // 0.62 (TA1). For a large, compute-bound shape the grouped kernel's time over the dense GEMM's of
 // the same total rows is 1 / fraction.

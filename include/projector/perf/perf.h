@@ -41,6 +41,7 @@ struct ChunkTiming {
   double f_comm_s = 0.0, b_comm_s = 0.0;   // exposed EP all-to-all a partner can hide (DualPipe)
   double w_serial_s = 0.0;  // expert weight gradients a partner cannot use as cover (no deferral)
   double ep_total_s = 0.0;  // EP dispatch / combine of one microbatch, F + B + W, priced
+  double ep_f_s = 0.0;      // the forward's part of it
   double ep_shared_hidden_s = 0.0;  // the part of it the shared experts hide
   std::vector<PricedOp> ops;
 };

@@ -121,6 +121,8 @@ struct TimelineEvent {
   std::string label;
   double start_s = 0.0;
   double end_s = 0.0;
+  int chunk = -1;  // compute actions: the chunk and phase it runs (else -1)
+  Phase phase = Phase::kF;
 };
 
 struct SimulationResult {
