@@ -11,16 +11,12 @@
 #include "projector/workload/workload.h"
 #include "support/catalogue.h"
 #include "support/job_builders.h"
+#include "support/layer_ops.h"
 
 namespace projector {
 namespace {
 
-const Op* find(const LayerWork& lw, const std::string& name) {
-  for (const Op& op : lw.ops) {
-    if (op.name == name) return &op;
-  }
-  return nullptr;
-}
+using testing::find_op;
 
 // DeepSeek-V3-like routing on Mixtral shapes: 256 experts, top-8, EP 8 (32 experts per rank).
 JobSpec fine_grained(int ep, int experts, int topk) {
@@ -62,12 +58,12 @@ TEST(MoeScale, ImbalanceScalesTheBusiestRanksWork) {
   job.runtime.moe_expert_load_cv = 1.0;
   const double load = moe_rank_load_factor(job, job.model.layers[0].moe);
   const LayerWork hot = build_layer_work(job, 0);
-  EXPECT_NEAR(find(hot, "moe.dispatch_a2a")->bytes / find(even, "moe.dispatch_a2a")->bytes, load,
-              1e-12);
-  EXPECT_NEAR(static_cast<double>(find(hot, "moe.experts.fc1")->gemm.m) /
-                  static_cast<double>(find(even, "moe.experts.fc1")->gemm.m),
+  EXPECT_NEAR(find_op(hot, "moe.dispatch_a2a")->bytes / find_op(even, "moe.dispatch_a2a")->bytes,
+              load, 1e-12);
+  EXPECT_NEAR(static_cast<double>(find_op(hot, "moe.experts.fc1")->gemm.m) /
+                  static_cast<double>(find_op(even, "moe.experts.fc1")->gemm.m),
               load, 1e-3);
-  EXPECT_DOUBLE_EQ(find(hot, "moe.permute")->bytes, find(even, "moe.permute")->bytes);
+  EXPECT_DOUBLE_EQ(find_op(hot, "moe.permute")->bytes, find_op(even, "moe.permute")->bytes);
   // Memory keeps the busiest rank's share of the routed activations in the point estimate.
   const LayerActivation a_even = layer_activation(fine_grained(8, 256, 8), job.model.layers[0]);
   const LayerActivation a_hot = layer_activation(job, job.model.layers[0]);
