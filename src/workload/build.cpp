@@ -409,6 +409,12 @@ struct MoeComm {
   double a2a_bytes = 0.0;     // routed bytes after deduplication (flex)
 };
 
+// Fused permute / unpermute kernels gather whole token rows in one pass (priced as row gathers,
+// like embedding lookups); unfused, PyTorch's sort / index_select / scatter (the permute class).
+MemOpClass permute_class(const JobSpec& job) {
+  return job.runtime.moe_permute_fusion ? MemOpClass::kEmbedding : MemOpClass::kPermute;
+}
+
 Overlap ep_overlap(const JobSpec& job) {
   return job.runtime.moe_overlap.has(MoeOverlap::kSharedExperts) ? Overlap::kWithSharedExperts
                                                                  : Overlap::kExposed;
@@ -523,7 +529,7 @@ void add_moe(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   const double load = moe_rank_load_factor(job, m);
   mc.a2a_bytes *= load;
   if (job.runtime.moe_dispatcher != MoeDispatcher::kAllGather) {
-    f.push_back(mem_op("moe.permute", 2.0 * mc.routed_bytes, MemOpClass::kPermute));
+    f.push_back(mem_op("moe.permute", 2.0 * mc.routed_bytes, permute_class(job)));
   }
   if (shared && shared_beside_dispatch) shared_experts();
   moe_dispatch(c, f, m, mc);
@@ -537,20 +543,20 @@ void add_moe(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   if (job.runtime.moe_dispatcher == MoeDispatcher::kAllGather) {
     // The local experts' rows picked out of every gathered token.
     f.push_back(
-        mem_op("moe.permute", 2.0 * routed * load * p.etp * mc.width_bytes, MemOpClass::kPermute));
+        mem_op("moe.permute", 2.0 * routed * load * p.etp * mc.width_bytes, permute_class(job)));
   }
   const auto rows_total = static_cast<std::int64_t>(std::llround(routed * load * p.etp));
   const std::int64_t rows_per_expert = std::max<std::int64_t>(1, rows_total / local_experts);
   add_mlp(c, f, "moe.experts", layer.mlp, rows_per_expert, m.expert_ffn_hidden_size / p.etp,
           local_experts, width, !m.grouped_gemm);
   if (job.runtime.moe_dispatcher == MoeDispatcher::kAllGather) {
-    f.push_back(mem_op("moe.unpermute", 2.0 * routed * load * p.etp * mc.width_bytes,
-                       MemOpClass::kPermute));
+    f.push_back(
+        mem_op("moe.unpermute", 2.0 * routed * load * p.etp * mc.width_bytes, permute_class(job)));
   }
   if (static_rows > 0.0) f.push_back(mem_op("moe.static_fan_in", 2.0 * static_rows));
   moe_combine(c, f, mc);
   if (job.runtime.moe_dispatcher != MoeDispatcher::kAllGather) {
-    f.push_back(mem_op("moe.unpermute", 2.0 * mc.routed_bytes, MemOpClass::kPermute));
+    f.push_back(mem_op("moe.unpermute", 2.0 * mc.routed_bytes, permute_class(job)));
   }
   if (m.latent_size > 0) push_gemm(c, f, "moe.latent_up", local, h, width);
 }

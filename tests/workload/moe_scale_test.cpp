@@ -83,6 +83,22 @@ TEST(MoeScale, MegatronKeepsProbabilitiesNotTheCombineInput) {
   EXPECT_DOUBLE_EQ(after_combine - in_experts, 4096.0 * 2 * 4096 * 2 - 4096.0 * 2 * 4);
 }
 
+// moe_permute_fusion: the permute / unpermute are one row-gather pass each (priced like an
+// embedding lookup, hbm_gather_fraction) instead of the unfused sort / index_select / scatter
+// (hbm_permute_fraction); same bytes (2 x the routed copies x h x 2 B), faster class.
+TEST(MoeScale, FusedPermuteIsARowGather) {
+  JobSpec job = fine_grained(8, 256, 8);
+  const LayerWork plain = build_layer_work(job, 0);
+  job.runtime.moe_permute_fusion = true;
+  const LayerWork fused = build_layer_work(job, 0);
+  for (const char* name : {"moe.permute", "moe.unpermute"}) {
+    EXPECT_EQ(find_op(plain, name)->mem_class, MemOpClass::kPermute) << name;
+    EXPECT_EQ(find_op(fused, name)->mem_class, MemOpClass::kEmbedding) << name;
+    EXPECT_DOUBLE_EQ(find_op(fused, name)->bytes, find_op(plain, name)->bytes) << name;
+  }
+  EXPECT_DOUBLE_EQ(find_op(fused, "moe.permute")->bytes, 2.0 * 4096 * 8 * 4096 * 2);
+}
+
 // B200: torch._grouped_mm runs at 0.55 of the dense rate in bf16, the MXFP8 scaled grouped GEMM at
 // 0.62 (TA1). For a large, compute-bound shape the grouped kernel's time over the dense GEMM's of
 // the same total rows is 1 / fraction.

@@ -452,6 +452,10 @@ struct RuntimeSpec {
   // combine_postprocess unpermutes without probs). false: the output is scaled after the experts
   // and kept (torchtitan, older Megatron).
   bool moe_probs_in_experts = false;
+  // Token permute / unpermute run as fused row-gather kernels (Megatron moe_permute_fusion: TE's
+  // moe_permute with a row-id map; Primus Turbo's sync-free stages) instead of PyTorch's sort,
+  // index_select and scatter (the legacy permute fraction).
+  bool moe_permute_fusion = false;
   MoeRouting moe_routing = MoeRouting::kBalanced;
   // Coefficient of variation of the routed tokens per expert within one microbatch (0: balanced).
   // The busiest expert-parallel rank sets the pace of each dispatch, grouped GEMM and combine
