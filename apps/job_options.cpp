@@ -54,6 +54,11 @@ void add_job_options(CLI::App* cmd, JobOptions& o) {
   cmd->add_flag("--enable-zero-bubble", o.enable_zero_bubble, "zero-bubble pipeline schedule");
   cmd->add_flag("--enable-deepep", o.enable_deepep,
                 "DeepEP dispatch / combine (deduplicated token dispatch)");
+  cmd->add_option("--moe-expert-load-cv", o.moe_expert_load_cv,
+                  "measured MoE routing imbalance: coefficient of variation of the tokens per "
+                  "expert (0 = balanced, the default); the busiest EP rank paces dispatch, "
+                  "grouped GEMMs and combine")
+      ->check(CLI::Range(0.0, 16.0));
   cmd->add_option("--sync-free-stage", o.sync_free_stage,
                   "Primus sync-free MoE stage 0-3 (2 and 3 also enable Turbo DeepEP)")
       ->check(CLI::Range(0, 3));
@@ -95,6 +100,7 @@ LoadRequest to_load_request(const JobOptions& o) {
   r.cli.global_batch_size = opt(o.gbs);
   r.cli.seq_length = opt(o.seq);
   if (o.sync_free_stage >= 0) r.cli.sync_free_stage = o.sync_free_stage;
+  if (o.moe_expert_load_cv >= 0.0) r.cli.moe_expert_load_cv = o.moe_expert_load_cv;
   if (o.enable_zero_bubble) r.cli.enable_zero_bubble = true;
   if (o.enable_deepep) r.cli.enable_deepep = true;
   if (!o.pipeline_schedule.empty()) r.cli.pipeline_schedule = o.pipeline_schedule;

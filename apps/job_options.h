@@ -26,6 +26,7 @@ struct JobOptions {
   std::int64_t nodes = 0, gpus_per_node = 0;
   std::int64_t mbs = 0, gbs = 0, seq = 0;
   int sync_free_stage = -1;
+  double moe_expert_load_cv = -1.0;  // < 0: not given
   bool enable_zero_bubble = false;
   bool enable_deepep = false;
   bool allow_tp_beyond_node = false;

@@ -165,8 +165,13 @@ OpCost gemm_time(const AcceleratorSpec& acc, const GemmShape& s) {
 }
 
 namespace {
-double grouped_scale(const AcceleratorSpec& acc) {
-  const double g = acc.calibration.grouped_gemm_fraction.value;
+// Scaled (8-bit / 4-bit) grouped GEMMs have their own kernels (CUTLASS scaled grouped GEMM,
+// per-group scale layouts), so they carry their own fraction when the part has one.
+double grouped_scale(const AcceleratorSpec& acc, Dtype dtype) {
+  const auto& cal = acc.calibration;
+  const bool quantized = bytes_per_element(dtype) < 2.0;
+  const double q = cal.grouped_gemm_fraction_fp8.value;
+  const double g = quantized && q > 0.0 ? q : cal.grouped_gemm_fraction.value;
   return g > 0.0 ? g : 1.0;
 }
 }  // namespace
@@ -180,7 +185,7 @@ OpCost grouped_gemm_time(const AcceleratorSpec& acc, std::int64_t groups, std::i
   }
   return price(acc,
                {static_cast<double>(m_per_group), static_cast<double>(n), static_cast<double>(k),
-                static_cast<double>(groups), dtype, out, grouped_scale(acc)});
+                static_cast<double>(groups), dtype, out, grouped_scale(acc, dtype)});
 }
 
 OpCost grouped_gemm_time(const AcceleratorSpec& acc, std::span<const std::int64_t> m_per_group,

@@ -89,6 +89,7 @@ constexpr CalKey kCalKeys[] = {
     {"fragmentation_upper_fraction", &Cal::fragmentation_upper_fraction, 0, 1, false, false, true},
     {"comm_compute_interference", &Cal::comm_compute_interference, 0, 1, false, false, true},
     {"grouped_gemm_fraction", &Cal::grouped_gemm_fraction, 0, 1, true, false, false},
+    {"grouped_gemm_fraction_fp8", &Cal::grouped_gemm_fraction_fp8, 0, 1, true, false, false},
     {"kernel_fixed_s", &Cal::kernel_fixed_s, 0, 1e-2, false, false, false},
     {"training_efficiency", &Cal::training_efficiency, 0, 1, true, false, false},
     {"fp8_training_efficiency", &Cal::fp8_training_efficiency, 0, 1, true, false, false},

@@ -1010,6 +1010,9 @@ void Builder::runtime_defaults() {
                                prof.grad_reduce_dtype, Dtype::kFp32);
   rt.loss_grad_in_place =
       decide(DraftField::kLossGradInPlace, d_.loss_grad_in_place, prof.loss_grad_in_place, true);
+  // Megatron-Core applies the routing probabilities in the experts' weighted activation (MG2
+  // experts.py weighted_bias_swiglu_impl); other back-ends scale the combined output.
+  rt.moe_probs_in_experts = prof.backend == "megatron";
   RecomputeSpec& rc = rt.recompute;
   if (rc.granularity == RecomputeGranularity::kSelective && rc.modules.empty()) {
     rc.modules = decide(DraftField::kRecomputeModules, std::optional<RecomputeModules>{},

@@ -22,7 +22,9 @@
 // the up-projected Q (a(qk+rope)), K (a(qk+rope)), V (a v). MoE replaces the MLP with the router
 // input and fp32 probabilities + routing map (T E 5 / sp), the expert GEMM inputs/outputs for the
 // T_e tokens this rank receives (T_e = T topk etp / sp, x capacity factor or x imbalance), the
-// combine input kept for the probability gradient (T topk h e / sp) and the shared experts.
+// combine input kept for the probability gradient (T topk h e / sp; only the permuted fp32
+// probabilities when the experts apply them, RuntimeSpec::moe_probs_in_experts) and the shared
+// experts.
 #include "projector/memory/memory.h"
 
 #include <fmt/format.h>
@@ -133,11 +135,13 @@ double expert_tokens(const JobSpec& job, const LayerSpec& layer, const Geometry&
   const double etp = std::max(1, job.parallel.etp);
   const double balanced = local * m.topk * etp;
   if (m.capacity_factor > 0.0) return balanced * m.capacity_factor;  // padded to capacity
-  if (!upper) return balanced;
+  const double point = balanced * moe_rank_load_factor(job, m);      // the busiest rank's share
+  if (!upper) return point;
   const int ep = std::max(1, job.parallel.ep);
   const int local_experts = std::max(1, (m.num_experts + ep - 1) / ep);
   const double hard = local * ep * etp * std::min(m.topk, local_experts);
-  return std::min(hard, balanced * std::max(1.0, options.moe_dropless_imbalance_upper));
+  return std::max(point,
+                  std::min(hard, balanced * std::max(1.0, options.moe_dropless_imbalance_upper)));
 }
 
 }  // namespace
@@ -364,7 +368,10 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
     const double fc1_in = te * w * ge;
     const double fc1_out = te * up_e / etp * e;
     const double fc2_in = rc.moe_act ? 0.0 : te * fe / etp * ge;
-    const double combine = T * m.topk * w * e / sp;  // kept for the probability gradient
+    // Kept for the probability gradient: the experts' output when the combine scales it, or only
+    // the permuted fp32 probabilities when the experts' weighted activation applies them.
+    const double combine =
+        job.runtime.moe_probs_in_experts ? te / etp * 4.0 : T * m.topk * w * e / sp;
     moe = router_in + probs + fc1_in + fc1_out + fc2_in + combine + latent;
     expert_fc1_in = fc1_in;
     expert_fc1_out = fc1_out;
@@ -843,10 +850,14 @@ void resolve_activations(Context& cx, MemoryReport& report) {
     cx.dropless_moe = cx.dropless_moe || (l.is_moe && l.moe.capacity_factor <= 0.0);
   }
   if (cx.dropless_moe) {
-    report.notes.push_back(
-        "dropless MoE: point assumes balanced routing; upper assumes the most loaded EP rank "
-        "gets " +
-        std::to_string(cx.options.moe_dropless_imbalance_upper).substr(0, 4) + "x the mean tokens");
+    const double cv = job.runtime.moe_expert_load_cv;
+    const std::string point =
+        cv > 0.0 ? fmt::format("the busiest EP rank's share for an expert-load CV of {:.2f}", cv)
+                 : std::string("balanced routing");
+    report.notes.push_back(fmt::format(
+        "dropless MoE: point assumes {}; upper assumes the most loaded EP rank gets {:.2f}x the "
+        "mean tokens",
+        point, cx.options.moe_dropless_imbalance_upper));
   }
   // Without a vocabulary-parallel loss every TP rank holds the gathered, full-width logits.
   cx.vocab_local = static_cast<double>(padded_vocab_size(job.model, job.parallel.tp)) /

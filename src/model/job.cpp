@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <string>
 
@@ -364,6 +365,38 @@ std::string_view to_string(MoeDispatchKernel k) {
       return "turbo_deepep";
   }
   return "?";
+}
+
+std::string_view to_string(MoeRouting r) {
+  return r == MoeRouting::kLearned ? "learned" : "balanced";
+}
+
+namespace {
+// Expected maximum of n independent standard normals, Blom's approximation
+// Phi^-1((n - 0.375) / (n + 0.25)), Phi^-1 by bisection on erfc.
+double expected_max_normal(int n) {
+  if (n <= 1) return 0.0;
+  const double p = (n - 0.375) / (n + 0.25);
+  double lo = 0.0, hi = 10.0;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+}  // namespace
+
+double moe_rank_load_factor(const JobSpec& job, const MoeSpec& moe) {
+  const int ep = job.parallel.ep;
+  const double cv = job.runtime.moe_expert_load_cv;
+  if (ep <= 1 || cv <= 0.0 || moe.capacity_factor > 0.0 || moe.num_experts < ep || moe.topk <= 0) {
+    return 1.0;
+  }
+  const int local_experts = moe.num_experts / ep;
+  const double factor =
+      1.0 + cv / std::sqrt(static_cast<double>(local_experts)) * expected_max_normal(ep);
+  const double cap = static_cast<double>(ep) * std::min(moe.topk, local_experts) / moe.topk;
+  return std::min(factor, cap);
 }
 
 std::string_view to_string(MoeOverlap o) {

@@ -64,7 +64,9 @@ struct PhaseAccumulator {
   double compute_s = 0.0;
   double exposed_s = 0.0;
   double ep_hideable_s = 0.0;
-  double expert_wgrad_s = 0.0;  // W phase: the routed experts' weight-gradient GEMMs
+  double ep_total_s = 0.0;          // every EP collective of the phase, priced
+  double ep_shared_hidden_s = 0.0;  // the part the shared experts hid
+  double expert_wgrad_s = 0.0;      // W phase: the routed experts' weight-gradient GEMMs
   ExposedComm by_group;
 };
 
@@ -203,6 +205,9 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
       }
       if (op.group == GroupKind::kEp || op.group == GroupKind::kEtpEp) {
         acc[ph].ep_hideable_s += n * exposed;  // what a paired microbatch's compute can hide
+        acc[ph].ep_total_s += n * t;
+        if (op.overlap == Overlap::kWithSharedExperts)
+          acc[ph].ep_shared_hidden_s += n * (t - exposed);
       }
     } else {
       acc[ph].compute_s += n * t;
@@ -282,7 +287,10 @@ std::vector<ExposedComm> price_chunks(const JobSpec& job, CostCache& cache,
         ct.w_serial_s = acc[2].expert_wgrad_s;
       }
       ExposedComm& e = stage_exposed[static_cast<std::size_t>(z)];
+      ct.ep_f_s = acc[0].ep_total_s;
       for (const PhaseAccumulator& a : acc) {
+        ct.ep_total_s += a.ep_total_s;
+        ct.ep_shared_hidden_s += a.ep_shared_hidden_s;
         e.tp_s += a.by_group.tp_s;
         e.cp_s += a.by_group.cp_s;
         e.ep_s += a.by_group.ep_s;
@@ -525,6 +533,37 @@ void fill_metrics(const JobSpec& job, CostCache& cache, PerfReport& rep) {
   rep.bubble_over_ideal = rep.simulation.bubble_over_ideal;
 }
 
+// Per pipeline rank: EP dispatch / combine priced, hidden by the shared experts (per block), hidden
+// by a paired microbatch's compute (simulated pairs), and the rest exposed.
+void fill_ep_split(const JobSpec& job, PerfReport& rep) {
+  const ParallelSpec& p = job.parallel;
+  const double rounds = std::max(1, job.runtime.accumulation_rounds);
+  const double m = rep.num_microbatches;
+  bool any = false;
+  std::vector<EpCommSplit> out(static_cast<std::size_t>(p.pp));
+  for (int r = 0; r < p.pp; ++r) {
+    EpCommSplit& s = out[static_cast<std::size_t>(r)];
+    s.pp_rank = r;
+    for (int c = 0; c < p.vpp; ++c) {
+      const ChunkTiming& ct = rep.chunks[static_cast<std::size_t>(rep.table.stage_of(r, c))];
+      s.total_s += ct.ep_total_s * m;  // num_microbatches counts every round's microbatches
+      s.hidden_shared_experts_s += ct.ep_shared_hidden_s * m;
+    }
+    s.hidden_paired_microbatch_s =
+        rep.simulation.ranks[static_cast<std::size_t>(r)].pair_hidden_comm_s * rounds;
+    s.exposed_s =
+        std::max(0.0, s.total_s - s.hidden_shared_experts_s - s.hidden_paired_microbatch_s);
+    any = any || s.total_s > 0.0;
+  }
+  if (!any) return;
+  rep.ep_comm = std::move(out);
+  if (combined_forward_backward(job)) {
+    rep.ep_pair_mechanism = "combined 1F1B (overlap_moe_expert_parallel_comm)";
+  } else if (rep.schedule == ScheduleKind::kDualPipeV) {
+    rep.ep_pair_mechanism = "DualPipeV overlapped forward-backward pairs";
+  }
+}
+
 // 6. Exposed communication on the critical (busiest) rank: in-layer groups summed over the rank's
 // chunks and microbatches, DP from the simulated stream, PP as the bubble's transfer share.
 void fill_exposed(const JobSpec& job, const std::vector<ExposedComm>& stage_exposed,
@@ -553,6 +592,12 @@ void fill_exposed(const JobSpec& job, const std::vector<ExposedComm>& stage_expo
     }
   }
   const double rounds = std::max(1, job.runtime.accumulation_rounds);
+  fill_ep_split(job, rep);
+  // What the paired microbatches hid is not exposed (the block-level figure above is before it).
+  if (!rep.ep_comm.empty()) {
+    const EpCommSplit& s = rep.ep_comm[static_cast<std::size_t>(crit)];
+    rep.exposed.ep_s = std::max(0.0, rep.exposed.ep_s - s.hidden_paired_microbatch_s);
+  }
   rep.exposed.dp_s = rounds * (rep.exposed.dp_s + rep.param_gather_exposed_s);
   rep.exposed.pp_s = p.pp > 1 ? rounds * 2.0 * (p.pp - 1) * rep.p2p_s : 0.0;
 }

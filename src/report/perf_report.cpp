@@ -142,12 +142,31 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
   if (rep.exposed.offload_s > 0.0) {
     out += fmt::format("  Exposed host offload    {:>12.1f} ms\n", ms(rep.exposed.offload_s));
   }
+  double ep_total = 0.0, ep_shared = 0.0, ep_paired = 0.0, ep_exposed = -1.0;
+  int ep_rank = 0;
+  for (const EpCommSplit& s : rep.ep_comm) {  // the rank with the most exposed EP time
+    if (s.exposed_s <= ep_exposed) continue;
+    ep_rank = s.pp_rank;
+    ep_total = s.total_s;
+    ep_shared = s.hidden_shared_experts_s;
+    ep_paired = s.hidden_paired_microbatch_s;
+    ep_exposed = s.exposed_s;
+  }
+  if (ep_total > 0.0) {
+    out += fmt::format(
+        "  EP dispatch/combine     {:>12.1f} ms: hidden by shared experts {:.1f}, by a paired "
+        "microbatch {:.1f}{}, exposed {:.1f} (pipeline rank {})\n",
+        ms(ep_total), ms(ep_shared), ms(ep_paired),
+        rep.ep_pair_mechanism.empty() ? "" : " (" + rep.ep_pair_mechanism + ")", ms(ep_exposed),
+        ep_rank);
+  }
   out += fmt::format("  Tokens/s                {:>12.0f}\n", rep.tokens_per_s);
   out += fmt::format("  Tokens/s/GPU            {:>12.1f}\n", rep.tokens_per_s_per_gpu);
   out += fmt::format("  Model TFLOP/s/GPU       {:>12.1f}\n", rep.model_tflops_per_gpu);
   if (rep.logged_tflops_per_gpu > 0.0) {
-    out += fmt::format("  MaxText TFLOP/s/device  {:>12.1f} (calculate_tflops_training_per_device)\n",
-                       rep.logged_tflops_per_gpu);
+    out +=
+        fmt::format("  MaxText TFLOP/s/device  {:>12.1f} (calculate_tflops_training_per_device)\n",
+                    rep.logged_tflops_per_gpu);
   }
   out += fmt::format("  Hardware TFLOP/s/GPU    {:>12.1f} (incl. recompute)\n",
                      rep.hardware_tflops_per_gpu);
@@ -242,12 +261,21 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                   {"bubble_over_ideal", rep.bubble_over_ideal},
                   {"p2p_ms", ms(rep.p2p_s)},
                   {"comm_compute_interference", rep.interference}};
-  j["exposed_comm_ms"] = {{"tp", ms(rep.exposed.tp_s)},
-                          {"cp", ms(rep.exposed.cp_s)},
-                          {"ep", ms(rep.exposed.ep_s)},
-                          {"pp", ms(rep.exposed.pp_s)},
-                          {"dp", ms(rep.exposed.dp_s)},
-                          {"offload", ms(rep.exposed.offload_s)}};
+  j["exposed_comm_ms"] = {{"tp", ms(rep.exposed.tp_s)}, {"cp", ms(rep.exposed.cp_s)},
+                          {"ep", ms(rep.exposed.ep_s)}, {"pp", ms(rep.exposed.pp_s)},
+                          {"dp", ms(rep.exposed.dp_s)}, {"offload", ms(rep.exposed.offload_s)}};
+  ordered_json ep = ordered_json::array();
+  for (const EpCommSplit& s : rep.ep_comm) {
+    ordered_json hidden = ordered_json::object();
+    hidden["shared_experts"] = ms(s.hidden_shared_experts_s);
+    hidden["paired_microbatch"] = ms(s.hidden_paired_microbatch_s);
+    ep.push_back({{"pp_rank", s.pp_rank},
+                  {"total_ms", ms(s.total_s)},
+                  {"exposed_ms", ms(s.exposed_s)},
+                  {"hidden_ms", hidden},
+                  {"paired_by", rep.ep_pair_mechanism}});
+  }
+  j["ep_comm"] = ep;
   ordered_json chunks = ordered_json::array();
   for (const ChunkTiming& c : rep.chunks) {
     ordered_json jc;
@@ -361,6 +389,19 @@ std::string chrome_trace_json(const PerfReport& rep) {
                         {"args", {{"name", names[s]}}}});
     }
   }
+  // Expert-parallel dispatch / combine on their own track: each F / B action's priced EP
+  // collectives from its start (what the shared experts or a paired microbatch hide runs beside
+  // compute; docs/moe.md section 5).
+  const std::size_t ep_tid = names.size();
+  if (!rep.ep_comm.empty()) {
+    for (std::size_t r = 0; r < rep.simulation.ranks.size(); ++r) {
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", r},
+                        {"tid", ep_tid},
+                        {"args", {{"name", "ep dispatch/combine"}}}});
+    }
+  }
   for (const schedule::TimelineEvent& e : rep.simulation.timeline) {
     events.push_back({{"ph", "X"},
                       {"name", e.label},
@@ -368,6 +409,19 @@ std::string chrome_trace_json(const PerfReport& rep) {
                       {"tid", e.stream},
                       {"ts", us(e.start_s)},
                       {"dur", us(e.end_s - e.start_s)}});
+    if (rep.ep_comm.empty() || e.stream != 0 || e.chunk < 0 || e.phase == schedule::Phase::kW) {
+      continue;
+    }
+    const ChunkTiming& ct =
+        rep.chunks[static_cast<std::size_t>(rep.table.stage_of(e.rank, e.chunk))];
+    const double ep_s = e.phase == schedule::Phase::kF ? ct.ep_f_s : ct.ep_total_s - ct.ep_f_s;
+    if (ep_s <= 0.0) continue;
+    events.push_back({{"ph", "X"},
+                      {"name", "moe dispatch/combine (" + e.label + ")"},
+                      {"pid", e.rank},
+                      {"tid", ep_tid},
+                      {"ts", us(e.start_s)},
+                      {"dur", us(ep_s)}});
   }
   // The optimizer step closes the iteration on every rank, after the simulated pipeline.
   for (std::size_t r = 0; r < rep.optimizer_s_per_rank.size(); ++r) {

@@ -535,16 +535,19 @@ void Simulation::advance(int r) {
     }
     double comm1 = 0.0, comm2 = 0.0, serial1 = 0.0, serial2 = 0.0;
     double work_s = nominal(r, table_.actions[g], comm1, serial1);
+    double pair_hidden = 0.0;
     if (pair) {
       const double work2 = nominal(r, table_.actions[g + 1], comm2, serial2);
-      work_s = std::max(work_s - comm1 - serial1 + work2 - comm2 - serial2, comm1 + comm2) +
-               serial1 + serial2;
+      const double compute = work_s - comm1 - serial1 + work2 - comm2 - serial2;
+      pair_hidden = std::min(compute, comm1 + comm2);
+      work_s = std::max(compute, comm1 + comm2) + serial1 + serial2;
     }
     const double end = stretched_end(start, work_s, in_.interference, comm_iv_[r], scratch_);
     for (int h = g; h < g + n; ++h) finish(r, h, start, end, pred);
     RankStats& st = res_.ranks[r];
     st.busy_s += end - start;
     st.ideal_compute_s += work_s;
+    st.pair_hidden_comm_s += pair_hidden;
     if (K_ > 0) {
       for (int h = g; h < g + n; ++h) {
         for (int j = ix_.end_off[h]; j < ix_.end_off[h + 1]; ++j) {
@@ -667,7 +670,8 @@ void Simulation::timeline() {
   for (int r = 0; r < P_; ++r) {
     const std::size_t first = res_.timeline.size();
     for (int g = table_.rank_offsets[r]; g < table_.rank_offsets[r + 1]; ++g) {
-      res_.timeline.push_back({r, 0, action_label(table_.actions[g]), a_start_[g], a_end_[g]});
+      const Action& a = table_.actions[g];
+      res_.timeline.push_back({r, 0, action_label(a), a_start_[g], a_end_[g], a.chunk, a.phase});
     }
     for (int k = 0; k < K_; ++k) {
       if (in_.comm[k].rank != r) continue;

@@ -277,6 +277,15 @@ void map_model(Mapper& m, int seq_len) {
   m.d_.model.name = m.e_.model.name;
   const std::string type = to_lower(m.e_.model.type);
   if (type == "dlrm" || m.e_.model.dlrm) return map_recommendation(m);
+  const std::string family = to_lower(m.e_.model.family);
+  if (has(family, "deepseek-v4") || has(family, "deepseek_v4")) {
+    // The same refusal as the Megatron front-end's for model_type deepseek_v4 (hybrid.cpp):
+    // read as a GPT it would be a 64-head MHA of head dim 512 (ten times the attention weights).
+    m.out_.not_modelled =
+        "DeepSeek-V4 is not modelled: compressed sparse attention (CSA / HCA with the indexer), "
+        "manifold-constrained hyper-connections (hc_mult 4), the grouped low-rank output "
+        "projection and hash routing";
+  }
   map_decoder_lm(m, seq_len);
 }
 

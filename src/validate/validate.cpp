@@ -281,6 +281,11 @@ RunResult validate_entry(const RunEntry& e, const ProjectFn& project, MappingCat
   r.cp = m.job.parallel.cp > 1;
   r.ep = m.job.parallel.ep > 1;
   r.fp8 = m.fp8;
+  if (!m.not_modelled.empty()) {
+    r.status = "not_modelled";
+    r.reason = m.not_modelled;
+    return r;
+  }
   if (!m.mapped) {
     r.status = "unmapped";
     r.reason = m.reason;

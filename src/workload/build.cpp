@@ -151,6 +151,12 @@ void add_mlp(const Ctx& c, std::vector<Op>& f, const std::string& prefix, const 
   f.push_back(
       mem_op(prefix + ".act", static_cast<double>(rows) * groups * (up + ffn_per_rank) * c.act_b));
   push_gemm(c, f, prefix + ".fc2", rows, h, ffn_per_rank, groups);
+  if (!sequential && groups == 1 && prefix == "moe.experts") {
+    // One local expert still runs the grouped kernel (torch._grouped_mm, TE GroupedLinear).
+    for (std::size_t i = first; i < f.size(); ++i) {
+      if (f[i].kind == OpKind::kGemm) f[i].kind = OpKind::kGroupedGemm;
+    }
+  }
   if (!sequential || groups <= 1) return;
   for (std::size_t i = first; i < f.size(); ++i) {
     Op& op = f[i];
@@ -403,6 +409,12 @@ struct MoeComm {
   double a2a_bytes = 0.0;     // routed bytes after deduplication (flex)
 };
 
+// Fused permute / unpermute kernels gather whole token rows in one pass (priced as row gathers,
+// like embedding lookups); unfused, PyTorch's sort / index_select / scatter (the permute class).
+MemOpClass permute_class(const JobSpec& job) {
+  return job.runtime.moe_permute_fusion ? MemOpClass::kEmbedding : MemOpClass::kPermute;
+}
+
 Overlap ep_overlap(const JobSpec& job) {
   return job.runtime.moe_overlap.has(MoeOverlap::kSharedExperts) ? Overlap::kWithSharedExperts
                                                                  : Overlap::kExposed;
@@ -512,8 +524,12 @@ void add_moe(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
     const int nodes = job_group(job, GroupKind::kEp).nodes;
     mc.a2a_bytes *= dedup_dispatch_factor(m.num_experts, m.topk, p.ep, nodes);
   }
+  // Uneven routing: the busiest rank receives `load` times the mean routed rows; every rank waits
+  // for it at the dispatch and combine, so its exchange and its experts' GEMMs set the pace.
+  const double load = moe_rank_load_factor(job, m);
+  mc.a2a_bytes *= load;
   if (job.runtime.moe_dispatcher != MoeDispatcher::kAllGather) {
-    f.push_back(mem_op("moe.permute", 2.0 * mc.routed_bytes, MemOpClass::kPermute));
+    f.push_back(mem_op("moe.permute", 2.0 * mc.routed_bytes, permute_class(job)));
   }
   if (shared && shared_beside_dispatch) shared_experts();
   moe_dispatch(c, f, m, mc);
@@ -526,20 +542,21 @@ void add_moe(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   const int local_experts = std::max(1, m.num_experts / p.ep);
   if (job.runtime.moe_dispatcher == MoeDispatcher::kAllGather) {
     // The local experts' rows picked out of every gathered token.
-    f.push_back(mem_op("moe.permute", 2.0 * routed * p.etp * mc.width_bytes, MemOpClass::kPermute));
+    f.push_back(
+        mem_op("moe.permute", 2.0 * routed * load * p.etp * mc.width_bytes, permute_class(job)));
   }
-  const auto rows_total = static_cast<std::int64_t>(std::llround(routed * p.etp));
+  const auto rows_total = static_cast<std::int64_t>(std::llround(routed * load * p.etp));
   const std::int64_t rows_per_expert = std::max<std::int64_t>(1, rows_total / local_experts);
   add_mlp(c, f, "moe.experts", layer.mlp, rows_per_expert, m.expert_ffn_hidden_size / p.etp,
           local_experts, width, !m.grouped_gemm);
   if (job.runtime.moe_dispatcher == MoeDispatcher::kAllGather) {
     f.push_back(
-        mem_op("moe.unpermute", 2.0 * routed * p.etp * mc.width_bytes, MemOpClass::kPermute));
+        mem_op("moe.unpermute", 2.0 * routed * load * p.etp * mc.width_bytes, permute_class(job)));
   }
   if (static_rows > 0.0) f.push_back(mem_op("moe.static_fan_in", 2.0 * static_rows));
   moe_combine(c, f, mc);
   if (job.runtime.moe_dispatcher != MoeDispatcher::kAllGather) {
-    f.push_back(mem_op("moe.unpermute", 2.0 * mc.routed_bytes, MemOpClass::kPermute));
+    f.push_back(mem_op("moe.unpermute", 2.0 * mc.routed_bytes, permute_class(job)));
   }
   if (m.latent_size > 0) push_gemm(c, f, "moe.latent_up", local, h, width);
 }

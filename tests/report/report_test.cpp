@@ -222,6 +222,33 @@ TEST(PerfReportTrace, OneEventPerSimulatedAction) {
   EXPECT_GE(rep.simulation.timeline.size(), 4u * 16u * 2u);
 }
 
+// An expert-parallel job adds one "ep dispatch/combine" track per rank with one event per F and B
+// (BW) action of a chunk with EP collectives, as long as that phase's priced dispatch / combine.
+TEST(PerfReportTrace, EpDispatchAndCombineOnTheirOwnTrack) {
+  JobSpec job = testing::make_job(testing::mixtral_8x7b(), {.ep = 8, .gbs = 16});
+  PerfOptions po;
+  po.record_timeline = true;
+  po.with_memory = false;
+  const PerfReport rep = project_performance(job, po);
+  ASSERT_FALSE(rep.ep_comm.empty());
+  const json j = json::parse(chrome_trace_json(rep));
+  const std::size_t ep_tid = rep.simulation.stream_names.size();
+  std::size_t ep_events = 0, actions = 0;
+  double ep_f_us = -1.0;
+  for (const json& e : j["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    if (e["tid"] == ep_tid) {
+      ++ep_events;
+      if (e["name"].get<std::string>().find("(F ") != std::string::npos) ep_f_us = e["dur"];
+    }
+  }
+  for (const schedule::TimelineEvent& e : rep.simulation.timeline) {
+    if (e.stream == 0 && e.phase != schedule::Phase::kW) ++actions;
+  }
+  EXPECT_EQ(ep_events, actions);
+  EXPECT_NEAR(ep_f_us, rep.chunks[0].ep_f_s * 1e6, 1e-6);
+}
+
 // ------------------------------------------------------------------------------------------ job
 
 TEST(JobReport, JsonEchoesLayoutAndStages) {

@@ -157,7 +157,10 @@ TEST(Workload, MoeGroupedGemmRows) {
   const LayerWork lw = build_layer_work(job, 0);
   const Op* fc1 = find(lw, "moe.experts.fc1");
   ASSERT_NE(fc1, nullptr);
-  EXPECT_EQ(fc1->kind, OpKind::kGemm);  // one local expert: a plain GEMM
+  // One local expert still runs the grouped kernel (TE GroupedLinear, torch._grouped_mm), priced
+  // with the part's grouped_gemm_fraction (docs/moe.md section 3).
+  EXPECT_EQ(fc1->kind, OpKind::kGroupedGemm);
+  EXPECT_EQ(fc1->gemm.batch, 1);
   EXPECT_EQ(fc1->gemm.m, 8192);
   const Op* a2a = find(lw, "moe.dispatch_a2a");
   ASSERT_NE(a2a, nullptr);

@@ -32,6 +32,9 @@ struct CliOverrides {
   std::optional<bool> enable_zero_bubble;
   std::optional<bool> enable_deepep;
   std::optional<int> sync_free_stage;
+  // Measured routing imbalance: coefficient of variation of the tokens per expert (e.g. from the
+  // router's tokens_per_expert counts in a profile); 0 = balanced.
+  std::optional<double> moe_expert_load_cv;
   std::optional<std::string> pipeline_schedule;  // auto, 1f1b, interleaved, zerobubble, zbv-*, ...
 };
 

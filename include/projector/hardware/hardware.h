@@ -101,7 +101,10 @@ struct AcceleratorSpec {
     Sourced comm_compute_interference;  // slowdown of compute while a collective overlaps it
     // Added for the cost models (cost/): 0 means "not calibrated" and each model says its fallback.
     Sourced grouped_gemm_fraction;  // grouped (MoE) GEMM main-loop speed relative to dense (0: 1.0)
-    Sourced kernel_fixed_s;         // per-kernel prologue/epilogue beyond launch (0: none)
+    // The same for 8-bit and 4-bit (fp8, MXFP8, FP4) scaled grouped GEMMs (0:
+    // grouped_gemm_fraction).
+    Sourced grouped_gemm_fraction_fp8;
+    Sourced kernel_fixed_s;  // per-kernel prologue/epilogue beyond launch (0: none)
     // Throughput of compute-bound kernels (GEMM, attention) inside a training step relative to
     // the same kernels in isolation (the fractions above): sustained power/thermal clocks over a
     // whole step, library kernel choice for real shapes, L2 pollution by neighbouring kernels.

@@ -420,6 +420,13 @@ class MoeOverlaps {
   std::uint8_t bits_ = 0;
 };
 
+// How evenly the router spreads tokens over the experts. kBalanced: uniform (synthetic or mock
+// data, forced-balanced benchmark routing such as Megatron's moe_router_force_load_balancing);
+// kLearned: a learned router on natural text, whose expert loads vary (RuntimeSpec::
+// moe_expert_load_cv, from data/moe/routing.yaml unless measured).
+enum class MoeRouting : std::uint8_t { kBalanced, kLearned };
+std::string_view to_string(MoeRouting r);
+
 struct RuntimeSpec {
   int micro_batch_size = 1;
   int global_batch_size = 1;
@@ -443,6 +450,21 @@ struct RuntimeSpec {
   MoeDispatchKernel moe_dispatch_kernel = MoeDispatchKernel::kCollective;
   MoeOverlaps moe_overlap;
   bool moe_probs_fp32 = false;  // router probabilities in fp32 (moe_router_dtype fp32)
+  // The router's probabilities are applied inside the experts by a weighted activation that saves
+  // the permuted fp32 probabilities, so the combine does not keep the experts' output for their
+  // gradient (Megatron-Core: experts.py weighted_bias_swiglu_impl, token_dispatcher.py
+  // combine_postprocess unpermutes without probs). false: the output is scaled after the experts
+  // and kept (torchtitan, older Megatron).
+  bool moe_probs_in_experts = false;
+  // Token permute / unpermute run as fused row-gather kernels (Megatron moe_permute_fusion: TE's
+  // moe_permute with a row-id map; Primus Turbo's sync-free stages) instead of PyTorch's sort,
+  // index_select and scatter (the legacy permute fraction).
+  bool moe_permute_fusion = false;
+  MoeRouting moe_routing = MoeRouting::kBalanced;
+  // Coefficient of variation of the routed tokens per expert within one microbatch (0: balanced).
+  // The busiest expert-parallel rank sets the pace of each dispatch, grouped GEMM and combine
+  // (moe_rank_load_factor).
+  double moe_expert_load_cv = 0.0;
   OffloadSpec offload;
   // Dropless expert-parallel dispatch in a program of static shapes (JAX: ragged_all_to_all,
   // DeepEP through the XLA FFI): each rank's receive buffer, and the expert-sorted layout built
@@ -545,6 +567,14 @@ struct JobSpec {
 inline bool combined_forward_backward(const JobSpec& job) {
   return job.runtime.moe_overlap.has(MoeOverlap::kOtherMicrobatch);
 }
+
+// Routed tokens on the busiest expert-parallel rank over the mean (>= 1), for dropless routing
+// with expert loads of coefficient of variation cv: a rank's load sums E/EP expert loads (its CV
+// cv / sqrt(E/EP)), and the largest of EP such loads lies z(EP) standard deviations above the mean
+// (z: the expected maximum of EP standard normals, Blom's approximation). Capped at what one rank
+// can receive (every token's copies that fit its experts). 1 with capacity-padded dispatch (the
+// buffers are sized to the capacity whatever the routing) or without expert parallelism.
+double moe_rank_load_factor(const JobSpec& job, const MoeSpec& moe);
 
 // The invariants every projection relies on: positive sizes, TP x PP x CP x DP and, with experts,
 // ETP x EP x PP x expert-DP equal to the world, pp x vpp contiguous stages covering every layer

@@ -40,6 +40,9 @@ struct ChunkTiming {
   double f_s = 0.0, b_s = 0.0, w_s = 0.0;  // compute + exposed in-layer communication
   double f_comm_s = 0.0, b_comm_s = 0.0;   // exposed EP all-to-all a partner can hide (DualPipe)
   double w_serial_s = 0.0;  // expert weight gradients a partner cannot use as cover (no deferral)
+  double ep_total_s = 0.0;  // EP dispatch / combine of one microbatch, F + B + W, priced
+  double ep_f_s = 0.0;      // the forward's part of it
+  double ep_shared_hidden_s = 0.0;  // the part of it the shared experts hide
   std::vector<PricedOp> ops;
 };
 
@@ -49,8 +52,18 @@ struct ExposedComm {
   double offload_s = 0.0;  // device <-> host copies (activation offload) not hidden by compute
 };
 
+// Expert-parallel dispatch / combine of one pipeline rank per iteration: all of it, what hid it
+// and what stayed on the critical path.
+struct EpCommSplit {
+  int pp_rank = 0;
+  double total_s = 0.0;                     // every EP collective, priced
+  double hidden_shared_experts_s = 0.0;     // behind the shared experts (moe_shared_expert_overlap)
+  double hidden_paired_microbatch_s = 0.0;  // behind another microbatch (combined 1F1B, DualPipeV)
+  double exposed_s = 0.0;                   // total minus both
+};
+
 struct PerfReport {
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   // Inputs, resolved.
   int world_size = 0;
   int num_microbatches = 0;
@@ -77,7 +90,9 @@ struct PerfReport {
   double bubble_fraction = 0.0;    // idle / makespan on the busiest rank
   double bubble_over_ideal = 0.0;  // (makespan - ideal) / ideal
   ExposedComm exposed;
-  double p2p_s = 0.0;  // one activation transfer between neighbouring stages
+  std::vector<EpCommSplit> ep_comm;  // one per pipeline rank (empty without EP collectives)
+  std::string ep_pair_mechanism;     // what pairs microbatches ("" when nothing does)
+  double p2p_s = 0.0;                // one activation transfer between neighbouring stages
   double interference = 0.0;
   std::vector<ChunkTiming> chunks;  // one per (pp rank, chunk), rank-major
   std::vector<double> optimizer_s_per_rank;

@@ -10,7 +10,7 @@
 
 namespace projector {
 
-inline constexpr int kPerfJsonSchemaVersion = 1;
+inline constexpr int kPerfJsonSchemaVersion = PerfReport::kSchemaVersion;
 
 // Console summary in ms, GiB, tokens/s, TFLOP/s.
 std::string perf_summary_text(const JobSpec& job, const PerfReport& rep);

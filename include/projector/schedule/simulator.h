@@ -94,6 +94,9 @@ struct RankStats {
   double compute_end_s = 0.0;    // end of the rank's last action
   int peak_inflight = 0;         // max (chunk, microbatch) pairs whose F ran and W/BW did not
   double peak_activation = 0.0;  // max activation memory, ChunkCost::activation units
+  // Communication (ChunkCost::f_comm_s / b_comm_s) hidden behind the partner's compute inside
+  // overlapped pairs (combined 1F1B, DualPipeV): min(both parts' comm, both parts' compute).
+  double pair_hidden_comm_s = 0.0;
 };
 
 struct StreamStats {
@@ -118,6 +121,8 @@ struct TimelineEvent {
   std::string label;
   double start_s = 0.0;
   double end_s = 0.0;
+  int chunk = -1;  // compute actions: the chunk and phase it runs (else -1)
+  Phase phase = Phase::kF;
 };
 
 struct SimulationResult {

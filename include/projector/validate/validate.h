@@ -82,8 +82,8 @@ struct RunEntry {
     std::optional<bool> tied_embeddings;
     std::optional<bool> qk_layernorm;
     std::optional<int> mtp_layers;
-    std::string attention;  // free text (e.g. sliding-window notes)
-    std::string block;      // free text for non-standard blocks
+    std::string attention;    // free text (e.g. sliding-window notes)
+    std::string block;        // free text for non-standard blocks
     std::string arch_source;  // free text: where the architecture came from (a config file)
     std::optional<Moe> moe;
     std::optional<Mla> mla;
@@ -164,7 +164,10 @@ struct FlopConvention {
 struct MappedRun {
   std::string id;
   bool mapped = false;
-  std::string reason;            // why not mapped (empty when mapped)
+  std::string reason;  // why not mapped (empty when mapped)
+  // Non-empty: the entry's architecture is one the tool does not model (validate reports the run
+  // as not_modelled with this reason instead of projecting an approximation).
+  std::string not_modelled;
   JobSpec job;                   // filled as far as possible even when not mapped
   std::string accelerator_name;  // catalogue key ("" when not found)
   std::string framework;  // the framework profile (data/frameworks/<name>.yaml) it was read with

@@ -381,6 +381,10 @@ void read_moe_dispatcher(ArgReader& r, JobDraft& d) {
               rt.moe_dispatch_kernel == MoeDispatchKernel::kTurboDeepEp;
   rt.moe_dedup_dispatch = rt.moe_dispatcher == MoeDispatcher::kFlex;
   rt.moe_probs_fp32 = to_lower(r.string_or("moe_router_dtype", "", "")) == "fp32";
+  // moe_permute_fusion (MG2 transformer_config.py, default false); Primus' sync-free stages fuse
+  // the permutation too (PR4 rocm_arg_validation.py _get_sync_free_moe_options).
+  rt.moe_permute_fusion =
+      r.bool_quiet("moe_permute_fusion", false) || (turbo && rt.sync_free_moe_stage >= 1);
   read_moe_overlap(r, d);
 }
 

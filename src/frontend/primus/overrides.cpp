@@ -98,6 +98,14 @@ void apply_cli(const CliOverrides& c, JobDraft& d) {
     d.runtime.deepep = d.runtime.moe_dedup_dispatch = true;
   };
   if (c.enable_deepep && *c.enable_deepep) use_deepep(MoeDispatchKernel::kDeepEp);
+  if (c.moe_expert_load_cv) {
+    if (!(*c.moe_expert_load_cv >= 0.0 && *c.moe_expert_load_cv <= 16.0)) {
+      throw InputError({"--moe-expert-load-cv", 0, 0}, "moe_expert_load_cv", "must be 0..16");
+    }
+    d.runtime.moe_expert_load_cv = *c.moe_expert_load_cv;
+    d.runtime.moe_routing =
+        *c.moe_expert_load_cv > 0.0 ? MoeRouting::kLearned : MoeRouting::kBalanced;
+  }
   if (c.sync_free_stage) {
     if (*c.sync_free_stage < 0 || *c.sync_free_stage > 3) {
       throw InputError({"--sync-free-stage", 0, 0}, "turbo_sync_free_moe_stage", "must be 0..3");
