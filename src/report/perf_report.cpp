@@ -211,11 +211,10 @@ std::string op_table_text(const JobSpec& job, const PerfReport& rep) {
   return out;
 }
 
-std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
+namespace {
+
+ordered_json job_json(const JobSpec& job, const PerfReport& rep) {
   const ParallelSpec& p = job.parallel;
-  ordered_json j;
-  j["schema_version"] = kPerfJsonSchemaVersion;
-  j["kind"] = "performance";
   ordered_json jj;
   jj["source"] = job.source;
   jj["model"] = job.model.name;
@@ -239,31 +238,35 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                    {"num_microbatches", rep.num_microbatches}};
   jj["schedule"] = {{"algorithm", std::string(to_string(rep.schedule))},
                     {"reason", rep.schedule_reason}};
-  j["job"] = jj;
-  j["defaults"] = report_detail::defaults_json(job);
-  j["warnings"] = job.warnings;
-  j["results"] = {{"iteration_time_ms", ms(rep.iteration_s)},
-                  {"pipeline_time_ms", ms(rep.pipeline_s)},
-                  {"optimizer_time_ms", ms(rep.optimizer_s)},
-                  {"param_gather_exposed_ms", ms(rep.param_gather_exposed_s)},
-                  {"tokens_per_s", rep.tokens_per_s},
-                  {"tokens_per_s_per_gpu", rep.tokens_per_s_per_gpu},
-                  {"model_flops_per_iteration", rep.flops.model_flops},
-                  {"hardware_flops_per_iteration", rep.flops.hardware_flops},
-                  {"model_tflops_per_gpu", rep.model_tflops_per_gpu},
-                  {"hardware_tflops_per_gpu", rep.hardware_tflops_per_gpu},
-                  {"logged_tflops_per_gpu", rep.logged_tflops_per_gpu},
-                  {"mfu_pct", 100.0 * rep.mfu},
-                  {"mfu_dtype", std::string(to_string(rep.mfu_dtype))},
-                  {"palm_tflops_per_gpu", rep.palm_tflops_per_gpu},
-                  {"palm_mfu_pct", 100.0 * rep.palm_mfu},
-                  {"bubble_fraction", rep.bubble_fraction},
-                  {"bubble_over_ideal", rep.bubble_over_ideal},
-                  {"p2p_ms", ms(rep.p2p_s)},
-                  {"comm_compute_interference", rep.interference}};
-  j["exposed_comm_ms"] = {{"tp", ms(rep.exposed.tp_s)}, {"cp", ms(rep.exposed.cp_s)},
-                          {"ep", ms(rep.exposed.ep_s)}, {"pp", ms(rep.exposed.pp_s)},
-                          {"dp", ms(rep.exposed.dp_s)}, {"offload", ms(rep.exposed.offload_s)}};
+  return jj;
+}
+
+ordered_json results_json(const PerfReport& rep) {
+  ordered_json j;
+  j = {{"iteration_time_ms", ms(rep.iteration_s)},
+       {"pipeline_time_ms", ms(rep.pipeline_s)},
+       {"optimizer_time_ms", ms(rep.optimizer_s)},
+       {"param_gather_exposed_ms", ms(rep.param_gather_exposed_s)},
+       {"tokens_per_s", rep.tokens_per_s},
+       {"tokens_per_s_per_gpu", rep.tokens_per_s_per_gpu},
+       {"model_flops_per_iteration", rep.flops.model_flops},
+       {"hardware_flops_per_iteration", rep.flops.hardware_flops},
+       {"model_tflops_per_gpu", rep.model_tflops_per_gpu},
+       {"hardware_tflops_per_gpu", rep.hardware_tflops_per_gpu},
+       {"logged_tflops_per_gpu", rep.logged_tflops_per_gpu},
+       {"mfu_pct", 100.0 * rep.mfu},
+       {"mfu_dtype", std::string(to_string(rep.mfu_dtype))},
+       {"palm_tflops_per_gpu", rep.palm_tflops_per_gpu},
+       {"palm_mfu_pct", 100.0 * rep.palm_mfu},
+       {"bubble_fraction", rep.bubble_fraction},
+       {"bubble_over_ideal", rep.bubble_over_ideal},
+       {"p2p_ms", ms(rep.p2p_s)},
+       {"comm_compute_interference", rep.interference}};
+  return j;
+}
+
+// Per pipeline rank: the EP dispatch / combine time, what hid it and what stayed exposed.
+ordered_json ep_comm_json(const PerfReport& rep) {
   ordered_json ep = ordered_json::array();
   for (const EpCommSplit& s : rep.ep_comm) {
     ordered_json hidden = ordered_json::object();
@@ -275,7 +278,10 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                   {"hidden_ms", hidden},
                   {"paired_by", rep.ep_pair_mechanism}});
   }
-  j["ep_comm"] = ep;
+  return ep;
+}
+
+ordered_json chunks_json(const PerfReport& rep) {
   ordered_json chunks = ordered_json::array();
   for (const ChunkTiming& c : rep.chunks) {
     ordered_json jc;
@@ -303,7 +309,11 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
     jc["ops"] = ops;
     chunks.push_back(jc);
   }
-  j["chunks"] = chunks;
+  return chunks;
+}
+
+// Per pipeline rank statistics and the simulated critical path.
+void ranks_json(const PerfReport& rep, ordered_json& j) {
   ordered_json ranks = ordered_json::array();
   for (std::size_t r = 0; r < rep.simulation.ranks.size(); ++r) {
     const schedule::RankStats& s = rep.simulation.ranks[r];
@@ -332,6 +342,24 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                     {"end_ms", ms(s.end_s)}});
   }
   j["critical_path"] = crit;
+}
+
+}  // namespace
+
+std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
+  ordered_json j;
+  j["schema_version"] = kPerfJsonSchemaVersion;
+  j["kind"] = "performance";
+  j["job"] = job_json(job, rep);
+  j["defaults"] = report_detail::defaults_json(job);
+  j["warnings"] = job.warnings;
+  j["results"] = results_json(rep);
+  j["exposed_comm_ms"] = {{"tp", ms(rep.exposed.tp_s)}, {"cp", ms(rep.exposed.cp_s)},
+                          {"ep", ms(rep.exposed.ep_s)}, {"pp", ms(rep.exposed.pp_s)},
+                          {"dp", ms(rep.exposed.dp_s)}, {"offload", ms(rep.exposed.offload_s)}};
+  j["ep_comm"] = ep_comm_json(rep);
+  j["chunks"] = chunks_json(rep);
+  ranks_json(rep, j);
   if (rep.has_memory) {
     // A summary in the units of the memory document (bytes); `both` embeds the full document.
     j["memory"] = {{"peak_point_bytes", rep.memory.peak_point_bytes},
