@@ -989,6 +989,88 @@ void add_fsdp2_comm(const JobSpec& job, const Ctx& c, const StageParams& sp, int
   }
 }
 
+// The blocks of one virtual stage: embedding, its decoder layers (consecutive layers of the same
+// shape and recompute policy do identical work: one block stands for all of them, so building and
+// pricing scale with distinct layers only), MTP layers, output head.
+ChunkWork chunk_work(const JobSpec& job, const Ctx& c, const VirtualStage& st, int r, int ch) {
+  ChunkWork cw;
+  cw.pp_rank = r;
+  cw.chunk = ch;
+  if (st.has_embedding) cw.blocks.push_back(embedding_work(c));
+  for (int i = st.first_layer; i < st.first_layer + st.num_layers; ++i) {
+    if (!cw.blocks.empty() && cw.blocks.back().layer >= 0) {
+      LayerWork& prev = cw.blocks.back();
+      const int last = prev.layer + prev.count - 1;
+      if (last == i - 1 &&
+          same_layer_shape(job.model.layers[static_cast<std::size_t>(last)],
+                           job.model.layers[static_cast<std::size_t>(i)]) &&
+          layer_fully_recomputed(job, last) == layer_fully_recomputed(job, i)) {
+        ++prev.count;
+        continue;
+      }
+    }
+    cw.blocks.push_back(build_layer_work(job, i));
+  }
+  for (int d = 0; d < st.mtp_layers; ++d) cw.blocks.push_back(mtp_work(c, d));
+  if (st.has_output) cw.blocks.push_back(output_work(c));
+  return cw;
+}
+
+// Data-parallel traffic of one chunk (Megatron DDP / distributed optimizer / FSDP1): gradient
+// synchronisation once its backward is done; parameter all-gathers after the optimizer
+// (distributed optimizer) or before each use (FSDP: forward and backward, counted here once per
+// pass).
+void add_dp_comm(const JobSpec& job, const Ctx& c, const StageParams& sp, int ch,
+                 IterationWork& it) {
+  const ParallelSpec& p = job.parallel;
+  const double grad_b = bytes_per_element(job.runtime.main_grads_dtype);
+  const int dense_dp = p.dp * p.cp;
+  const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
+  const CollectiveKind op = sharded ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
+  const Overlap grad_ov = p.overlap_grad_reduce ? Overlap::kWithCompute : Overlap::kExposed;
+  if (dense_dp > 1) {
+    it.grad_sync.push_back(
+        comm_op("dp.grad_sync", GroupKind::kDpCp, op, dense_dp, sp.dense_params * grad_b, grad_ov));
+    it.grad_sync_chunk.push_back(ch);
+  }
+  if (p.expert_dp > 1 && sp.expert_params > 0) {
+    it.grad_sync.push_back(comm_op("edp.grad_sync", GroupKind::kEdp, op, p.expert_dp,
+                                   sp.expert_params * grad_b, grad_ov));
+    it.grad_sync_chunk.push_back(ch);
+  }
+  if (!sharded) return;
+  const int passes = p.fsdp != FsdpKind::kNone ? 2 : 1;
+  const Overlap ov = (p.overlap_param_gather || p.fsdp != FsdpKind::kNone) ? Overlap::kWithCompute
+                                                                           : Overlap::kExposed;
+  for (int pass = 0; pass < passes; ++pass) {
+    if (dense_dp > 1) {
+      it.param_gather.push_back(comm_op("dp.param_gather", GroupKind::kDpCp,
+                                        CollectiveKind::kAllGather, dense_dp,
+                                        sp.dense_params * c.act_b, ov));
+      it.param_gather_chunk.push_back(ch);
+    }
+    if (p.expert_dp > 1 && sp.expert_params > 0) {
+      it.param_gather.push_back(comm_op("edp.param_gather", GroupKind::kEdp,
+                                        CollectiveKind::kAllGather, p.expert_dp,
+                                        sp.expert_params * c.act_b, ov));
+      it.param_gather_chunk.push_back(ch);
+    }
+  }
+}
+
+// Optimizer step over this rank's shard: the bytes it reads and writes per parameter follow the
+// optimizer and its dtypes (accounting.h, shared with the memory projection).
+Op optimizer_op(const JobSpec& job, double dense_total, double expert_total) {
+  const ParallelSpec& p = job.parallel;
+  const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
+  const int replicate = std::max(1, p.dp_replicate);
+  const double shard_params = sharded ? dense_total / std::max(1, p.dp * p.cp / replicate) +
+                                            expert_total / std::max(1, p.expert_dp / replicate)
+                                      : dense_total + expert_total;
+  const double bytes_per_param = optimizer_bytes_per_param(job.runtime).step_traffic_bytes;
+  return mem_op("optimizer.step", shard_params * bytes_per_param, MemOpClass::kOptimizer);
+}
+
 }  // namespace
 
 Workload build_workload(const JobSpec& job) {
@@ -1000,8 +1082,6 @@ Workload build_workload(const JobSpec& job) {
   const ParallelSpec& p = job.parallel;
   Workload wl;
   wl.ranks.resize(static_cast<std::size_t>(p.pp));
-  const double grad_b = bytes_per_element(job.runtime.main_grads_dtype);
-  const int dense_dp = p.dp * p.cp;
   for (int r = 0; r < p.pp; ++r) {
     RankWork& rw = wl.ranks[static_cast<std::size_t>(r)];
     rw.pp_rank = r;
@@ -1011,30 +1091,7 @@ Workload build_workload(const JobSpec& job) {
     bool holds_embedding = false;
     for (int ch = 0; ch < p.vpp; ++ch) {
       const VirtualStage& st = p.stage(r, ch);
-      ChunkWork cw;
-      cw.pp_rank = r;
-      cw.chunk = ch;
-      if (st.has_embedding) cw.blocks.push_back(embedding_work(c));
-      // Consecutive layers of the same shape and recompute policy do identical work: one block
-      // stands for all of them, so building and pricing scale with distinct layers only.
-      for (int i = st.first_layer; i < st.first_layer + st.num_layers; ++i) {
-        if (!cw.blocks.empty() && cw.blocks.back().layer >= 0) {
-          LayerWork& prev = cw.blocks.back();
-          const int last = prev.layer + prev.count - 1;
-          if (last == i - 1 &&
-              same_layer_shape(job.model.layers[static_cast<std::size_t>(last)],
-                               job.model.layers[static_cast<std::size_t>(i)]) &&
-              layer_fully_recomputed(job, last) == layer_fully_recomputed(job, i)) {
-            ++prev.count;
-            continue;
-          }
-        }
-        cw.blocks.push_back(build_layer_work(job, i));
-      }
-      for (int d = 0; d < st.mtp_layers; ++d) cw.blocks.push_back(mtp_work(c, d));
-      if (st.has_output) cw.blocks.push_back(output_work(c));
-      rw.chunks.push_back(std::move(cw));
-
+      rw.chunks.push_back(chunk_work(job, c, st, r, ch));
       const StageParams sp = stage_params(job.model, p, st, holds_embedding);
       holds_embedding = holds_embedding || st.has_embedding;
       dense_total += sp.dense_params;
@@ -1043,58 +1100,12 @@ Workload build_workload(const JobSpec& job) {
       if (p.fsdp_per_layer && p.fsdp != FsdpKind::kNone) continue;
       if (p.fsdp == FsdpKind::kFsdp2) {
         add_fsdp2_comm(job, c, sp, ch, rw.iteration);
-        continue;
-      }
-      // Gradient synchronisation of this chunk once its backward is done.
-      const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
-      const CollectiveKind op =
-          sharded ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
-      if (dense_dp > 1) {
-        rw.iteration.grad_sync.push_back(
-            comm_op("dp.grad_sync", GroupKind::kDpCp, op, dense_dp, sp.dense_params * grad_b,
-                    p.overlap_grad_reduce ? Overlap::kWithCompute : Overlap::kExposed));
-        rw.iteration.grad_sync_chunk.push_back(ch);
-      }
-      if (p.expert_dp > 1 && sp.expert_params > 0) {
-        rw.iteration.grad_sync.push_back(
-            comm_op("edp.grad_sync", GroupKind::kEdp, op, p.expert_dp, sp.expert_params * grad_b,
-                    p.overlap_grad_reduce ? Overlap::kWithCompute : Overlap::kExposed));
-        rw.iteration.grad_sync_chunk.push_back(ch);
-      }
-      // Parameter all-gather after the optimizer (distributed optimizer) or before each use (FSDP:
-      // forward and backward gathers, counted here once per pass).
-      if (sharded) {
-        const int passes = p.fsdp != FsdpKind::kNone ? 2 : 1;
-        const Overlap ov = (p.overlap_param_gather || p.fsdp != FsdpKind::kNone)
-                               ? Overlap::kWithCompute
-                               : Overlap::kExposed;
-        for (int pass = 0; pass < passes; ++pass) {
-          if (dense_dp > 1) {
-            rw.iteration.param_gather.push_back(comm_op("dp.param_gather", GroupKind::kDpCp,
-                                                        CollectiveKind::kAllGather, dense_dp,
-                                                        sp.dense_params * c.act_b, ov));
-            rw.iteration.param_gather_chunk.push_back(ch);
-          }
-          if (p.expert_dp > 1 && sp.expert_params > 0) {
-            rw.iteration.param_gather.push_back(comm_op("edp.param_gather", GroupKind::kEdp,
-                                                        CollectiveKind::kAllGather, p.expert_dp,
-                                                        sp.expert_params * c.act_b, ov));
-            rw.iteration.param_gather_chunk.push_back(ch);
-          }
-        }
+      } else {
+        add_dp_comm(job, c, sp, ch, rw.iteration);
       }
     }
     rw.iteration.local_params = static_cast<std::int64_t>(dense_total + expert_total);
-    // Optimizer step over this rank's shard: the bytes it reads and writes per parameter follow
-    // the optimizer and its dtypes (accounting.h, shared with the memory projection).
-    const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
-    const int replicate = std::max(1, p.dp_replicate);
-    const double shard_params = sharded ? dense_total / std::max(1, dense_dp / replicate) +
-                                              expert_total / std::max(1, p.expert_dp / replicate)
-                                        : dense_total + expert_total;
-    const double bytes_per_param = optimizer_bytes_per_param(job.runtime).step_traffic_bytes;
-    rw.iteration.optimizer =
-        mem_op("optimizer.step", shard_params * bytes_per_param, MemOpClass::kOptimizer);
+    rw.iteration.optimizer = optimizer_op(job, dense_total, expert_total);
   }
   return wl;
 }
