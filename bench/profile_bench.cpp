@@ -33,13 +33,9 @@ void analyze_trace(benchmark::State& state, const char* name) {
 
 BENCHMARK_CAPTURE(read_trace, qwen_h100_3_6MB_json, "qwen1.5_0.5b_fwd_h100.json.gz")
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(read_trace, deepseek_h800_1_9MB_json, "deepseek_v3_train_h800.json.gz")
-    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(read_trace, hta_a100_ddp_6_3MB_json, "hta_a100_ddp_nccl.json.gz")
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(analyze_trace, qwen_h100, "qwen1.5_0.5b_fwd_h100.json.gz")
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(analyze_trace, deepseek_h800, "deepseek_v3_train_h800.json.gz")
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
