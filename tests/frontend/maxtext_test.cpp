@@ -17,6 +17,7 @@
 #include "projector/job/builder.h"
 #include "projector/report/job_report.h"
 #include "support/adapter_input.h"
+#include "support/config_text.h"
 #include "support/temp_dir.h"
 
 namespace projector {
@@ -27,12 +28,7 @@ namespace fs = std::filesystem;
 const std::string kRepoData = PROJECTOR_DEFAULT_DATA_DIR;
 
 LoadRequest request(const std::string& path, const std::string& hardware = "tpu_v5p") {
-  LoadRequest r;
-  r.config_path = path;
-  r.data_dir = kRepoData;
-  r.env = fixed_environment({});
-  r.hardware = hardware;
-  return r;
+  return testing::bundled_request(path, hardware);
 }
 
 JobSpec load_text(testing::TempDir& dir, const std::string& text,
@@ -139,7 +135,7 @@ TEST(MaxTextAdapter, MeshAndFractionalBatch) {
   ASSERT_NE(axis(j, MeshRole::kFsdp), nullptr);
   EXPECT_EQ(axis(j, MeshRole::kFsdp)->ici, 8);  // 64 / (4 x 2)
   EXPECT_EQ(axis(j, MeshRole::kData)->dcn, 2);
-  EXPECT_EQ(j.parallel.dp_replicate, 2);     // weights replicated over the data axis
+  EXPECT_EQ(j.parallel.dp_replicate, 2);       // weights replicated over the data axis
   EXPECT_EQ(j.runtime.global_batch_size, 64);  // 0.5 x 128 devices
   // Two -1 in one group is MaxText's error.
   EXPECT_THROW(load_text(dir,

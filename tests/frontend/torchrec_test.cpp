@@ -7,6 +7,7 @@
 #include "frontend/torchrec/adapter.h"
 #include "projector/frontend/loader.h"
 #include "projector/model/recsys_accounting.h"
+#include "support/config_text.h"
 #include "support/temp_dir.h"
 
 namespace projector {
@@ -16,12 +17,7 @@ const std::string kFixtures = std::string(PROJECTOR_TEST_DATA_DIR) + "/torchrec/
 const std::string kRepoData = PROJECTOR_DEFAULT_DATA_DIR;
 
 LoadRequest request(const std::string& path, const std::string& hardware = "a100_40gb") {
-  LoadRequest r;
-  r.config_path = path;
-  r.data_dir = kRepoData;
-  r.env = fixed_environment({});
-  r.hardware = hardware;
-  return r;
+  return testing::bundled_request(path, hardware);
 }
 
 // The README's Criteo 1TB tables: 204,184,588 rows of dim 128 (104.54 GB in fp32, its

@@ -14,18 +14,14 @@
 #include "projector/frontend/loader.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
+#include "support/config_text.h"
 #include "support/temp_dir.h"
 
 namespace projector {
 namespace {
 
 LoadRequest request(const std::string& path, const std::string& hardware = "") {
-  LoadRequest r;
-  r.config_path = path;
-  r.data_dir = PROJECTOR_DEFAULT_DATA_DIR;
-  r.env = fixed_environment({});
-  r.hardware = hardware;
-  return r;
+  return testing::bundled_request(path, hardware);
 }
 
 // The 1-based line of `path`'s text `text` that contains `needle`.
