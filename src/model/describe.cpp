@@ -47,6 +47,10 @@ std::string describe_layer(const LayerSpec& layer) {
       out += fmt::format(", shared ffn {}", e.shared_expert_ffn_hidden_size);
     }
     if (e.capacity_factor > 0) out += fmt::format(", capacity {}", e.capacity_factor);
+    if (e.router_group_topk > 0) {
+      out +=
+          fmt::format(", routed within {} of {} groups", e.router_group_topk, e.router_num_groups);
+    }
   } else {
     out += fmt::format("; MLP ffn {} ({})", m.ffn_hidden_size, mlp_kind);
   }

@@ -123,6 +123,16 @@ void append_offload_ops(double bytes, std::vector<Op>& ops) {
   }
 }
 
+// Share of the compute units the EP dispatch / combine kernels occupy while they run
+// (RuntimeSpec::moe_comm_compute_units over the accelerator's SMs / CUs): compute overlapping
+// them runs on the rest. 0 when the kernel takes none or the unit count is unpublished.
+double ep_comm_compute_share(const JobSpec& job) {
+  const int units = job.cluster.accelerator.compute_units;
+  const int taken = job.runtime.moe_comm_compute_units;
+  if (units <= 0 || taken <= 0) return 0.0;
+  return std::min(1.0, static_cast<double>(taken) / units);
+}
+
 // Exposed time of one transfer op after the overlap its kind allows.
 struct Budgets {
   double ep[3] = {0, 0, 0};  // shared-expert compute (moe_shared_expert_overlap)
@@ -157,7 +167,9 @@ double exposed_transfer(const JobSpec& job, const std::vector<Op>& ops,
   if (op.overlap == Overlap::kWithSharedExperts) {
     const double hidden = std::min(t, b.ep[ph]);
     b.ep[ph] -= hidden;
-    return t - hidden;
+    // The shared experts run on the units the dispatch kernel leaves: with share s the pair takes
+    // max(t, shared + s t), i.e. at least s t beyond the shared compute.
+    return hidden > 0.0 ? std::max(t - hidden, ep_comm_compute_share(job) * t) : t;
   }
   return t;
 }
@@ -346,6 +358,7 @@ schedule::SimulationInput simulation_input(const JobSpec& job, CostCache& cache,
   }
   rep.interference = job.cluster.accelerator.calibration.comm_compute_interference.value;
   in.interference = rep.interference;
+  in.pair_comm_compute_share = ep_comm_compute_share(job);
   in.record_timeline = options.record_timeline;
   return in;
 }

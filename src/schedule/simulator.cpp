@@ -119,6 +119,9 @@ void check_input(const ScheduleTable& table, const SimulationInput& in) {
     }
   }
   if (!(in.interference >= 0.0) || !(in.p2p_s >= 0.0)) fail("interference and p2p_s must be >= 0");
+  if (!(in.pair_comm_compute_share >= 0.0 && in.pair_comm_compute_share <= 1.0)) {
+    fail("pair_comm_compute_share must be in [0, 1]");
+  }
   const auto check_edges = [&](const std::vector<double>& v, const char* what) {
     if (!v.empty() && static_cast<int>(v.size()) != S - 1) {
       fail(fmt::format("{} needs num_stages - 1 = {} entries, got {}", what, S - 1, v.size()));
@@ -539,8 +542,9 @@ void Simulation::advance(int r) {
     if (pair) {
       const double work2 = nominal(r, table_.actions[g + 1], comm2, serial2);
       const double compute = work_s - comm1 - serial1 + work2 - comm2 - serial2;
-      pair_hidden = std::min(compute, comm1 + comm2);
-      work_s = std::max(compute, comm1 + comm2) + serial1 + serial2;
+      const double comm = comm1 + comm2;
+      pair_hidden = std::min(compute, comm);
+      work_s = std::max(compute + in_.pair_comm_compute_share * comm, comm) + serial1 + serial2;
     }
     const double end = stretched_end(start, work_s, in_.interference, comm_iv_[r], scratch_);
     for (int h = g; h < g + n; ++h) finish(r, h, start, end, pred);

@@ -313,16 +313,53 @@ double miss_probability(int experts, int subset, int topk) {
   return p;
 }
 
+// Binomial coefficient C(n, k) as a double (0 outside 0 <= k <= n).
+double choose(int n, int k) {
+  if (k < 0 || k > n) return 0.0;
+  double c = 1.0;
+  for (int i = 1; i <= k; ++i) c = c * (n - k + i) / i;
+  return c;
+}
+
+// Probability that a token reaches a given destination holding `experts / parts` experts. Without
+// group limits: its `topk` distinct experts are uniform over all experts. Group-limited routing
+// (MoeSpec::router_num_groups G, router_group_topk M): the token picks M of the G equal groups and
+// its experts are uniform over those M E/G experts; a destination holding g = G/parts whole groups
+// is hit when j >= 1 of its groups are picked (hypergeometric) and one expert falls in them, one
+// holding part of a group (parts a multiple of G) when its group is picked (M/G) and one expert
+// falls in its share.
+double destination_hit_probability(const MoeSpec& m, int parts) {
+  const int e = m.num_experts;
+  const int groups = m.router_num_groups;
+  const int picked = m.router_group_topk;
+  if (groups <= 0 || picked <= 0 || picked >= groups) {
+    return 1.0 - miss_probability(e, e / parts, m.topk);
+  }
+  const int per_group = e / groups;
+  const int pool = picked * per_group;  // experts of the picked groups
+  if (parts % groups == 0) {
+    return static_cast<double>(picked) / groups * (1.0 - miss_probability(pool, e / parts, m.topk));
+  }
+  if (groups % parts != 0) return 1.0 - miss_probability(e, e / parts, m.topk);
+  const int own = groups / parts;  // whole groups on one destination
+  double hit = 0.0;
+  for (int j = 1; j <= std::min(own, picked); ++j) {
+    // P(j of the destination's groups among the picked): hypergeometric.
+    const double pj = choose(own, j) * choose(groups - own, picked - j) / choose(groups, picked);
+    hit += pj * (1.0 - miss_probability(pool, j * per_group, m.topk));
+  }
+  return hit;
+}
+
 // Bytes a deduplicating dispatcher moves relative to one copy per (token, expert) pair. The
 // expert-parallel group spans `nodes` nodes of equal share; when it spans several, the
 // inter-node copies dominate: (nodes - 1) x P(a remote node is hit) instead of
 // topk x (nodes - 1) / nodes. Within one node the same holds per GPU.
-double dedup_dispatch_factor(int experts, int topk, int ep, int nodes) {
+double dedup_dispatch_factor(const MoeSpec& m, int ep, int nodes) {
   const int parts = nodes > 1 ? nodes : ep;
-  if (parts <= 1 || topk <= 1 || experts < parts) return 1.0;
-  const int per_part = experts / parts;
-  const double standard = topk * static_cast<double>(parts - 1) / parts;
-  const double dedup = (parts - 1) * (1.0 - miss_probability(experts, per_part, topk));
+  if (parts <= 1 || m.topk <= 1 || m.num_experts < parts) return 1.0;
+  const double standard = m.topk * static_cast<double>(parts - 1) / parts;
+  const double dedup = (parts - 1) * destination_hit_probability(m, parts);
   return std::clamp(dedup / standard, 0.0, 1.0);
 }
 
@@ -407,7 +444,15 @@ struct MoeComm {
   double width_bytes = 0.0;   // bytes of one token in the dispatch width (h, or the latent)
   double routed_bytes = 0.0;  // routed copies of the local tokens x width bytes
   double a2a_bytes = 0.0;     // routed bytes after deduplication (flex)
+  // Wire bytes over activation bytes of the forward dispatch and of the combine's backward
+  // (RuntimeSpec::moe_dispatch_fwd_fp8 / moe_combine_bwd_fp8); 1: the activation dtype.
+  double dispatch_fwd_wire = 1.0;
+  double combine_bwd_wire = 1.0;
 };
+
+// MXFP8 on the wire: 1 byte per element and one E8M0 scale byte per block of 32 elements (the
+// same 1.03 bytes as DeepEP's FP8 dispatch: 1 byte and an fp32 scale per 128 elements).
+constexpr double kMxfp8WireBytes = 1.0 + 1.0 / 32.0;
 
 // Fused permute / unpermute kernels gather whole token rows in one pass (priced as row gathers,
 // like embedding lookups); unfused, PyTorch's sort / index_select / scatter (the permute class).
@@ -448,8 +493,10 @@ void moe_dispatch(const Ctx& c, std::vector<Op>& f, const MoeSpec& m, const MoeC
       break;
     case MoeDispatcher::kFlex:
       if (tp_ep > 1) {
+        // Quantized forward; its backward (the gradient coming back) in the activation dtype.
         f.push_back(comm_op("moe.dispatch", GroupKind::kEtpEp, CollectiveKind::kAllToAll, tp_ep,
-                            mc.a2a_bytes * p.etp, ov));
+                            mc.a2a_bytes * p.etp * mc.dispatch_fwd_wire, ov));
+        f.back().bwd_bytes = mc.a2a_bytes * p.etp;
       }
       break;
   }
@@ -483,6 +530,7 @@ void moe_combine(const Ctx& c, std::vector<Op>& f, const MoeComm& mc) {
       if (tp_ep > 1) {
         f.push_back(comm_op("moe.combine", GroupKind::kEtpEp, CollectiveKind::kAllToAll, tp_ep,
                             mc.a2a_bytes * p.etp, ov));
+        f.back().bwd_bytes = mc.a2a_bytes * p.etp * mc.combine_bwd_wire;
       }
       break;
   }
@@ -520,9 +568,11 @@ void add_moe(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   mc.width_bytes = static_cast<double>(width) * c.act_b;
   mc.routed_bytes = routed * mc.width_bytes;
   mc.a2a_bytes = mc.routed_bytes;
+  if (job.runtime.moe_dispatch_fwd_fp8) mc.dispatch_fwd_wire = kMxfp8WireBytes / c.act_b;
+  if (job.runtime.moe_combine_bwd_fp8) mc.combine_bwd_wire = kMxfp8WireBytes / c.act_b;
   if (job.runtime.moe_dedup_dispatch && p.ep > 1) {
     const int nodes = job_group(job, GroupKind::kEp).nodes;
-    mc.a2a_bytes *= dedup_dispatch_factor(m.num_experts, m.topk, p.ep, nodes);
+    mc.a2a_bytes *= dedup_dispatch_factor(m, p.ep, nodes);
   }
   // Uneven routing: the busiest rank receives `load` times the mean routed rows; every rank waits
   // for it at the dispatch and combine, so its exchange and its experts' GEMMs set the pace.
@@ -654,6 +704,7 @@ void add_backward(const std::vector<Op>& fwd, std::vector<Op>& out, bool sp) {
         break;
       case OpKind::kCollective:
         b.name = f.name + ".bwd";
+        if (f.bwd_bytes >= 0.0) b.bytes = f.bwd_bytes;  // e.g. a quantized dispatch's gradient
         if (f.collective == CollectiveKind::kAllGather && f.group == GroupKind::kTp && sp) {
           b.collective = CollectiveKind::kReduceScatter;
         } else if (f.collective == CollectiveKind::kReduceScatter) {

@@ -208,6 +208,48 @@ TEST(MegatronFidelity, MoeDispatcherAndKernel) {
   EXPECT_THROW(load_text(dir, moe_args("moe_enable_deepep: true\n")), InputError);
 }
 
+// Group-limited routing (moe_router_num_groups / moe_router_group_topk, both None by default),
+// the MXFP8 wire (moe_dispatch_fwd_dtype / moe_combine_bwd_dtype, bf16 by default, only with the
+// ncclep flex backend, grouped GEMM and the TE op fuser) and DeepEP's SMs / CUs (Megatron
+// moe_deepep_num_sms 20, Primus turbo_deepep_num_cu 32 by default): read, silent, and checked.
+TEST(MegatronFidelity, MoeRoutingGroupsWireAndSms) {
+  testing::TempDir dir;
+  const JobSpec grouped =
+      load_text(dir, moe_args("moe_router_num_groups: 4\nmoe_router_group_topk: 2\n"));
+  EXPECT_EQ(grouped.model.layers[1].moe.router_num_groups, 4);
+  EXPECT_EQ(grouped.model.layers[1].moe.router_group_topk, 2);
+  for (const std::string& w : grouped.warnings) EXPECT_EQ(w.find("group"), std::string::npos) << w;
+  const JobSpec no_topk = load_text(dir, moe_args("moe_router_num_groups: 4\n"));
+  EXPECT_EQ(no_topk.model.layers[1].moe.router_group_topk, 0);
+  // 16 experts do not split into 3 groups; top-k groups need the groups; 5 of 4 groups.
+  EXPECT_THROW(load_text(dir, moe_args("moe_router_num_groups: 3\nmoe_router_group_topk: 1\n")),
+               InputError);
+  EXPECT_THROW(load_text(dir, moe_args("moe_router_group_topk: 2\n")), InputError);
+  EXPECT_THROW(load_text(dir, moe_args("moe_router_num_groups: 4\nmoe_router_group_topk: 5\n")),
+               InputError);
+  const std::string ncclep =
+      "moe_token_dispatcher_type: flex\nmoe_flex_dispatcher_backend: ncclep\n"
+      "moe_grouped_gemm: true\nuse_transformer_engine_op_fuser: true\n";
+  const JobSpec wire = load_text(dir, moe_args(ncclep + "moe_dispatch_fwd_dtype: mxfp8\n"));
+  EXPECT_TRUE(wire.runtime.moe_dispatch_fwd_fp8);
+  EXPECT_FALSE(wire.runtime.moe_combine_bwd_fp8);
+  EXPECT_FALSE(load_text(dir, moe_args(ncclep)).runtime.moe_dispatch_fwd_fp8);
+  EXPECT_THROW(
+      load_text(dir, moe_args("moe_token_dispatcher_type: flex\nmoe_dispatch_fwd_dtype: mxfp8\n")),
+      InputError);
+  EXPECT_THROW(load_text(dir, moe_args(ncclep + "moe_combine_bwd_dtype: fp8\n")), InputError);
+  const JobSpec deepep = load_text(dir, moe_args("moe_token_dispatcher_type: flex\n"));
+  EXPECT_EQ(deepep.runtime.moe_comm_compute_units, 20);
+  ASSERT_NE(find_default(deepep, "moe_deepep_num_sms"), nullptr);
+  const std::string flex24 = "moe_token_dispatcher_type: flex\nmoe_deepep_num_sms: 24\n";
+  EXPECT_EQ(load_text(dir, moe_args(flex24)).runtime.moe_comm_compute_units, 24);
+  const std::string turbo = "enable_primus_turbo: true\nuse_turbo_deepep: true\n";
+  EXPECT_EQ(load_text(dir, moe_args(turbo)).runtime.moe_comm_compute_units, 32);
+  const std::string turbo80 = turbo + "turbo_deepep_num_cu: 80\n";
+  EXPECT_EQ(load_text(dir, moe_args(turbo80)).runtime.moe_comm_compute_units, 80);
+  EXPECT_EQ(load_text(dir, moe_args("")).runtime.moe_comm_compute_units, 0);  // allgather
+}
+
 // What hides the EP communication, and the combinations Megatron refuses.
 TEST(MegatronFidelity, MoeOverlapSettings) {
   testing::TempDir dir;

@@ -72,8 +72,7 @@ TEST(ScheduleEdge, OneF1BFewerMicrobatchesThanStages) {
 TEST(ScheduleEdge, InterleavedMicrobatchesNotMultipleOfPp) {
   EXPECT_EQ(input_error_key([] { build_interleaved(4, 2, 3); }), "num_microbatches");
   EXPECT_EQ(input_error_key([] { build_interleaved(4, 2, 10); }), "num_microbatches");
-  EXPECT_EQ(input_error_key([] { build_interleaved(4, 2, 10, 3); }),
-            "microbatch_group");
+  EXPECT_EQ(input_error_key([] { build_interleaved(4, 2, 10, 3); }), "microbatch_group");
   // With a group size of 5 (10 = 2 groups of 5) Megatron accepts M=10; the pipeline stays full, so
   // the balanced closed form (M + (PP-1)/V)(F+B) = (10 + 1.5) * 3 = 34.5 holds.
   const SimulationResult r = simulate(build_interleaved(4, 2, 10, 5), balanced(4, 2, 0.5, 1, 0));
@@ -238,6 +237,15 @@ TEST(Simulator, OverlappedPair) {
   in.costs.assign(2, ChunkCost{1, 1, 1, 0.5, 0.5});
   EXPECT_DOUBLE_EQ(simulate(table(true), in).makespan_s, 11.0);
   EXPECT_DOUBLE_EQ(simulate(table(false), in).makespan_s, 12.0);
+  // The comm kernels on half of the compute units (DeepEP's SMs): the pair's compute runs on the
+  // other half while the 1 s of comm runs, max(2 + 0.5 x 1, 1) = 2.5 -> 11.5; on all units the
+  // pair is no better than running the two in turn.
+  in.pair_comm_compute_share = 0.5;
+  EXPECT_DOUBLE_EQ(simulate(table(true), in).makespan_s, 11.5);
+  in.pair_comm_compute_share = 1.0;
+  EXPECT_DOUBLE_EQ(simulate(table(true), in).makespan_s, 12.0);
+  in.pair_comm_compute_share = 1.5;
+  EXPECT_THROW(simulate(table(true), in), ScheduleError);
 }
 
 // Activation memory: ZB-H1 PP2 M2 with B releasing half of a microbatch's activation. Rank 0

@@ -241,6 +241,29 @@ int read_window(ArgReader& r, int num_layers, std::vector<int>& full_attention_l
   return window;
 }
 
+// Group-limited routing (MG2 moe_utils.py group_limited_topk): experts in moe_router_num_groups
+// equal groups, each token's top-k taken from its best moe_router_group_topk groups. Both default
+// to None (routing over all experts); group_topk needs num_groups.
+void read_group_limited_routing(ArgReader& r, MoeSpec& moe) {
+  const auto groups = static_cast<int>(r.int_quiet("moe_router_num_groups", 0));
+  const auto group_topk = static_cast<int>(r.int_quiet("moe_router_group_topk", 0));
+  if (groups < 0) r.fail("moe_router_num_groups", "must not be negative");
+  if (group_topk < 0) r.fail("moe_router_group_topk", "must not be negative");
+  if (group_topk == 0) return;
+  if (groups == 0) r.fail("moe_router_group_topk", "needs moe_router_num_groups");
+  if (moe.num_experts % groups != 0) {
+    r.fail("moe_router_num_groups",
+           fmt::format("{} experts do not split into {} groups", moe.num_experts, groups));
+  }
+  if (group_topk > groups || group_topk * (moe.num_experts / groups) < moe.topk) {
+    r.fail("moe_router_group_topk",
+           fmt::format("top-{} routing does not fit in {} of {} groups of {} experts", moe.topk,
+                       group_topk, groups, moe.num_experts / groups));
+  }
+  moe.router_num_groups = groups;
+  moe.router_group_topk = group_topk;
+}
+
 // MoE: the routed-expert shape and which layers are MoE (moe_layer_freq).
 MoeSpec read_moe(ArgReader& r, int num_layers, const MlpSpec& mlp, std::vector<int>& pattern) {
   const int num_experts = static_cast<int>(r.int_quiet("num_experts", 0));
@@ -271,6 +294,7 @@ MoeSpec read_moe(ArgReader& r, int num_layers, const MlpSpec& mlp, std::vector<i
     moe.latent_size = r.int_quiet("moe_latent_size", 0);
     if (moe.latent_size < 0) r.fail("moe_latent_size", "must not be negative");
     moe.shared_expert_gate = r.bool_quiet("moe_shared_expert_gate", false);
+    read_group_limited_routing(r, moe);
   } else if (r.has("num_experts") && r.int_quiet("num_experts", 0) < 0) {
     r.fail("num_experts", "must not be negative");
   }

@@ -326,6 +326,43 @@ void read_moe_overlap(ArgReader& r, JobDraft& d) {
   }
 }
 
+// The dispatcher's wire format and its share of the compute units. Megatron:
+// moe_dispatch_fwd_dtype / moe_combine_bwd_dtype ('bf16' default, 'mxfp8'), accepted only with the
+// ncclep flex backend, grouped GEMM and the TE op fuser (MG2 transformer_config.py); DeepEP runs on
+// moe_deepep_num_sms SMs (20 by default), Primus Turbo's DeepEP on turbo_deepep_num_cu CUs (32 by
+// default, Primus primus_turbo.yaml).
+void read_moe_wire(ArgReader& r, JobDraft& d) {
+  RuntimeSpec& rt = d.runtime;
+  auto mxfp8 = [&r, &rt](const std::string& key) {
+    const std::string v = to_lower(r.string_or(key, "bf16", ""));
+    if (v != "bf16" && v != "mxfp8")
+      r.fail(key, fmt::format("unknown dtype '{}' (bf16, mxfp8)", v));
+    if (v == "mxfp8" && (rt.moe_dispatch_kernel != MoeDispatchKernel::kNcclEp ||
+                         !r.bool_quiet("moe_grouped_gemm", false) ||
+                         !r.bool_quiet("use_transformer_engine_op_fuser", false))) {
+      r.fail(key,
+             "mxfp8 needs the ncclep flex dispatcher, moe_grouped_gemm and "
+             "use_transformer_engine_op_fuser (Megatron asserts it)");
+    }
+    return v == "mxfp8";
+  };
+  rt.moe_dispatch_fwd_fp8 = mxfp8("moe_dispatch_fwd_dtype");
+  rt.moe_combine_bwd_fp8 = mxfp8("moe_combine_bwd_dtype");
+  if (!has_experts(r)) return;
+  if (rt.moe_dispatch_kernel == MoeDispatchKernel::kDeepEp) {
+    rt.moe_comm_compute_units = static_cast<int>(
+        r.int_or("moe_deepep_num_sms", 20, "Megatron default (MG2 transformer_config.py)"));
+  } else if (rt.moe_dispatch_kernel == MoeDispatchKernel::kTurboDeepEp) {
+    rt.moe_comm_compute_units =
+        static_cast<int>(r.int_or("turbo_deepep_num_cu", 32, "Primus default (primus_turbo.yaml)"));
+  }
+  if (rt.moe_comm_compute_units < 0) {
+    r.fail(rt.moe_dispatch_kernel == MoeDispatchKernel::kDeepEp ? "moe_deepep_num_sms"
+                                                                : "turbo_deepep_num_cu",
+           "must not be negative");
+  }
+}
+
 // The token dispatcher, the kernel that moves the tokens and what hides the expert-parallel
 // communication. Megatron: moe_token_dispatcher_type defaults to allgather (MG2
 // transformer_config.py:891); moe_enable_deepep (deprecated) means flex with the DeepEP backend,
@@ -381,6 +418,7 @@ void read_moe_dispatcher(ArgReader& r, JobDraft& d) {
               rt.moe_dispatch_kernel == MoeDispatchKernel::kTurboDeepEp;
   rt.moe_dedup_dispatch = rt.moe_dispatcher == MoeDispatcher::kFlex;
   rt.moe_probs_fp32 = to_lower(r.string_or("moe_router_dtype", "", "")) == "fp32";
+  read_moe_wire(r, d);
   // moe_permute_fusion (MG2 transformer_config.py, default false); Primus' sync-free stages fuse
   // the permutation too (PR4 rocm_arg_validation.py _get_sync_free_moe_options).
   rt.moe_permute_fusion =

@@ -265,6 +265,10 @@ void read_torchtitan_runtime(TitanReader& r, const TitanModelFacts& facts, JobDr
   if (r.text("parallelism.expert_parallel_comm_backend") == "deepep" && facts.moe) {
     d.runtime.deepep = true;
     d.runtime.moe_dedup_dispatch = true;
+    // torchtitan keeps DeepEP's own SM budget (deep_ep Buffer.num_sms = 20).
+    d.runtime.moe_comm_compute_units = 20;
+    r.note("parallelism.expert_parallel_comm_backend", "deepep on 20 SMs",
+           "DeepEP default (deep_ep buffer.py Buffer.num_sms)");
   }
 }
 

@@ -70,6 +70,11 @@ struct MoeSpec {
   // (replicated projections); the experts and the dispatch work in the latent width. 0: none.
   std::int64_t latent_size = 0;
   bool shared_expert_gate = false;  // a sigmoid gate (1 x h weight) on the shared experts' output
+  // Group-limited routing (DeepSeek's node-limited routing; Megatron moe_router_num_groups /
+  // moe_router_group_topk): the experts form `router_num_groups` equal groups and each token's
+  // top-k experts come from its best `router_group_topk` groups. 0: routing over all experts.
+  int router_num_groups = 0;
+  int router_group_topk = 0;
 };
 
 // A Mamba-2 mixer (MG11 ssm/mamba_mixer.py): in_proj h -> [z, x, B, C, dt] = 2 d_inner +
@@ -450,6 +455,15 @@ struct RuntimeSpec {
   MoeDispatchKernel moe_dispatch_kernel = MoeDispatchKernel::kCollective;
   MoeOverlaps moe_overlap;
   bool moe_probs_fp32 = false;  // router probabilities in fp32 (moe_router_dtype fp32)
+  // Quantized wire format of the tokens the dispatcher moves (Megatron moe_dispatch_fwd_dtype /
+  // moe_combine_bwd_dtype 'mxfp8'): the forward dispatch and the backward of the combine (the
+  // output gradient going back to the experts) carry 1 byte per element plus one scale byte per
+  // 32 elements; the combine and the dispatch's backward stay in the activation dtype.
+  bool moe_dispatch_fwd_fp8 = false;
+  bool moe_combine_bwd_fp8 = false;
+  // Compute units (SMs / CUs) the dispatch / combine kernels occupy while they run (DeepEP
+  // num_sms, Primus Turbo DeepEP num_cu): compute that overlaps them runs on the rest. 0: none.
+  int moe_comm_compute_units = 0;
   // The router's probabilities are applied inside the experts by a weighted activation that saves
   // the permuted fp32 probabilities, so the combine does not keep the experts' output for their
   // gradient (Megatron-Core: experts.py weighted_bias_swiglu_impl, token_dispatcher.py

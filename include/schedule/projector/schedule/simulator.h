@@ -16,7 +16,10 @@
 //   where comm_x is the part of the action's duration that is communication which the other
 //   action's computation can hide (ChunkCost::f_comm_s / b_comm_s, e.g. exposed EP all-to-all),
 //   serial_x the compute that cannot serve as cover (ChunkCost::w_serial_s, BW and W only) and
-//   compute_x the rest. With no comm parts this is just the sum.
+//   compute_x the rest. With no comm parts this is just the sum. When the communication kernels
+//   occupy a share s of the compute units (SimulationInput::pair_comm_compute_share, DeepEP's
+//   SMs), compute under them runs on the rest: max(compute_a + compute_b + s (comm_a + comm_b),
+//   comm_a + comm_b) + serial_a + serial_b.
 // * Communication tasks (CommTask) run on their named stream of their rank. A task is launched at
 //   iteration start or at the start / end of a given action and starts at
 //   max(launch time, the stream's previous task end). It may block a later action of its rank (that
@@ -83,6 +86,7 @@ struct SimulationInput {
   std::vector<double> p2p_backward_s;
   std::vector<CommTask> comm;
   double interference = 0.0;
+  double pair_comm_compute_share = 0.0;  // share of compute units the paired comm occupies, [0, 1]
   bool record_timeline = false;
 };
 

@@ -61,7 +61,7 @@ struct Op {
   double flops = 0.0;
   double bytes = 0.0;       // HBM bytes for memory-bound ops; per-rank buffer bytes for collectives
   bool recompute = false;   // part of a recompute forward replayed before the backward
-  double bwd_bytes = -1.0;  // memory-bound: bytes of its backward (< 0: 1.5x the forward)
+  double bwd_bytes = -1.0;  // memory-bound / collective: bytes of its backward (< 0: default)
   bool weightless = false;  // GEMM of two activations (unfused attention): no weight gradient;
                             // its backward is two input-gradient GEMMs
 };
