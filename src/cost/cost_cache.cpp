@@ -130,9 +130,8 @@ OpCost CostCache::attention_bwd(const AttentionShape& s) {
 OpCost CostCache::memory_bound(double bytes, MemOpClass cls, int kernels) {
   const Key k{{static_cast<std::uint64_t>(Op::kMemory), bits(bytes),
                static_cast<std::uint64_t>(cls), u(kernels), 0, 0, 0, 0, 0, 0}};
-  return lookup(k, [&] {
-    return measure(cost_class(cls), memory_bound_time(acc_, bytes, cls, kernels));
-  });
+  return lookup(
+      k, [&] { return measure(cost_class(cls), memory_bound_time(acc_, bytes, cls, kernels)); });
 }
 
 namespace {
