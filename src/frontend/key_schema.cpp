@@ -114,12 +114,13 @@ void add_not_modelled(KeySchema& schema, const std::string& line, const std::str
 }
 
 }  // namespace
-std::string KeySchema::unknown_key_warning(const std::string& key,
-                                           const SourceLocation& where) const {
+std::string KeySchema::unknown_key_warning(const std::string& key, const SourceLocation& where,
+                                           std::string_view noun) const {
   const std::string n = nearest(key);
   const std::string loc = where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
-  return n.empty() ? fmt::format("{}unknown key '{}' (ignored)", loc, key)
-                   : fmt::format("{}unknown key '{}' (ignored); did you mean '{}'?", loc, key, n);
+  return n.empty()
+             ? fmt::format("{}unknown {} '{}' (ignored)", loc, noun, key)
+             : fmt::format("{}unknown {} '{}' (ignored); did you mean '{}'?", loc, noun, key, n);
 }
 
 JobDraft start_draft(const AdapterInput& in) {
@@ -164,23 +165,38 @@ KeySchema load_key_schema(const std::string& path) {
   return schema;
 }
 
-std::vector<std::string> unknown_key_warnings(const ConfigValue& args,
-                                              const std::vector<std::string>& user_keys,
-                                              const KeySchema& schema) {
+std::vector<std::string> unknown_key_warnings(const std::vector<std::string>& keys,
+                                              const UnknownKeyCheck& check) {
   std::vector<std::string> out;
   std::set<std::string> warned;
   std::size_t more = 0;
-  for (const std::string& key : user_keys) {
-    if (schema.known(key) || !warned.insert(key).second) continue;
-    if (out.size() >= kMaxListedUnknownKeys) {
+  for (const std::string& key : keys) {
+    if (check.schema.known(key) || !warned.insert(key).second) continue;
+    if (!check.strict && out.size() >= kMaxListedUnknownKeys) {
       ++more;
       continue;
     }
-    const ConfigValue* v = args.find(key);
-    out.push_back(schema.unknown_key_warning(key, v != nullptr ? v->where : SourceLocation{}));
+    const SourceLocation where = check.locate(key);
+    if (check.strict) {
+      const std::string n = check.schema.nearest(key);
+      throw InputError(where, key,
+                       fmt::format("unknown {} (strict mode){}", check.noun,
+                                   n.empty() ? "" : "; did you mean '" + n + "'?"));
+    }
+    out.push_back(check.schema.unknown_key_warning(key, where, check.noun));
   }
-  add_unknown_key_summary(out, more, args.where);
+  add_unknown_key_summary(out, more, check.summary_at);
   return out;
+}
+
+std::vector<std::string> unknown_key_warnings(const ConfigValue& args,
+                                              const std::vector<std::string>& user_keys,
+                                              const KeySchema& schema, bool strict) {
+  const auto locate = [&args](const std::string& key) {
+    const ConfigValue* v = args.find(key);
+    return v != nullptr ? v->where : SourceLocation{};
+  };
+  return unknown_key_warnings(user_keys, {schema, locate, args.where, strict});
 }
 
 void add_unknown_key_summary(std::vector<std::string>& warnings, std::size_t more,

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "projector/frontend/loader.h"
@@ -235,6 +237,56 @@ TEST(HostileBackends, FuzzSeedsProjectFinite) {
     PerfOptions po;
     po.keep_op_table = false;
     EXPECT_GT(project_performance(job, po).iteration_s, 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace projector
+
+namespace projector {
+namespace {
+
+// --strict applies to every back-end through the one unknown-key check: the misspelt key is an
+// error at its own line (MaxText: line 3 of the flat YAML; torchtitan: the line appended to an
+// upstream TOML), and without --strict the same key is one warning naming the nearest key.
+TEST(StrictKeys, MaxTextAndTorchtitanRefuseUnknownKeys) {
+  testing::TempDir dir;
+  const std::string mt = dir.write("mt.yml",
+                                   "model_name: llama3-8b\n"
+                                   "per_device_batch_size: 2\n"
+                                   "per_device_batch_sise: 2\n"
+                                   "compile_topology: v5p-64\n");
+  LoadRequest r = request(mt, "tpu_v5p");
+  const JobSpec lenient = load_job(r);
+  const auto n =
+      std::count_if(lenient.warnings.begin(), lenient.warnings.end(), [](const std::string& w) {
+        return w.find("unknown MaxText key 'per_device_batch_sise'") != std::string::npos &&
+               w.find("did you mean 'per_device_batch_size'") != std::string::npos;
+      });
+  EXPECT_EQ(n, 1);
+  r.strict_keys = true;
+  try {
+    load_job(r);
+    FAIL() << "strict mode accepted an unknown MaxText key";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "per_device_batch_sise");
+    EXPECT_EQ(e.where().line, 3);
+  }
+
+  std::ifstream in(std::string(PROJECTOR_TEST_DATA_DIR) + "/torchtitan/upstream/llama3_8b.toml");
+  std::string toml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t at = toml.find("[training]\n");
+  ASSERT_NE(at, std::string::npos);
+  const int line = static_cast<int>(std::count(toml.begin(), toml.begin() + at, '\n')) + 2;
+  toml.insert(at + 11, "local_batch_sise = 2\n");
+  LoadRequest t = request(dir.write("job.toml", toml), "h100_sxm");
+  t.strict_keys = true;
+  try {
+    load_job(t);
+    FAIL() << "strict mode accepted an unknown torchtitan key";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "training.local_batch_sise");
+    EXPECT_EQ(e.where().line, line);
   }
 }
 

@@ -91,27 +91,14 @@ ConfigValue overrides_of(const ConfigValue& args) {
 }
 
 void warn_unknown(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
-  std::set<std::string> seen;
-  std::vector<std::string> warnings;
-  std::size_t more = 0;
-  for (const std::string& key : in.user_keys) {
-    if (schema.known(key) || !seen.insert(key).second) continue;
-    if (warnings.size() >= kMaxListedUnknownKeys) {
-      ++more;
-      continue;
-    }
+  const auto locate = [&in](const std::string& key) {
     const ConfigValue* v = in.args.find(key);
-    const SourceLocation where = v != nullptr ? v->where : SourceLocation{};
-    const std::string loc =
-        where.file.empty() ? "" : fmt::format("{}:{}: ", where.file, where.line);
-    const std::string nearest = schema.nearest(key);
-    warnings.push_back(nearest.empty()
-                           ? fmt::format("{}unknown MaxText key '{}' (ignored)", loc, key)
-                           : fmt::format("{}unknown MaxText key '{}' (ignored); did you mean '{}'?",
-                                         loc, key, nearest));
+    return v != nullptr ? v->where : SourceLocation{};
+  };
+  const UnknownKeyCheck check{schema, locate, in.args.where, in.strict_keys, "MaxText key"};
+  for (std::string& w : unknown_key_warnings(in.user_keys, check)) {
+    d.warnings.push_back(std::move(w));
   }
-  add_unknown_key_summary(warnings, more, in.args.where);
-  for (std::string& w : warnings) d.warnings.push_back(std::move(w));
 }
 
 void name_fields(JobDraft& d, MaxTextReader& r) {

@@ -39,27 +39,13 @@ bool environment_name(std::string_view key) {
 // mode. Not-modelled keys anywhere in the namespace (presets included) whose value changes the
 // job: a warning saying what ignoring them means. Modelled and known keys: nothing.
 void check_keys(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
-  std::set<std::string> seen;
-  std::size_t listed = 0, more = 0;
+  std::vector<std::string> keys;
   for (const std::string& key : in.user_keys) {
-    if (schema.known(key) || environment_name(key) || !seen.insert(key).second) continue;
-    // Past the first kMaxListedUnknownKeys only a count (each line costs a lookup and a scan of
-    // the schema for a suggestion).
-    if (!in.strict_keys && listed++ >= kMaxListedUnknownKeys) {
-      ++more;
-      continue;
-    }
-    const ConfigValue* v = in.args.find(key);
-    const SourceLocation where = v != nullptr ? v->where : SourceLocation{};
-    if (in.strict_keys) {
-      const std::string nearest = schema.nearest(key);
-      throw InputError(where, key,
-                       fmt::format("unknown key (strict mode){}",
-                                   nearest.empty() ? "" : "; did you mean '" + nearest + "'?"));
-    }
-    d.warnings.push_back(schema.unknown_key_warning(key, where));
+    if (!environment_name(key)) keys.push_back(key);
   }
-  add_unknown_key_summary(d.warnings, more, in.args.where);
+  for (std::string& w : unknown_key_warnings(in.args, keys, schema, in.strict_keys)) {
+    d.warnings.push_back(std::move(w));
+  }
   for (const auto& [key, value] : in.args.entries) {
     const NotModelledKey* nm = schema.not_modelled(key);
     if (nm == nullptr || value.is_null()) continue;

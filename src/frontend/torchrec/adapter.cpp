@@ -246,7 +246,8 @@ JobDraft TorchrecAdapter::normalize(AdapterInput& in) const {
   normalize_torchrec_args(in.args, d.warnings, &expanded);
   std::vector<std::string> keys = expanded;
   for (const std::string& k : in.user_keys) keys.push_back(canonical_key(k));
-  for (std::string& w : unknown_key_warnings(in.args, keys, key_schema(in.data_dir))) {
+  for (std::string& w :
+       unknown_key_warnings(in.args, keys, key_schema(in.data_dir), in.strict_keys)) {
     d.warnings.push_back(std::move(w));
   }
   ArgReader r(in.args, d.defaults);

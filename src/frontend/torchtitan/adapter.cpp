@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 namespace projector::frontend_detail {
@@ -34,21 +35,17 @@ void user_leaves(const ConfigValue& v, const std::string& prefix, const AdapterI
 void warn_unknown_keys(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
   std::vector<std::pair<std::string, SourceLocation>> leaves;
   user_leaves(in.args, "", in, leaves);
-  std::set<std::string> warned;
-  std::size_t listed = 0;
-  std::size_t more = 0;
-  for (const auto& [key, where] : leaves) {
+  std::vector<std::string> keys;
+  std::map<std::string, SourceLocation> where;
+  for (const auto& [key, loc] : leaves) {
     // Architecture keys under `model:` are checked against the flavor's arguments (model.cpp).
-    if (key.starts_with("model.") || ignored_leaf(schema, key) || !warned.insert(key).second) {
-      continue;
-    }
-    if (listed++ >= kMaxListedUnknownKeys) {
-      ++more;
-      continue;
-    }
-    d.warnings.push_back(schema.unknown_key_warning(key, where));
+    if (key.starts_with("model.") || ignored_leaf(schema, key)) continue;
+    keys.push_back(key);
+    where.emplace(key, loc);
   }
-  add_unknown_key_summary(d.warnings, more, SourceLocation{in.source, 0, 0});
+  const auto locate = [&where](const std::string& key) { return where.at(key); };
+  const UnknownKeyCheck check{schema, locate, SourceLocation{in.source, 0, 0}, in.strict_keys};
+  for (std::string& w : unknown_key_warnings(keys, check)) d.warnings.push_back(std::move(w));
 }
 
 void name_fields(const TitanReader& r, JobDraft& d) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -45,7 +46,9 @@ class KeySchema {
   // most a third of it differs); empty otherwise.
   std::string nearest(std::string_view key) const;
   // "file:line: unknown key 'k' (ignored)[; did you mean 'n'?]" for a key the schema lacks.
-  std::string unknown_key_warning(const std::string& key, const SourceLocation& where) const;
+  // `noun` names the key kind ("key", "MaxText key").
+  std::string unknown_key_warning(const std::string& key, const SourceLocation& where,
+                                  std::string_view noun = "key") const;
   const std::vector<std::string>& keys() const { return keys_; }  // every known key, sorted
 
   void add(std::string key, KeyClass cls, NotModelledKey info = {});
@@ -63,11 +66,24 @@ KeySchema load_key_schema(const std::string& path);
 // The schema of back-end `name`: <data_dir>/frameworks/keys/<name>.txt.
 KeySchema load_backend_key_schema(const std::string& data_dir, std::string_view name);
 
-// "file:line: unknown key 'k' (ignored); did you mean 'n'?" for each key of `user_keys` (once)
-// that `schema` does not know; the location is read from `args`.
+// The one unknown-key check of every adapter: each key of `keys` (once) that `schema` does not
+// know gives "file:line: unknown <noun> 'k' (ignored); did you mean 'n'?"; past
+// kMaxListedUnknownKeys they are only counted (one summary line at `summary_at`), so a file of
+// thousands of unknown keys costs no location lookup or suggestion search per key. With `strict`
+// (--strict) the first unknown key is an InputError at its location instead.
+struct UnknownKeyCheck {
+  const KeySchema& schema;
+  std::function<SourceLocation(const std::string&)> locate;  // where the user wrote a key
+  SourceLocation summary_at;
+  bool strict = false;
+  std::string_view noun = "key";
+};
+std::vector<std::string> unknown_key_warnings(const std::vector<std::string>& keys,
+                                              const UnknownKeyCheck& check);
+// The same with the locations read from `args`.
 std::vector<std::string> unknown_key_warnings(const ConfigValue& args,
                                               const std::vector<std::string>& user_keys,
-                                              const KeySchema& schema);
+                                              const KeySchema& schema, bool strict = false);
 // Unknown-key warnings are listed up to this many (real Primus configs have up to 34); the rest
 // are counted (a file of thousands of unknown keys gets one summary line, and no suggestion search
 // per key).
