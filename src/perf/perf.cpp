@@ -181,8 +181,14 @@ double exposed_transfer(const JobSpec& job, const std::vector<Op>& ops,
 void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
                  const std::string& label, std::vector<PricedOp>* table, PhaseAccumulator (&acc)[3],
                  double offload_bytes) {
-  std::vector<Op> ops = lw.ops;
-  append_offload_ops(offload_bytes, ops);
+  // The block's ops, plus its activation-offload copies when it has any (copied only then: this
+  // runs for every block of every projection).
+  std::vector<Op> with_offload;
+  if (offload_bytes > 0.0) {
+    with_offload = lw.ops;
+    append_offload_ops(offload_bytes, with_offload);
+  }
+  const std::vector<Op>& ops = offload_bytes > 0.0 ? with_offload : lw.ops;
   Budgets budgets;
   double block_compute[3] = {0, 0, 0};
   std::vector<OpCost> costs(ops.size());
