@@ -1010,9 +1010,14 @@ void Builder::runtime_defaults() {
                                prof.grad_reduce_dtype, Dtype::kFp32);
   rt.loss_grad_in_place =
       decide(DraftField::kLossGradInPlace, d_.loss_grad_in_place, prof.loss_grad_in_place, true);
-  // Megatron-Core applies the routing probabilities in the experts' weighted activation (MG2
-  // experts.py weighted_bias_swiglu_impl); other back-ends scale the combined output.
-  rt.moe_probs_in_experts = prof.backend == "megatron";
+  if (has_moe(job_.model)) {
+    const ProfileDefault<bool>& placement = prof.moe_probs_in_experts;
+    rt.moe_probs_in_experts = placement.value.value_or(false);
+    job_.defaults.push_back(
+        {"moe_probs_in_experts", show(rt.moe_probs_in_experts),
+         placement.value ? placement.source : d_.profile.name + " has no default",
+         d_.profile.name});
+  }
   RecomputeSpec& rc = rt.recompute;
   if (rc.granularity == RecomputeGranularity::kSelective && rc.modules.empty()) {
     rc.modules = decide(DraftField::kRecomputeModules, std::optional<RecomputeModules>{},

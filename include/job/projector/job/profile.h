@@ -72,6 +72,9 @@ struct FrameworkProfile {
   ProfileDefault<double> dropout;     // attention and hidden dropout
   ProfileDefault<RecomputeModules> selective_recompute;
   ProfileDefault<bool> loss_grad_in_place;
+  // MoE: the routing probabilities scale the experts' activation (the combine keeps no expert
+  // output for their gradient) rather than the combined output.
+  ProfileDefault<bool> moe_probs_in_experts;
   ProfileDefault<MicrobatchRule> microbatch_rule;
   ProfileDefault<FlopCounting> flop_counting;
   ProfileDefault<std::vector<EtpChoice>> expert_tensor_parallel;
