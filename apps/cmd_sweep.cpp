@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "job_options.h"
+#include "projector/frontend/adapter.h"
 #include "projector/report/html_report.h"
 #include "projector/report/job_report.h"
 #include "projector/sweep/recsys_sweep.h"
@@ -232,8 +233,11 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
   space.include_vshape = o.include_vshape;
   space.allow_uneven_layers = o.allow_uneven_layers;
   space.allow_tp_beyond_node = o.job.allow_tp_beyond_node;
-  // A torchtitan job sweeps torchtitan's own layouts (FSDP2 / HSDP, its schedules, its AC modes).
-  space.fsdp2_native = resolved.framework == "torchtitan";
+  // A back-end with its own FSDP2 layout space (torchtitan: FSDP2 / HSDP, its schedules, its AC
+  // modes) says so; the others sweep Megatron's.
+  const AdapterRegistry& adapters = request.adapters ? *request.adapters : builtin_adapters();
+  const BackendAdapter* adapter = adapters.find(resolved.framework);
+  space.fsdp2_native = adapter != nullptr && adapter->sweeps_fsdp2_layouts();
   sweep::Options opts;
   opts.objective = objective;
   opts.memory_limit = o.memory_limit;

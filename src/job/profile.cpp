@@ -189,6 +189,11 @@ void read_defaults(const Reader& r, const YAML::Node& defaults, FrameworkProfile
       {"micro_batch_size", i(p.micro_batch_size)},
       {"global_batch_size", i(p.global_batch_size)},
       {"seq_length", i(p.seq_length)},
+      {"accelerator",
+       [&](const YAML::Node& e, const std::string& k) {
+         read_default(r, e, k, p.accelerator,
+                      [&](const YAML::Node& v, const std::string& kk) { return r.text(v, kk); });
+       }},
   };
   if (!defaults.IsMap()) r.fail(defaults, "defaults", "expected a mapping");
   for (const auto& kv : defaults) {

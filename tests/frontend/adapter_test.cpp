@@ -53,6 +53,17 @@ TEST(Registry, BuiltinsAndAliases) {
                InputError);
 }
 
+// Only torchtitan sweeps its own FSDP2 layout space (dp_shard x dp_replicate, its schedules and
+// AC modes); `projector sweep` asks the adapter instead of comparing framework names.
+TEST(Registry, SweepLayoutSpaceIsTheAdapters) {
+  const AdapterRegistry& r = builtin_adapters();
+  EXPECT_TRUE(r.find("titan")->sweeps_fsdp2_layouts());
+  for (const char* name : {"megatron", "maxtext", "torchrec_dlrm"}) {
+    ASSERT_NE(r.find(name), nullptr) << name;
+    EXPECT_FALSE(r.find(name)->sweeps_fsdp2_layouts()) << name;
+  }
+}
+
 // An unknown framework is a one-line error at its line, listing the registered back-ends.
 TEST(Registry, UnknownFrameworkListsTheRegisteredOnes) {
   testing::TempDir dir;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "projector/frontend/adapter.h"
 #include "projector/frontend/loader.h"
@@ -72,6 +73,55 @@ TEST(MaxTextAdapter, FlatYamlWithModelName) {
 
 // pyconfig.py: a command-line value the model config also sets must agree with it unless
 // override_model_config is true; then the command line wins.
+// `hardware: tpu` names no generation: the accelerator comes from the maxtext profile's
+// `accelerator` default (data/frameworks/maxtext.yaml) and is recorded with that profile; a
+// profile without one refuses the config instead of guessing.
+TEST(MaxTextAdapter, TpuGenerationFromProfile) {
+  testing::TempDir dir;
+  const std::string text =
+      "model_name: llama3-8b\n"
+      "per_device_batch_size: 2\n"
+      "max_target_length: 4096\n"
+      "ici_fsdp_parallelism: 8\n";
+  const JobSpec j = load_text(dir, text, "");
+  const FrameworkProfile profile =
+      load_framework_profile((fs::path(kRepoData) / "frameworks" / "maxtext.yaml").string());
+  ASSERT_TRUE(profile.accelerator.value.has_value());
+  EXPECT_EQ(j.cluster.accelerator.name, *profile.accelerator.value);
+  const auto it = std::find_if(j.defaults.begin(), j.defaults.end(), [](const AppliedDefault& a) {
+    return a.key == "hardware" && a.value.rfind("tpu_", 0) == 0;
+  });
+  ASSERT_NE(it, j.defaults.end());
+  EXPECT_NE(it->reason.find("maxtext"), std::string::npos) << it->reason;
+
+  // A copy of the data directory whose maxtext profile has no accelerator default.
+  const fs::path data = fs::path(dir.path()) / "data";
+  fs::copy(kRepoData, data, fs::copy_options::recursive);
+  const fs::path yaml = data / "frameworks" / "maxtext.yaml";
+  std::ifstream in(yaml);
+  std::string line, kept;
+  bool skip = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("  accelerator:", 0) == 0) {
+      skip = true;
+      continue;
+    }
+    if (skip && line.rfind("    ", 0) == 0) continue;
+    skip = false;
+    kept += line + "\n";
+  }
+  in.close();
+  std::ofstream(yaml) << kept;
+  LoadRequest r = request(dir.write("mt2.yml", text), "");
+  r.data_dir = data.string();
+  try {
+    load_job(r);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("hardware"), std::string::npos) << e.what();
+  }
+}
+
 TEST(MaxTextAdapter, OverrideModelConfig) {
   testing::TempDir dir;
   const std::string cfg = dir.write("mt.yml",

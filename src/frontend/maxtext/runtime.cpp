@@ -140,8 +140,14 @@ void read_target(MaxTextReader& r, JobDraft& d) {
     return;
   }
   if (hw == "tpu") {
-    d.hardware = "tpu_v5p";
-    d.hardware_reason = "hardware: tpu without --hardware or compile_topology: TPU v5p assumed";
+    const ProfileDefault<std::string>& acc = d.profile.accelerator;
+    if (!acc.value) {
+      r.fail("hardware", "names no TPU generation: give compile_topology or --hardware");
+    }
+    d.hardware = *acc.value;
+    d.hardware_reason =
+        fmt::format("hardware: tpu without --hardware or compile_topology: {} ({}: {})", *acc.value,
+                    d.profile.name, acc.source);
   } else if (hw == "cpu") {
     r.fail("hardware", "CPU training is not modelled");
   }

@@ -24,6 +24,7 @@ class TorchtitanAdapter final : public BackendAdapter {
   std::string_view preset_dir() const override { return "torchtitan"; }
   KeySchema key_schema(const std::string& data_dir) const override;
   JobDraft normalize(AdapterInput& input) const override;
+  bool sweeps_fsdp2_layouts() const override { return true; }
 };
 
 // Folds legacy spellings into torchtitan v0.2.x's (idempotent): `[float8]` / `[mx]` sections ->

@@ -129,6 +129,10 @@ class BackendAdapter {
   // Whether a flat configuration file (no Primus `modules:`) is this back-end's own format, e.g.
   // a MaxText YAML; flat files nobody claims are read as Megatron arguments.
   virtual bool recognizes(const ConfigValue& /*flat_config*/) const { return false; }
+  // Whether `projector sweep` explores this back-end's own FSDP2 layout space (dp_shard x
+  // dp_replicate, its pipeline schedules and AC modes) rather than Megatron's (DP with the
+  // distributed optimizer, interleaved VPP, selective recompute modules).
+  virtual bool sweeps_fsdp2_layouts() const { return false; }
   // Rewrites `input.args` into the adapter's canonical keys (aliases folded) and reads the draft
   // from them. Idempotent: normalizing an already normalized input changes nothing and gives the
   // same draft, so a caller may rewrite the normalized namespace and normalize again. Throws

@@ -81,6 +81,9 @@ struct FrameworkProfile {
   ProfileDefault<int> micro_batch_size;
   ProfileDefault<int> global_batch_size;
   ProfileDefault<int> seq_length;
+  // The catalogue accelerator when a config names only a device class (MaxText `hardware: tpu`
+  // without a compile_topology); nullopt: the class alone is not enough (--hardware required).
+  ProfileDefault<std::string> accelerator;
   RecsysProfile recsys;  // recommendation models (`recsys:`; empty for the LLM frameworks)
 };
 
