@@ -208,6 +208,7 @@ int run_performance(const PerfCliOptions& o, const CLI::App& cmd, bool both) {
   export_config(o.job, o.proj, job);
   PerfOptions po;
   po.record_timeline = !o.trace_path.empty() || !o.html_path.empty();
+  po.routing_skew_bracket = true;
   const bool measured = o.proj.profiling_mode != "simulate";
   profile::MeasuredProfile prof;
   profile::BenchmarkProjection bench;

@@ -129,6 +129,13 @@ int run_validate(const ValidateOptions& o, const CLI::App& cmd) {
       fmt::print("{:<58} {:<17} {:<23} {:>12.4g} {:>12.4g} {:>+8.1f}  [{}]\n", i == 0 ? r.id : "",
                  i == 0 ? r.status : "", c.metric, c.predicted, c.measured, c.error_pct, c.basis);
     }
+    if (r.skewed_throughput_error_pct && r.predicted.skewed_tokens_per_sec_per_gpu) {
+      fmt::print(
+          "      routing bracket: busiest EP rank {:.2f}x the mean routed tokens -> {:.4g} "
+          "tokens/s/GPU ({:+.1f}%; not in the statistics)\n",
+          r.predicted.skew_load_factor, *r.predicted.skewed_tokens_per_sec_per_gpu,
+          *r.skewed_throughput_error_pct);
+    }
     print_assumptions(r.assumptions);
   }
 
@@ -150,6 +157,16 @@ int run_validate(const ValidateOptions& o, const CLI::App& cmd) {
       "\n  ran but projected out of memory: {} of {}{}\n", s.projected_oom.size(), s.compared,
       s.projected_oom.empty() ? ""
                               : " (" + fmt::format("{}", fmt::join(s.projected_oom, ", ")) + ")");
+
+  if (s.skew_bracketed > 0) {
+    fmt::print(
+        "  dropless EP runs with a routing bracket: {}; measured between skewed and balanced: "
+        "{}{}\n",
+        s.skew_bracketed, s.within_skew_bracket.size(),
+        s.within_skew_bracket.empty()
+            ? ""
+            : " (" + fmt::format("{}", fmt::join(s.within_skew_bracket, ", ")) + ")");
+  }
 
   write_reports(o, cmd, report);
   if (o.max_mape_pct >= 0.0) {

@@ -52,7 +52,9 @@ py::object performance(const Job& job) {
   std::string doc;
   {
     py::gil_scoped_release unlocked;
-    doc = perf_json(job.spec, project_performance(job.spec));
+    PerfOptions po;
+    po.routing_skew_bracket = true;  // as `projector performance` (the same document)
+    doc = perf_json(job.spec, project_performance(job.spec, po));
   }
   return document_to_python(doc);
 }

@@ -623,6 +623,52 @@ void fill_exposed(const JobSpec& job, const std::vector<ExposedComm>& stage_expo
 
 }  // namespace
 
+namespace {
+
+// The dropless MoE layer with the most experts per EP rank decides whether skew applies; nullptr
+// when no layer routes dropless over more than one EP rank.
+const MoeSpec* dropless_ep_moe(const JobSpec& job) {
+  if (job.parallel.ep <= 1) return nullptr;
+  const MoeSpec* best = nullptr;
+  for (const LayerSpec& l : job.model.layers) {
+    if (!l.is_moe || l.moe.capacity_factor > 0.0 || l.moe.num_experts < job.parallel.ep) continue;
+    if (best == nullptr || l.moe.num_experts > best->num_experts) best = &l.moe;
+  }
+  return best;
+}
+
+// Projects `job` again with the expert-load CV at which the busiest EP rank gets `target` times
+// the mean routed tokens (or the most it can receive, when that is less).
+RoutingSkew project_routing_skew(const JobSpec& job, CostCache& cache, double target) {
+  RoutingSkew out;
+  const MoeSpec* moe = dropless_ep_moe(job);
+  if (moe == nullptr || job.runtime.moe_expert_load_cv > 0.0 || target <= 1.0) return out;
+  JobSpec skewed = job;
+  skewed.runtime.moe_routing = MoeRouting::kLearned;
+  // moe_rank_load_factor grows with the CV up to its cap: bisect for the target (or the cap).
+  double lo = 0.0, hi = 64.0;
+  skewed.runtime.moe_expert_load_cv = hi;
+  const double reachable = std::min(target, moe_rank_load_factor(skewed, *moe));
+  if (reachable <= 1.0 + 1e-9) return out;  // every rank already holds all it can receive
+  for (int i = 0; i < 60; ++i) {
+    skewed.runtime.moe_expert_load_cv = 0.5 * (lo + hi);
+    (moe_rank_load_factor(skewed, *moe) < reachable ? lo : hi) = skewed.runtime.moe_expert_load_cv;
+  }
+  skewed.runtime.moe_expert_load_cv = hi;
+  PerfOptions po;
+  po.keep_op_table = false;
+  po.with_memory = false;
+  const PerfReport rep = project_performance(skewed, cache, po);
+  out.applies = true;
+  out.load_factor = moe_rank_load_factor(skewed, *moe);
+  out.expert_load_cv = hi;
+  out.iteration_s = rep.iteration_s;
+  out.tokens_per_s_per_gpu = rep.tokens_per_s_per_gpu;
+  return out;
+}
+
+}  // namespace
+
 PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfOptions& options) {
   check_job_invariants(job);  // a malformed job is refused, never repaired
   PerfReport rep;
@@ -643,6 +689,10 @@ PerfReport project_performance(const JobSpec& job, CostCache& cache, const PerfO
     mo.table = &rep.table;  // the in-flight states come from the table just simulated
     rep.memory = project_memory(job, mo);
     rep.has_memory = true;
+  }
+  if (options.routing_skew_bracket) {
+    rep.routing_skew =
+        project_routing_skew(job, cache, MemoryOptions{}.moe_dropless_imbalance_upper);
   }
   return rep;
 }

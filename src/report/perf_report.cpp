@@ -160,6 +160,13 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
         rep.ep_pair_mechanism.empty() ? "" : " (" + rep.ep_pair_mechanism + ")", ms(ep_exposed),
         ep_rank);
   }
+  if (rep.routing_skew.applies) {
+    out += fmt::format(
+        "  Skewed routing          {:>12.1f} ms iteration, {:.1f} tokens/s/GPU if the busiest EP "
+        "rank gets {:.2f}x the mean routed tokens (expert-load CV {:.2f}); above: balanced\n",
+        ms(rep.routing_skew.iteration_s), rep.routing_skew.tokens_per_s_per_gpu,
+        rep.routing_skew.load_factor, rep.routing_skew.expert_load_cv);
+  }
   out += fmt::format("  Tokens/s                {:>12.0f}\n", rep.tokens_per_s);
   out += fmt::format("  Tokens/s/GPU            {:>12.1f}\n", rep.tokens_per_s_per_gpu);
   out += fmt::format("  Model TFLOP/s/GPU       {:>12.1f}\n", rep.model_tflops_per_gpu);
@@ -358,6 +365,14 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                           {"ep", ms(rep.exposed.ep_s)}, {"pp", ms(rep.exposed.pp_s)},
                           {"dp", ms(rep.exposed.dp_s)}, {"offload", ms(rep.exposed.offload_s)}};
   j["ep_comm"] = ep_comm_json(rep);
+  if (rep.routing_skew.applies) {
+    j["routing_skew"] = {{"load_factor", rep.routing_skew.load_factor},
+                         {"expert_load_cv", rep.routing_skew.expert_load_cv},
+                         {"iteration_ms", ms(rep.routing_skew.iteration_s)},
+                         {"tokens_per_s_per_gpu", rep.routing_skew.tokens_per_s_per_gpu}};
+  } else {
+    j["routing_skew"] = nullptr;
+  }
   j["chunks"] = chunks_json(rep);
   ranks_json(rep, j);
   if (rep.has_memory) {

@@ -11,6 +11,7 @@ ProjectFn make_default_project_fn() {
   return [](const JobSpec& job) {
     PerfOptions po;
     po.keep_op_table = false;
+    po.routing_skew_bracket = true;
     const PerfReport rep = project_performance(job, po);
     // Published runs count chips; a chip of several devices (TPU7x) is reported per chip.
     const double per_chip = std::max(1, job.cluster.devices_per_chip);
@@ -20,6 +21,10 @@ ProjectFn make_default_project_fn() {
     p.model_tflops_per_gpu = rep.model_tflops_per_gpu * per_chip;
     p.hardware_tflops_per_gpu = rep.hardware_tflops_per_gpu * per_chip;
     p.mfu_pct = 100.0 * rep.mfu;
+    if (rep.routing_skew.applies) {
+      p.skewed_tokens_per_sec_per_gpu = rep.routing_skew.tokens_per_s_per_gpu * per_chip;
+      p.skew_load_factor = rep.routing_skew.load_factor;
+    }
     if (rep.has_memory) {
       // Published peaks are the framework allocator's (max reserved / allocated) on the worst
       // rank: compare with the caching-allocator part of the projection.

@@ -22,6 +22,10 @@ nlohmann::json prediction_json(const Prediction& p) {
                       {"mfu_pct", p.mfu_pct}};
   j["peak_memory_gib"] = p.peak_memory_gib ? nlohmann::json(*p.peak_memory_gib) : nullptr;
   j["out_of_memory"] = p.out_of_memory;
+  if (p.skewed_tokens_per_sec_per_gpu) {
+    j["routing_skew"] = {{"load_factor", p.skew_load_factor},
+                         {"tokens_per_sec_per_gpu", *p.skewed_tokens_per_sec_per_gpu}};
+  }
   return j;
 }
 
@@ -58,6 +62,9 @@ std::string report_to_json(const ValidationReport& report) {
     j["throughput_error_pct"] =
         r.throughput_error_pct ? nlohmann::json(*r.throughput_error_pct) : nullptr;
     if (!r.throughput_basis.empty()) j["throughput_basis"] = r.throughput_basis;
+    if (r.skewed_throughput_error_pct) {
+      j["skewed_throughput_error_pct"] = *r.skewed_throughput_error_pct;
+    }
     j["memory_error_pct"] = r.memory_error_pct ? nlohmann::json(*r.memory_error_pct) : nullptr;
     j["assumptions"] = r.assumptions;
     j["regime"] = {{"moe", r.moe},
@@ -89,6 +96,8 @@ std::string report_to_json(const ValidationReport& report) {
                     {"throughput", stats_json(s.throughput)},
                     {"memory", stats_json(s.memory)},
                     {"projected_oom", s.projected_oom},
+                    {"routing_skew",
+                     {{"bracketed", s.skew_bracketed}, {"within_bracket", s.within_skew_bracket}}},
                     {"by_regime", std::move(by_regime)}};
   return out.dump(2);
 }

@@ -161,6 +161,11 @@ void compare(const RunEntry& e, const MappedRun& m, RunResult& r) {
     add_metric(r, "mfu_pct", pr.mfu_pct, *ms.mfu_pct, "model FLOPs / dense 16-bit peak");
   }
   throughput_error(ms, ev, pr, r);
+  if (r.throughput_error_pct && p.skewed_tokens_per_sec_per_gpu && p.tokens_per_sec_per_gpu > 0) {
+    // Every basis scales with throughput: the skewed error is the balanced one rescaled.
+    const double ratio = *p.skewed_tokens_per_sec_per_gpu / p.tokens_per_sec_per_gpu;
+    r.skewed_throughput_error_pct = (1.0 + *r.throughput_error_pct / 100.0) * ratio * 100.0 - 100.0;
+  }
   compare_memory(ms, p, r);
 }
 
@@ -218,6 +223,12 @@ ValidationSummary summarize(const std::vector<RunResult>& runs) {
     if (r.memory_error_pct) mem.push_back(*r.memory_error_pct);
     if (r.status == "ok") ++s.compared;
     if (r.status == "ok" && r.predicted.out_of_memory) s.projected_oom.push_back(r.id);
+    if (r.throughput_error_pct && r.skewed_throughput_error_pct) {
+      ++s.skew_bracketed;
+      if (*r.skewed_throughput_error_pct <= 0.0 && *r.throughput_error_pct >= 0.0) {
+        s.within_skew_bracket.push_back(r.id);
+      }
+    }
   }
   s.throughput = error_stats(tp);
   s.memory = error_stats(mem);

@@ -674,6 +674,54 @@ TEST(Validate, FakeProjection) {
   EXPECT_NEAR(j["summary"]["throughput"]["mape_pct"].get<double>(), 65.0 / 3.0, 1e-9);
 }
 
+// The routing bracket: a skewed-routing prediction is reported beside the balanced one on the
+// same basis (a step-time basis rescaled by the throughput ratio) and never enters the
+// statistics. Run "a" measures 800 tok/s: balanced 1000 (+25 %), skewed 700 (-12.5 %), so the
+// measurement lies inside the bracket; run "c" measures a 2.0 s step: balanced 2.5 s (-20 %),
+// skewed at 0.5x the throughput -> -60 %, outside.
+TEST(Validate, RoutingBracketBesideTheStatistics) {
+  const std::string text = R"(
+- id: a
+  hardware: {accelerator: NVIDIA H100 SXM 80GB, count: 8, per_node: 8}
+  framework: NeMo
+  model: {num_layers: 4, hidden_size: 256, ffn_hidden_size: 1024, num_attention_heads: 4,
+          vocab_size: 1000, seq_len: 512, activation: swiglu, norm: rmsnorm,
+          position_embedding: rope}
+  training: {global_batch_size: 16, micro_batch_size: 1, tp: 1, pp: 1, cp: 1, ep: 1,
+             precision: bf16, recompute: none}
+  measured: {tokens_per_sec_per_gpu: 800}
+- id: c
+  hardware: {accelerator: NVIDIA A100 SXM4 80GB, count: 2048, per_node: 8}
+  framework: Megatron-LM
+  model: {num_layers: 8, hidden_size: 256, num_attention_heads: 4, vocab_size: 1000,
+          seq_len: 512}
+  training: {global_batch_size: 1024, micro_batch_size: 1, tp: 2, pp: 4, cp: 1, ep: 1}
+  measured: {step_time_s: 2.0}
+)";
+  const auto runs = parse_runs(text, "bracket.yaml");
+  const ProjectFn fake = [](const JobSpec& job) {
+    Prediction p;
+    p.tokens_per_sec_per_gpu = 1000;
+    p.step_time_s = 2.5;
+    const bool a = job.parallel.tp == 1;
+    p.skewed_tokens_per_sec_per_gpu = a ? 700.0 : 500.0;
+    p.skew_load_factor = 2.0;
+    return p;
+  };
+  const ValidationReport r = validate(runs, fake, kDataDir);
+  ASSERT_EQ(r.runs.size(), 2u);
+  ASSERT_TRUE(r.runs[0].skewed_throughput_error_pct.has_value());
+  EXPECT_NEAR(*r.runs[0].skewed_throughput_error_pct, -12.5, 1e-9);
+  EXPECT_NEAR(*r.runs[1].skewed_throughput_error_pct, -60.0, 1e-9);
+  EXPECT_EQ(r.summary.skew_bracketed, 2);
+  EXPECT_EQ(r.summary.within_skew_bracket, std::vector<std::string>{"a"});
+  EXPECT_NEAR(r.summary.throughput.mape_pct, 22.5, 1e-9);  // balanced errors only: (25 + 20) / 2
+  const nlohmann::json j = nlohmann::json::parse(report_to_json(r));
+  EXPECT_DOUBLE_EQ(
+      j["runs"][0]["predicted"]["routing_skew"]["tokens_per_sec_per_gpu"].get<double>(), 700.0);
+  EXPECT_EQ(j["summary"]["routing_skew"]["bracketed"], 2);
+}
+
 // TFLOP/s-only rows are compared in the source's convention: the SC'21 1.7B row counts hardware
 // FLOPs, F = sc21_megatron_flops(...) per iteration. A projection 10% faster than the published
 // 137 TFLOP/s must show +10% on tflops_per_gpu and on throughput.

@@ -20,6 +20,10 @@ struct PerfOptions {
   bool record_timeline = false;  // keep the simulated timeline (for --trace)
   bool keep_op_table = true;     // keep the per-op price table (the `workload` view)
   bool with_memory = true;       // also run the memory projection
+  // Dropless MoE with expert parallelism and balanced routing assumed: also project the job with
+  // the busiest EP rank receiving MemoryOptions::moe_dropless_imbalance_upper times the mean
+  // routed tokens (PerfReport::routing_skew), the bound the memory projection's upper uses.
+  bool routing_skew_bracket = false;
 };
 
 // One priced op.
@@ -60,6 +64,17 @@ struct EpCommSplit {
   double hidden_shared_experts_s = 0.0;     // behind the shared experts (moe_shared_expert_overlap)
   double hidden_paired_microbatch_s = 0.0;  // behind another microbatch (combined 1F1B, DualPipeV)
   double exposed_s = 0.0;                   // total minus both
+};
+
+// The same job under skewed routing: what a learned router on real text (early in training, or
+// without load balancing) can cost a dropless expert-parallel job that the balanced projection
+// does not price. Empty (applies = false) for other jobs or when a load CV was given.
+struct RoutingSkew {
+  bool applies = false;
+  double load_factor = 1.0;     // the busiest EP rank's routed tokens over the mean
+  double expert_load_cv = 0.0;  // the per-expert CV that gives it (moe_rank_load_factor)
+  double iteration_s = 0.0;
+  double tokens_per_s_per_gpu = 0.0;
 };
 
 struct PerfReport {
@@ -104,6 +119,7 @@ struct PerfReport {
   // Recommendation family: iteration_s is the train pipeline's step, tokens are samples.
   RecsysStep recsys;
   bool has_recsys = false;
+  RoutingSkew routing_skew;  // PerfOptions::routing_skew_bracket
   std::vector<std::string> notes;
 };
 

@@ -228,6 +228,10 @@ struct Prediction {
   std::optional<double> peak_memory_gib;
   // The memory verdict is OOM: contradicts a run that was measured (it fit).
   bool out_of_memory = false;
+  // Dropless expert-parallel MoE projected with balanced routing: the same job with the busiest
+  // EP rank receiving skew_load_factor times the mean routed tokens (PerfReport::routing_skew).
+  std::optional<double> skewed_tokens_per_sec_per_gpu;
+  double skew_load_factor = 1.0;
 };
 
 using ProjectFn = std::function<Prediction(const JobSpec&)>;
@@ -258,6 +262,9 @@ struct RunResult {
   std::optional<double> throughput_error_pct;
   std::string throughput_basis;
   std::optional<double> memory_error_pct;
+  // The throughput error of the skewed-routing projection (Prediction::skewed_tokens_per_sec_per_
+  // gpu) on the same basis; reported beside the balanced one, never in the statistics.
+  std::optional<double> skewed_throughput_error_pct;
   std::vector<std::string> assumptions;
   // Regime labels
   bool moe = false;
@@ -296,6 +303,10 @@ struct ValidationSummary {
   // Compared runs whose projection says out of memory although they ran.
   std::vector<std::string> projected_oom;
   std::vector<RegimeStats> by_regime;
+  // Runs with a skewed-routing projection, and those whose measurement lies between it and the
+  // balanced projection (the routing bracket).
+  int skew_bracketed = 0;
+  std::vector<std::string> within_skew_bracket;
 };
 
 struct ValidationReport {
