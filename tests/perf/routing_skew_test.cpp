@@ -15,14 +15,7 @@ namespace projector {
 namespace {
 
 JobSpec dropless_ep(int ep, int experts, int topk) {
-  ModelSpec m = testing::mixtral_8x7b();
-  for (LayerSpec& l : m.layers) {
-    l.moe.num_experts = experts;
-    l.moe.topk = topk;
-  }
-  JobSpec job = testing::make_job(m, {.ep = ep, .nodes = std::max(1, ep / 8), .gbs = 64});
-  job.runtime.moe_dispatcher = MoeDispatcher::kAllToAll;
-  return job;
+  return testing::make_dropless_ep_job(ep, experts, topk);
 }
 
 PerfOptions bracket_on() {

@@ -77,4 +77,17 @@ inline JobSpec make_fsdp2_job(const JobShape& s, int replicate = 1, bool reshard
   return finalize_job(d, make_cluster(s));
 }
 
+// Mixtral 8x7B shapes re-routed over `experts` experts, top-`topk`, on EP `ep` (8 GPUs a node)
+// with the all-to-all dispatcher: dropless fine-grained routing as DeepSeek-V3 does it.
+inline JobSpec make_dropless_ep_job(int ep, int experts, int topk) {
+  ModelSpec m = mixtral_8x7b();
+  for (LayerSpec& l : m.layers) {
+    l.moe.num_experts = experts;
+    l.moe.topk = topk;
+  }
+  JobSpec job = make_job(m, {.ep = ep, .nodes = ep > 8 ? ep / 8 : 1, .gbs = 64});
+  job.runtime.moe_dispatcher = MoeDispatcher::kAllToAll;
+  return job;
+}
+
 }  // namespace projector::testing

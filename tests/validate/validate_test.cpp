@@ -576,8 +576,9 @@ TEST(Stats, ByHand) {
 //   c (A100, dense, 2048 GPUs, PP): measured step 2.0 s          -> throughput 2.0/2.5 - 1 = -20%
 //   d (TPU v4, dense, 64 chips):    projection throws InputError -> projection_failed
 // MAPE = (25 + 20 + 20) / 3 = 21.667; median 20; P90 at rank 1.8 -> 20 + 0.8 x 5 = 24.
-TEST(Validate, FakeProjection) {
-  const std::string text = R"(
+// Two small runs shared by the validation tests below (measurements appended per test): a NeMo
+// H100 run and a Megatron A100 run measured by step time.
+constexpr const char* kRunA = R"(
 - id: a
   hardware: {accelerator: NVIDIA H100 SXM 80GB, count: 8, per_node: 8}
   framework: NeMo
@@ -586,7 +587,20 @@ TEST(Validate, FakeProjection) {
           position_embedding: rope}
   training: {global_batch_size: 16, micro_batch_size: 1, tp: 1, pp: 1, cp: 1, ep: 1,
              precision: bf16, recompute: none}
-  measured: {tokens_per_sec_per_gpu: 800, peak_memory_gib: 40}
+)";
+constexpr const char* kRunC = R"(
+- id: c
+  hardware: {accelerator: NVIDIA A100 SXM4 80GB, count: 2048, per_node: 8}
+  framework: Megatron-LM
+  model: {num_layers: 8, hidden_size: 256, num_attention_heads: 4, vocab_size: 1000,
+          seq_len: 512}
+  training: {global_batch_size: 1024, micro_batch_size: 1, tp: 2, pp: 4, cp: 1, ep: 1}
+  measured: {step_time_s: 2.0}
+)";
+
+TEST(Validate, FakeProjection) {
+  const std::string text = std::string(kRunA) +
+                           "  measured: {tokens_per_sec_per_gpu: 800, peak_memory_gib: 40}\n" + R"(
 - id: b
   hardware: {accelerator: AMD Instinct MI300X, count: 16, per_node: 8}
   framework: Primus
@@ -596,14 +610,7 @@ TEST(Validate, FakeProjection) {
   training: {global_batch_size: 32, micro_batch_size: 1, tp: 1, pp: 1, cp: 1, ep: 8,
              precision: FP8, recompute: full}
   measured: {tokens_per_sec_per_gpu: 1250}
-- id: c
-  hardware: {accelerator: NVIDIA A100 SXM4 80GB, count: 2048, per_node: 8}
-  framework: Megatron-LM
-  model: {num_layers: 8, hidden_size: 256, num_attention_heads: 4, vocab_size: 1000,
-          seq_len: 512}
-  training: {global_batch_size: 1024, micro_batch_size: 1, tp: 2, pp: 4, cp: 1, ep: 1}
-  measured: {step_time_s: 2.0}
-- id: d
+)" + std::string(kRunC) + R"(- id: d
   hardware: {accelerator: Google TPU v4, count: 64}
   framework: MaxText
   model: {num_layers: 4, hidden_size: 256, num_attention_heads: 4, vocab_size: 1000,
@@ -680,24 +687,8 @@ TEST(Validate, FakeProjection) {
 // measurement lies inside the bracket; run "c" measures a 2.0 s step: balanced 2.5 s (-20 %),
 // skewed at 0.5x the throughput -> -60 %, outside.
 TEST(Validate, RoutingBracketBesideTheStatistics) {
-  const std::string text = R"(
-- id: a
-  hardware: {accelerator: NVIDIA H100 SXM 80GB, count: 8, per_node: 8}
-  framework: NeMo
-  model: {num_layers: 4, hidden_size: 256, ffn_hidden_size: 1024, num_attention_heads: 4,
-          vocab_size: 1000, seq_len: 512, activation: swiglu, norm: rmsnorm,
-          position_embedding: rope}
-  training: {global_batch_size: 16, micro_batch_size: 1, tp: 1, pp: 1, cp: 1, ep: 1,
-             precision: bf16, recompute: none}
-  measured: {tokens_per_sec_per_gpu: 800}
-- id: c
-  hardware: {accelerator: NVIDIA A100 SXM4 80GB, count: 2048, per_node: 8}
-  framework: Megatron-LM
-  model: {num_layers: 8, hidden_size: 256, num_attention_heads: 4, vocab_size: 1000,
-          seq_len: 512}
-  training: {global_batch_size: 1024, micro_batch_size: 1, tp: 2, pp: 4, cp: 1, ep: 1}
-  measured: {step_time_s: 2.0}
-)";
+  const std::string text =
+      std::string(kRunA) + "  measured: {tokens_per_sec_per_gpu: 800}\n" + kRunC;
   const auto runs = parse_runs(text, "bracket.yaml");
   const ProjectFn fake = [](const JobSpec& job) {
     Prediction p;

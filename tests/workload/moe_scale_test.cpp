@@ -20,14 +20,7 @@ using testing::find_op;
 
 // DeepSeek-V3-like routing on Mixtral shapes: 256 experts, top-8, EP 8 (32 experts per rank).
 JobSpec fine_grained(int ep, int experts, int topk) {
-  ModelSpec m = testing::mixtral_8x7b();
-  for (LayerSpec& l : m.layers) {
-    l.moe.num_experts = experts;
-    l.moe.topk = topk;
-  }
-  JobSpec job = testing::make_job(m, {.ep = ep, .nodes = std::max(1, ep / 8), .gbs = 64});
-  job.runtime.moe_dispatcher = MoeDispatcher::kAllToAll;
-  return job;
+  return testing::make_dropless_ep_job(ep, experts, topk);
 }
 
 // load = 1 + cv / sqrt(E / EP) x z(EP), z(8) = Phi^-1(7.625 / 8.25) = 1.43420 (Blom; computed
