@@ -345,4 +345,21 @@ std::optional<std::vector<LayoutStage>> parse_pipeline_layout(const std::string&
   return stages;
 }
 
+std::optional<GroupRoutingProblem> group_routing_problem(int num_experts, int topk, int groups,
+                                                         int picked, int min_group_size) {
+  if (groups < 1 || num_experts % groups != 0 || num_experts / groups < min_group_size) {
+    return GroupRoutingProblem{
+        true, fmt::format("{} experts do not split into {} groups of at least {}", num_experts,
+                          groups, min_group_size)};
+  }
+  const int per_group = num_experts / groups;
+  if (picked > groups || picked * per_group < topk) {
+    return GroupRoutingProblem{false,
+                               fmt::format("top-{} routing does not fit in {} of {} groups of {} "
+                                           "experts",
+                                           topk, picked, groups, per_group)};
+  }
+  return std::nullopt;
+}
+
 }  // namespace projector

@@ -301,7 +301,10 @@ std::vector<ExposedComm> price_chunks(const JobSpec& job, CostCache& cache,
       // expert weight gradients, so they cannot cover the partner's communication (MG2
       // model_parallel_config.py:348-349).
       const RuntimeSpec& rt = job.runtime;
-      if (combined_forward_backward(job) && !rt.moe_overlap.has(MoeOverlap::kDelayedWgrad)) {
+      // DualPipeV's pairs run the whole backward, W included, beside the partner's forward
+      // (torchtitan distributed/dual_pipe_v.py overlap_callback), so nothing waits there.
+      if (combined_forward_backward(job) && !rt.moe_overlap.has(MoeOverlap::kDelayedWgrad) &&
+          rt.schedule != ScheduleKind::kDualPipeV) {
         ct.w_serial_s = acc[2].expert_wgrad_s;
       }
       ExposedComm& e = stage_exposed[static_cast<std::size_t>(z)];
@@ -331,6 +334,7 @@ void build_table(const JobSpec& job, PerfReport& rep) {
   const int per_round = rep.num_microbatches / std::max(1, job.runtime.accumulation_rounds);
   schedule::ScheduleRequest request{sel.algorithm, p.pp, p.vpp, per_round};
   request.combined_forward_backward = combined_forward_backward(job);
+  request.overlapped_pairs = job.runtime.schedule_overlapped_pairs;
   rep.table = schedule::build_schedule(request);
 }
 
@@ -576,10 +580,12 @@ void fill_ep_split(const JobSpec& job, PerfReport& rep) {
   }
   if (!any) return;
   rep.ep_comm = std::move(out);
-  if (combined_forward_backward(job)) {
+  if (rep.schedule == ScheduleKind::kDualPipeV) {
+    if (job.runtime.schedule_overlapped_pairs) {
+      rep.ep_pair_mechanism = "DualPipeV overlapped forward-backward pairs";
+    }
+  } else if (combined_forward_backward(job)) {
     rep.ep_pair_mechanism = "combined 1F1B (overlap_moe_expert_parallel_comm)";
-  } else if (rep.schedule == ScheduleKind::kDualPipeV) {
-    rep.ep_pair_mechanism = "DualPipeV overlapped forward-backward pairs";
   }
 }
 

@@ -165,10 +165,10 @@ ScheduleTable build_schedule(const ScheduleRequest& request) {
       select_schedule(request.algorithm, request.pp, request.vpp, request.zero_bubble);
   const bool combined = request.combined_forward_backward;
   if (combined && sel.algorithm != ScheduleKind::k1F1B &&
-      sel.algorithm != ScheduleKind::kInterleaved) {
+      sel.algorithm != ScheduleKind::kInterleaved && sel.algorithm != ScheduleKind::kDualPipeV) {
     bad("pipeline_schedule_algorithm",
         fmt::format("combined forward-backward (overlap_moe_expert_parallel_comm) runs only with "
-                    "1f1b or interleaved, not {}",
+                    "1f1b, interleaved or dualpipev, not {}",
                     to_string(sel.algorithm)));
   }
   switch (sel.algorithm) {
@@ -186,7 +186,7 @@ ScheduleTable build_schedule(const ScheduleRequest& request) {
     case ScheduleKind::kZbvGreedyHalf:
       return build_zbv_greedy(request.pp, request.microbatches, ZbvMemory::kHalf);
     case ScheduleKind::kDualPipeV:
-      return build_dualpipev(request.pp, request.microbatches);
+      return build_dualpipev(request.pp, request.microbatches, request.overlapped_pairs);
     case ScheduleKind::kAuto:
       break;
   }
@@ -603,7 +603,7 @@ ScheduleTable build_zbv_greedy(int pp, int m, ZbvMemory memory) {
 // DeepSeek's DualPipeV (the V-shape "cut-in-half" DualPipe) step by step: 1 nF0, 2 nF0F1,
 // 3 nB1W1F1 (B/W split), 4 nF0B1F1B0 (forward of one chunk overlapped with the full backward of
 // the other), 5 nB1F1B0, 6 nB1B0 (second half split), 7 nWB0, 8 nW. Split W's run FIFO.
-ScheduleTable build_dualpipev(int pp, int m) {
+ScheduleTable build_dualpipev(int pp, int m, bool overlapped_pairs) {
   check_vshape("dualpipev", pp, m);
   if (m < 2 * pp) {
     bad("num_microbatches",
@@ -625,7 +625,7 @@ ScheduleTable build_dualpipev(int pp, int m) {
       wq.pop_front();
     };
     const auto FB = [&](int cf, int cb) {
-      F(cf, true);
+      F(cf, overlapped_pairs);
       B(cb, false);
     };
     for (int i = 0; i < 2 * (pp - r - 1); ++i) F(0);  // 1

@@ -348,6 +348,48 @@ TEST(MaxTextAdapter, MoeAndAttentionArchitecture) {
   EXPECT_EQ(dropped.runtime.moe_dispatch, MoeDispatchKind::kDenseCapacity);
 }
 
+// Group-limited routing (n_routing_groups / topk_routing_group, -1 = off, base.yml:296-298):
+// MaxText routes DeepSeek-V3 / V4 models within the best topk_routing_group groups (layers/moe.py
+// deepseek_routing), with pyconfig's checks; other models and random routing ignore the keys.
+TEST(MaxTextAdapter, GroupLimitedRouting) {
+  testing::TempDir dir;
+  const std::string ds =
+      "model_name: deepseek3-671b\nper_device_batch_size: 1\n"
+      "compile_topology: v5p-256\n";
+  const JobSpec plain = load_text(dir, ds);
+  EXPECT_EQ(plain.model.layers[3].moe.router_num_groups, 0);
+  // DeepSeek-V3's routing (the deepseek3-671b config's comment: 8 groups, top 4).
+  const JobSpec grouped = load_text(dir, ds + "n_routing_groups: 8\ntopk_routing_group: 4\n");
+  EXPECT_EQ(grouped.model.layers[3].moe.router_num_groups, 8);
+  EXPECT_EQ(grouped.model.layers[3].moe.router_group_topk, 4);
+  EXPECT_FALSE(grouped.model.layers[0].is_moe);
+  EXPECT_EQ(grouped.model.layers[0].moe.router_num_groups, 0);
+  auto refused_key = [&](const std::string& extra) {
+    try {
+      load_text(dir, ds + extra);
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refused_key("n_routing_groups: 8\n"), "topk_routing_group");
+  EXPECT_EQ(refused_key("n_routing_groups: 8\ntopk_routing_group: 8\n"), "topk_routing_group");
+  EXPECT_EQ(refused_key("n_routing_groups: 6\ntopk_routing_group: 2\n"), "n_routing_groups");
+  EXPECT_EQ(refused_key("n_routing_groups: 0\ntopk_routing_group: 2\n"), "n_routing_groups");
+  // 128 groups of 2 experts, 3 picked: 6 experts for a top-8 routing.
+  EXPECT_EQ(refused_key("n_routing_groups: 128\ntopk_routing_group: 3\n"), "topk_routing_group");
+  const JobSpec random =
+      load_text(dir, ds + "n_routing_groups: 8\ntopk_routing_group: 4\nuse_random_routing: true\n");
+  EXPECT_EQ(random.model.layers[3].moe.router_num_groups, 0);
+  const JobSpec mixtral = load_text(dir,
+                                    "model_name: mixtral-8x7b\nper_device_batch_size: 1\n"
+                                    "n_routing_groups: 4\ntopk_routing_group: 2\n"
+                                    "compile_topology: v5p-16\n");
+  EXPECT_EQ(mixtral.model.layers[0].moe.router_num_groups, 0);
+  EXPECT_TRUE(std::any_of(mixtral.warnings.begin(), mixtral.warnings.end(),
+                          [](const std::string& w) { return w.find("n_routing_groups") == 0; }));
+}
+
 // Every Primus MaxText experiment in a Primus checkout loads (skipped without one).
 TEST(MaxTextAdapter, PrimusMaxTextCorpus) {
   const char* primus = std::getenv("PRIMUS_PATH");

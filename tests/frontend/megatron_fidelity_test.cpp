@@ -250,6 +250,30 @@ TEST(MegatronFidelity, MoeRoutingGroupsWireAndSms) {
   EXPECT_EQ(load_text(dir, moe_args("")).runtime.moe_comm_compute_units, 0);  // allgather
 }
 
+// HybridEP's SMs (moe_hybridep_num_sms, None: DeepEP's HybridEpBuffer default of 32 for dispatch
+// and combine, D3) and the unified moe_flex_dispatcher_num_sms (None), which takes precedence for
+// every flex backend. Each backend reads its own deprecated knob: a Primus config setting both
+// (gpt_oss_20B-FP8-mlperf: DeepEP 20, HybridEP 16) keeps DeepEP at 20.
+TEST(MegatronFidelity, MoeHybridEpSms) {
+  testing::TempDir dir;
+  const std::string hybrid =
+      "moe_token_dispatcher_type: flex\nmoe_flex_dispatcher_backend: hybridep\n";
+  const JobSpec def = load_text(dir, moe_args(hybrid));
+  EXPECT_EQ(def.runtime.moe_dispatch_kernel, MoeDispatchKernel::kHybridEp);
+  EXPECT_EQ(def.runtime.moe_comm_compute_units, 32);
+  ASSERT_NE(find_default(def, "moe_hybridep_num_sms"), nullptr);
+  const std::string both = "moe_deepep_num_sms: 20\nmoe_hybridep_num_sms: 16\n";
+  EXPECT_EQ(load_text(dir, moe_args(hybrid + both)).runtime.moe_comm_compute_units, 16);
+  const std::string deepep = "moe_token_dispatcher_type: flex\n";
+  EXPECT_EQ(load_text(dir, moe_args(deepep + both)).runtime.moe_comm_compute_units, 20);
+  const std::string unified = both + "moe_flex_dispatcher_num_sms: 24\n";
+  EXPECT_EQ(load_text(dir, moe_args(hybrid + unified)).runtime.moe_comm_compute_units, 24);
+  EXPECT_EQ(load_text(dir, moe_args(deepep + unified)).runtime.moe_comm_compute_units, 24);
+  EXPECT_THROW(load_text(dir, moe_args(hybrid + "moe_hybridep_num_sms: -1\n")), InputError);
+  const JobSpec quiet = load_text(dir, moe_args(hybrid + both));
+  for (const std::string& w : quiet.warnings) EXPECT_EQ(w.find("num_sms"), std::string::npos) << w;
+}
+
 // What hides the EP communication, and the combinations Megatron refuses.
 TEST(MegatronFidelity, MoeOverlapSettings) {
   testing::TempDir dir;

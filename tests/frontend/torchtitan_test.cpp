@@ -8,6 +8,7 @@
 
 #include "projector/frontend/loader.h"
 #include "projector/model/accounting.h"
+#include "projector/perf/perf.h"
 #include "projector/util/error.h"
 #include "support/cli_runner.h"
 #include "support/temp_dir.h"
@@ -122,6 +123,52 @@ TEST(TorchtitanToml, DeepSeekV3_16B) {
   EXPECT_TRUE(q.runtime.precision.fp8_dense);
   EXPECT_TRUE(q.runtime.precision.fp8_experts);  // quantize.grouped_mm.float8.fqns = experts
   EXPECT_FALSE(q.runtime.precision.fp8_output);  // filter_fqns = ["output", "router.gate"]
+}
+
+// Node-limited routing (MoEArgs num_expert_groups / num_limited_groups, None by default): the
+// 16B flavor has none, the 671B flavor routes within 4 of 8 groups (deepseek_v3/__init__.py:
+// 142-143), a config can set them under model.moe_args, and torchtitan's checks are kept.
+TEST(TorchtitanMoe, GroupLimitedRouting) {
+  const JobSpec plain = upstream("deepseek_v3_16b.toml");
+  EXPECT_EQ(plain.model.layers[1].moe.router_num_groups, 0);
+  EXPECT_EQ(plain.model.layers[1].moe.router_group_topk, 0);
+  const JobSpec big = upstream("deepseek_v3_16b.toml", {"model.flavor=671B"});
+  ASSERT_TRUE(big.model.layers[3].is_moe);
+  EXPECT_EQ(big.model.layers[3].moe.router_num_groups, 8);
+  EXPECT_EQ(big.model.layers[3].moe.router_group_topk, 4);
+  // 64 experts in 8 groups of 8, top 6 from the best 3 groups.
+  const std::string groups = "model.moe_args.num_expert_groups=8";
+  const JobSpec set =
+      upstream("deepseek_v3_16b.toml", {groups, "model.moe_args.num_limited_groups=3"});
+  EXPECT_EQ(set.model.layers[1].moe.router_num_groups, 8);
+  EXPECT_EQ(set.model.layers[1].moe.router_group_topk, 3);
+  EXPECT_FALSE(set.model.layers[0].is_moe);
+  EXPECT_EQ(set.model.layers[0].moe.router_num_groups, 0);
+  // Round-robin debug routing ignores the groups (moe.py:336-341).
+  const JobSpec rr =
+      upstream("deepseek_v3_16b.toml", {groups, "model.moe_args.num_limited_groups=3",
+                                        "model.moe_args._debug_force_load_balance=true"});
+  EXPECT_EQ(rr.model.layers[1].moe.router_num_groups, 0);
+  auto refused_key = [](std::vector<std::string> sets) {
+    try {
+      upstream("deepseek_v3_16b.toml", std::move(sets));
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refused_key({groups}), "num_limited_groups");  // needs the picked groups
+  EXPECT_EQ(
+      refused_key({"model.moe_args.num_expert_groups=5", "model.moe_args.num_limited_groups=2"}),
+      "num_expert_groups");  // 64 % 5
+  EXPECT_EQ(
+      refused_key({"model.moe_args.num_expert_groups=64", "model.moe_args.num_limited_groups=8"}),
+      "num_expert_groups");  // groups of 1 expert (torchtitan needs >= 2 for its top-2)
+  EXPECT_EQ(refused_key({groups, "model.moe_args.num_limited_groups=9"}), "num_limited_groups");
+  // 32 groups of 2, top 2 groups: 4 experts for a top-6 routing.
+  EXPECT_EQ(
+      refused_key({"model.moe_args.num_expert_groups=32", "model.moe_args.num_limited_groups=2"}),
+      "num_limited_groups");
 }
 
 // llama4_17bx16e.toml: every layer MoE (interleave step 1), expert width
@@ -408,6 +455,64 @@ TEST(TorchtitanFlavorSource, CheckoutBeatsTranscription) {
   LoadRequest e = request(kTitan + "/upstream/llama3_8b.toml");
   e.env = fixed_environment({{"BACKEND_PATH", dir.path() + "/tt"}});
   EXPECT_EQ(load_job(e).model.num_layers(), 30);
+}
+
+// parallelism.pipeline_parallel_expert_parallel_overlap (True): with DualPipeV, PP > 1 and EP > 1
+// the paired forward / backward of two microbatches hide each other's EP all-to-all; off, the
+// pair runs back to back. DeepSeek-V3 16B, PP 2 x EP 8 on 2 nodes, 8 microbatches.
+TEST(TorchtitanMoe, PipelineExpertParallelOverlap) {
+  const std::vector<std::string> base = {
+      "parallelism.pipeline_parallel_degree=2", "parallelism.pipeline_parallel_schedule=DualPipeV",
+      "activation_checkpoint.mode=none", "training.local_batch_size=8"};
+  auto load = [&](std::vector<std::string> extra) {
+    std::vector<std::string> set = base;
+    set.insert(set.end(), extra.begin(), extra.end());
+    LoadRequest r = request(kTitan + "/upstream/deepseek_v3_16b.toml", set, 2);
+    r.hardware = "h100_sxm";
+    return load_job(r);
+  };
+  const JobSpec on = load({});
+  ASSERT_EQ(on.runtime.schedule, ScheduleKind::kDualPipeV);
+  ASSERT_EQ(on.parallel.ep, 8);
+  EXPECT_TRUE(on.runtime.moe_overlap.has(MoeOverlap::kOtherMicrobatch));
+  EXPECT_TRUE(on.runtime.schedule_overlapped_pairs);
+  ASSERT_NE(find_default(on, "parallelism.pipeline_parallel_expert_parallel_overlap"), nullptr);
+  const JobSpec off = load({"parallelism.pipeline_parallel_expert_parallel_overlap=false"});
+  EXPECT_FALSE(off.runtime.moe_overlap.has(MoeOverlap::kOtherMicrobatch));
+  EXPECT_FALSE(off.runtime.schedule_overlapped_pairs);
+
+  const PerfReport p_on = project_performance(on);
+  const PerfReport p_off = project_performance(off);
+  double total = 0.0, hidden_on = 0.0, hidden_off = 0.0;
+  for (const EpCommSplit& e : p_on.ep_comm) {
+    total += e.total_s;
+    hidden_on += e.hidden_paired_microbatch_s;
+  }
+  for (const EpCommSplit& e : p_off.ep_comm) hidden_off += e.hidden_paired_microbatch_s;
+  EXPECT_GT(total, 0.0);
+  EXPECT_GT(hidden_on, 0.0);
+  EXPECT_LE(hidden_on, total);
+  EXPECT_EQ(hidden_off, 0.0);
+  EXPECT_FALSE(p_on.ep_pair_mechanism.empty());
+  EXPECT_TRUE(p_off.ep_pair_mechanism.empty());
+  EXPECT_LT(p_on.iteration_s, p_off.iteration_s);
+
+  // torchtitan refuses the overlap with activation checkpointing (dual_pipe_v.py:45-49).
+  try {
+    load({"activation_checkpoint.mode=full"});
+    FAIL() << "DualPipeV + EP overlap with activation checkpointing must be refused";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "parallelism.pipeline_parallel_expert_parallel_overlap");
+  }
+  // Another schedule: the flag, stated, has no effect and says so; nothing is modelled.
+  const JobSpec inter = load({"parallelism.pipeline_parallel_schedule=Interleaved1F1B",
+                              "parallelism.pipeline_parallel_expert_parallel_overlap=true"});
+  EXPECT_FALSE(inter.runtime.moe_overlap.has(MoeOverlap::kOtherMicrobatch));
+  EXPECT_TRUE(has_warning(inter, "has no effect"));
+  // No EP: DualPipeV's pairs run back to back (no callback registered).
+  const JobSpec no_ep = load({"parallelism.expert_parallel_degree=1"});
+  EXPECT_FALSE(no_ep.runtime.moe_overlap.has(MoeOverlap::kOtherMicrobatch));
+  EXPECT_FALSE(no_ep.runtime.schedule_overlapped_pairs);
 }
 
 TEST(TorchtitanCli, MemoryPerformanceAndJson) {

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "frontend/maxtext/adapter.h"
+#include "projector/frontend/layer_pattern.h"
 #include "projector/model/family.h"
 #include "projector/util/bounds.h"
 #include "projector/util/text.h"
@@ -181,6 +182,41 @@ MoeSpec read_moe(MaxTextReader& r, const std::string& block, const Dims& dims) {
   return m;
 }
 
+// Group-limited routing (MX1 base.yml:296-298 n_routing_groups / topk_routing_group, -1 = off;
+// types.py:1060-1065): layers/moe.py get_topk routes DeepSeek-V3 / V4 models (model_name
+// deepseek3*, deepseek4*, :739-741) through deepseek_routing (:813-837), which keeps each token's
+// best topk_routing_group of n_routing_groups equal expert groups (scored by their top-2 experts,
+// expert_group_mask :775-811) before its top-k; random routing (use_random_routing, :721-727)
+// bypasses it. The checks are MaxText's (pyconfig_deprecated.py:1142-1153 validate_deepseek_moe:
+// the group count must be set with the top groups, exceed them and divide the experts) plus the
+// top-2-per-group scoring's groups of at least 2 and a top-k that fits in the picked groups.
+void read_group_limited_routing(MaxTextReader& r, MoeSpec& m, std::vector<std::string>& warnings) {
+  const std::int64_t groups = r.integer("n_routing_groups", -1);
+  const std::int64_t picked = r.integer("topk_routing_group", -1);
+  if (groups == -1) return;
+  const std::string name = r.text("model_name", "default");
+  const bool deepseek = name.starts_with("deepseek3") || name.starts_with("deepseek4");
+  if (!deepseek || r.boolean("use_random_routing", false)) {
+    warnings.push_back(fmt::format(
+        "n_routing_groups {}: no effect ({}; MaxText routes by groups only for deepseek3 / "
+        "deepseek4 models without random routing)",
+        groups, deepseek ? "use_random_routing" : "model_name '" + name + "'"));
+    return;
+  }
+  if (groups < 1) r.fail("n_routing_groups", "must be -1 (off) or positive");
+  if (picked == -1) r.fail("topk_routing_group", "must be set with n_routing_groups");
+  if (picked < 1 || picked >= groups) {
+    r.fail("topk_routing_group",
+           fmt::format("must be in 1..{} (below n_routing_groups), got {}", groups - 1, picked));
+  }
+  if (const auto bad = group_routing_problem(m.num_experts, m.topk, static_cast<int>(groups),
+                                             static_cast<int>(picked), 2)) {
+    r.fail(bad->in_groups_key ? "n_routing_groups" : "topk_routing_group", bad->message);
+  }
+  m.router_num_groups = static_cast<int>(groups);
+  m.router_group_topk = static_cast<int>(picked);
+}
+
 }  // namespace
 
 void read_maxtext_model(MaxTextReader& r, JobDraft& d) {
@@ -217,7 +253,8 @@ void read_maxtext_model(MaxTextReader& r, JobDraft& d) {
   mlp.ffn_hidden_size = dims.mlp;
   const AttentionSpec attention = base_attention(r, dims);
   const bool moe_model = r.integer("num_experts", 1) > 1;
-  const MoeSpec moe = moe_model ? read_moe(r, block, dims) : MoeSpec{};
+  MoeSpec moe = moe_model ? read_moe(r, block, dims) : MoeSpec{};
+  if (moe_model) read_group_limited_routing(r, moe, d.warnings);
   m.layers.clear();
   m.layers.reserve(static_cast<std::size_t>(dims.layers));
   for (int i = 0; i < dims.layers; ++i) {

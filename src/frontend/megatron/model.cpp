@@ -251,14 +251,8 @@ void read_group_limited_routing(ArgReader& r, MoeSpec& moe) {
   if (group_topk < 0) r.fail("moe_router_group_topk", "must not be negative");
   if (group_topk == 0) return;
   if (groups == 0) r.fail("moe_router_group_topk", "needs moe_router_num_groups");
-  if (moe.num_experts % groups != 0) {
-    r.fail("moe_router_num_groups",
-           fmt::format("{} experts do not split into {} groups", moe.num_experts, groups));
-  }
-  if (group_topk > groups || group_topk * (moe.num_experts / groups) < moe.topk) {
-    r.fail("moe_router_group_topk",
-           fmt::format("top-{} routing does not fit in {} of {} groups of {} experts", moe.topk,
-                       group_topk, groups, moe.num_experts / groups));
+  if (const auto bad = group_routing_problem(moe.num_experts, moe.topk, groups, group_topk, 1)) {
+    r.fail(bad->in_groups_key ? "moe_router_num_groups" : "moe_router_group_topk", bad->message);
   }
   moe.router_num_groups = groups;
   moe.router_group_topk = group_topk;

@@ -326,10 +326,33 @@ void read_moe_overlap(ArgReader& r, JobDraft& d) {
   }
 }
 
+// SMs of a flex dispatcher's kernels. Megatron before 2d7060f (MG2 transformer_config.py): one
+// knob per backend, moe_deepep_num_sms (20) and moe_hybridep_num_sms (None: HybridEP's own
+// default); since then (snapshot d98e8a6, transformer_config.py:964-975, :1792-1810)
+// moe_flex_dispatcher_num_sms (None) sets them for every flex backend and takes precedence over
+// the deprecated per-backend knobs. Unset, DeepEP runs on 20 SMs (token_dispatcher.py:1287-1291)
+// and HybridEP on DeepEP's HybridEpBuffer defaults, 32 SMs for dispatch and for combine (D3:
+// deep_ep/hybrid_ep_buffer.py HybridEpBuffer.__init__; Megatron passes None through,
+// fused_a2a.py:285-345). Each backend reads its own knob, so Primus configs that set both (as
+// the old Megatron allowed) keep their meaning.
+int flex_dispatcher_sms(ArgReader& r, MoeDispatchKernel kernel) {
+  const bool deepep = kernel == MoeDispatchKernel::kDeepEp;
+  const std::string unified = "moe_flex_dispatcher_num_sms";
+  const std::string key =
+      r.has(unified) ? unified : (deepep ? "moe_deepep_num_sms" : "moe_hybridep_num_sms");
+  const int sms = static_cast<int>(
+      r.int_or(key, deepep ? 20 : 32,
+               deepep ? "Megatron's DeepEP default (MG2 transformer_config.py, token_dispatcher.py)"
+                      : "HybridEP's own default for dispatch and combine (DeepEP "
+                        "hybrid_ep_buffer.py, D3)"));
+  if (sms < 0) r.fail(key, "must not be negative");
+  return sms;
+}
+
 // The dispatcher's wire format and its share of the compute units. Megatron:
 // moe_dispatch_fwd_dtype / moe_combine_bwd_dtype ('bf16' default, 'mxfp8'), accepted only with the
-// ncclep flex backend, grouped GEMM and the TE op fuser (MG2 transformer_config.py); DeepEP runs on
-// moe_deepep_num_sms SMs (20 by default), Primus Turbo's DeepEP on turbo_deepep_num_cu CUs (32 by
+// ncclep flex backend, grouped GEMM and the TE op fuser (MG2 transformer_config.py); DeepEP and
+// HybridEP run on flex_dispatcher_sms SMs, Primus Turbo's DeepEP on turbo_deepep_num_cu CUs (32 by
 // default, Primus primus_turbo.yaml).
 void read_moe_wire(ArgReader& r, JobDraft& d) {
   RuntimeSpec& rt = d.runtime;
@@ -349,17 +372,13 @@ void read_moe_wire(ArgReader& r, JobDraft& d) {
   rt.moe_dispatch_fwd_fp8 = mxfp8("moe_dispatch_fwd_dtype");
   rt.moe_combine_bwd_fp8 = mxfp8("moe_combine_bwd_dtype");
   if (!has_experts(r)) return;
-  if (rt.moe_dispatch_kernel == MoeDispatchKernel::kDeepEp) {
-    rt.moe_comm_compute_units = static_cast<int>(
-        r.int_or("moe_deepep_num_sms", 20, "Megatron default (MG2 transformer_config.py)"));
+  if (rt.moe_dispatch_kernel == MoeDispatchKernel::kDeepEp ||
+      rt.moe_dispatch_kernel == MoeDispatchKernel::kHybridEp) {
+    rt.moe_comm_compute_units = flex_dispatcher_sms(r, rt.moe_dispatch_kernel);
   } else if (rt.moe_dispatch_kernel == MoeDispatchKernel::kTurboDeepEp) {
     rt.moe_comm_compute_units =
         static_cast<int>(r.int_or("turbo_deepep_num_cu", 32, "Primus default (primus_turbo.yaml)"));
-  }
-  if (rt.moe_comm_compute_units < 0) {
-    r.fail(rt.moe_dispatch_kernel == MoeDispatchKernel::kDeepEp ? "moe_deepep_num_sms"
-                                                                : "turbo_deepep_num_cu",
-           "must not be negative");
+    if (rt.moe_comm_compute_units < 0) r.fail("turbo_deepep_num_cu", "must not be negative");
   }
 }
 

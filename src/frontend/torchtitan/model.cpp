@@ -9,6 +9,7 @@
 #include <set>
 
 #include "frontend/torchtitan/adapter.h"
+#include "projector/frontend/layer_pattern.h"
 #include "projector/util/bounds.h"
 
 namespace projector::frontend_detail {
@@ -37,7 +38,8 @@ class Args {
     const std::optional<std::int64_t> n = bounded_integer(*v, error);
     if (!n) throw InputError(v->where, k, fmt::format("{}: {}", what_, error));
     static const std::set<std::string> kPositive = {
-        "dim", "n_heads", "n_layers", "multiple_of", "top_k", "num_experts", "head_dim"};
+        "dim",         "n_heads",  "n_layers",          "multiple_of",       "top_k",
+        "num_experts", "head_dim", "num_expert_groups", "num_limited_groups"};
     static const std::set<std::string> kNonNegative = {"num_shared_experts", "n_dense_layers",
                                                        "interleave_moe_layer_step",
                                                        "every_n_layers_nope", "n_kv_heads"};
@@ -70,6 +72,10 @@ class Args {
   std::string text(const std::string& k, const std::string& fallback) const {
     const ConfigValue* v = get(k);
     return v != nullptr && v->kind == ConfigValue::Kind::kString ? v->s : fallback;
+  }
+  [[noreturn]] void fail(const std::string& k, const std::string& message) const {
+    const ConfigValue* v = get(k);
+    throw InputError(v != nullptr ? v->where : a_.where, k, fmt::format("{}: {}", what_, message));
   }
   Args moe() const {
     const ConfigValue* m = a_.find("moe_args");
@@ -115,6 +121,32 @@ LayerSpec base_layer(const Args& a, int head_dim) {
   return l;
 }
 
+// Node-limited routing (v0.2.2 models/moe/moe.py:35-36 MoEArgs num_expert_groups /
+// num_limited_groups, None by default; TokenChoiceTopKRouter._get_node_limited_routing_scores
+// :251-291, applied in forward :322-326): the experts form num_expert_groups equal groups, each
+// token keeps its best num_limited_groups groups (scored by their top-2 experts) and takes its
+// top_k experts from them. Off when num_expert_groups is None (num_limited_groups is then
+// unread). torchtitan raises without num_limited_groups, when the groups do not divide the
+// experts and for groups of fewer than 2 experts (:264-276); like the Megatron adapter this also
+// refuses more picked groups than groups and a top_k that does not fit in the picked groups (the
+// top-k would then select masked experts). _debug_force_load_balance replaces the choice by a
+// round-robin (:336-341), so the groups have no effect then.
+void set_group_limited_routing(MoeSpec& m, const Args& moe) {
+  if (moe.get("num_expert_groups") == nullptr || moe.boolean("_debug_force_load_balance", false)) {
+    return;
+  }
+  const int groups = static_cast<int>(moe.integer("num_expert_groups"));
+  if (moe.get("num_limited_groups") == nullptr) {
+    moe.fail("num_limited_groups", "must be set when num_expert_groups is set");
+  }
+  const int picked = static_cast<int>(moe.integer("num_limited_groups"));
+  if (const auto bad = group_routing_problem(m.num_experts, m.topk, groups, picked, 2)) {
+    moe.fail(bad->in_groups_key ? "num_expert_groups" : "num_limited_groups", bad->message);
+  }
+  m.router_num_groups = groups;
+  m.router_group_topk = picked;
+}
+
 void set_moe(LayerSpec& l, const Args& moe, std::int64_t expert_ffn, std::int64_t shared_ffn) {
   l.is_moe = true;
   l.moe.num_experts = static_cast<int>(moe.integer("num_experts"));
@@ -124,6 +156,7 @@ void set_moe(LayerSpec& l, const Args& moe, std::int64_t expert_ffn, std::int64_
   l.moe.capacity_factor = 0.0;                                   // token-choice routing, dropless
   l.moe.router_bias = moe.get("load_balance_coeff") != nullptr;  // the expert-bias buffer
   l.moe.grouped_gemm = moe.boolean("use_grouped_mm", true);
+  set_group_limited_routing(l.moe, moe);
 }
 
 std::vector<LayerSpec> llama_layers(const Args& a, bool llama4, std::vector<std::string>& notes) {

@@ -232,6 +232,47 @@ void read_optimizer(TitanReader& r, JobDraft& d) {
   }
 }
 
+// parallelism.pipeline_parallel_expert_parallel_overlap (True; v0.2.2
+// config/job_config.py:420-426): with the DualPipeV schedule, PP > 1 and EP > 1
+// (distributed/dual_pipe_v.py:32-51 get_dual_pipe_v_flag), torchtitan registers overlap_callback
+// for DualPipeV's OVERLAP_F_B steps (distributed/pipeline_parallel.py:216-219;
+// dual_pipe_v.py:190-): the forward of one microbatch and the backward of another run layer by
+// layer on two threads, each one's EP dispatch / combine under the other's compute, i.e. the
+// paired-microbatch overlap (MoeOverlap::kOtherMicrobatch). Activation checkpointing with it raises
+// NotImplementedError (dual_pipe_v.py:45-49). Without it (flag off, no EP) DualPipeV's OVERLAP_F_B
+// sub-actions run in turn. torchtitan main removed the flag and the callback (commit fe80b63c,
+// #2774); this adapter follows v0.2.2.
+void read_pp_ep_overlap(TitanReader& r, const TitanModelFacts& facts, JobDraft& d) {
+  const std::string key = "parallelism.pipeline_parallel_expert_parallel_overlap";
+  const bool dualpipev = d.pp.value_or(1) > 1 && d.schedule == ScheduleKind::kDualPipeV;
+  if (!dualpipev && r.stated(key) == nullptr) return;  // its default matters only to DualPipeV
+  const bool on = r.boolean(key);
+  const bool ep = facts.moe && d.ep.value_or(1) > 1;
+  if (on && dualpipev && ep) {
+    if (r.text("activation_checkpoint.mode") != "none") {
+      r.fail(key,
+             "DualPipeV with expert parallelism and this overlap cannot run with activation "
+             "checkpointing (torchtitan raises NotImplementedError); set activation_checkpoint."
+             "mode = none or turn the overlap off");
+    }
+    d.runtime.moe_overlap.add(MoeOverlap::kOtherMicrobatch);
+    r.note(key, "on", "DualPipeV pairs hide each other's EP all-to-all (dual_pipe_v.py)");
+    return;
+  }
+  if (dualpipev) {
+    d.runtime.schedule_overlapped_pairs = false;
+    r.note(key, on ? "no effect" : "off",
+           "DualPipeV's forward / backward pairs run one after the other (torch pipelining "
+           "OVERLAP_F_B without torchtitan's callback)");
+  }
+  if (on && r.stated(key) != nullptr) {
+    d.warnings.push_back(fmt::format(
+        "{}:{}: {} has no effect here: it needs the DualPipeV schedule, PP > 1 and EP > "
+        "1 (torchtitan dual_pipe_v.py get_dual_pipe_v_flag)",
+        r.where(key).file, r.where(key).line, key));
+  }
+}
+
 }  // namespace
 
 void read_torchtitan_runtime(TitanReader& r, const TitanModelFacts& facts, JobDraft& d) {
@@ -270,6 +311,7 @@ void read_torchtitan_runtime(TitanReader& r, const TitanModelFacts& facts, JobDr
     r.note("parallelism.expert_parallel_comm_backend", "deepep on 20 SMs",
            "DeepEP default (deep_ep buffer.py Buffer.num_sms)");
   }
+  read_pp_ep_overlap(r, facts, d);
 }
 
 }  // namespace projector::frontend_detail

@@ -26,6 +26,18 @@ std::optional<std::vector<int>> moe_pattern_from_int(long long freq, int num_lay
 std::optional<std::vector<int>> moe_pattern_from_list(const std::vector<long long>& list,
                                                       int num_layers, std::string& error);
 
+// Why `num_experts` experts in `groups` equal groups, each token's top-`topk` taken from its best
+// `picked` groups, cannot route (group-limited routing: Megatron, torchtitan, MaxText); nullopt
+// when they can. The groups must divide the experts into groups of at least `min_group_size`
+// (torchtitan and MaxText score a group by its top-2 experts), and at most all groups can be
+// picked, holding at least top-k experts. `in_groups_key`: the problem is the group count's.
+struct GroupRoutingProblem {
+  bool in_groups_key = false;
+  std::string message;
+};
+std::optional<GroupRoutingProblem> group_routing_problem(int num_experts, int topk, int groups,
+                                                         int picked, int min_group_size);
+
 // One pipeline stage of a Megatron `pipeline_model_parallel_layout`.
 struct LayoutStage {
   int decoder_layers = 0;

@@ -454,6 +454,13 @@ struct RuntimeSpec {
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
   MoeDispatchKernel moe_dispatch_kernel = MoeDispatchKernel::kCollective;
   MoeOverlaps moe_overlap;
+  // DualPipeV's overlapped steps (the forward of one microbatch beside the backward of another)
+  // run as one unit, each hiding the other's EP communication (DeepSeek's DualPipe design).
+  // false: the two run one after the other (torchtitan with
+  // parallelism.pipeline_parallel_expert_parallel_overlap off or not applicable: torch
+  // pipelining runs an OVERLAP_F_B action's sub-actions in turn unless a custom function is
+  // registered, torchtitan distributed/pipeline_parallel.py:216-219).
+  bool schedule_overlapped_pairs = true;
   bool moe_probs_fp32 = false;  // router probabilities in fp32 (moe_router_dtype fp32)
   // Quantized wire format of the tokens the dispatcher moves (Megatron moe_dispatch_fwd_dtype /
   // moe_combine_bwd_dtype 'mxfp8'): the forward dispatch and the backward of the combine (the

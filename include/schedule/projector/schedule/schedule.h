@@ -109,8 +109,9 @@ ScheduleTable build_interleaved(int pp, int vpp, int microbatches, int group_siz
 ScheduleTable build_zero_bubble_h1(int pp, int microbatches);
 ScheduleTable build_zbv_formatted(int pp, int microbatches);
 ScheduleTable build_zbv_greedy(int pp, int microbatches, ZbvMemory memory);
-// Needs m >= 2 * pp (as DeepSeek's implementation asserts).
-ScheduleTable build_dualpipev(int pp, int microbatches);
+// Needs m >= 2 * pp (as DeepSeek's implementation asserts). overlapped_pairs false: the paired
+// forward / backward steps run one after the other (no overlap_with_next).
+ScheduleTable build_dualpipev(int pp, int microbatches, bool overlapped_pairs = true);
 
 struct ScheduleRequest {
   ScheduleKind algorithm = ScheduleKind::kAuto;
@@ -120,8 +121,10 @@ struct ScheduleRequest {
   bool zero_bubble = false;       // only consulted by kAuto
   int microbatch_group_size = 0;  // interleaved only; 0 = pp
   // Combined 1F1B (1F1B and interleaved only; see build_1f1b): steady-state F and B of two
-  // microbatches run as one overlapped unit. Other schedules refuse it.
+  // microbatches run as one overlapped unit. DualPipeV has such pairs by construction; other
+  // schedules refuse it.
   bool combined_forward_backward = false;
+  bool overlapped_pairs = true;  // DualPipeV only: see build_dualpipev
 };
 // Resolves ScheduleKind::kAuto with select_schedule and calls the matching builder.
 ScheduleTable build_schedule(const ScheduleRequest& request);
