@@ -368,7 +368,15 @@ std::string_view to_string(MoeDispatchKernel k) {
 }
 
 std::string_view to_string(MoeRouting r) {
-  return r == MoeRouting::kLearned ? "learned" : "balanced";
+  switch (r) {
+    case MoeRouting::kLearned:
+      return "learned";
+    case MoeRouting::kForced:
+      return "forced";
+    case MoeRouting::kBalanced:
+      break;
+  }
+  return "balanced";
 }
 
 namespace {

@@ -648,7 +648,10 @@ const MoeSpec* dropless_ep_moe(const JobSpec& job) {
 RoutingSkew project_routing_skew(const JobSpec& job, CostCache& cache, double target) {
   RoutingSkew out;
   const MoeSpec* moe = dropless_ep_moe(job);
-  if (moe == nullptr || job.runtime.moe_expert_load_cv > 0.0 || target <= 1.0) return out;
+  if (moe == nullptr || job.runtime.moe_expert_load_cv > 0.0 ||
+      job.runtime.moe_routing == MoeRouting::kForced || target <= 1.0) {
+    return out;
+  }
   JobSpec skewed = job;
   skewed.runtime.moe_routing = MoeRouting::kLearned;
   // moe_rank_load_factor grows with the CV up to its cap: bisect for the target (or the cap).

@@ -142,11 +142,12 @@ std::string summary_text(const JobSpec& job) {
     out += fmt::format(" layer ids [{}]", fmt::join(rt.recompute.layer_ids, ","));
   }
   out += fmt::format(
-      "\n  flash attention {}, CE fusion {}, MoE dispatcher {} ({} kernel{}{}), EP overlap [{}], "
-      "sync-free stage {}, schedule {}\n",
+      "\n  flash attention {}, CE fusion {}, MoE dispatcher {} ({} kernel{}{}), routing {}, EP "
+      "overlap [{}], sync-free stage {}, schedule {}\n",
       on_off(rt.flash_attention), on_off(rt.cross_entropy_fusion), to_string(rt.moe_dispatcher),
       to_string(rt.moe_dispatch_kernel), rt.moe_dedup_dispatch ? ", deduplicated" : "",
-      rt.deepep ? ", DeepEP buffers" : "", fmt::join(rt.moe_overlap.names(), ", "),
+      rt.deepep ? ", DeepEP buffers" : "", to_string(rt.moe_routing),
+      fmt::join(rt.moe_overlap.names(), ", "),
       rt.sync_free_moe_stage, to_string(rt.schedule));
   out += fmt::format(
       "  optimizer {}{} (main grads {}, exp_avg {}, exp_avg_sq {})\n", optimizer_name(rt.optimizer),
@@ -217,6 +218,8 @@ report_detail::Json to_json(const JobSpec& job) {
       {"moe_dispatcher", std::string(to_string(rt.moe_dispatcher))},
       {"moe_dispatch_kernel", std::string(to_string(rt.moe_dispatch_kernel))},
       {"moe_overlap", rt.moe_overlap.names()},
+      {"moe_routing", std::string(to_string(rt.moe_routing))},
+      {"moe_expert_load_cv", rt.moe_expert_load_cv},
       {"sync_free_moe_stage", rt.sync_free_moe_stage},
       {"schedule", std::string(to_string(rt.schedule))},
       {"optimizer", optimizer_name(rt.optimizer)},

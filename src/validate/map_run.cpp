@@ -255,6 +255,7 @@ void map_runtime(Mapper& m) {
   validate_detail::read_schedule(m, t.pipeline_schedule);
   d.flash_attention = t.flash_attention;
   if (m.out_.moe && t.ep.value_or(1) > 1) validate_detail::read_dispatcher(m, t.moe_dispatcher);
+  if (m.out_.moe) validate_detail::read_token_balance(m, t.moe_token_balance);
 }
 
 void map_training(Mapper& m) {

@@ -116,6 +116,14 @@ void read_dispatcher(Mapper& m, const std::string& text) {
   }
 }
 
+void read_token_balance(Mapper& m, const std::string& text) {
+  const std::string t = to_lower(text);
+  if (has(t, "forc") && has(t, "balanc")) {
+    m.d_.runtime.moe_routing = MoeRouting::kForced;
+    m.note("training.moe_token_balance: '" + text + "' read as forced balanced routing");
+  }
+}
+
 void read_precision(Mapper& m, const std::string& text) {
   PrecisionSpec& p = m.d_.runtime.precision;
   const std::string t = to_lower(text);

@@ -55,6 +55,9 @@ void map_maxtext_training(Mapper& m, const ClusterSpec& cl);
 ActivationKind read_activation(Mapper& m, const std::string& text, bool& gated);
 void read_recompute(Mapper& m, const std::string& text);
 void read_dispatcher(Mapper& m, const std::string& text);
+// "forced balanced routing" (Megatron moe_router_force_load_balancing and the like): the router's
+// choice is replaced by a balanced one, so no routing skew is possible.
+void read_token_balance(Mapper& m, const std::string& text);
 void read_precision(Mapper& m, const std::string& text);
 void read_schedule(Mapper& m, const std::string& text);
 void read_interconnect(Mapper& m, const std::string& text, ClusterSpec& cluster);

@@ -290,6 +290,7 @@ void read_training(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   tr.pipeline_layout = r.text(t, "pipeline_layout", "training");
   tr.overlap = r.text(t, "overlap", "training");
   tr.moe_dispatcher = r.text(t, "moe_dispatcher", "training");
+  tr.moe_token_balance = r.text(t, "moe_token_balance", "training");
   tr.features = r.text(t, "features", "training");
   tr.local_batch_size = r.integer<int>(t, "local_batch_size", "training");
   tr.per_device_batch_size = r.integer<int>(t, "per_device_batch_size", "training");

@@ -351,6 +351,17 @@ TEST(MaxTextAdapter, MoeAndAttentionArchitecture) {
 // Group-limited routing (n_routing_groups / topk_routing_group, -1 = off, base.yml:296-298):
 // MaxText routes DeepSeek-V3 / V4 models within the best topk_routing_group groups (layers/moe.py
 // deepseek_routing), with pyconfig's checks; other models and random routing ignore the keys.
+// use_random_routing (base.yml:228) picks experts at random: balanced whatever the data, so the
+// job's routing is `forced`.
+TEST(MaxTextAdapter, RandomRoutingIsForcedBalance) {
+  testing::TempDir dir;
+  const std::string ds =
+      "model_name: deepseek3-671b\nper_device_batch_size: 1\ncompile_topology: v5p-256\n";
+  EXPECT_EQ(load_text(dir, ds).runtime.moe_routing, MoeRouting::kBalanced);
+  EXPECT_EQ(load_text(dir, ds + "use_random_routing: true\n").runtime.moe_routing,
+            MoeRouting::kForced);
+}
+
 TEST(MaxTextAdapter, GroupLimitedRouting) {
   testing::TempDir dir;
   const std::string ds =

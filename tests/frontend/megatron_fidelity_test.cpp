@@ -274,6 +274,18 @@ TEST(MegatronFidelity, MoeHybridEpSms) {
   for (const std::string& w : quiet.warnings) EXPECT_EQ(w.find("num_sms"), std::string::npos) << w;
 }
 
+// moe_router_force_load_balancing replaces the router's top-k by a balanced assignment: the job's
+// routing is `forced` (no skewed-routing bracket); without it the router is learned but assumed
+// balanced.
+TEST(MegatronFidelity, ForcedLoadBalancing) {
+  testing::TempDir dir;
+  const std::string a2a = "moe_token_dispatcher_type: alltoall\n";
+  EXPECT_EQ(load_text(dir, moe_args(a2a)).runtime.moe_routing, MoeRouting::kBalanced);
+  EXPECT_EQ(
+      load_text(dir, moe_args(a2a + "moe_router_force_load_balancing: true\n")).runtime.moe_routing,
+      MoeRouting::kForced);
+}
+
 // What hides the EP communication, and the combinations Megatron refuses.
 TEST(MegatronFidelity, MoeOverlapSettings) {
   testing::TempDir dir;

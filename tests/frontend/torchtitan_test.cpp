@@ -460,6 +460,20 @@ TEST(TorchtitanFlavorSource, CheckoutBeatsTranscription) {
 // parallelism.pipeline_parallel_expert_parallel_overlap (True): with DualPipeV, PP > 1 and EP > 1
 // the paired forward / backward of two microbatches hide each other's EP all-to-all; off, the
 // pair runs back to back. DeepSeek-V3 16B, PP 2 x EP 8 on 2 nodes, 8 microbatches.
+// debug.moe_force_load_balance (job_config.py:995) reaches the router as
+// _debug_force_load_balance: round-robin routing, so the job's routing is `forced`, the group
+// limit is off and the performance projection has no skewed-routing bracket.
+TEST(TorchtitanMoe, ForcedLoadBalance) {
+  const JobSpec learned = upstream("deepseek_v3_16b.toml", {"model.flavor=671B"});
+  EXPECT_EQ(learned.runtime.moe_routing, MoeRouting::kBalanced);
+  ASSERT_NE(find_default(learned, "debug.moe_force_load_balance"), nullptr);
+  const JobSpec forced =
+      upstream("deepseek_v3_16b.toml", {"model.flavor=671B", "debug.moe_force_load_balance=true"});
+  EXPECT_EQ(forced.runtime.moe_routing, MoeRouting::kForced);
+  EXPECT_EQ(forced.model.layers[3].moe.router_num_groups, 0);
+  EXPECT_EQ(forced.model.layers[3].moe.router_group_topk, 0);
+}
+
 TEST(TorchtitanMoe, PipelineExpertParallelOverlap) {
   const std::vector<std::string> base = {
       "parallelism.pipeline_parallel_degree=2", "parallelism.pipeline_parallel_schedule=DualPipeV",

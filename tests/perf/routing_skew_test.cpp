@@ -66,6 +66,9 @@ TEST(RoutingSkew, NotForPaddedBalancedOrMeasuredRouting) {
   measured.runtime.moe_routing = MoeRouting::kLearned;
   measured.runtime.moe_expert_load_cv = 0.5;  // a measured spread is the projection itself
   EXPECT_FALSE(project_performance(measured, bracket_on()).routing_skew.applies);
+  JobSpec forced = dropless_ep(8, 64, 2);
+  forced.runtime.moe_routing = MoeRouting::kForced;  // moe_router_force_load_balancing and kin
+  EXPECT_FALSE(project_performance(forced, bracket_on()).routing_skew.applies);
   const JobSpec no_ep = dropless_ep(1, 8, 2);
   EXPECT_FALSE(project_performance(no_ep, bracket_on()).routing_skew.applies);
 }

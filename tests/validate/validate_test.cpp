@@ -509,6 +509,11 @@ TEST(MapRun, MoeDispatcher) {
   const MappedRun x = map_run(find_run("megatron-core-mixtral-8x7b-bf16-h100x64"), kDataDir);
   EXPECT_FALSE(x.job.runtime.moe_dedup_dispatch);  // stated: alltoall
   EXPECT_FALSE(has_assumption(x, "training.moe_dispatcher"));
+  // training.moe_token_balance: the Bridge tables' footnote says forced balanced routing.
+  EXPECT_EQ(q.job.runtime.moe_routing, MoeRouting::kForced);
+  EXPECT_EQ(g.job.runtime.moe_routing, MoeRouting::kForced);
+  EXPECT_TRUE(has_assumption(g, "training.moe_token_balance: "));
+  EXPECT_EQ(x.job.runtime.moe_routing, MoeRouting::kBalanced);  // not stated
 }
 
 // The framework named first in the free text decides the defaults.

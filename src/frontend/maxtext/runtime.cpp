@@ -100,6 +100,9 @@ void read_attention_and_moe(MaxTextReader& r, JobDraft& d) {
   d.runtime.whole_step_compiled = true;
   d.runtime.logged_flops = RuntimeSpec::LoggedFlops::kMaxText;
   if (r.integer("num_experts", 1) <= 1) return;
+  // use_random_routing (base.yml:228; layers/moe.py:721-727): random expert choices, balanced in
+  // expectation whatever the data, so no learned-router skew.
+  if (r.boolean("use_random_routing", false)) d.runtime.moe_routing = MoeRouting::kForced;
   if (r.boolean("sparse_matmul", true)) {
     d.runtime.moe_dispatch = MoeDispatchKind::kPermute;
     // Primus-Turbo's DeepEP (ROCm MaxText, use_turbo_deepep_dispatch) or MaxText's

@@ -438,6 +438,9 @@ void read_moe_dispatcher(ArgReader& r, JobDraft& d) {
   rt.moe_dedup_dispatch = rt.moe_dispatcher == MoeDispatcher::kFlex;
   rt.moe_probs_fp32 = to_lower(r.string_or("moe_router_dtype", "", "")) == "fp32";
   read_moe_wire(r, d);
+  // moe_router_force_load_balancing (MG2 transformer_config.py, default false; the benchmark
+  // setting of Megatron's MoE recipes): the router's top-k is replaced by a balanced assignment.
+  if (r.bool_quiet("moe_router_force_load_balancing", false)) rt.moe_routing = MoeRouting::kForced;
   // moe_permute_fusion (MG2 transformer_config.py, default false); Primus' sync-free stages fuse
   // the permutation too (PR4 rocm_arg_validation.py _get_sync_free_moe_options).
   rt.moe_permute_fusion =

@@ -312,6 +312,14 @@ void read_torchtitan_runtime(TitanReader& r, const TitanModelFacts& facts, JobDr
            "DeepEP default (deep_ep buffer.py Buffer.num_sms)");
   }
   read_pp_ep_overlap(r, facts, d);
+  // debug.moe_force_load_balance (TT1 job_config.py:995, default false; Primus' DeepSeek-V3
+  // examples set it): update_from_config hands it to the router as _debug_force_load_balance,
+  // which replaces the top-k by a round-robin (models/moe/moe.py:336-341): balanced routing, no
+  // group limit.
+  if (facts.moe && r.boolean("debug.moe_force_load_balance")) {
+    d.runtime.moe_routing = MoeRouting::kForced;
+    for (LayerSpec& l : d.model.layers) l.moe.router_num_groups = l.moe.router_group_topk = 0;
+  }
 }
 
 }  // namespace projector::frontend_detail

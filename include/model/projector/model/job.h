@@ -427,9 +427,13 @@ class MoeOverlaps {
 
 // How evenly the router spreads tokens over the experts. kBalanced: uniform (synthetic or mock
 // data, forced-balanced benchmark routing such as Megatron's moe_router_force_load_balancing);
-// kLearned: a learned router on natural text, whose expert loads vary (RuntimeSpec::
-// moe_expert_load_cv, from data/moe/routing.yaml unless measured).
-enum class MoeRouting : std::uint8_t { kBalanced, kLearned };
+// kLearned: a learned router whose expert loads vary by a measured spread (RuntimeSpec::
+// moe_expert_load_cv, --moe-expert-load-cv). kForced: the configuration replaces the router's
+// choice by a balanced one (Megatron moe_router_force_load_balancing, torchtitan
+// debug.moe_force_load_balance, MaxText use_random_routing), so no skew is possible. kBalanced is
+// the assumption when nothing says: a learned router projected as if balanced, which the
+// performance projection brackets with a skewed one (PerfOptions::routing_skew_bracket).
+enum class MoeRouting : std::uint8_t { kBalanced, kLearned, kForced };
 std::string_view to_string(MoeRouting r);
 
 struct RuntimeSpec {
