@@ -329,6 +329,14 @@ function renderPerformanceCards(s, perf) {
         `hardware ${num(r.hardware_tflops_per_gpu, 1)} (incl. recompute)`),
     card('pipeline idle', `${num(100 * r.bubble_fraction, 1)} %`, 'busiest rank, of the makespan'),
   ];
+  const skew = perf.routing_skew;
+  if (skew) {
+    // Dropless MoE with EP: the same job with the busiest EP rank at load_factor x the mean tokens.
+    cards.push(card(
+        'skewed routing', num(skew.tokens_per_s_per_gpu, 0),
+        `tokens/s/GPU if the busiest EP rank gets ${num(skew.load_factor, 2)}x the mean ` +
+            `routed tokens (above: balanced)`));
+  }
   const m = perf.memory;
   if (m) {
     cards.push(card(
