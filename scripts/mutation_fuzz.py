@@ -82,7 +82,8 @@ LOCATION = re.compile(r"^projector: error: (?:(?P<file>[^:\s]*[/.][^:]*):(?:(?P<
                       r"|command line: )")
 SANITIZER = re.compile(r"ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer|"
                        r"ThreadSanitizer|Segmentation fault|terminate called")
-NONSENSE = re.compile(r"(?<![\w.-])(?:-?nan|-?inf)(?![\w])|(?<![\w.])-\d+(?:\.\d+)? GiB",
+# A file name the mutation wrote ("config: nan" -> nan.yaml) is echoed, not computed: not "nan.".
+NONSENSE = re.compile(r"(?<![\w.-])(?:-?nan|-?inf)(?![\w.])|(?<![\w.])-\d+(?:\.\d+)? GiB",
                       re.IGNORECASE)
 
 

@@ -242,6 +242,38 @@ TEST(PrimusCheckout, ModulePresetWinsOverModelPresetForItsKeys) {
   EXPECT_DOUBLE_EQ(job.model.attention_dropout, 0.3);  // overrides over both
 }
 
+// A module preset that is neither bundled nor in the checkout: with a checkout Primus would fail
+// to open it (an error at the key); without one it may exist there, so the projection goes on
+// without its defaults and warns (found by the mutation fuzzer: `config: nan`).
+TEST(PrimusCheckout, UnknownModulePreset) {
+  testing::TempDir dir;
+  dir.write("primus/primus/configs/models/megatron/tiny.yaml",
+            "num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\nvocab_size: 1000\n");
+  const std::string cfg =
+      dir.write("exp.yaml",
+                "modules:\n  pre_trainer:\n    framework: megatron\n    config: nan\n"
+                "    model: tiny.yaml\n");
+  LoadRequest with_checkout = request(cfg);
+  with_checkout.primus_path = dir.path() + "/primus";
+  try {
+    load_job(with_checkout);
+    FAIL() << "a module preset missing from the checkout must be refused";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "modules.pre_trainer.config");
+    EXPECT_EQ(e.where().line, 4);
+  }
+  const std::string inline_cfg =
+      dir.write("exp2.yaml",
+                "modules:\n  pre_trainer:\n    framework: megatron\n    config: nan\n"
+                "    overrides:\n      num_layers: 2\n      hidden_size: 64\n"
+                "      num_attention_heads: 4\n      vocab_size: 1000\n");
+  const JobSpec job = load_job(request(inline_cfg));
+  EXPECT_TRUE(has_default(job, "modules.pre_trainer.config"));
+  EXPECT_TRUE(std::any_of(job.warnings.begin(), job.warnings.end(), [](const std::string& w) {
+    return w.find("module preset 'nan.yaml' is not bundled") != std::string::npos;
+  }));
+}
+
 // ------------------------------------------------------------- merge order
 
 TEST(MergeOrder, FileThenEnvThenSetThenFlags) {

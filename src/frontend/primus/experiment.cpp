@@ -123,7 +123,19 @@ ConfigValue module_preset(const ConfigValue& module, const std::string& prefix,
                                          : fmt::format("not found under {}", primus);
   const fs::path copy = fs::path(data_dir_of(request)) / "frameworks/primus/modules" / dir / file;
   if (!fs::is_regular_file(copy, ec)) {
+    // Primus itself would fail to open it; without a checkout it may still exist there, so the
+    // projection goes on without its defaults and says so.
+    if (!primus.empty()) {
+      throw InputError(
+          cfg->where, prefix + "config",
+          fmt::format("module preset '{}' not found under {}/primus/configs/modules/{}", file,
+                      primus, dir));
+    }
     out.defaults.push_back({prefix + "config", file, "module preset not read: " + why, ""});
+    out.warnings.push_back(fmt::format(
+        "{}:{}: {}config: module preset '{}' is not bundled and there is no Primus checkout "
+        "(--primus-path or PRIMUS_PATH): its defaults are not applied",
+        cfg->where.file, cfg->where.line, prefix, file));
     return ConfigValue::make_map();
   }
   out.defaults.push_back(
