@@ -181,7 +181,15 @@ MemoryReport project_recsys_memory(const JobSpec& job, const MemoryOptions& /*op
   report.capacity_bytes = job.cluster.accelerator.hbm_bytes;
   report.verdict =
       verdict_of(report.peak_point_bytes, report.peak_upper_bytes, report.capacity_bytes);
-  if (!rs.planned) {
+  if (!rs.planned && rs.planner_budget_bytes <= 0.0) {
+    // The reservation (dense parameters and optimizer, input buffers) exceeds the HBM the planner
+    // may use: TorchRec's topology has no storage left for any table.
+    report.notes.push_back(fmt::format(
+        "TorchRec's planner has no memory left for tables: its reservation for the dense part and "
+        "the inputs exceeds the usable HBM by {:.1f} GiB per rank; the job would stop with a "
+        "PlannerError; projected with the least storage per rank",
+        -rs.planner_budget_bytes / (1024.0 * 1024.0 * 1024.0)));
+  } else if (!rs.planned) {
     report.notes.push_back(fmt::format(
         "TorchRec's planner finds no plan within its {:.1f} GiB per rank: the job would stop "
         "with a PlannerError; projected with the least storage per rank",

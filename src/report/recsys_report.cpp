@@ -280,8 +280,12 @@ std::string recsys_memory_text(const JobSpec& job, const MemoryReport& rep) {
                      rep.ranks.empty() ? "" : rep.ranks.front().transient_source);
   out +=
       fmt::format("HBM capacity: {} GiB -> {}\n", gib(rep.capacity_bytes), to_string(rep.verdict));
-  out += fmt::format("Planner budget for tables: {} GiB per rank{}\n", gib(r.planner_budget_bytes),
-                     r.planned ? "" : " (no plan fits it)");
+  if (r.planner_budget_bytes > 0.0) {
+    out += fmt::format("Planner budget for tables: {} GiB per rank{}\n",
+                       gib(r.planner_budget_bytes), r.planned ? "" : " (no plan fits it)");
+  } else {
+    out += "Planner budget for tables: none (the dense part and the inputs reserve more)\n";
+  }
   for (const std::string& n : rep.notes) out += fmt::format("  note: {}\n", n);
   return out;
 }

@@ -7,6 +7,7 @@
 #include "projector/memory/memory.h"
 #include "projector/model/recsys_accounting.h"
 #include "projector/model/recsys_ranks.h"
+#include "projector/report/memory_report.h"
 #include "support/recsys_jobs.h"
 
 namespace projector {
@@ -68,6 +69,21 @@ TEST(RecsysMemory, DataParallelTablesDoNotFit) {
   EXPECT_FALSE(rep.recsys.planned);
   ASSERT_FALSE(rep.notes.empty());
   EXPECT_NE(rep.notes.front().find("PlannerError"), std::string::npos);
+}
+
+// A planner cap below what TorchRec reserves for the dense part and the inputs leaves a negative
+// budget: the report says no memory is left for tables rather than printing a negative size
+// (found by the mutation fuzzer, seed 23).
+TEST(RecsysMemory, NoBudgetLeftForTables) {
+  const JobSpec job = testing::load_recsys("readme_dot_sgd_lbs256", {"planner_hbm_cap_gib=0.01"});
+  ASSERT_LT(job.parallel.embedding_plan.rank_budget_bytes, 0.0);
+  const MemoryReport rep = project_memory(job);
+  EXPECT_FALSE(rep.recsys.planned);
+  ASSERT_FALSE(rep.notes.empty());
+  EXPECT_NE(rep.notes.front().find("no memory left for tables"), std::string::npos);
+  const std::string text = memory_summary_text(job, rep);
+  EXPECT_NE(text.find("Planner budget for tables: none"), std::string::npos);
+  EXPECT_EQ(text.find("-0."), std::string::npos);
 }
 
 }  // namespace
