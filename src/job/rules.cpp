@@ -21,6 +21,11 @@ RuleFacts rule_facts(const ModelSpec& model, int seq, int gbs, int gpus_per_node
       f.heads_gcd = std::gcd(f.heads_gcd, l.mamba.num_heads);
       f.kv_gcd = std::gcd(f.kv_gcd, l.mamba.num_groups);
     }
+    if (l.has_linear_attention()) {
+      // GDN / KDA shard their value and key heads over TP (MG2 transformer_config.py:1500-1509).
+      f.heads_gcd = std::gcd(f.heads_gcd, l.linear.num_value_heads);
+      f.kv_gcd = std::gcd(f.kv_gcd, l.linear.num_key_heads);
+    }
     if (l.is_moe) f.experts_gcd = std::gcd(f.experts_gcd, l.moe.num_experts);
   }
   f.seq = seq;

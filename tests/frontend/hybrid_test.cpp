@@ -46,6 +46,12 @@ std::string kinds(const JobSpec& job) {
       case LayerKind::kTransformer:
         out += 'T';
         break;
+      case LayerKind::kLinearAttention:
+        out += 'G';
+        break;
+      case LayerKind::kLinearTransformer:
+        out += 'L';
+        break;
     }
   }
   return out;
