@@ -7,6 +7,7 @@
 #include <string>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/rules.h"
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
 #include "projector/perf/perf.h"
@@ -198,7 +199,19 @@ TEST(LinearAttention, RefusedParallelLayouts) {
   std::string six = gdn_args("gdn_hybrid_stack_spec", "");
   six.replace(six.find("linear_num_value_heads: 8"), 25, "linear_num_value_heads: 6");
   EXPECT_NE(load_error(dir, six).find("linear_num_value_heads"), std::string::npos);
-  // TP 2 divides both head counts: sharded, the mixer's per-rank parameters halve.
+  // The layout rule (job/rules.h kTpLinearHeads) refuses the same layouts when TP comes from
+  // elsewhere (the CLI, the sweep): GDN's 4 key heads at TP 8, KDA at any TP > 1.
+  const JobSpec gdn = testing::load_config_text(dir, gdn_args("gdn_hybrid_stack_spec", ""));
+  const RuleFacts facts = rule_facts(gdn.model, 2048, 8, 8, 8);
+  LayoutChoice choice;
+  choice.tp = 4;
+  EXPECT_EQ(check_layout(facts, choice), LayoutRule::kLegal);
+  choice.tp = 8;
+  EXPECT_EQ(check_layout(facts, choice), LayoutRule::kTpLinearHeads);
+  const JobSpec kda = testing::load_config_text(dir, gdn_args("kda_hybrid_stack_spec", ""));
+  choice.tp = 2;
+  EXPECT_EQ(check_layout(rule_facts(kda.model, 2048, 8, 8, 8), choice), LayoutRule::kTpLinearHeads);
+  // TP 2 divides both head counts: the layout loads.
   const JobSpec tp2 = testing::load_config_text(
       dir, gdn_args("gdn_hybrid_stack_spec", "tensor_model_parallel_size: 2\n"));
   EXPECT_EQ(tp2.parallel.tp, 2);
