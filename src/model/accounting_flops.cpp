@@ -295,6 +295,7 @@ double palm_flops_per_token(const ModelSpec& model, std::int64_t seq_len) {
   const ModelParams p = model_params(model);
   double attention = 0.0;
   for (const LayerSpec& l : model.layers) {
+    if (l.has_linear_attention()) continue;  // no s^2 term: its kernel is linear in s
     const AttentionSpec& a = l.attention;
     const double dims = a.kind == AttentionKind::kMla
                             ? a.qk_head_dim + a.qk_pos_emb_head_dim + a.v_head_dim

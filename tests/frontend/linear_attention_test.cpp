@@ -156,6 +156,12 @@ TEST(LinearAttention, QwenLayerPatternAndOutputGate) {
                    2.0 * 1024 * 8 * 128);
   EXPECT_GT(layer_activation(job, attn).total_bytes, layer_activation(job, ungated).total_bytes);
   EXPECT_EQ(build_layer_work(job, 0).label, "linear_moe_layer");
+  // The PaLM-convention count (6 N + 6 heads x 2 head_dim x s per layer) has an s^2 term only for
+  // the two attention layers.
+  EXPECT_DOUBLE_EQ(palm_flops_per_token(job.model, 2048),
+                   6.0 * static_cast<double>(model_params(job.model).active -
+                                             model_params(job.model).embedding) +
+                       2.0 * 6.0 * 8 * 256 * 2048);
   EXPECT_NE(load_error(dir, qwen_args("")).find("linear_attention_freq"), std::string::npos);
 }
 
