@@ -1100,6 +1100,24 @@ void Builder::fail_bound(const BoundViolation& v, DraftField fallback) const {
                      where.key.empty() ? v.key : where.key, v.message);
 }
 
+// The GDN / KDA layer that breaks kTpLinearHeads, by its head counts.
+std::string linear_heads_message(const ModelSpec& model, int tp) {
+  for (const LayerSpec& l : model.layers) {
+    if (!l.has_linear_attention()) continue;
+    const LinearAttentionSpec& s = l.linear;
+    if (s.kind == LinearAttentionKind::kKda && tp != 1) {
+      return fmt::format("Kimi Delta Attention runs at TP 1 only (Primus), got TP {}", tp);
+    }
+    if (s.num_key_heads % tp != 0 || s.num_value_heads % tp != 0) {
+      return fmt::format(
+          "{} key / {} value heads of the linear attention (linear_num_key_heads / "
+          "linear_num_value_heads) are not divisible by TP {}",
+          s.num_key_heads, s.num_value_heads, tp);
+    }
+  }
+  return fmt::format("linear-attention heads are not divisible by TP {}", tp);
+}
+
 std::string Builder::rule_message(LayoutRule rule) const {
   const ParallelSpec& p = job_.parallel;
   const RuntimeSpec& rt = job_.runtime;
@@ -1114,6 +1132,8 @@ std::string Builder::rule_message(LayoutRule rule) const {
     case LayoutRule::kTpKvHeads:
       return fmt::format("{} KV heads (query groups) are not divisible by TP {}",
                          layer ? layer->attention.num_query_groups : 0, p.tp);
+    case LayoutRule::kTpLinearHeads:
+      return linear_heads_message(job_.model, p.tp);
     case LayoutRule::kTpBeyondNode:
       return fmt::format(
           "TP {} spans more than one node of {} GPUs (--allow-tp-beyond-node / "
@@ -1214,6 +1234,7 @@ DraftField field_of(LayoutRule rule) {
   switch (rule) {
     case LayoutRule::kTpHeads:
     case LayoutRule::kTpKvHeads:
+    case LayoutRule::kTpLinearHeads:
     case LayoutRule::kTpBeyondNode:
     case LayoutRule::kWorldDense:
       return DraftField::kTp;

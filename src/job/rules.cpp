@@ -21,6 +21,13 @@ RuleFacts rule_facts(const ModelSpec& model, int seq, int gbs, int gpus_per_node
       f.heads_gcd = std::gcd(f.heads_gcd, l.mamba.num_heads);
       f.kv_gcd = std::gcd(f.kv_gcd, l.mamba.num_groups);
     }
+    if (l.has_linear_attention()) {
+      // GDN / KDA shard their value and key heads over TP (MG2 transformer_config.py:1500-1509);
+      // Primus' KDA runs at TP 1 only (PR8 kimi_delta_attention.py:300).
+      f.linear_heads_gcd = std::gcd(f.linear_heads_gcd, l.linear.num_value_heads);
+      f.linear_heads_gcd = std::gcd(f.linear_heads_gcd, l.linear.num_key_heads);
+      f.tp_one = f.tp_one || l.linear.kind == LinearAttentionKind::kKda;
+    }
     if (l.is_moe) f.experts_gcd = std::gcd(f.experts_gcd, l.moe.num_experts);
   }
   f.seq = seq;
@@ -56,6 +63,8 @@ std::string_view to_string(LayoutRule r) {
       return "tp_heads";
     case LayoutRule::kTpKvHeads:
       return "tp_kv_heads";
+    case LayoutRule::kTpLinearHeads:
+      return "tp_linear_heads";
     case LayoutRule::kTpBeyondNode:
       return "tp_beyond_node";
     case LayoutRule::kWorldDense:
@@ -104,6 +113,8 @@ std::string_view explanation(LayoutRule r) {
       return "attention heads not divisible by TP";
     case LayoutRule::kTpKvHeads:
       return "KV heads (query groups) not divisible by TP";
+    case LayoutRule::kTpLinearHeads:
+      return "linear-attention (GDN / KDA) heads not divisible by TP, or KDA with TP > 1";
     case LayoutRule::kTpBeyondNode:
       return "TP larger than one node";
     case LayoutRule::kWorldDense:

@@ -255,6 +255,36 @@ void mamba_act(const Geometry& geo, const MambaSpec& m, bool recompute_norm, dou
   largest_tmp = std::max(largest_tmp, states + zxbcdt);
 }
 
+// Saved tensors of a GDN / KDA mixer (MG16 gdn.py:91-288 and common.py:
+// 383-440; Primus PR8 gated_delta_net.py, kimi_delta_attention.py), per TP rank: in_proj's input
+// (the norm output); its output [q, k, v, z, gates], which the conv keeps (q, k, v) and the gated
+// norm and the gate math keep (z, beta, alpha); the conv output, kept by the q / k L2 norm; the
+// kernel's inputs q and k (normalised, repeated to the value heads), g (fp32) and beta; the WY
+// matrix of every chunk (C per token and value head) that FLA's chunk_gated_delta_rule keeps; the
+// kernel output (the gated norm's input) and the gated norm output (out_proj's input). KDA also
+// keeps its per-channel decay (fp32, value heads x d_k) and its output gate (v_dim). The chunk
+// states ((T / C) x heads x d_k x d_v) are recomputed in the backward: the largest temporary.
+void linear_attention_act(const Geometry& geo, const LinearAttentionSpec& s, bool recompute_norm,
+                          double& saved, double& ln_out, double& w_io, double& largest_tmp) {
+  const double T = geo.tokens, h = geo.h, t = geo.t, sp = geo.sp, e = geo.e, g = geo.g;
+  const double heads = s.num_value_heads;
+  const double v_dim = static_cast<double>(s.v_dim());
+  ln_out = recompute_norm ? 0.0 : T * h * g / sp;
+  const double proj_out = T * static_cast<double>(s.in_proj_width()) * e / t;
+  const double conv_out = s.conv_kernel > 0 ? T * static_cast<double>(s.conv_dim()) * e / t : 0.0;
+  double kernel_in = T * heads * (2.0 * s.key_head_dim * e + 4.0 + e + s.chunk_size * e) / t;
+  if (s.kind == LinearAttentionKind::kKda) {
+    kernel_in += T * heads * s.key_head_dim * 4.0 / t + T * v_dim * e / t;
+  }
+  const double core_out = T * v_dim * e / t;
+  const double proj_in = T * v_dim * g / t;
+  saved += ln_out + proj_out + conv_out + kernel_in + core_out + proj_in;
+  w_io += T * h * g / sp + proj_out + proj_in + T * h * e / sp;
+  const double states =
+      std::ceil(T / std::max(1, s.chunk_size)) * heads * s.key_head_dim * s.value_head_dim * e / t;
+  largest_tmp = std::max(largest_tmp, states + proj_out);
+}
+
 LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const SelectiveSet& rc,
                           const LayerSpec& layer, bool upper, const MemoryOptions& options) {
   const AttentionSpec& a = layer.attention;
@@ -282,6 +312,10 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
     norms += seq_in * e;  // input norm input
     mamba_act(geo, layer.mamba, rc.layernorm, attn, ln_out_attn, w_io, largest_tmp);
   }
+  if (layer.has_linear_attention()) {
+    norms += seq_in * e;  // input norm input
+    linear_attention_act(geo, layer.linear, rc.layernorm, attn, ln_out_attn, w_io, largest_tmp);
+  }
   if (layer.has_attention()) {
     norms += seq_in * e;  // input norm input
     if (a.kind == AttentionKind::kMla) {
@@ -306,6 +340,8 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
       ln_out_attn = seq_in * g;
       qkv = T * (q_w + 2.0 * kv_w) * e / t;
       if (a.qk_layernorm) norms += T * (q_w + kv_w) * e / t;
+      // The output gate keeps the gate and the ungated core output for its backward.
+      if (a.output_gate) qkv += 2.0 * T * q_w * e / t;
       proj_in = T * q_w * g / t;
       w_io += ln_out_attn + qkv + proj_in + seq_in * e;
     }
@@ -325,7 +361,8 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
 
   double masks = 0.0;  // a bias-dropout-add mask per sublayer
   const double sublayers =
-      (layer.has_ffn() ? 1.0 : 0.0) + (layer.has_attention() || layer.has_mamba() ? 1.0 : 0.0);
+      (layer.has_ffn() ? 1.0 : 0.0) +
+      (layer.has_attention() || layer.has_mamba() || layer.has_linear_attention() ? 1.0 : 0.0);
   if (job.model.hidden_dropout > 0.0) masks += sublayers * seq_in;
 
   // ---------------------------------------------------------------- MLP / MoE block

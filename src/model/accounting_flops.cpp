@@ -1,5 +1,6 @@
 // FLOP accounting (Megatron convention: GEMMs only, 2*m*n*k each; backward = 2 x forward).
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "projector/model/accounting.h"
@@ -43,6 +44,36 @@ double mamba_forward_flops(double h, const MambaSpec& m) {
 
 void ffn_flops(const ModelSpec& model, const LayerSpec& layer, LayerFlops& f);
 
+}  // namespace
+
+// The chunked delta rule (MG16 gdn.py:422-530 torch_chunk_gated_delta_rule, the reference of FLA's
+// chunk_gated_delta_rule; Yang et al. 2024, arXiv:2412.06464 sec. 3.3) per chunk of C tokens and
+// value head: K_beta K^T and Q K^T (C x C x d_k each), the WY inverse by forward substitution
+// (~C^3 / 3 multiply-adds, counted as C x C x floor(C / 3)), A [V_beta | K_beta e^g] and the
+// intra-chunk P V_new (C x C x (2 d_v + d_k)), and three C x d_k x d_v products with the state
+// (W S, Q S, the update K^T V_new). Divided by C. KDA's per-channel decay (Kimi Linear,
+// arXiv:2510.26692 sec. 3) scales K and Q elementwise and keeps the same products.
+double delta_rule_flops_per_token(const LinearAttentionSpec& s) {
+  const double c = s.chunk_size, dk = s.key_head_dim, dv = s.value_head_dim;
+  const double per_head = 2.0 * c * (2.0 * dk) + 2.0 * c * std::floor(c / 3.0) +
+                          2.0 * c * (2.0 * dv + dk) + 3.0 * 2.0 * dk * dv;
+  return per_head * s.num_value_heads;
+}
+
+double linear_attention_flops_per_token(std::int64_t hidden, const LinearAttentionSpec& s) {
+  const double h = static_cast<double>(hidden);
+  double f = 2.0 * h * static_cast<double>(s.in_proj_width()) +
+             2.0 * static_cast<double>(s.v_dim()) * h + delta_rule_flops_per_token(s);
+  if (s.kind == LinearAttentionKind::kKda) {
+    // f_b_proj and g_b_proj expand the bottlenecks (value_head_dim wide).
+    const double gate_dim = static_cast<double>(s.num_value_heads) * s.key_head_dim;
+    f += 2.0 * s.value_head_dim * (gate_dim + static_cast<double>(s.v_dim()));
+  }
+  return f;
+}
+
+namespace {
+
 // The GEMM and attention work a per-tensor policy replays (the dependency rules of
 // workload/remat_policy.cpp at FLOP level): the QKV projections unless Q, K, V (and the MLA
 // latents) are kept, the attention core unless the context is, the output projection unless its
@@ -80,6 +111,9 @@ LayerFlops layer_forward_flops_per_token(const ModelSpec& model, const LayerSpec
   const double keys = keys_per_query(a, seq_len, options);
   LayerFlops f;
   if (layer.has_mamba()) f.mamba_flops = mamba_forward_flops(h, layer.mamba);
+  if (layer.has_linear_attention()) {
+    f.linear_attn_flops = linear_attention_flops_per_token(model.hidden_size, layer.linear);
+  }
   if (layer.has_ffn()) ffn_flops(model, layer, f);
   if (!layer.has_attention()) return f;
   if (a.kind == AttentionKind::kMla) {
@@ -103,6 +137,7 @@ LayerFlops layer_forward_flops_per_token(const ModelSpec& model, const LayerSpec
     const double q_width = heads * a.head_dim;
     const double kv_width = static_cast<double>(a.num_query_groups) * a.head_dim;
     f.qkv_flops = 2.0 * h * (q_width + 2.0 * kv_width);
+    if (a.output_gate) f.qkv_flops += 2.0 * h * q_width;
     // GQA shares K/V across query heads but every query head still does its own QK^T and AV.
     f.attn_core_flops = 4.0 * keys * q_width;
     f.attn_out_flops = 2.0 * q_width * h;
@@ -260,6 +295,7 @@ double palm_flops_per_token(const ModelSpec& model, std::int64_t seq_len) {
   const ModelParams p = model_params(model);
   double attention = 0.0;
   for (const LayerSpec& l : model.layers) {
+    if (l.has_linear_attention()) continue;  // no s^2 term: its kernel is linear in s
     const AttentionSpec& a = l.attention;
     const double dims = a.kind == AttentionKind::kMla
                             ? a.qk_head_dim + a.qk_pos_emb_head_dim + a.v_head_dim

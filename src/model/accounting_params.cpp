@@ -27,6 +27,28 @@ std::int64_t mamba_mixer_params(std::int64_t h, const MambaSpec& m) {
          m.d_inner() + m.d_inner() * h;
 }
 
+}  // namespace
+
+// GDN (MG16 common.py:202-286): in_proj h x in_proj_width (bias off, the
+// GatedDeltaNet default), the depthwise conv over [q, k, v] without bias (conv_bias False),
+// dt_bias and A_log per value head (:246-261), out_norm over one value head, shared by all heads
+// (:263-267), out_proj v_dim x h. KDA (Primus PR8 kimi_delta_attention.py:300-448): the same
+// in_proj / conv / out_norm / out_proj, plus f_b_proj (value_head_dim -> value heads x d_k, no
+// bias), A_log per value head, dt_bias per value head x d_k, g_b_proj (value_head_dim -> v_dim,
+// with bias) and, in the TE spec, a gate_norm over h.
+std::int64_t linear_attention_params(std::int64_t h, const LinearAttentionSpec& s) {
+  const std::int64_t conv = s.conv_kernel > 0 ? s.conv_dim() * s.conv_kernel : 0;
+  std::int64_t p = h * s.in_proj_width() + conv + s.value_head_dim + s.v_dim() * h;
+  if (s.kind == LinearAttentionKind::kGdn) return p + 2 * s.num_value_heads;
+  const std::int64_t gate_dim = static_cast<std::int64_t>(s.num_value_heads) * s.key_head_dim;
+  p += s.value_head_dim * gate_dim + s.num_value_heads + gate_dim;  // f_b, A_log, dt_bias
+  p += s.value_head_dim * s.v_dim() + s.v_dim();                    // g_b with its bias
+  if (s.gate_norm) p += h;
+  return p;
+}
+
+namespace {
+
 void attention_params(const ModelSpec& model, const AttentionSpec& a, LayerParams& p) {
   const std::int64_t h = model.hidden_size;
   p.attention_norms = norm_params(model, h);
@@ -50,6 +72,7 @@ void attention_params(const ModelSpec& model, const AttentionSpec& a, LayerParam
     const std::int64_t q_width = static_cast<std::int64_t>(a.num_heads) * a.head_dim;
     const std::int64_t kv_width = static_cast<std::int64_t>(a.num_query_groups) * a.head_dim;
     p.attention += h * (q_width + 2 * kv_width) + q_width * h;
+    if (a.output_gate) p.attention += h * q_width;  // the gate rows of linear_qkv
     if (a.add_qkv_bias) p.attention += q_width + 2 * kv_width;
     if (a.add_bias_linear) p.attention += h;
     if (a.qk_layernorm) p.attention_norms += 2 * norm_params(model, a.head_dim);
@@ -65,6 +88,10 @@ LayerParams layer_params(const ModelSpec& model, const LayerSpec& layer) {
   if (layer.has_mamba()) {
     p.attention_norms = norm_params(model, h);
     p.attention = mamba_mixer_params(h, layer.mamba);
+  }
+  if (layer.has_linear_attention()) {
+    p.attention_norms = norm_params(model, h);
+    p.attention = linear_attention_params(h, layer.linear);
   }
   if (!layer.has_ffn()) return p;
   p.mlp_norm = norm_params(model, h);

@@ -9,6 +9,11 @@ LayerTpReplicated layer_tp_replicated(const ModelSpec& model, const LayerSpec& l
   const std::int64_t h = model.hidden_size;
   const AttentionSpec& a = layer.attention;
   LayerTpReplicated r;
+  if (layer.has_linear_attention()) {
+    // The output norm's weight spans one value head and every rank holds it (MG
+    // gated_delta_net/common.py:263-267); so does KDA's gate_norm over h.
+    r.attention += layer.linear.value_head_dim + (layer.linear.gate_norm ? h : 0);
+  }
   if (!layer.has_attention()) {
     // A Mamba mixer is sharded over TP whole; an MLP-only layer keeps its fc2 bias.
     if (layer.has_ffn() && layer.mlp.add_bias && !layer.is_moe && layer.mlp.ffn_hidden_size > 0) {
@@ -42,6 +47,15 @@ bool same_layer_shape(const LayerSpec& a, const LayerSpec& b) {
                         ma.conv_kernel != mb.conv_kernel || ma.chunk_size != mb.chunk_size)) {
     return false;
   }
+  const LinearAttentionSpec& la = a.linear;
+  const LinearAttentionSpec& lb = b.linear;
+  if (a.has_linear_attention() &&
+      (la.kind != lb.kind || la.num_key_heads != lb.num_key_heads ||
+       la.num_value_heads != lb.num_value_heads || la.key_head_dim != lb.key_head_dim ||
+       la.value_head_dim != lb.value_head_dim || la.conv_kernel != lb.conv_kernel ||
+       la.chunk_size != lb.chunk_size || la.gate_norm != lb.gate_norm)) {
+    return false;
+  }
   const AttentionSpec& x = a.attention;
   const AttentionSpec& y = b.attention;
   const bool attention_same =
@@ -51,7 +65,7 @@ bool same_layer_shape(const LayerSpec& a, const LayerSpec& b) {
       x.qk_pos_emb_head_dim == y.qk_pos_emb_head_dim && x.v_head_dim == y.v_head_dim &&
       x.qk_layernorm == y.qk_layernorm && x.add_qkv_bias == y.add_qkv_bias &&
       x.add_bias_linear == y.add_bias_linear && x.sliding_window == y.sliding_window &&
-      x.chunk_window == y.chunk_window && x.causal == y.causal;
+      x.chunk_window == y.chunk_window && x.causal == y.causal && x.output_gate == y.output_gate;
   const bool mlp_same = a.mlp.ffn_hidden_size == b.mlp.ffn_hidden_size &&
                         a.mlp.activation == b.mlp.activation && a.mlp.gated == b.mlp.gated &&
                         a.mlp.add_bias == b.mlp.add_bias;

@@ -12,7 +12,15 @@ std::string describe_layer(const LayerSpec& layer) {
     return fmt::format("Mamba-2 {} heads x {}, state {}, {} groups, conv {}", s.num_heads,
                        s.head_dim, s.state_dim, s.num_groups, s.conv_kernel);
   }
-  if (!layer.has_attention()) {
+  if (layer.has_linear_attention()) {
+    const LinearAttentionSpec& s = layer.linear;
+    out =
+        fmt::format("{} {} v heads x {} / {} k heads x {}, conv {}, chunk {}",
+                    s.kind == LinearAttentionKind::kGdn ? "Gated DeltaNet" : "Kimi Delta Attention",
+                    s.num_value_heads, s.value_head_dim, s.num_key_heads, s.key_head_dim,
+                    s.conv_kernel, s.chunk_size);
+    if (!layer.has_ffn()) return out;
+  } else if (!layer.has_attention()) {
     out = "FFN only";
   } else if (a.kind == AttentionKind::kMla) {
     out = fmt::format("MLA {} heads, q_lora {}, kv_lora {}, qk {}+{}, v {}", a.num_heads,
@@ -28,6 +36,7 @@ std::string describe_layer(const LayerSpec& layer) {
   }
   if (layer.has_attention()) {
     if (a.qk_layernorm) out += ", qk-norm";
+    if (a.output_gate) out += ", output gate";
     if (a.add_qkv_bias) out += ", qkv bias";
     if (a.sliding_window > 0) out += fmt::format(", sliding window {}", a.sliding_window);
     if (a.chunk_window > 0) out += fmt::format(", chunked attention {}", a.chunk_window);

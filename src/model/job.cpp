@@ -166,6 +166,10 @@ std::string_view to_string(LayerKind k) {
       return "mamba";
     case LayerKind::kFfn:
       return "ffn";
+    case LayerKind::kLinearTransformer:
+      return "linear_transformer";
+    case LayerKind::kLinearAttention:
+      return "linear_attention";
   }
   return "?";
 }

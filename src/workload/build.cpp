@@ -224,8 +224,10 @@ void add_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
     push_gemm(c, f, "attn.kv_up", c.tokens,
               static_cast<std::int64_t>(heads) * (a.qk_head_dim + a.v_head_dim), a.kv_lora_rank);
   } else {
-    push_gemm(c, f, "attn.qkv", c.tokens, static_cast<std::int64_t>(heads + 2 * kv_heads) * d_qk,
-              h);
+    // attention_output_gate widens linear_qkv by a gate of heads x head_dim.
+    const int gate_heads = a.output_gate ? heads : 0;
+    push_gemm(c, f, "attn.qkv", c.tokens,
+              static_cast<std::int64_t>(heads + gate_heads + 2 * kv_heads) * d_qk, h);
   }
   if (job.model.position_embedding == PositionEmbeddingKind::kRope) {
     f.push_back(mem_op("attn.rope",
@@ -235,6 +237,11 @@ void add_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
     add_unfused_attention(c, f, heads, d_qk, d_v);
   } else {
     add_flash_attention(c, f, layer, heads, kv_heads, d_qk, d_v);
+  }
+  if (a.output_gate) {
+    // sigmoid(gate) x core output (MG18 attention.py:1635): reads both, writes the gated output.
+    f.push_back(
+        mem_op("attn.output_gate", 3.0 * static_cast<double>(c.tokens) * heads * d_v * c.act_b));
   }
   push_gemm(c, f, "attn.out_proj", c.tokens, h, static_cast<std::int64_t>(heads) * d_v);
   tp_exit(c, f, "attn");
@@ -656,6 +663,53 @@ void add_mamba(const Ctx& c, std::vector<Op>& f, const MambaSpec& m) {
   f.push_back(mem_op("mamba.residual", 3.0 * static_cast<double>(c.tokens_sp) * h * c.act_b));
 }
 
+// A GDN / KDA layer (MG16 gdn.py:91-288; Primus PR8 gated_delta_net.py,
+// kimi_delta_attention.py): norm, in_proj (column-parallel), the causal depthwise conv with SiLU
+// over [q, k, v] (memory-bound: reads and writes conv_dim per token), the gate and L2-norm
+// preparation (memory-bound), the chunked delta rule as the batched GEMMs of its chunks (chunk C,
+// value heads per rank H: the C x C x d_k products Q K^T and K_beta K^T, the forward
+// substitution as C x C x floor(C / 3), A [V_beta | K_beta e^g] and P V_new as C x C x
+// (2 d_v + d_k), three C x d_k x d_v state products), the gated norm over each value head and
+// out_proj (row-parallel). KDA adds its low-rank gate expansions f_b and g_b (TP-local GEMMs).
+void add_linear_attention(const Ctx& c, std::vector<Op>& f, const LinearAttentionSpec& s) {
+  const std::int64_t h = c.job.model.hidden_size;
+  const RuntimeSpec& rt = c.job.runtime;
+  const int heads = s.num_value_heads / c.tp;
+  const std::int64_t v_dim = static_cast<std::int64_t>(heads) * s.value_head_dim;
+  const std::int64_t conv_dim = s.conv_dim() / c.tp;
+  const double T = static_cast<double>(c.tokens);
+  f.push_back(mem_op("linear_attn.norm", norm_bytes(c, c.tokens_sp, h)));
+  tp_enter(c, f, "linear_attn");
+  push_gemm(c, f, "linear_attn.in_proj", c.tokens, s.in_proj_width() / c.tp, h);
+  if (s.conv_kernel > 0) {
+    Op conv = mem_op("linear_attn.conv1d", 2.0 * T * static_cast<double>(conv_dim) * c.act_b);
+    conv.bwd_bytes = 2.0 * conv.bytes;  // reads input and output grad, writes both grads
+    f.push_back(conv);
+  }
+  if (s.kind == LinearAttentionKind::kKda) {
+    push_gemm(c, f, "linear_attn.f_b_proj", c.tokens,
+              static_cast<std::int64_t>(heads) * s.key_head_dim, s.value_head_dim);
+    push_gemm(c, f, "linear_attn.g_b_proj", c.tokens, v_dim, s.value_head_dim);
+  }
+  // q / k L2 norms (repeated to the value heads) and the decay / beta gates.
+  const double qk_rep = 2.0 * heads * s.key_head_dim;
+  f.push_back(
+      mem_op("linear_attn.prepare", T * (static_cast<double>(conv_dim) + qk_rep) * c.act_b));
+  const std::int64_t per_seq = (rt.seq_length + s.chunk_size - 1) / s.chunk_size;
+  const int tiles = static_cast<int>(rt.micro_batch_size * per_seq * heads);
+  const int C = s.chunk_size;
+  f.push_back(einsum_op(c, "linear_attn.chunk_scores", C, C, s.key_head_dim, 2 * tiles));
+  f.push_back(einsum_op(c, "linear_attn.chunk_solve", C, C, C / 3, tiles));
+  f.push_back(
+      einsum_op(c, "linear_attn.chunk_wy", C, 2 * s.value_head_dim + s.key_head_dim, C, tiles));
+  f.push_back(
+      einsum_op(c, "linear_attn.chunk_state", C, s.value_head_dim, s.key_head_dim, 3 * tiles));
+  f.push_back(mem_op("linear_attn.gated_norm", 3.0 * T * static_cast<double>(v_dim) * c.act_b));
+  push_gemm(c, f, "linear_attn.out_proj", c.tokens, h, v_dim);
+  tp_exit(c, f, "linear_attn");
+  f.push_back(mem_op("linear_attn.residual", 3.0 * static_cast<double>(c.tokens_sp) * h * c.act_b));
+}
+
 // The backward of a forward op list: B ops (input gradients, attention backward, collectives
 // mirrored) in reverse order, then W ops (weight gradients).
 void add_backward(const std::vector<Op>& fwd, std::vector<Op>& out, bool sp) {
@@ -886,6 +940,7 @@ LayerWork build_layer_work(const JobSpec& job, int layer_index) {
   const LayerSpec& layer = job.model.layers[static_cast<std::size_t>(layer_index)];
   std::vector<Op> fwd;
   if (layer.has_mamba()) add_mamba(c, fwd, layer.mamba);
+  if (layer.has_linear_attention()) add_linear_attention(c, fwd, layer.linear);
   if (layer.has_attention()) add_attention(c, fwd, layer);
   if (layer.has_ffn()) add_ffn(c, fwd, layer);
   LayerWork lw;
@@ -902,6 +957,12 @@ LayerWork build_layer_work(const JobSpec& job, int layer_index) {
       break;
     case LayerKind::kFfn:
       lw.label = layer.is_moe ? "moe_ffn_layer" : "mlp_layer";
+      break;
+    case LayerKind::kLinearTransformer:
+      lw.label = layer.is_moe ? "linear_moe_layer" : "linear_dense_layer";
+      break;
+    case LayerKind::kLinearAttention:
+      lw.label = "linear_attention_layer";
       break;
   }
   finish_block(job, fwd, layer_fully_recomputed(job, layer_index), lw, c.sp, &layer);

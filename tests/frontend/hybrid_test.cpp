@@ -46,6 +46,12 @@ std::string kinds(const JobSpec& job) {
       case LayerKind::kTransformer:
         out += 'T';
         break;
+      case LayerKind::kLinearAttention:
+        out += 'G';
+        break;
+      case LayerKind::kLinearTransformer:
+        out += 'L';
+        break;
     }
   }
   return out;
@@ -167,10 +173,13 @@ TEST(Hybrid, UnmodelledModelTypesAreRefused) {
     }
   };
   refused("model_type: flux_schnell\n", "flux_schnell");
+  // GDN / KDA stacks other than Primus' HybridStack specs, Megatron's 'G' symbol and attention
+  // variants other than gated_delta_net stay refused.
   refused("spec: [m, gdn_hybrid_stack_spec]\n", "GatedDeltaNet");
   refused("spec: [m, kda_hybrid_stack_spec]\n", "Kimi Delta Attention");
   refused("hybrid_override_pattern: \"MGMG\"\n", "GatedDeltaNet");
-  refused("model_type: gpt\nexperimental_attention_variant: gated_delta_net\n", "gated_delta_net");
+  refused("model_type: gpt\nexperimental_attention_variant: gdn2\n", "gdn2");
+  refused("model_type: gpt\nexperimental_attention_variant: dsa\n", "dsa");
   refused("model_type: gpt\nlfm_layer_types: [conv, full_attention]\n", "LFM2");
   refused("model_type: deepseek_v4\n", "deepseek_v4");
 }
@@ -224,7 +233,10 @@ TEST(Hybrid, PrimusExamples) {
   EXPECT_NEAR(zr.ranks[0].point[static_cast<int>(MemoryComponent::kActivations)], layers + output,
               1e6);
   EXPECT_LT(zr.peak_point_bytes, 192.0 * (1 << 30));
-  EXPECT_THROW(load("MI300X/zebra_llama_1B_gdn-pretrain.yaml"), InputError);
+  // The GDN example (gdn_hybrid_stack_spec, pure: 16 GDN + 16 MLP sublayers) loads.
+  const JobSpec gdn = load("MI300X/zebra_llama_1B_gdn-pretrain.yaml");
+  EXPECT_EQ(gdn.model.layers[0].kind, LayerKind::kLinearAttention);
+  EXPECT_EQ(gdn.model.layers[1].kind, LayerKind::kFfn);
   EXPECT_THROW(load("MI300X/diffusion/flux_535m_pretrain.yaml"), InputError);
 }
 

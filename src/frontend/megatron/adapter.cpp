@@ -131,6 +131,7 @@ JobDraft MegatronAdapter::normalize(AdapterInput& in) const {
   name_model_fields(r, d);
   locate_model_keys(in.args, d);
   read_parallel(r, d.model, d);
+  check_linear_attention_parallel(r, d.model, d);
   read_runtime(r, d.model, d);
   return d;
 }

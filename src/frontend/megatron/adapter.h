@@ -41,12 +41,21 @@ void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d);
 std::optional<ScheduleKind> parse_schedule_name(std::string_view text);
 
 // Refuses a model type or layer kind this tool does not model (diffusion transformers,
-// GatedDeltaNet / KDA / short-convolution layers, DeepSeek-V4 attention, heterogeneous layers)
-// with "model type X is not supported" (megatron/hybrid.cpp).
+// attention variants other than GatedDeltaNet, LFM2 short-convolution layers, DeepSeek-V4
+// attention, heterogeneous layers) with "model type X is not supported" (megatron/hybrid.cpp).
 void refuse_unmodelled_models(ArgReader& r);
 // The layer symbols of a Mamba / hybrid stack ('M' Mamba-2, '*' or '+' attention, '-' MLP, 'E'
 // MoE), or nullopt for a GPT (megatron/hybrid.cpp).
 std::optional<std::string> hybrid_layer_pattern(ArgReader& r, int num_layers);
+// The mixer Primus' gdn / kda hybrid stacks build for 'M' (GDN or KDA), nullopt for Mamba-2;
+// `te_spec`: the Transformer-Engine variant of the spec (not *_no_te) (megatron/hybrid.cpp).
+std::optional<LinearAttentionKind> hybrid_linear_kind(ArgReader& r, bool& te_spec);
+// Per GPT layer, 1 where experimental_attention_variant gated_delta_net builds GDN instead of
+// attention (linear_attention_freq), else 0 (megatron/hybrid.cpp).
+std::vector<int> linear_attention_pattern(ArgReader& r, int num_layers);
+// Refuses the parallel layouts Megatron / Primus refuse for GDN / KDA layers and context
+// parallelism over them, which is not modelled (megatron/hybrid.cpp).
+void check_linear_attention_parallel(ArgReader& r, const ModelSpec& model, const JobDraft& d);
 // The Mamba-2 mixer's d_inner / hidden_size, which the layer spec fixes (megatron/hybrid.cpp).
 int mamba_expand(ArgReader& r);
 

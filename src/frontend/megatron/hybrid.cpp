@@ -88,12 +88,22 @@ std::string spec_name(ArgReader& r) {
   return spec_part(r, true);
 }
 
+// Primus' GDN / KDA HybridStack specs (PR5 hybrid_mamba_mla_layer_specs.py:189-470): the
+// HybridStack with a GatedDeltaNetLayer / KimiDeltaAttentionLayer in its mamba_layer slot.
+bool primus_linear_stack(ArgReader& r, const std::string& name) {
+  const std::string spec = spec_name(r);
+  return spec_part(r, false).find("primus") != std::string::npos &&
+         (spec == name || spec == name + "_no_te");
+}
+
 // Primus' own HybridStack specs (PR5 hybrid_mamba_mla_layer_specs.py), as opposed to
 // Megatron's hybrid_stack_spec of the same name, which allocates layers by ratio.
 bool primus_hybrid_stack(ArgReader& r) {
   const std::string name = spec_name(r);
   return spec_part(r, false).find("primus") != std::string::npos &&
-         (name == "hybrid_stack_spec" || name == "mamba_hybrid_stack_spec_no_te");
+         (name == "hybrid_stack_spec" || name == "mamba_hybrid_stack_spec_no_te" ||
+          primus_linear_stack(r, "gdn_hybrid_stack_spec") ||
+          primus_linear_stack(r, "kda_hybrid_stack_spec"));
 }
 
 // hybrid_layer_pattern (hybrid_override_pattern, deprecated): one symbol per layer (MG12
@@ -139,10 +149,12 @@ void refuse_unmodelled_models(ArgReader& r) {
                       : "only GPT (decoder transformer) and Mamba / hybrid models are modelled");
   }
   if (r.has("experimental_attention_variant")) {
-    const std::string v = r.string_or("experimental_attention_variant", "", "");
-    if (!v.empty() && to_lower(v) != "none") {
+    const std::string v = to_lower(r.string_or("experimental_attention_variant", "", ""));
+    // gated_delta_net is the deprecated spelling of gdn (MG17 experimental_attention_variant_
+    // module_specs.py:64); gdn2, DSA and the other variants are not modelled.
+    if (!v.empty() && v != "none" && v != "gated_delta_net" && v != "gdn") {
       not_supported(r, "experimental_attention_variant", type + " with " + v + " attention",
-                    "GatedDeltaNet / linear attention layers are not modelled");
+                    "only the GatedDeltaNet (gated_delta_net) variant is modelled");
     }
   }
   if (const ConfigValue* lfm = r.get("lfm_layer_types"); lfm != nullptr && lfm->is_list()) {
@@ -174,12 +186,6 @@ std::optional<std::string> hybrid_layer_pattern(ArgReader& r, int num_layers) {
   }
   if (type != "mamba" && !hybrid) return std::nullopt;
   const std::string spec = spec_name(r);
-  if (spec.find("gdn") != std::string::npos) {
-    not_supported(r, "spec", spec, "GatedDeltaNet (gdn) hybrid stacks are not modelled");
-  }
-  if (spec.find("kda") != std::string::npos) {
-    not_supported(r, "spec", spec, "Kimi Delta Attention (kda) hybrid stacks are not modelled");
-  }
   const double attention = r.float_or("hybrid_attention_ratio", 0.0, "");
   const double mlp = r.float_or("hybrid_mlp_ratio", 0.0, "");
   if (attention < 0.0 || attention > 1.0 || mlp < 0.0 || attention + mlp > 1.0) {
@@ -194,6 +200,81 @@ std::optional<std::string> hybrid_layer_pattern(ArgReader& r, int num_layers) {
     return std::string(static_cast<std::size_t>(num_layers), 'M');
   }
   return pattern_from_ratios(num_layers, attention, mlp);
+}
+
+std::optional<LinearAttentionKind> hybrid_linear_kind(ArgReader& r, bool& te_spec) {
+  const std::string spec = spec_name(r);
+  te_spec = !spec.ends_with("_no_te");
+  if (primus_linear_stack(r, "gdn_hybrid_stack_spec")) return LinearAttentionKind::kGdn;
+  if (primus_linear_stack(r, "kda_hybrid_stack_spec")) return LinearAttentionKind::kKda;
+  // Any other gdn / kda spec (not Primus' HybridStack) stays refused.
+  if (spec.find("gdn") != std::string::npos) {
+    not_supported(r, "spec", spec,
+                  "GatedDeltaNet (gdn) stacks other than Primus' are not modelled");
+  }
+  if (spec.find("kda") != std::string::npos) {
+    not_supported(r, "spec", spec,
+                  "Kimi Delta Attention (kda) stacks other than Primus' are not modelled");
+  }
+  return std::nullopt;
+}
+
+// get_linear_attention_pattern (MG17 experimental_attention_variant_module_specs.py:458-490): an
+// integer N makes layer i (0-based) full attention when (i + 1) % N == 0, linear otherwise; a
+// list states the pattern (1 linear, 0 attention) per layer.
+std::vector<int> linear_attention_pattern(ArgReader& r, int num_layers) {
+  std::vector<int> out(static_cast<std::size_t>(num_layers), 0);
+  const std::string v = to_lower(r.string_or("experimental_attention_variant", "", ""));
+  if (v != "gated_delta_net" && v != "gdn") return out;
+  const std::string key = "linear_attention_freq";
+  const ConfigValue* freq = r.get(key);
+  if (freq == nullptr) r.fail(key, "must be set for gated_delta_net (MG2 transformer_config.py)");
+  if (freq->is_list()) {
+    if (static_cast<int>(freq->items.size()) != num_layers) {
+      r.fail(key, fmt::format("the pattern has {} entries for {} layers", freq->items.size(),
+                              num_layers));
+    }
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const std::string t = freq->items[i].to_text();
+      if (t != "0" && t != "1") r.fail(key, fmt::format("entry '{}' is not 0 or 1", t));
+      out[i] = t == "1" ? 1 : 0;
+    }
+    return out;
+  }
+  const std::int64_t n = r.require_int(key);
+  if (n < 1) r.fail(key, "must be at least 1");
+  for (int i = 0; i < num_layers; ++i) out[static_cast<std::size_t>(i)] = (i + 1) % n == 0 ? 0 : 1;
+  return out;
+}
+
+void check_linear_attention_parallel(ArgReader& r, const ModelSpec& model, const JobDraft& d) {
+  const LayerSpec* layer = nullptr;
+  for (const LayerSpec& l : model.layers) {
+    if (l.has_linear_attention()) layer = &l;
+  }
+  if (layer == nullptr) return;
+  const LinearAttentionSpec& s = layer->linear;
+  const int tp = d.tp.value_or(1);
+  const int cp = d.cp.value_or(1);
+  if (cp > 1) {
+    r.fail("context_parallel_size",
+           "context parallelism over GDN / KDA layers (head all-to-all) is not modelled");
+  }
+  if (s.kind == LinearAttentionKind::kKda && tp > 1) {
+    r.fail("tensor_model_parallel_size",
+           fmt::format("Primus' KDA requires TP 1, got {} (PR8 kimi_delta_attention.py:300)", tp));
+  }
+  // MG2 transformer_config.py:1500-1509: key and value heads divide over TP x CP.
+  if (s.num_key_heads % (tp * cp) != 0) {
+    r.fail("linear_num_key_heads",
+           fmt::format("{} linear key heads are not divisible by TP x CP = {}", s.num_key_heads,
+                       tp * cp));
+  }
+  if (s.num_value_heads % (tp * cp) != 0) {
+    r.fail("linear_num_value_heads",
+           fmt::format("{} linear value heads are not divisible by TP x CP = {}", s.num_value_heads,
+                       tp * cp));
+  }
 }
 
 int mamba_expand(ArgReader& r) {

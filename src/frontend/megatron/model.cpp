@@ -143,7 +143,11 @@ AttentionSpec read_attention(ArgReader& r, const ModelSpec& m, int heads,
         checked_int(r, "v_head_dim", r.int_or("v_head_dim", 128, "Megatron default"), 1);
     attn.head_dim = attn.qk_head_dim + attn.qk_pos_emb_head_dim;
     attn.add_qkv_bias = false;  // MLA projections carry no QKV bias in Megatron
+    if (r.bool_quiet("attention_output_gate", false)) {
+      r.fail("attention_output_gate", "an output gate on multi-latent attention is not modelled");
+    }
   } else {
+    attn.output_gate = r.bool_quiet("attention_output_gate", false);
     if (r.has("kv_channels")) {
       attn.head_dim = checked_int(r, "kv_channels", r.require_int("kv_channels"), 1);
     } else {
@@ -334,12 +338,49 @@ MambaSpec read_mamba(ArgReader& r, const ModelSpec& m) {
   return s;
 }
 
-// Layers from a hybrid pattern: '*' / '+' attention only, 'M' Mamba-2 only, '-' MLP only, 'E'
-// MoE only.
+// GDN / KDA settings (MG2 transformer_config.py:370-383 defaults, :1486-1499 checks): the value
+// heads are a multiple of the key heads (q and k are repeated to them).
+LinearAttentionSpec read_linear_attention(ArgReader& r, LinearAttentionKind kind) {
+  LinearAttentionSpec s;
+  s.kind = kind;
+  const char* why = "Megatron default (MG2 transformer_config.py:370-383)";
+  s.conv_kernel =
+      checked_int(r, "linear_conv_kernel_dim", r.int_or("linear_conv_kernel_dim", 4, why), 1);
+  s.key_head_dim =
+      checked_int(r, "linear_key_head_dim", r.int_or("linear_key_head_dim", 128, why), 1);
+  s.value_head_dim =
+      checked_int(r, "linear_value_head_dim", r.int_or("linear_value_head_dim", 128, why), 1);
+  s.num_key_heads =
+      checked_int(r, "linear_num_key_heads", r.int_or("linear_num_key_heads", 16, why), 1);
+  s.num_value_heads =
+      checked_int(r, "linear_num_value_heads", r.int_or("linear_num_value_heads", 32, why), 1);
+  if (s.num_value_heads % s.num_key_heads != 0) {
+    r.fail("linear_num_value_heads",
+           fmt::format("{} value heads are not a multiple of linear_num_key_heads {}",
+                       s.num_value_heads, s.num_key_heads));
+  }
+  // Primus' GDN reads use_short_conv (PR8 gated_delta_net.py:137: getattr(config, "use_short_conv",
+  // True)); without it there is no conv.
+  if (!r.bool_quiet("use_short_conv", true)) s.conv_kernel = 0;
+  return s;
+}
+
+// Layers from a hybrid pattern: '*' / '+' attention only, 'M' Mamba-2 (or, in Primus' gdn / kda
+// hybrid stacks, GDN / KDA) only, '-' MLP only, 'E' MoE only.
 void hybrid_layers(ArgReader& r, const std::string& pattern, const AttentionSpec& attn,
                    const MlpSpec& mlp, const MoeSpec& moe, ModelSpec& m) {
   const bool needs_mamba = pattern.find('M') != std::string::npos;
-  const MambaSpec mamba = needs_mamba ? read_mamba(r, m) : MambaSpec{};
+  bool te_spec = false;
+  const std::optional<LinearAttentionKind> linear_kind =
+      needs_mamba ? frontend_detail::hybrid_linear_kind(r, te_spec) : std::nullopt;
+  std::optional<LinearAttentionSpec> linear;
+  if (linear_kind) {
+    linear = read_linear_attention(r, *linear_kind);
+    // KDA's gate_norm is a TENorm in kda_hybrid_stack_spec, IdentityOp in the no-TE spec (PR5
+    // hybrid_mamba_mla_layer_specs.py:381-470).
+    linear->gate_norm = *linear_kind == LinearAttentionKind::kKda && te_spec;
+  }
+  const MambaSpec mamba = needs_mamba && !linear ? read_mamba(r, m) : MambaSpec{};
   m.layers.resize(pattern.size());
   for (std::size_t i = 0; i < pattern.size(); ++i) {
     LayerSpec& layer = m.layers[i];
@@ -347,8 +388,13 @@ void hybrid_layers(ArgReader& r, const std::string& pattern, const AttentionSpec
     layer.mlp = mlp;
     switch (pattern[i]) {
       case 'M':
-        layer.kind = LayerKind::kMamba;
-        layer.mamba = mamba;
+        if (linear) {
+          layer.kind = LayerKind::kLinearAttention;
+          layer.linear = *linear;
+        } else {
+          layer.kind = LayerKind::kMamba;
+          layer.mamba = mamba;
+        }
         break;
       case '*':
       case '+':
@@ -393,10 +439,19 @@ ModelSpec build_model(const ConfigValue& args, const std::string& data_dir,
   }
   std::vector<int> pattern;
   const MoeSpec moe = read_moe(r, num_layers, mlp, pattern);
+  const std::vector<int> linear_layers = frontend_detail::linear_attention_pattern(r, num_layers);
+  const bool any_linear =
+      std::find(linear_layers.begin(), linear_layers.end(), 1) != linear_layers.end();
+  const LinearAttentionSpec linear =
+      any_linear ? read_linear_attention(r, LinearAttentionKind::kGdn) : LinearAttentionSpec{};
   m.layers.resize(static_cast<std::size_t>(num_layers));
   for (int i = 0; i < num_layers; ++i) {
     LayerSpec& layer = m.layers[i];
     layer.attention = attn;
+    if (linear_layers[static_cast<std::size_t>(i)] == 1) {
+      layer.kind = LayerKind::kLinearTransformer;
+      layer.linear = linear;
+    }
     if (!full_attention_layer[i]) layer.attention.sliding_window = window;
     layer.mlp = mlp;
     layer.is_moe = pattern[i] == 1;

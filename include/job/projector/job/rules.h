@@ -19,6 +19,7 @@ enum class LayoutRule : std::uint8_t {
   kLegal,
   kTpHeads,                  // attention heads % TP
   kTpKvHeads,                // KV heads (query groups) % TP
+  kTpLinearHeads,            // GDN / KDA key and value heads % TP; KDA: TP 1 only
   kTpBeyondNode,             // TP > GPUs per node
   kWorldDense,               // world % (TP x PP x CP)
   kLayers,                   // layers % (PP x VPP) (balanced), or fewer layers than stages
@@ -46,9 +47,11 @@ std::string_view explanation(LayoutRule r);  // one line for reports
 // What the rules read from the model and the cluster.
 struct RuleFacts {
   int layers = 0;
-  int heads_gcd = 0;    // every layer's attention heads are a multiple of this
-  int kv_gcd = 0;       // standard-attention KV heads (0: none)
-  int experts_gcd = 0;  // routed experts (0: dense model)
+  int heads_gcd = 0;         // every layer's attention heads are a multiple of this
+  int kv_gcd = 0;            // standard-attention KV heads (0: none)
+  int linear_heads_gcd = 0;  // GDN / KDA key and value heads (0: no such layer)
+  bool tp_one = false;       // a layer that runs at TP 1 only (Primus' KDA)
+  int experts_gcd = 0;       // routed experts (0: dense model)
   int seq = 0;
   int gbs = 0;
   int gpus_per_node = 8;
@@ -90,6 +93,9 @@ template <typename Int>
 inline LayoutRule check_model_fit(const RuleFacts& f, const LayoutChoice& c) {
   if (f.heads_gcd % c.tp != 0) return LayoutRule::kTpHeads;
   if (f.kv_gcd > 0 && f.kv_gcd % c.tp != 0) return LayoutRule::kTpKvHeads;
+  if (f.linear_heads_gcd > 0 && (f.linear_heads_gcd % c.tp != 0 || (f.tp_one && c.tp != 1))) {
+    return LayoutRule::kTpLinearHeads;
+  }
   if (c.tp > f.gpus_per_node && !f.tp_beyond_node) return LayoutRule::kTpBeyondNode;
   const Int world = static_cast<Int>(f.world);
   // Products of two int sizes fit 64 bits; a partial product above the world is refused before

@@ -102,12 +102,23 @@ struct LayerFlops {
   double experts_flops = 0.0;      // the topk routed experts
   double mla_up_proj_flops = 0.0;  // part of qkv_flops: MLA up-projections (selective recompute)
   double mamba_flops = 0.0;        // Mamba-2 mixer: in_proj, out_proj and the SSD scan
+  // Linear attention (GDN / KDA): projections and the chunked delta-rule kernel.
+  double linear_attn_flops = 0.0;
 
   double attention() const { return qkv_flops + attn_core_flops + attn_out_flops; }
   double total() const {
-    return attention() + mlp_flops + router_flops + experts_flops + mamba_flops;
+    return attention() + mlp_flops + router_flops + experts_flops + mamba_flops + linear_attn_flops;
   }
 };
+
+// Parameters of one GDN / KDA mixer (without the layer's input norm): in_proj, the conv, the
+// per-head decay parameters, the gate projections (KDA), the output norm and out_proj.
+std::int64_t linear_attention_params(std::int64_t hidden, const LinearAttentionSpec& s);
+// Forward FLOPs per token of the chunked delta-rule kernel over all value heads
+// (docs/linear-attention.md): 6 C d_k + 4 C d_v + 6 d_k d_v + 2 C floor(C / 3) per head.
+double delta_rule_flops_per_token(const LinearAttentionSpec& s);
+// Forward FLOPs per token of one GDN / KDA mixer: its GEMMs and the kernel.
+double linear_attention_flops_per_token(std::int64_t hidden, const LinearAttentionSpec& s);
 
 LayerFlops layer_forward_flops_per_token(const ModelSpec& model, const LayerSpec& layer,
                                          std::int64_t seq_len, const FlopOptions& options = {});

@@ -49,6 +49,9 @@ struct AttentionSpec {
   // many tokens (Llama 4's chunk_attn_window_size); 0: none.
   int chunk_window = 0;
   bool causal = true;
+  // attention_output_gate (MG18 attention.py:1689-1691, 1635): linear_qkv also produces a gate of
+  // heads x head_dim, and sigmoid(gate) scales the core output before linear_proj.
+  bool output_gate = false;
 };
 
 struct MlpSpec {
@@ -95,14 +98,47 @@ struct MambaSpec {
   }
 };
 
+// A linear-attention mixer of the delta-rule family (docs/linear-attention.md): Gated DeltaNet
+// (Megatron MG16 common.py, gdn.py; Primus PR8 gated_delta_net.py) or Kimi
+// Delta Attention (Primus PR8 kimi_delta_attention.py). A fused in_proj h -> [q, k, v, z, extra],
+// a depthwise causal conv (kernel conv_kernel, SiLU) over [q, k, v], the chunked (gated) delta
+// rule over value heads (q / k repeated to the value heads), a gated RMSNorm over each value head
+// and out_proj v_dim -> h. Heads are sharded over TP (column-parallel in_proj, row-parallel
+// out_proj).
+enum class LinearAttentionKind : std::uint8_t { kGdn, kKda };
+struct LinearAttentionSpec {
+  LinearAttentionKind kind = LinearAttentionKind::kGdn;
+  int num_key_heads = 16;    // linear_num_key_heads
+  int num_value_heads = 32;  // linear_num_value_heads
+  int key_head_dim = 128;    // linear_key_head_dim
+  int value_head_dim = 128;  // linear_value_head_dim
+  int conv_kernel = 4;       // linear_conv_kernel_dim; 0: no short conv (Primus use_short_conv)
+  int chunk_size = 64;       // the FLA chunk length (MG16 gdn.py:73)
+  bool gate_norm = false;    // KDA: a norm over h before the gate projections (TE spec only)
+  std::int64_t qk_dim() const { return static_cast<std::int64_t>(num_key_heads) * key_head_dim; }
+  std::int64_t v_dim() const { return static_cast<std::int64_t>(num_value_heads) * value_head_dim; }
+  std::int64_t conv_dim() const { return 2 * qk_dim() + v_dim(); }
+  // in_proj output features. GDN: q, k, v, z (v_dim), beta and alpha (one per value head).
+  // KDA: q, k, v, the low-rank bottlenecks of the decay (f_a) and of the output gate (g_a), each
+  // value_head_dim wide, and beta.
+  std::int64_t in_proj_width() const {
+    return kind == LinearAttentionKind::kGdn ? 2 * qk_dim() + 2 * v_dim() + 2 * num_value_heads
+                                             : conv_dim() + 2 * value_head_dim + num_value_heads;
+  }
+};
+
 // What a decoder layer holds. A GPT layer is attention followed by an MLP or MoE block; hybrid
 // stacks (Megatron's hybrid_layer_pattern symbols, Primus' HybridStack) build layers of one
 // sublayer each: '*' attention, 'M' Mamba-2, '-' MLP, 'E' MoE (MG12 hybrid_layer_allocation.py).
+// Linear attention (GDN / KDA) replaces attention in a GPT layer (Megatron's experimental
+// attention variant) or is a sublayer of its own (Primus' gdn / kda hybrid stacks).
 enum class LayerKind : std::uint8_t {
-  kTransformer,  // norm + attention, norm + MLP / MoE
-  kAttention,    // norm + attention only
-  kMamba,        // norm + Mamba-2 mixer only
-  kFfn,          // norm + MLP (or MoE when is_moe) only
+  kTransformer,        // norm + attention, norm + MLP / MoE
+  kAttention,          // norm + attention only
+  kMamba,              // norm + Mamba-2 mixer only
+  kFfn,                // norm + MLP (or MoE when is_moe) only
+  kLinearTransformer,  // norm + linear attention, norm + MLP / MoE
+  kLinearAttention,    // norm + linear attention only
 };
 std::string_view to_string(LayerKind k);
 
@@ -111,14 +147,21 @@ struct LayerSpec {
   AttentionSpec attention;  // meaningful when has_attention()
   MlpSpec mlp;  // dense MLP, or the per-expert MLP shape (activation, gating) for MoE layers
   bool is_moe = false;
-  MoeSpec moe;      // meaningful only when is_moe
-  MambaSpec mamba;  // meaningful only for kMamba
+  MoeSpec moe;                 // meaningful only when is_moe
+  MambaSpec mamba;             // meaningful only for kMamba
+  LinearAttentionSpec linear;  // meaningful only when has_linear_attention()
 
   bool has_attention() const {
     return kind == LayerKind::kTransformer || kind == LayerKind::kAttention;
   }
-  bool has_ffn() const { return kind == LayerKind::kTransformer || kind == LayerKind::kFfn; }
+  bool has_ffn() const {
+    return kind == LayerKind::kTransformer || kind == LayerKind::kFfn ||
+           kind == LayerKind::kLinearTransformer;
+  }
   bool has_mamba() const { return kind == LayerKind::kMamba; }
+  bool has_linear_attention() const {
+    return kind == LayerKind::kLinearTransformer || kind == LayerKind::kLinearAttention;
+  }
 };
 
 // Which kind of model a ModelSpec describes. Memory, workload and accounting are chosen per family
