@@ -115,6 +115,11 @@ LayerFlops layer_forward_flops_per_token(const ModelSpec& model, const LayerSpec
     f.linear_attn_flops = linear_attention_flops_per_token(model.hidden_size, layer.linear);
   }
   if (layer.has_ffn()) ffn_flops(model, layer, f);
+  if (layer.dit.streams > 0 && seq_len > 0) {
+    // Each stream's Linear(h -> chunks x h) on the sample's conditioning vector.
+    f.modulation_flops =
+        layer.dit.streams * 2.0 * h * layer.dit.adaln_chunks * h / static_cast<double>(seq_len);
+  }
   if (!layer.has_attention()) return f;
   if (a.kind == AttentionKind::kMla) {
     const double qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
@@ -162,6 +167,26 @@ void ffn_flops(const ModelSpec& model, const LayerSpec& layer, LayerFlops& f) {
   }
 }
 
+// Flux's input and output GEMMs per token of the image + text sequence (PR9 model.py:178-220,
+// 480-553): img_in (out_channels -> h) and proj_out (h -> out_channels) on the image tokens,
+// txt_in (context_dim -> h) on the text tokens, and once per sample the time / vector / guidance
+// MLPs and norm_out's Linear(h -> 2h).
+void diffusion_io_flops(const ModelSpec& model, std::int64_t seq_len, ForwardFlops& f) {
+  const DiffusionSpec& d = model.diffusion;
+  const double h = static_cast<double>(model.hidden_size);
+  const double s = static_cast<double>(std::max<std::int64_t>(1, seq_len));
+  const double image_share = static_cast<double>(d.image_tokens) / s;
+  const double text_share = static_cast<double>(d.text_tokens) / s;
+  const double channels = static_cast<double>(model.vocab_size);
+  f.logits_flops = 2.0 * h * channels * image_share;
+  double per_sample = 2.0 * (static_cast<double>(d.model_channels) * h + h * h);  // time_in
+  per_sample += 2.0 * (static_cast<double>(d.vec_in_dim) * h + h * h);            // vector_in
+  if (d.guidance_embed) per_sample += 2.0 * (static_cast<double>(d.model_channels) * h + h * h);
+  per_sample += 2.0 * h * 2.0 * h;  // norm_out's modulation
+  f.conditioning_flops = 2.0 * channels * h * image_share +
+                         2.0 * static_cast<double>(d.context_dim) * h * text_share + per_sample / s;
+}
+
 }  // namespace
 
 ForwardFlops forward_flops_per_token(const ModelSpec& model, std::int64_t seq_len,
@@ -172,6 +197,7 @@ ForwardFlops forward_flops_per_token(const ModelSpec& model, std::int64_t seq_le
     f.decoder_flops += layer_forward_flops_per_token(model, layer, seq_len, options).total();
   }
   f.logits_flops = 2.0 * h * static_cast<double>(padded_vocab);
+  if (model.diffusion.enabled()) diffusion_io_flops(model, seq_len, f);
   if (model.mtp_num_layers > 0 && !model.layers.empty()) {
     // Each MTP module: project [h_prev; emb] (2h -> h), one decoder layer, shared output head.
     const double per_module =

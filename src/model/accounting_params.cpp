@@ -81,7 +81,59 @@ void attention_params(const ModelSpec& model, const AttentionSpec& a, LayerParam
 
 }  // namespace
 
+namespace {
+
+// A Flux block (PR9 layer_spec.py:85-470): attention (qkv and proj with biases), RMSNorm q / k
+// norms over one head, the MLP, no affine block norms (AdaLN's LayerNorms have no weights,
+// PR9 normalization.py:990, 1009), the adaLN modulation Linear(h -> chunks x h, bias); all of it
+// once per stream (double blocks: image and text weights, PR9 layer_spec.py:122-171).
+LayerParams dit_block_params(const ModelSpec& model, const LayerSpec& layer) {
+  const std::int64_t h = model.hidden_size;
+  const std::int64_t streams = layer.dit.streams;
+  LayerParams p;
+  ModelSpec rms = model;
+  rms.norm = NormKind::kRmsNorm;  // the q / k norms are RMSNorms (PR9 layer_spec.py:427-428)
+  attention_params(rms, layer.attention, p);
+  p.attention_norms = layer.attention.qk_layernorm ? 2 * layer.attention.head_dim : 0;
+  p.mlp = mlp_params(h, layer.mlp, layer.mlp.ffn_hidden_size);
+  const std::int64_t chunks = layer.dit.adaln_chunks;
+  p.modulation = h * chunks * h + chunks * h;
+  p.attention *= streams;
+  p.attention_norms *= streams;
+  p.mlp *= streams;
+  p.modulation *= streams;
+  return p;
+}
+
+// MLPEmbedder (in -> h, SiLU, h -> h, both with bias; PR9 model.py:182-199).
+std::int64_t mlp_embedder_params(std::int64_t in, std::int64_t h) {
+  return in * h + h + h * h + h;
+}
+
+}  // namespace
+
+std::int64_t diffusion_embedder_params(const ModelSpec& model) {
+  const DiffusionSpec& d = model.diffusion;
+  if (!d.enabled()) return 0;
+  const std::int64_t h = model.hidden_size;
+  std::int64_t p = h;          // img_in's bias (its weight is the "word embedding")
+  p += d.context_dim * h + h;  // txt_in
+  p += mlp_embedder_params(d.model_channels, h);                        // time_in
+  p += mlp_embedder_params(d.vec_in_dim, h);                            // vector_in
+  if (d.guidance_embed) p += mlp_embedder_params(d.model_channels, h);  // guidance_in
+  return p;
+}
+
+std::int64_t diffusion_head_params(const ModelSpec& model) {
+  if (!model.diffusion.enabled()) return 0;
+  const std::int64_t h = model.hidden_size;
+  // norm_out: AdaLNContinuous, Linear(h -> 2h, bias), no affine norm (PR9 normalization.py:1179);
+  // proj_out's bias (PR9 model.py:216-220).
+  return h * 2 * h + 2 * h + model.vocab_size;
+}
+
 LayerParams layer_params(const ModelSpec& model, const LayerSpec& layer) {
+  if (layer.dit.streams > 0) return dit_block_params(model, layer);
   const std::int64_t h = model.hidden_size;
   LayerParams p;
   if (layer.has_attention()) attention_params(model, layer.attention, p);
@@ -138,10 +190,20 @@ ModelParams model_params(const ModelSpec& model, std::int64_t padded_vocab) {
   }
   p.output_layer = model.tied_embeddings ? 0 : padded_vocab * h;
   p.final_norm = norm_params(model, h);
+  if (model.diffusion.enabled()) {
+    p.embedding += diffusion_embedder_params(model);
+    p.output_layer += diffusion_head_params(model);
+    p.final_norm = 0;  // norm_out's LayerNorm has no weights
+  }
   std::int64_t decoder_active = 0;
   for (const LayerSpec& layer : model.layers) {
     const LayerParams lp = layer_params(model, layer);
     p.decoder += lp.total();
+    if (layer.dit.streams > 0) {
+      // A token runs through one stream's weights; the modulation runs once per sample.
+      decoder_active += (lp.total() - lp.modulation) / layer.dit.streams;
+      continue;
+    }
     decoder_active += lp.active(layer.is_moe ? layer.moe.topk : 0);
   }
   p.mtp = model.mtp_num_layers * mtp_module_params(model);

@@ -40,6 +40,7 @@ LayerTpReplicated layer_tp_replicated(const ModelSpec& model, const LayerSpec& l
 
 bool same_layer_shape(const LayerSpec& a, const LayerSpec& b) {
   if (a.kind != b.kind) return false;
+  if (a.dit.streams != b.dit.streams || a.dit.adaln_chunks != b.dit.adaln_chunks) return false;
   const MambaSpec& ma = a.mamba;
   const MambaSpec& mb = b.mamba;
   if (a.has_mamba() && (ma.num_heads != mb.num_heads || ma.head_dim != mb.head_dim ||
@@ -101,7 +102,8 @@ StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel,
     const double gemm = static_cast<double>(lp.attention - rep.attention) / tp +
                         static_cast<double>(rep.attention) +
                         static_cast<double>(lp.mlp - rep.mlp) / tp + static_cast<double>(rep.mlp);
-    const double dense = gemm + static_cast<double>(lp.attention_norms + lp.mlp_norm + lp.router);
+    const double dense =
+        gemm + static_cast<double>(lp.attention_norms + lp.mlp_norm + lp.router + lp.modulation);
     double expert = 0.0;
     if (layer.is_moe && layer.moe.num_experts > 0) {
       const int local_experts = (layer.moe.num_experts + ep - 1) / ep;  // most loaded EP rank
@@ -127,7 +129,9 @@ StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel,
           : 0.0;
   bool holds_word_embedding = rank_has_embedding;
   if (stage.has_embedding) {
-    const double emb = word_embedding + position_embedding;  // positions replicated over TP
+    // positions (and a diffusion model's conditioning embedders, TP 1 only) replicated over TP
+    const double emb =
+        word_embedding + position_embedding + static_cast<double>(diffusion_embedder_params(model));
     s.dense_params += emb;
     s.largest_unit_params = std::max(s.largest_unit_params, emb);
     holds_word_embedding = true;
@@ -138,8 +142,9 @@ StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel,
     // Untied: its own output layer. Tied: the last stage keeps a copy of the word embedding
     // unless the same rank already holds it (PP = 1).
     if (!model.tied_embeddings || !holds_word_embedding) {
-      s.dense_params += word_embedding;
-      s.largest_unit_params = std::max(s.largest_unit_params, word_embedding);
+      const double head = word_embedding + static_cast<double>(diffusion_head_params(model));
+      s.dense_params += head;
+      s.largest_unit_params = std::max(s.largest_unit_params, head);
       holds_word_embedding = holds_word_embedding || model.tied_embeddings;
     }
   }

@@ -935,10 +935,24 @@ void add_fsdp_ops(const JobSpec& job, const VirtualStage& part, LayerWork& lw) {
 }
 }  // namespace
 
+namespace {
+// Per-sample GEMMs of a Flux model (docs/diffusion.md): one row per sample of the microbatch.
+std::int64_t diffusion_rows(const Ctx& c) {
+  return static_cast<std::int64_t>(c.job.runtime.micro_batch_size);
+}
+}  // namespace
+
 LayerWork build_layer_work(const JobSpec& job, int layer_index) {
   const Ctx c = make_ctx(job);
   const LayerSpec& layer = job.model.layers[static_cast<std::size_t>(layer_index)];
   std::vector<Op> fwd;
+  if (layer.dit.streams > 0) {
+    // adaLN modulation of each stream: Linear(h -> chunks x h) on the conditioning vector.
+    const std::int64_t h = job.model.hidden_size;
+    fwd.push_back(
+        act_gemm_op(c, "dit.adaln_modulation", diffusion_rows(c),
+                    static_cast<std::int64_t>(layer.dit.streams) * layer.dit.adaln_chunks * h, h));
+  }
   if (layer.has_mamba()) add_mamba(c, fwd, layer.mamba);
   if (layer.has_linear_attention()) add_linear_attention(c, fwd, layer.linear);
   if (layer.has_attention()) add_attention(c, fwd, layer);
@@ -973,11 +987,27 @@ LayerWork build_layer_work(const JobSpec& job, int layer_index) {
 
 namespace {
 
+// Flux's input side beside img_in (the "embedding"; PR9 model.py:178-199, 480-507): txt_in on
+// the text tokens and the per-sample time / vector / guidance MLPs (in -> h, h -> h).
+void add_diffusion_embedders(const Ctx& c, std::vector<Op>& fwd) {
+  const DiffusionSpec& d = c.job.model.diffusion;
+  const std::int64_t h = c.job.model.hidden_size;
+  const std::int64_t b = c.job.runtime.micro_batch_size;
+  fwd.push_back(
+      act_gemm_op(c, "diffusion.txt_in", b * d.text_tokens / c.job.parallel.cp, h, d.context_dim));
+  const std::int64_t in =
+      d.model_channels + d.vec_in_dim + (d.guidance_embed ? d.model_channels : 0);
+  fwd.push_back(act_gemm_op(c, "diffusion.embedders_in", b, h, in));
+  const std::int64_t mlps = d.guidance_embed ? 3 : 2;
+  fwd.push_back(act_gemm_op(c, "diffusion.embedders_out", b, mlps * h, h));
+}
+
 LayerWork embedding_work(const Ctx& c) {
   const std::int64_t h = c.job.model.hidden_size;
   std::vector<Op> fwd;
   fwd.push_back(mem_op("embedding.lookup", 2.0 * static_cast<double>(c.tokens_sp) * h * c.act_b,
                        MemOpClass::kPermute));
+  if (c.job.model.diffusion.enabled()) add_diffusion_embedders(c, fwd);
   LayerWork lw;
   lw.label = "embedding";
   lw.ops = fwd;
@@ -996,10 +1026,18 @@ void add_output_head(const Ctx& c, std::vector<Op>& fwd, const std::string& pref
   const std::int64_t v_local = padded_vocab_size(job.model, c.tp) / c.tp;
   fwd.push_back(mem_op(prefix + ".final_norm", norm_bytes(c, c.tokens_sp, h)));
   tp_enter(c, fwd, prefix);
+  // Flux: norm_out's modulation per sample, proj_out on the image tokens only.
+  const DiffusionSpec& d = job.model.diffusion;
+  const std::int64_t rows =
+      d.enabled() ? job.runtime.micro_batch_size * d.image_tokens / job.parallel.cp : c.tokens;
+  if (d.enabled()) {
+    fwd.push_back(
+        act_gemm_op(c, prefix + ".adaln_modulation", job.runtime.micro_batch_size, 2 * h, h));
+  }
   if (c.gemm_output != c.act) {
-    push_gemm(c, fwd, prefix + ".logits", c.tokens, v_local, h);
+    push_gemm(c, fwd, prefix + ".logits", rows, v_local, h);
   } else {
-    fwd.push_back(act_gemm_op(c, prefix + ".logits", c.tokens, v_local, h));
+    fwd.push_back(act_gemm_op(c, prefix + ".logits", rows, v_local, h));
   }
   // Without a vocabulary-parallel loss the logits are gathered and every TP rank runs the loss on
   // the full vocabulary.
@@ -1010,7 +1048,7 @@ void add_output_head(const Ctx& c, std::vector<Op>& fwd, const std::string& pref
   }
   // Cross entropy over the vocabulary shard: fused it reads the logits once and writes the
   // gradient once; unfused it also writes and re-reads an fp32 copy (softmax, log, gather).
-  const double logits = static_cast<double>(c.tokens) * v_local * (gathered ? c.tp : 1);
+  const double logits = static_cast<double>(rows) * v_local * (gathered ? c.tp : 1);
   const double loss_bytes = job.runtime.cross_entropy_fusion
                                 ? logits * (c.act_b + c.act_b)
                                 : logits * (c.act_b + 4.0 + 4.0 + 4.0 + 4.0);

@@ -18,17 +18,24 @@ struct LayerParams {
                                  // (replicated over TP and EP)
   std::int64_t expert_each = 0;  // one routed expert
   std::int64_t experts = 0;      // all routed experts (sharded over EP x ETP)
+  std::int64_t modulation = 0;   // DiT blocks: adaLN modulation Linear(h -> chunks x h) per stream
 
   std::int64_t total() const {
-    return attention + attention_norms + mlp + mlp_norm + router + experts;
+    return attention + attention_norms + mlp + mlp_norm + router + experts + modulation;
   }
   // Weights touched by one token: the routed experts count topk times, not num_experts times.
   std::int64_t active(int topk) const {
-    return attention + attention_norms + mlp + mlp_norm + router + expert_each * topk;
+    return attention + attention_norms + mlp + mlp_norm + router + expert_each * topk + modulation;
   }
 };
 
 LayerParams layer_params(const ModelSpec& model, const LayerSpec& layer);
+
+// Flux (docs/diffusion.md): the conditioning embedders beside img_in's weight (img_in's bias,
+// txt_in, time_in, vector_in, guidance_in) and the output head beside proj_out's weight (its bias
+// and norm_out's modulation Linear(h -> 2h)). 0 for other models.
+std::int64_t diffusion_embedder_params(const ModelSpec& model);
+std::int64_t diffusion_head_params(const ModelSpec& model);
 
 // Model-wide totals (padded vocabulary given explicitly so callers decide TP padding).
 struct ModelParams {
@@ -104,10 +111,13 @@ struct LayerFlops {
   double mamba_flops = 0.0;        // Mamba-2 mixer: in_proj, out_proj and the SSD scan
   // Linear attention (GDN / KDA): projections and the chunked delta-rule kernel.
   double linear_attn_flops = 0.0;
+  // DiT blocks: the adaLN modulation GEMMs, once per sample, spread over its tokens.
+  double modulation_flops = 0.0;
 
   double attention() const { return qkv_flops + attn_core_flops + attn_out_flops; }
   double total() const {
-    return attention() + mlp_flops + router_flops + experts_flops + mamba_flops + linear_attn_flops;
+    return attention() + mlp_flops + router_flops + experts_flops + mamba_flops +
+           linear_attn_flops + modulation_flops;
   }
 };
 
@@ -127,8 +137,10 @@ LayerFlops layer_forward_flops_per_token(const ModelSpec& model, const LayerSpec
 struct ForwardFlops {
   double decoder_flops = 0.0;
   double mtp_flops = 0.0;     // per MTP module: eh projection + one layer + its logits
-  double logits_flops = 0.0;  // main output layer
-  double total() const { return decoder_flops + mtp_flops + logits_flops; }
+  double logits_flops = 0.0;  // main output layer (diffusion: proj_out over the image tokens)
+  // Diffusion: img_in, txt_in, the conditioning embedders and norm_out's modulation.
+  double conditioning_flops = 0.0;
+  double total() const { return decoder_flops + mtp_flops + logits_flops + conditioning_flops; }
 };
 
 ForwardFlops forward_flops_per_token(const ModelSpec& model, std::int64_t seq_len,

@@ -142,8 +142,20 @@ enum class LayerKind : std::uint8_t {
 };
 std::string_view to_string(LayerKind k);
 
+// A Flux diffusion-transformer block (docs/diffusion.md; PR9 layer_spec.py): a transformer layer
+// over the joint image + text sequence without affine norms, conditioned by adaLN modulation
+// Linear(h -> adaln_chunks x h, bias) of the timestep / pooled-text vector. Double-stream (MMDiT)
+// blocks hold two weight sets (image and text: attention, q/k norms, MLP, modulation), each applied
+// to its own tokens, and attend jointly; single-stream blocks hold one (attention and MLP in
+// parallel on one modulated norm).
+struct DitBlockSpec {
+  int streams = 0;       // 0: not a DiT block; 2: double-stream; 1: single-stream
+  int adaln_chunks = 0;  // 6 (shift, scale, gate for attention and MLP) or 3
+};
+
 struct LayerSpec {
   LayerKind kind = LayerKind::kTransformer;
+  DitBlockSpec dit;         // streams > 0: a Flux block (kind kTransformer)
   AttentionSpec attention;  // meaningful when has_attention()
   MlpSpec mlp;  // dense MLP, or the per-expert MLP shape (activation, gating) for MoE layers
   bool is_moe = false;
@@ -170,6 +182,21 @@ struct LayerSpec {
 enum class ModelFamily : std::uint8_t { kDecoderLm, kRecommendation };
 std::string_view to_string(ModelFamily f);
 
+// A Flux rectified-flow diffusion transformer (docs/diffusion.md) on the decoder machinery: its
+// layers are DiT blocks over image_tokens + text_tokens = the sequence; the "vocabulary" is the
+// output projection width (proj_out h -> out_channels, the velocity of each packed latent patch;
+// MSE loss) and the word embedding is img_in (out_channels -> h). The conditioning embedders
+// below run once per sample. Latents and text embeddings are precomputed (no encoder runs).
+struct DiffusionSpec {
+  std::int64_t image_tokens = 0;    // 0: not a diffusion model
+  std::int64_t text_tokens = 0;     // T5 tokens
+  std::int64_t context_dim = 0;     // T5 width (txt_in: context_dim -> h)
+  std::int64_t vec_in_dim = 0;      // pooled CLIP width (vector_in MLP)
+  std::int64_t model_channels = 0;  // sinusoidal timestep width (time_in / guidance_in MLPs)
+  bool guidance_embed = false;
+  bool enabled() const { return image_tokens > 0; }
+};
+
 struct ModelSpec {
   ModelFamily family = ModelFamily::kDecoderLm;
   std::string name;
@@ -185,6 +212,7 @@ struct ModelSpec {
   double attention_dropout = 0.0;
   double hidden_dropout = 0.0;
   RecommendationSpec recommendation;  // family == kRecommendation only
+  DiffusionSpec diffusion;            // Flux only (diffusion.enabled())
 
   int num_layers() const { return static_cast<int>(layers.size()); }
 };
