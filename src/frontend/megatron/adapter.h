@@ -56,6 +56,11 @@ std::vector<int> linear_attention_pattern(ArgReader& r, int num_layers);
 // Refuses the parallel layouts Megatron / Primus refuse for GDN / KDA layers and context
 // parallelism over them, which is not modelled (megatron/hybrid.cpp).
 void check_linear_attention_parallel(ArgReader& r, const ModelSpec& model, const JobDraft& d);
+// Primus' Flux diffusion transformer (model_type flux*, or diffusion_model with Flux's
+// num_joint_layers): its model, and the parallel layouts refused for it (megatron/flux.cpp).
+bool is_flux_model(ArgReader& r);
+ModelSpec build_flux_model(ArgReader& r);
+void check_flux_parallel(ArgReader& r, const JobDraft& d);
 // The Mamba-2 mixer's d_inner / hidden_size, which the layer spec fixes (megatron/hybrid.cpp).
 int mamba_expand(ArgReader& r);
 

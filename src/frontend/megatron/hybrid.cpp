@@ -141,11 +141,12 @@ std::string stated_pattern(ArgReader& r, const std::string& key, const std::stri
 
 // Refuses model types and layer kinds that are not modelled; nothing for a plain GPT.
 void refuse_unmodelled_models(ArgReader& r) {
+  if (is_flux_model(r)) return;  // Primus' Flux (megatron/flux.cpp)
   const std::string type = to_lower(r.string_or("model_type", "gpt", ""));
   if (type != "gpt" && type != "mamba") {
     not_supported(r, "model_type", type,
-                  type.starts_with("flux") || type.find("diffusion") != std::string::npos
-                      ? "diffusion transformers (DiT) are not modelled"
+                  type.find("diffusion") != std::string::npos
+                      ? "diffusion transformers (DiT) other than Flux are not modelled"
                       : "only GPT (decoder transformer) and Mamba / hybrid models are modelled");
   }
   if (r.has("experimental_attention_variant")) {

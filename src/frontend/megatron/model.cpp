@@ -418,6 +418,7 @@ ModelSpec build_model(const ConfigValue& args, const std::string& data_dir,
   ArgReader r(args, defaults);
   ModelSpec m;
   frontend_detail::refuse_unmodelled_models(r);
+  if (frontend_detail::is_flux_model(r)) return frontend_detail::build_flux_model(r);
   const int num_layers = checked_int(r, "num_layers", r.require_int("num_layers"), 1, kMaxLayers);
   m.hidden_size = checked_int(r, "hidden_size", r.require_int("hidden_size"), 1);
   const int heads = checked_int(r, "num_attention_heads", r.require_int("num_attention_heads"), 1);
