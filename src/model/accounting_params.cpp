@@ -92,7 +92,8 @@ LayerParams dit_block_params(const ModelSpec& model, const LayerSpec& layer) {
   const std::int64_t streams = layer.dit.streams;
   LayerParams p;
   ModelSpec rms = model;
-  rms.norm = NormKind::kRmsNorm;  // the q / k norms are RMSNorms (PR9 layer_spec.py:427-428)
+  rms.norm =
+      NormKind::kRmsNorm;  // the q / k norms are RMSNorms (PR9 layer_spec.py:427-428, 465-468)
   attention_params(rms, layer.attention, p);
   p.attention_norms = layer.attention.qk_layernorm ? 2 * layer.attention.head_dim : 0;
   p.mlp = mlp_params(h, layer.mlp, layer.mlp.ffn_hidden_size);

@@ -84,7 +84,7 @@ LayerSpec block_shape(ArgReader& r, const ModelSpec& m, int heads) {
   a.head_dim = static_cast<int>(m.hidden_size / heads);
   a.qk_layernorm = true;
   a.add_qkv_bias = r.bool_or("add_qkv_bias", true, kFluxDefault);
-  a.causal = false;  // AttnMaskType.no_mask (PR9 layer_spec.py:423, 455)
+  a.causal = false;  // AttnMaskType.no_mask (PR9 layer_spec.py:423, 463)
   l.mlp.ffn_hidden_size = r.int_or("ffn_hidden_size", 4 * m.hidden_size,
                                    "4 x hidden_size (PR9 flux_base.yaml: mlp_ratio 4)");
   if (l.mlp.ffn_hidden_size < 1 || l.mlp.ffn_hidden_size > kMaxWidth) {
