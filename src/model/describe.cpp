@@ -33,6 +33,12 @@ std::string describe_layer(const LayerSpec& layer) {
     out = fmt::format("{} {} heads", kind, a.num_heads);
     if (a.num_query_groups != a.num_heads) out += fmt::format(" / {} KV", a.num_query_groups);
     out += fmt::format(", head_dim {}", a.head_dim);
+    if (layer.dit.streams > 0) {
+      out = fmt::format("Flux {}-stream block (adaLN {} x h{}), ",
+                        layer.dit.streams == 2 ? "double" : "single", layer.dit.adaln_chunks,
+                        layer.dit.streams == 2 ? " per stream" : "") +
+            out + ", non-causal";
+    }
   }
   if (layer.has_attention()) {
     if (a.qk_layernorm) out += ", qk-norm";

@@ -99,6 +99,12 @@ std::string summary_text(const JobSpec& job) {
       m.num_layers(), m.hidden_size, m.vocab_size, padded_vocab_size(m, p.tp), p.tp,
       norm_name(m.norm), pos_name(m.position_embedding), m.tied_embeddings ? "tied" : "untied");
   if (m.mtp_num_layers > 0) out += fmt::format("  MTP layers: {}\n", m.mtp_num_layers);
+  if (m.diffusion.enabled()) {
+    out += fmt::format(
+        "  Flux diffusion: sequence {} image + {} text tokens; \"vocab\" = proj_out's {} latent "
+        "channels (MSE loss); pre-encoded latents and text\n",
+        m.diffusion.image_tokens, m.diffusion.text_tokens, m.vocab_size);
+  }
   out += fmt::format("  parameters: {:.3f} B total, {:.3f} B active per token\n",
                      params.total / 1e9, params.active / 1e9);
   for (const LayerRun& run : layer_runs(m)) {
@@ -147,8 +153,7 @@ std::string summary_text(const JobSpec& job) {
       on_off(rt.flash_attention), on_off(rt.cross_entropy_fusion), to_string(rt.moe_dispatcher),
       to_string(rt.moe_dispatch_kernel), rt.moe_dedup_dispatch ? ", deduplicated" : "",
       rt.deepep ? ", DeepEP buffers" : "", to_string(rt.moe_routing),
-      fmt::join(rt.moe_overlap.names(), ", "),
-      rt.sync_free_moe_stage, to_string(rt.schedule));
+      fmt::join(rt.moe_overlap.names(), ", "), rt.sync_free_moe_stage, to_string(rt.schedule));
   out += fmt::format(
       "  optimizer {}{} (main grads {}, exp_avg {}, exp_avg_sq {})\n", optimizer_name(rt.optimizer),
       rt.precision_aware_optimizer ? " precision-aware" : "", to_string(rt.main_grads_dtype),

@@ -9,6 +9,7 @@
 #include "projector/frontend/loader.h"
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
+#include "projector/model/describe.h"
 #include "projector/perf/perf.h"
 #include "projector/workload/workload.h"
 #include "support/config_text.h"
@@ -71,6 +72,8 @@ TEST(Flux, Flux535mExampleLoads) {
   ASSERT_EQ(job.model.num_layers(), 2);
   EXPECT_EQ(job.model.layers[0].dit.streams, 2);
   EXPECT_EQ(job.model.layers[1].dit.streams, 1);
+  EXPECT_NE(describe_layer(job.model.layers[0]).find("double-stream"), std::string::npos);
+  EXPECT_NE(describe_layer(job.model.layers[1]).find("single-stream"), std::string::npos);
   EXPECT_NEAR(static_cast<double>(model_params(job.model).total) / 1e6, 535.3, 0.1);
   // mock 256 x 256 images: (256 / 16)^2 = 256 image tokens; the rest of seq_length 4096 is text
   // (flux_pretrain_trainer.py:193-198).
