@@ -17,16 +17,9 @@
 namespace projector {
 namespace {
 
-const std::string kData = PROJECTOR_TEST_DATA_DIR;
-const std::string kRepoData = PROJECTOR_DEFAULT_DATA_DIR;
 
 JobSpec load_example(const std::string& rel) {
-  LoadRequest r;
-  r.config_path = kData + "/primus/examples/megatron/configs/" + rel;
-  r.data_dir = kRepoData;
-  r.primus_path = kData + "/primus";
-  r.hardware = "mi300x";
-  return load_job(r);
+  return testing::load_bundled_primus_example(rel);
 }
 
 // A flat Flux config (FluxConfig's keys): `joint` double and `single` single blocks of h 256,

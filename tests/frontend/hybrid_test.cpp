@@ -12,8 +12,6 @@
 namespace projector {
 namespace {
 
-const std::string kRepoData = PROJECTOR_DEFAULT_DATA_DIR;
-const std::string kData = PROJECTOR_TEST_DATA_DIR;
 
 // A small Mamba / hybrid model: h 1024, Mamba-2 with 32 heads of 64 (d_inner 2048), state 16,
 // 8 groups; RMSNorm, vocabulary 50304.
@@ -187,14 +185,7 @@ TEST(Hybrid, UnmodelledModelTypesAreRefused) {
 // The bundled Primus subset: the Mamba and Zebra-Llama hybrid examples load (Flux:
 // tests/frontend/flux_test.cpp).
 TEST(Hybrid, PrimusExamples) {
-  auto load = [](const std::string& rel) {
-    LoadRequest r;
-    r.config_path = kData + "/primus/examples/megatron/configs/" + rel;
-    r.data_dir = kRepoData;
-    r.primus_path = kData + "/primus";
-    r.hardware = "mi300x";
-    return load_job(r);
-  };
+  auto load = [](const std::string& rel) { return testing::load_bundled_primus_example(rel); };
   const JobSpec mamba = load("MI300X/mamba_370M-pretrain.yaml");
   EXPECT_EQ(mamba.model.num_layers(), 48);
   EXPECT_EQ(mamba.model.layers[0].kind, LayerKind::kMamba);

@@ -30,4 +30,15 @@ inline JobSpec load_config_text(const TempDir& dir, const std::string& text,
   return load_job(r);
 }
 
+// One of the bundled Primus subset's experiment files (tests/data/primus/examples/megatron/
+// configs/<rel>), resolved through that subset as a Primus checkout, on MI300X.
+inline JobSpec load_bundled_primus_example(const std::string& rel) {
+  LoadRequest r;
+  r.config_path = std::string(PROJECTOR_TEST_DATA_DIR) + "/primus/examples/megatron/configs/" + rel;
+  r.data_dir = PROJECTOR_DEFAULT_DATA_DIR;
+  r.primus_path = std::string(PROJECTOR_TEST_DATA_DIR) + "/primus";
+  r.hardware = "mi300x";
+  return load_job(r);
+}
+
 }  // namespace projector::testing
