@@ -1108,6 +1108,12 @@ std::string linear_heads_message(const ModelSpec& model, int tp) {
     if (s.kind == LinearAttentionKind::kKda && tp != 1) {
       return fmt::format("Kimi Delta Attention runs at TP 1 only (Primus), got TP {}", tp);
     }
+    if (s.short_conv() && tp != 1) {
+      return fmt::format(
+          "LFM2 short-conv layers are modelled at TP 1 only (Primus does not split them), got TP "
+          "{}",
+          tp);
+    }
     if (s.num_key_heads % tp != 0 || s.num_value_heads % tp != 0) {
       return fmt::format(
           "{} key / {} value heads of the linear attention (linear_num_key_heads / "

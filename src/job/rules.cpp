@@ -21,7 +21,10 @@ RuleFacts rule_facts(const ModelSpec& model, int seq, int gbs, int gpus_per_node
       f.heads_gcd = std::gcd(f.heads_gcd, l.mamba.num_heads);
       f.kv_gcd = std::gcd(f.kv_gcd, l.mamba.num_groups);
     }
-    if (l.has_linear_attention()) {
+    if (l.has_linear_attention() && l.linear.short_conv()) {
+      // Primus builds LFM2's short-conv linears unsplit (PR10 attention.py:137-158): TP 1 only.
+      f.tp_one = true;
+    } else if (l.has_linear_attention()) {
       // GDN / KDA shard their value and key heads over TP (MG2 transformer_config.py:1500-1509);
       // Primus' KDA runs at TP 1 only (PR8 kimi_delta_attention.py:300).
       f.linear_heads_gcd = std::gcd(f.linear_heads_gcd, l.linear.num_value_heads);
@@ -114,7 +117,9 @@ std::string_view explanation(LayoutRule r) {
     case LayoutRule::kTpKvHeads:
       return "KV heads (query groups) not divisible by TP";
     case LayoutRule::kTpLinearHeads:
-      return "linear-attention (GDN / KDA) heads not divisible by TP, or KDA with TP > 1";
+      return "linear-attention (GDN / KDA) heads not divisible by TP, or KDA / LFM2 short conv "
+             "with "
+             "TP > 1";
     case LayoutRule::kTpBeyondNode:
       return "TP larger than one node";
     case LayoutRule::kWorldDense:

@@ -285,6 +285,20 @@ void linear_attention_act(const Geometry& geo, const LinearAttentionSpec& s, boo
   largest_tmp = std::max(largest_tmp, states + proj_out);
 }
 
+// Saved tensors of LFM2's short conv (PR10 attention.py:165-181), whole on every TP rank (its
+// linears are not split): in_proj's input (the layer input: there is no norm), its output
+// [B, C, x] (the gates keep B, x and C), B * x (the conv's input), the conv output (kept by
+// C * conv) and out_proj's input.
+void short_conv_act(const Geometry& geo, const LinearAttentionSpec& s, double& saved, double& w_io,
+                    double& largest_tmp) {
+  const double T = geo.tokens, w = static_cast<double>(s.short_conv_width), e = geo.e, g = geo.g;
+  const double proj_in = T * geo.h * g;
+  const double proj_out = T * 3.0 * w * e;
+  saved += proj_in + proj_out + 2.0 * T * w * e + T * w * g;
+  w_io += proj_in + proj_out + T * w * g + T * geo.h * e;
+  largest_tmp = std::max(largest_tmp, proj_out);
+}
+
 LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const SelectiveSet& rc,
                           const LayerSpec& layer, bool upper, const MemoryOptions& options) {
   const AttentionSpec& a = layer.attention;
@@ -312,7 +326,9 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
     norms += seq_in * e;  // input norm input
     mamba_act(geo, layer.mamba, rc.layernorm, attn, ln_out_attn, w_io, largest_tmp);
   }
-  if (layer.has_linear_attention()) {
+  if (layer.has_linear_attention() && layer.linear.short_conv()) {
+    short_conv_act(geo, layer.linear, attn, w_io, largest_tmp);
+  } else if (layer.has_linear_attention()) {
     norms += seq_in * e;  // input norm input
     linear_attention_act(geo, layer.linear, rc.layernorm, attn, ln_out_attn, w_io, largest_tmp);
   }

@@ -62,6 +62,11 @@ double delta_rule_flops_per_token(const LinearAttentionSpec& s) {
 
 double linear_attention_flops_per_token(std::int64_t hidden, const LinearAttentionSpec& s) {
   const double h = static_cast<double>(hidden);
+  if (s.short_conv()) {
+    // LFM2: in_proj and out_proj only; the conv and the two gates are elementwise.
+    return 2.0 * h * static_cast<double>(s.in_proj_width()) +
+           2.0 * static_cast<double>(s.v_dim()) * h;
+  }
   double f = 2.0 * h * static_cast<double>(s.in_proj_width()) +
              2.0 * static_cast<double>(s.v_dim()) * h + delta_rule_flops_per_token(s);
   if (s.kind == LinearAttentionKind::kKda) {

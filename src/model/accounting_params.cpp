@@ -37,6 +37,12 @@ std::int64_t mamba_mixer_params(std::int64_t h, const MambaSpec& m) {
 // bias), A_log per value head, dt_bias per value head x d_k, g_b_proj (value_head_dim -> v_dim,
 // with bias) and, in the TE spec, a gate_norm over h.
 std::int64_t linear_attention_params(std::int64_t h, const LinearAttentionSpec& s) {
+  if (s.short_conv()) {
+    // LFM2 (PR10 attention.py:117-158): in_proj w x 3w, the depthwise conv w x L_cache, out_proj
+    // w x w; conv_bias adds a bias to each of the three. No norm.
+    const std::int64_t w = s.short_conv_width;
+    return 3 * w * h + w * s.conv_kernel + w * h + (s.conv_bias ? 3 * w + w + h : 0);
+  }
   const std::int64_t conv = s.conv_kernel > 0 ? s.conv_dim() * s.conv_kernel : 0;
   std::int64_t p = h * s.in_proj_width() + conv + s.value_head_dim + s.v_dim() * h;
   if (s.kind == LinearAttentionKind::kGdn) return p + 2 * s.num_value_heads;
@@ -143,7 +149,9 @@ LayerParams layer_params(const ModelSpec& model, const LayerSpec& layer) {
     p.attention = mamba_mixer_params(h, layer.mamba);
   }
   if (layer.has_linear_attention()) {
-    p.attention_norms = norm_params(model, h);
+    // Primus' LFM2 conv layer has no input norm (PR10 gpt_layer_specs.py:222-237: the default
+    // IdentityOp, and in_proj is a plain TE linear).
+    p.attention_norms = layer.linear.short_conv() ? 0 : norm_params(model, h);
     p.attention = linear_attention_params(h, layer.linear);
   }
   if (!layer.has_ffn()) return p;

@@ -9,7 +9,11 @@ LayerTpReplicated layer_tp_replicated(const ModelSpec& model, const LayerSpec& l
   const std::int64_t h = model.hidden_size;
   const AttentionSpec& a = layer.attention;
   LayerTpReplicated r;
-  if (layer.has_linear_attention()) {
+  if (layer.has_linear_attention() && layer.linear.short_conv()) {
+    // Primus builds LFM2's in_proj / out_proj with parallel_mode None and a whole conv (PR10
+    // attention.py:117-158): every TP rank holds the whole mixer.
+    r.attention += linear_attention_params(h, layer.linear);
+  } else if (layer.has_linear_attention()) {
     // The output norm's weight spans one value head and every rank holds it (MG
     // gated_delta_net/common.py:263-267); so does KDA's gate_norm over h.
     r.attention += layer.linear.value_head_dim + (layer.linear.gate_norm ? h : 0);
@@ -54,7 +58,8 @@ bool same_layer_shape(const LayerSpec& a, const LayerSpec& b) {
       (la.kind != lb.kind || la.num_key_heads != lb.num_key_heads ||
        la.num_value_heads != lb.num_value_heads || la.key_head_dim != lb.key_head_dim ||
        la.value_head_dim != lb.value_head_dim || la.conv_kernel != lb.conv_kernel ||
-       la.chunk_size != lb.chunk_size || la.gate_norm != lb.gate_norm)) {
+       la.chunk_size != lb.chunk_size || la.gate_norm != lb.gate_norm ||
+       la.short_conv_width != lb.short_conv_width || la.conv_bias != lb.conv_bias)) {
     return false;
   }
   const AttentionSpec& x = a.attention;

@@ -14,11 +14,16 @@ std::string describe_layer(const LayerSpec& layer) {
   }
   if (layer.has_linear_attention()) {
     const LinearAttentionSpec& s = layer.linear;
-    out =
-        fmt::format("{} {} v heads x {} / {} k heads x {}, conv {}, chunk {}",
-                    s.kind == LinearAttentionKind::kGdn ? "Gated DeltaNet" : "Kimi Delta Attention",
-                    s.num_value_heads, s.value_head_dim, s.num_key_heads, s.key_head_dim,
-                    s.conv_kernel, s.chunk_size);
+    if (s.short_conv()) {
+      out = fmt::format("LFM2 short conv {} channels, kernel {}{}", s.short_conv_width,
+                        s.conv_kernel, s.conv_bias ? ", bias" : "");
+    } else {
+      out = fmt::format(
+          "{} {} v heads x {} / {} k heads x {}, conv {}, chunk {}",
+          s.kind == LinearAttentionKind::kGdn ? "Gated DeltaNet" : "Kimi Delta Attention",
+          s.num_value_heads, s.value_head_dim, s.num_key_heads, s.key_head_dim, s.conv_kernel,
+          s.chunk_size);
+    }
     if (!layer.has_ffn()) return out;
   } else if (!layer.has_attention()) {
     out = "FFN only";

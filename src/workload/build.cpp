@@ -710,6 +710,23 @@ void add_linear_attention(const Ctx& c, std::vector<Op>& f, const LinearAttentio
   f.push_back(mem_op("linear_attn.residual", 3.0 * static_cast<double>(c.tokens_sp) * h * c.act_b));
 }
 
+// LFM2's gated short conv (PR10 attention.py:165-181), whole on every rank (parallel_mode None,
+// TP 1 enforced by the front-end): in_proj (a GEMM h -> 3 w), B * x (reads B and x, writes w),
+// the depthwise causal conv (reads and writes w; its backward moves twice the bytes), C * conv
+// (reads two, writes one) and out_proj (w -> h). No norm.
+void add_short_conv(const Ctx& c, std::vector<Op>& f, const LinearAttentionSpec& s) {
+  const std::int64_t h = c.job.model.hidden_size;
+  const double tw = static_cast<double>(c.tokens) * static_cast<double>(s.short_conv_width);
+  push_gemm(c, f, "short_conv.in_proj", c.tokens, s.in_proj_width(), h);
+  f.push_back(mem_op("short_conv.gate_in", 3.0 * tw * c.act_b));
+  Op conv = mem_op("short_conv.conv1d", 2.0 * tw * c.act_b);
+  conv.bwd_bytes = 2.0 * conv.bytes;  // reads input and output grad, writes both grads
+  f.push_back(conv);
+  f.push_back(mem_op("short_conv.gate_out", 3.0 * tw * c.act_b));
+  push_gemm(c, f, "short_conv.out_proj", c.tokens, h, s.short_conv_width);
+  f.push_back(mem_op("short_conv.residual", 3.0 * static_cast<double>(c.tokens_sp) * h * c.act_b));
+}
+
 // The backward of a forward op list: B ops (input gradients, attention backward, collectives
 // mirrored) in reverse order, then W ops (weight gradients).
 void add_backward(const std::vector<Op>& fwd, std::vector<Op>& out, bool sp) {
@@ -954,7 +971,13 @@ LayerWork build_layer_work(const JobSpec& job, int layer_index) {
                     static_cast<std::int64_t>(layer.dit.streams) * layer.dit.adaln_chunks * h, h));
   }
   if (layer.has_mamba()) add_mamba(c, fwd, layer.mamba);
-  if (layer.has_linear_attention()) add_linear_attention(c, fwd, layer.linear);
+  if (layer.has_linear_attention()) {
+    if (layer.linear.short_conv()) {
+      add_short_conv(c, fwd, layer.linear);
+    } else {
+      add_linear_attention(c, fwd, layer.linear);
+    }
+  }
   if (layer.has_attention()) add_attention(c, fwd, layer);
   if (layer.has_ffn()) add_ffn(c, fwd, layer);
   LayerWork lw;
@@ -973,7 +996,11 @@ LayerWork build_layer_work(const JobSpec& job, int layer_index) {
       lw.label = layer.is_moe ? "moe_ffn_layer" : "mlp_layer";
       break;
     case LayerKind::kLinearTransformer:
-      lw.label = layer.is_moe ? "linear_moe_layer" : "linear_dense_layer";
+      if (layer.linear.short_conv()) {
+        lw.label = layer.is_moe ? "short_conv_moe_layer" : "short_conv_dense_layer";
+      } else {
+        lw.label = layer.is_moe ? "linear_moe_layer" : "linear_dense_layer";
+      }
       break;
     case LayerKind::kLinearAttention:
       lw.label = "linear_attention_layer";

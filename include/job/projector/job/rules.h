@@ -50,7 +50,7 @@ struct RuleFacts {
   int heads_gcd = 0;         // every layer's attention heads are a multiple of this
   int kv_gcd = 0;            // standard-attention KV heads (0: none)
   int linear_heads_gcd = 0;  // GDN / KDA key and value heads (0: no such layer)
-  bool tp_one = false;       // a layer that runs at TP 1 only (Primus' KDA)
+  bool tp_one = false;       // a layer that runs at TP 1 only (Primus' KDA, LFM2 short conv)
   int experts_gcd = 0;       // routed experts (0: dense model)
   int seq = 0;
   int gbs = 0;
@@ -93,7 +93,7 @@ template <typename Int>
 inline LayoutRule check_model_fit(const RuleFacts& f, const LayoutChoice& c) {
   if (f.heads_gcd % c.tp != 0) return LayoutRule::kTpHeads;
   if (f.kv_gcd > 0 && f.kv_gcd % c.tp != 0) return LayoutRule::kTpKvHeads;
-  if (f.linear_heads_gcd > 0 && (f.linear_heads_gcd % c.tp != 0 || (f.tp_one && c.tp != 1))) {
+  if ((f.linear_heads_gcd > 0 && f.linear_heads_gcd % c.tp != 0) || (f.tp_one && c.tp != 1)) {
     return LayoutRule::kTpLinearHeads;
   }
   if (c.tp > f.gpus_per_node && !f.tp_beyond_node) return LayoutRule::kTpBeyondNode;

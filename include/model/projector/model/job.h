@@ -105,7 +105,11 @@ struct MambaSpec {
 // rule over value heads (q / k repeated to the value heads), a gated RMSNorm over each value head
 // and out_proj v_dim -> h. Heads are sharded over TP (column-parallel in_proj, row-parallel
 // out_proj).
-enum class LinearAttentionKind : std::uint8_t { kGdn, kKda };
+// LFM2's gated short convolution (Primus PR10 attention.py Lfm2ShortConv; docs/linear-attention.md)
+// shares these layer kinds: in_proj h -> [B, C, x] (3 h), B * x, a depthwise causal conv of kernel
+// conv_kernel (conv_L_cache) over the h channels, C * conv, out_proj h -> h; no norm, no heads, no
+// chunked kernel. Its width is short_conv_width (= h); v_dim() and conv_dim() are that width.
+enum class LinearAttentionKind : std::uint8_t { kGdn, kKda, kShortConv };
 struct LinearAttentionSpec {
   LinearAttentionKind kind = LinearAttentionKind::kGdn;
   int num_key_heads = 16;    // linear_num_key_heads
@@ -115,13 +119,23 @@ struct LinearAttentionSpec {
   int conv_kernel = 4;       // linear_conv_kernel_dim; 0: no short conv (Primus use_short_conv)
   int chunk_size = 64;       // the FLA chunk length (MG16 gdn.py:73)
   bool gate_norm = false;    // KDA: a norm over h before the gate projections (TE spec only)
-  std::int64_t qk_dim() const { return static_cast<std::int64_t>(num_key_heads) * key_head_dim; }
-  std::int64_t v_dim() const { return static_cast<std::int64_t>(num_value_heads) * value_head_dim; }
+  std::int64_t short_conv_width = 0;  // kShortConv: the channels (hidden size)
+  bool conv_bias = false;  // kShortConv: conv_bias (biases of in_proj, the conv and out_proj)
+  bool short_conv() const { return kind == LinearAttentionKind::kShortConv; }
+  std::int64_t qk_dim() const {
+    return short_conv() ? 0 : static_cast<std::int64_t>(num_key_heads) * key_head_dim;
+  }
+  std::int64_t v_dim() const {
+    return short_conv() ? short_conv_width
+                        : static_cast<std::int64_t>(num_value_heads) * value_head_dim;
+  }
   std::int64_t conv_dim() const { return 2 * qk_dim() + v_dim(); }
   // in_proj output features. GDN: q, k, v, z (v_dim), beta and alpha (one per value head).
   // KDA: q, k, v, the low-rank bottlenecks of the decay (f_a) and of the output gate (g_a), each
   // value_head_dim wide, and beta.
+  // Short conv: B, C, x.
   std::int64_t in_proj_width() const {
+    if (short_conv()) return 3 * short_conv_width;
     return kind == LinearAttentionKind::kGdn ? 2 * qk_dim() + 2 * v_dim() + 2 * num_value_heads
                                              : conv_dim() + 2 * value_head_dim + num_value_heads;
   }
