@@ -12,7 +12,6 @@
 namespace projector {
 namespace {
 
-
 // A small Mamba / hybrid model: h 1024, Mamba-2 with 32 heads of 64 (d_inner 2048), state 16,
 // 8 groups; RMSNorm, vocabulary 50304.
 std::string mamba_args(const std::string& extra) {
@@ -178,7 +177,6 @@ TEST(Hybrid, UnmodelledModelTypesAreRefused) {
   refused("hybrid_override_pattern: \"MGMG\"\n", "GatedDeltaNet");
   refused("model_type: gpt\nexperimental_attention_variant: gdn2\n", "gdn2");
   refused("model_type: gpt\nexperimental_attention_variant: dsa\n", "dsa");
-  refused("model_type: gpt\nlfm_layer_types: [conv, full_attention]\n", "LFM2");
   refused("model_type: deepseek_v4\n", "deepseek_v4");
 }
 

@@ -60,15 +60,6 @@ std::string kinds(const JobSpec& job) {
   return out;
 }
 
-std::string load_error(const testing::TempDir& dir, const std::string& text) {
-  try {
-    testing::load_config_text(dir, text);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // One GDN layer by hand (MG16 common.py:202-286): q/k 4 x 64 = 256 each, v and z
 // 8 x 64 = 512 each, beta and alpha 8 each: in_proj 1024 x 1552; conv over 256 + 256 + 512 =
 // 1024 channels x 4 (no bias); A_log and dt_bias 8 each; the output norm over one value head (64);
@@ -162,7 +153,8 @@ TEST(LinearAttention, QwenLayerPatternAndOutputGate) {
                    6.0 * static_cast<double>(model_params(job.model).active -
                                              model_params(job.model).embedding) +
                        2.0 * 6.0 * 8 * 256 * 2048);
-  EXPECT_NE(load_error(dir, qwen_args("")).find("linear_attention_freq"), std::string::npos);
+  EXPECT_NE(testing::load_error(dir, qwen_args("")).find("linear_attention_freq"),
+            std::string::npos);
 }
 
 // Memory and performance project with positive, finite results, and GDN layers keep more than
@@ -193,18 +185,20 @@ TEST(LinearAttention, MemoryAndPerformanceProject) {
 TEST(LinearAttention, RefusedParallelLayouts) {
   testing::TempDir dir;
   const std::string tp8 = "tensor_model_parallel_size: 8\n";
+  EXPECT_NE(testing::load_error(dir, qwen_args("linear_attention_freq: 4\n" + tp8))
+                .find("linear_num_key_heads"),
+            std::string::npos);
   EXPECT_NE(
-      load_error(dir, qwen_args("linear_attention_freq: 4\n" + tp8)).find("linear_num_key_heads"),
+      testing::load_error(dir, gdn_args("kda_hybrid_stack_spec", "tensor_model_parallel_size: 2\n"))
+          .find("tensor_model_parallel_size"),
       std::string::npos);
-  EXPECT_NE(load_error(dir, gdn_args("kda_hybrid_stack_spec", "tensor_model_parallel_size: 2\n"))
-                .find("tensor_model_parallel_size"),
-            std::string::npos);
-  EXPECT_NE(load_error(dir, gdn_args("gdn_hybrid_stack_spec", "context_parallel_size: 2\n"))
-                .find("context_parallel_size"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::load_error(dir, gdn_args("gdn_hybrid_stack_spec", "context_parallel_size: 2\n"))
+          .find("context_parallel_size"),
+      std::string::npos);
   std::string six = gdn_args("gdn_hybrid_stack_spec", "");
   six.replace(six.find("linear_num_value_heads: 8"), 25, "linear_num_value_heads: 6");
-  EXPECT_NE(load_error(dir, six).find("linear_num_value_heads"), std::string::npos);
+  EXPECT_NE(testing::load_error(dir, six).find("linear_num_value_heads"), std::string::npos);
   // The layout rule (job/rules.h kTpLinearHeads) refuses the same layouts when TP comes from
   // elsewhere (the CLI, the sweep): GDN's 4 key heads at TP 8, KDA at any TP > 1.
   const JobSpec gdn = testing::load_config_text(dir, gdn_args("gdn_hybrid_stack_spec", ""));

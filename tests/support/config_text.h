@@ -6,6 +6,7 @@
 
 #include "projector/frontend/config_value.h"
 #include "projector/frontend/loader.h"
+#include "projector/util/error.h"
 #include "support/temp_dir.h"
 
 namespace projector::testing {
@@ -28,6 +29,16 @@ inline JobSpec load_config_text(const TempDir& dir, const std::string& text,
   r.data_dir = PROJECTOR_DEFAULT_DATA_DIR;
   r.hardware = hardware;
   return load_job(r);
+}
+
+// The message of the InputError that loading `text` raises; empty when it loads.
+inline std::string load_error(const TempDir& dir, const std::string& text) {
+  try {
+    load_config_text(dir, text);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 // One of the bundled Primus subset's experiment files (tests/data/primus/examples/megatron/

@@ -41,7 +41,7 @@ void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d);
 std::optional<ScheduleKind> parse_schedule_name(std::string_view text);
 
 // Refuses a model type or layer kind this tool does not model (diffusion transformers,
-// attention variants other than GatedDeltaNet, LFM2 short-convolution layers, DeepSeek-V4
+// attention variants other than GatedDeltaNet, DeepSeek-V4
 // attention, heterogeneous layers) with "model type X is not supported" (megatron/hybrid.cpp).
 void refuse_unmodelled_models(ArgReader& r);
 // The layer symbols of a Mamba / hybrid stack ('M' Mamba-2, '*' or '+' attention, '-' MLP, 'E'
@@ -53,8 +53,12 @@ std::optional<LinearAttentionKind> hybrid_linear_kind(ArgReader& r, bool& te_spe
 // Per GPT layer, 1 where experimental_attention_variant gated_delta_net builds GDN instead of
 // attention (linear_attention_freq), else 0 (megatron/hybrid.cpp).
 std::vector<int> linear_attention_pattern(ArgReader& r, int num_layers);
-// Refuses the parallel layouts Megatron / Primus refuse for GDN / KDA layers and context
-// parallelism over them, which is not modelled (megatron/hybrid.cpp).
+// Per GPT layer, 1 where Primus' lfm_layer_types builds an LFM2 short conv ("conv") instead of
+// attention, else 0; checks the list as Primus does (megatron/hybrid.cpp).
+std::vector<int> lfm_conv_pattern(ArgReader& r, int num_layers);
+// Refuses the parallel layouts Megatron / Primus refuse for GDN / KDA layers, context
+// parallelism over them and TP / CP over LFM2 short convs, which are not modelled
+// (megatron/hybrid.cpp).
 void check_linear_attention_parallel(ArgReader& r, const ModelSpec& model, const JobDraft& d);
 // Primus' Flux diffusion transformer (model_type flux*, or diffusion_model with Flux's
 // num_joint_layers): its model, and the parallel layouts refused for it (megatron/flux.cpp).

@@ -158,15 +158,6 @@ void refuse_unmodelled_models(ArgReader& r) {
                     "only the GatedDeltaNet (gated_delta_net) variant is modelled");
     }
   }
-  if (const ConfigValue* lfm = r.get("lfm_layer_types"); lfm != nullptr && lfm->is_list()) {
-    for (const ConfigValue& t : lfm->items) {
-      if (to_lower(t.to_text()) != "full_attention") {
-        not_supported(
-            r, "lfm_layer_types", "lfm2",
-            fmt::format("'{}' layers (LFM2 short convolutions) are not modelled", t.to_text()));
-      }
-    }
-  }
   if (r.bool_quiet("hybrid_attention_enabled", false)) {
     not_supported(r, "hybrid_attention_enabled", type,
                   "DeepSeek-V4 hybrid (compressed / sparse) attention is not modelled");
@@ -248,6 +239,29 @@ std::vector<int> linear_attention_pattern(ArgReader& r, int num_layers) {
   return out;
 }
 
+// Primus' LFM2 layer types (PR10 gpt_layer_specs.py:41-66): lfm_layer_types lists "conv" or
+// "full_attention" for each of the num_layers layers; null (the default) makes every layer
+// attention. 1 where the layer is a gated short conv.
+std::vector<int> lfm_conv_pattern(ArgReader& r, int num_layers) {
+  std::vector<int> out(static_cast<std::size_t>(num_layers), 0);
+  const std::string key = "lfm_layer_types";
+  const ConfigValue* types = r.get(key);
+  if (types == nullptr) return out;
+  if (!types->is_list()) r.fail(key, "must be a list of 'conv' / 'full_attention' or null");
+  if (static_cast<int>(types->items.size()) != num_layers) {
+    r.fail(key,
+           fmt::format("{} entries for {} layers (num_layers)", types->items.size(), num_layers));
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::string t = types->items[i].to_text();
+    if (t != "conv" && t != "full_attention") {
+      r.fail(key, fmt::format("entry '{}' is neither 'conv' nor 'full_attention'", t));
+    }
+    out[i] = t == "conv" ? 1 : 0;
+  }
+  return out;
+}
+
 void check_linear_attention_parallel(ArgReader& r, const ModelSpec& model, const JobDraft& d) {
   const LayerSpec* layer = nullptr;
   for (const LayerSpec& l : model.layers) {
@@ -257,6 +271,22 @@ void check_linear_attention_parallel(ArgReader& r, const ModelSpec& model, const
   const LinearAttentionSpec& s = layer->linear;
   const int tp = d.tp.value_or(1);
   const int cp = d.cp.value_or(1);
+  if (s.short_conv()) {
+    // Primus builds in_proj / out_proj with parallel_mode None and a whole conv (PR10
+    // attention.py:117-158): TP would replicate the layer (and, with sequence parallelism, run the
+    // conv over sequence shards); CP would cut the causal conv at shard boundaries.
+    if (tp > 1) {
+      r.fail("tensor_model_parallel_size",
+             fmt::format("LFM2 short-conv layers are not split over TP (Primus builds them with "
+                         "parallel_mode None); TP {} is not modelled",
+                         tp));
+    }
+    if (cp > 1) {
+      r.fail("context_parallel_size",
+             "context parallelism over LFM2 short-conv layers is not modelled");
+    }
+    return;
+  }
   if (cp > 1) {
     r.fail("context_parallel_size",
            "context parallelism over GDN / KDA layers (head all-to-all) is not modelled");

@@ -365,6 +365,18 @@ LinearAttentionSpec read_linear_attention(ArgReader& r, LinearAttentionKind kind
   return s;
 }
 
+// LFM2's gated short conv (PR10 attention.py:113-158): as wide as the model, kernel conv_L_cache,
+// biases per conv_bias (defaults of PR10 primus_megatron_model.yaml:13-15).
+LinearAttentionSpec read_short_conv(ArgReader& r, std::int64_t hidden) {
+  LinearAttentionSpec s;
+  s.kind = LinearAttentionKind::kShortConv;
+  s.short_conv_width = hidden;
+  const char* why = "Primus default (PR10 primus_megatron_model.yaml:14-15)";
+  s.conv_kernel = checked_int(r, "conv_L_cache", r.int_or("conv_L_cache", 3, why), 1, 1024);
+  s.conv_bias = r.bool_or("conv_bias", false, why);
+  return s;
+}
+
 // Layers from a hybrid pattern: '*' / '+' attention only, 'M' Mamba-2 (or, in Primus' gdn / kda
 // hybrid stacks, GDN / KDA) only, '-' MLP only, 'E' MoE only.
 void hybrid_layers(ArgReader& r, const std::string& pattern, const AttentionSpec& attn,
@@ -433,6 +445,10 @@ ModelSpec build_model(const ConfigValue& args, const std::string& data_dir,
     if (hybrid->empty()) r.fail("num_layers", "the hybrid stack has no layers");
     std::vector<int> unused;
     const MoeSpec moe = read_moe(r, static_cast<int>(hybrid->size()), mlp, unused);
+    const std::vector<int> lfm = frontend_detail::lfm_conv_pattern(r, num_layers);
+    if (std::find(lfm.begin(), lfm.end(), 1) != lfm.end()) {
+      r.fail("lfm_layer_types", "LFM2 short convs in a hybrid (Mamba) stack are not modelled");
+    }
     hybrid_layers(r, *hybrid, attn, mlp, moe, m);
     m.mtp_num_layers = static_cast<int>(r.int_quiet("mtp_num_layers", 0));
     if (m.mtp_num_layers != 0) r.fail("mtp_num_layers", "MTP on a hybrid stack is not modelled");
@@ -445,6 +461,13 @@ ModelSpec build_model(const ConfigValue& args, const std::string& data_dir,
       std::find(linear_layers.begin(), linear_layers.end(), 1) != linear_layers.end();
   const LinearAttentionSpec linear =
       any_linear ? read_linear_attention(r, LinearAttentionKind::kGdn) : LinearAttentionSpec{};
+  const std::vector<int> conv_layers = frontend_detail::lfm_conv_pattern(r, num_layers);
+  const bool any_conv = std::find(conv_layers.begin(), conv_layers.end(), 1) != conv_layers.end();
+  if (any_conv && any_linear) {
+    r.fail("lfm_layer_types", "LFM2 short convs with GatedDeltaNet layers are not modelled");
+  }
+  const LinearAttentionSpec conv =
+      any_conv ? read_short_conv(r, m.hidden_size) : LinearAttentionSpec{};
   m.layers.resize(static_cast<std::size_t>(num_layers));
   for (int i = 0; i < num_layers; ++i) {
     LayerSpec& layer = m.layers[i];
@@ -452,6 +475,10 @@ ModelSpec build_model(const ConfigValue& args, const std::string& data_dir,
     if (linear_layers[static_cast<std::size_t>(i)] == 1) {
       layer.kind = LayerKind::kLinearTransformer;
       layer.linear = linear;
+    }
+    if (conv_layers[static_cast<std::size_t>(i)] == 1) {
+      layer.kind = LayerKind::kLinearTransformer;
+      layer.linear = conv;
     }
     if (!full_attention_layer[i]) layer.attention.sliding_window = window;
     layer.mlp = mlp;
