@@ -17,7 +17,6 @@
 namespace projector {
 namespace {
 
-
 JobSpec load_example(const std::string& rel) {
   return testing::load_bundled_primus_example(rel);
 }
