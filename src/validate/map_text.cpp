@@ -80,8 +80,17 @@ void read_recompute(Mapper& m, const std::string& text) {
     r.method = has(t, "block") ? RecomputeMethod::kBlock : RecomputeMethod::kUniform;
     r.num_layers = 1;
     if (r.method == RecomputeMethod::kBlock) {
-      r.num_layers = 1 << 20;  // block without a count: every layer of the stage
-      m.note("training.recompute: block without a layer count read as all layers");
+      // "recompute_num_layers 5" or "first 5 of 48 layers": that many layers per stage.
+      static const std::regex kCount(R"((?:recompute_num_layers|first)\D{0,3}(\d{1,5}))");
+      std::smatch c;
+      if (std::regex_search(t, c, kCount)) {
+        r.num_layers = std::stoi(c[1].str());
+        m.note(fmt::format("training.recompute: block recompute of {} layers per stage",
+                           r.num_layers));
+      } else {
+        r.num_layers = 16384;  // block without a count: every layer of the stage
+        m.note("training.recompute: block without a layer count read as all layers");
+      }
     }
     return;
   }

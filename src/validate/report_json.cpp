@@ -38,6 +38,9 @@ std::string report_to_json(const ValidationReport& report) {
     j["id"] = r.id;
     j["status"] = r.status;
     if (!r.reason.empty()) j["reason"] = r.reason;
+    if (!r.excluded.empty()) j["excluded_from_statistics"] = r.excluded;
+    j["framework"] = r.framework;
+    j["family"] = r.family;
     j["predicted"] = r.status == "ok" || r.status == "no_measurement" ? prediction_json(r.predicted)
                                                                       : nlohmann::json::object();
     nlohmann::json measured = nlohmann::json::object();
@@ -93,6 +96,7 @@ std::string report_to_json(const ValidationReport& report) {
                     {"invalid", s.invalid},
                     {"projection_failed", s.failed},
                     {"not_modelled", s.not_modelled},
+                    {"excluded", s.excluded},
                     {"throughput", stats_json(s.throughput)},
                     {"memory", stats_json(s.memory)},
                     {"projected_oom", s.projected_oom},

@@ -339,6 +339,7 @@ RunEntry read_entry(const YAML::Node& node, std::size_t index) {
   }
   e.confidence = r.text(node, "confidence", "");
   e.framework = r.text(node, "framework", "");
+  e.exclude_from_statistics = r.text(node, "exclude_from_statistics", "");
   if (const YAML::Node src = r.section(node, "source", "source"); src.IsDefined()) {
     e.source_title = r.text(src, "title", "source");
   }

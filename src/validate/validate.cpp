@@ -174,7 +174,8 @@ void add_group(std::vector<RegimeStats>& out, const std::vector<RunResult>& runs
                bool (*pred)(const RunResult&, const std::string&)) {
   std::vector<double> errs;
   for (const RunResult& r : runs) {
-    if (r.throughput_error_pct && pred(r, value)) errs.push_back(*r.throughput_error_pct);
+    if (r.throughput_error_pct && r.excluded.empty() && pred(r, value))
+      errs.push_back(*r.throughput_error_pct);
   }
   if (errs.empty()) return;
   out.push_back({group, value, error_stats(errs)});
@@ -219,6 +220,10 @@ ValidationSummary summarize(const std::vector<RunResult>& runs) {
     if (r.status == "invalid") ++s.invalid;
     if (r.status == "projection_failed") ++s.failed;
     if (r.status == "not_modelled") ++s.not_modelled;
+    if (!r.excluded.empty()) {
+      if (r.status == "ok") ++s.excluded;
+      continue;  // shown with its reason, kept out of every statistic
+    }
     if (r.throughput_error_pct) tp.push_back(*r.throughput_error_pct);
     if (r.memory_error_pct) mem.push_back(*r.memory_error_pct);
     if (r.status == "ok") ++s.compared;
@@ -276,6 +281,7 @@ namespace {
 RunResult validate_entry(const RunEntry& e, const ProjectFn& project, MappingCatalogue& catalogue) {
   RunResult r;
   r.id = e.id;
+  r.excluded = e.exclude_from_statistics;
   if (!e.ok()) {
     r.status = "invalid";
     r.reason = e.errors.front();
@@ -284,6 +290,10 @@ RunResult validate_entry(const RunEntry& e, const ProjectFn& project, MappingCat
   }
   const MappedRun m = map_run(e, catalogue);
   r.assumptions = m.assumptions;
+  r.framework = m.framework;
+  // The source is its title up to the first comma (a container or a machine follows it).
+  r.family = e.source_title.substr(0, e.source_title.find(',')) + " | " +
+             (e.model.family.empty() ? e.model.name : e.model.family);
   r.moe = m.moe;
   r.recommendation = m.job.model.family == ModelFamily::kRecommendation;
   r.accelerator_family = m.accelerator_family;

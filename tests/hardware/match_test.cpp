@@ -170,6 +170,13 @@ TEST(Match, EveryAcceleratorOfEveryValidationFileMaps) {
       {"NVIDIA GB200", "gb200"},
       {"NVIDIA H100 80GB (inferred from script name train_llama3_8b_h100_fp8.sh)", "h100_sxm"},
       {"NVIDIA H100 80GB HBM3", "h100_sxm"},
+      {"NVIDIA H100 80GB", "h100_sxm"},
+      {"NVIDIA B200 (DGX-B200, 180 GB HBM3e)", "b200"},
+      {"NVIDIA B300 / Blackwell Ultra (DGX-B300, 288 GB HBM3e)", "b300"},
+      {"NVIDIA GB200 (DGX-GB200 NVL72 rack, 186 GB HBM3e per GPU)", "gb200"},
+      {"NVIDIA GB200 (NVL72, 186 GB HBM3e per GPU)", "gb200"},
+      {"AMD Instinct MI300X (192 GB HBM3)", "mi300x"},
+      {"AMD Instinct MI355X (288 GB HBM3E)", "mi355x"},
       {"NVIDIA H100 SXM 80GB", "h100_sxm"},
       {"NVIDIA H100 SXM 80GB (DGX-H100)", "h100_sxm"},
       {"NVIDIA H100 SXM 96GB HBM2e, 500W power limit (Grand Teton)", "h100_sxm_96gb_500w"},
@@ -196,6 +203,7 @@ TEST(Match, EveryAcceleratorOfEveryValidationFileMaps) {
   EXPECT_EQ(runs_per_file["calibration_runs.yaml"], 64);
   EXPECT_EQ(runs_per_file["calibration_runs_moe_tpu.yaml"], 24);
   EXPECT_EQ(runs_per_file["recsys_runs.yaml"], 4);
+  EXPECT_EQ(runs_per_file["calibration_runs_4.yaml"], 40);
 }
 
 TEST(Match, EveryAliasMapsBackToItsOwnEntry) {

@@ -146,5 +146,24 @@ TEST(MapperRules, RecommendationRunsAreProjected) {
   }
 }
 
+// Block recompute with its layer count in words (Primus' recompute_num_layers): that many layers
+// per stage; without a count, every layer.
+TEST(MapperRules, BlockRecomputeLayerCountFromText) {
+  const std::string t =
+      "{tp: 1, pp: 1, micro_batch_size: 1, global_batch_size: 64, seq_len: 4096, ";
+  MappedRun m = map_one(t +
+                        "recompute: 'full (method block, recompute_num_layers 5: first 5 of "
+                        "48 layers recomputed)'}");
+  ASSERT_TRUE(m.mapped) << m.reason;
+  EXPECT_EQ(m.job.runtime.recompute.method, RecomputeMethod::kBlock);
+  EXPECT_EQ(m.job.runtime.recompute.num_layers, 5);
+  m = map_one(t + "recompute: 'full, block method, first 3 layers'}");
+  ASSERT_TRUE(m.mapped) << m.reason;
+  EXPECT_EQ(m.job.runtime.recompute.num_layers, 3);
+  m = map_one(t + "recompute: 'full (block)'}");
+  ASSERT_TRUE(m.mapped) << m.reason;
+  EXPECT_GE(m.job.runtime.recompute.num_layers, 32);  // every layer of the stage
+}
+
 }  // namespace
 }  // namespace projector

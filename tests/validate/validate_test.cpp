@@ -746,5 +746,43 @@ TEST(Validate, SourceFlopConvention) {
   EXPECT_TRUE(seen);
 }
 
+// exclude_from_statistics (data/validation/README.md): the run is mapped, projected and compared
+// like any other, carries its reason in the text and JSON output, and enters no statistic. Run
+// "a" (+25 %) is excluded, so the statistics are those of run "c" alone: a 2.5 s projected step
+// against a measured 2.0 s is -20 % throughput.
+TEST(Validate, ExcludedRunIsComparedButKeptOutOfTheStatistics) {
+  const std::string text = std::string(kRunA) +
+                           "  measured: {tokens_per_sec_per_gpu: 800, peak_memory_gib: 40}\n"
+                           "  exclude_from_statistics: 'debug run from random init'\n" +
+                           kRunC;
+  const auto runs = parse_runs(text, "excluded.yaml");
+  ASSERT_EQ(runs[0].exclude_from_statistics, "debug run from random init");
+  EXPECT_TRUE(runs[1].exclude_from_statistics.empty());
+  const ProjectFn fake = [](const JobSpec&) {
+    Prediction p;
+    p.tokens_per_sec_per_gpu = 1000;
+    p.step_time_s = 2.5;
+    p.peak_memory_gib = 50.0;
+    p.out_of_memory = true;
+    return p;
+  };
+  const ValidationReport r = validate(runs, fake, kDataDir);
+  ASSERT_EQ(r.runs[0].status, "ok") << r.runs[0].reason;
+  EXPECT_DOUBLE_EQ(*r.runs[0].throughput_error_pct, 25.0);  // still compared and shown
+  EXPECT_EQ(r.runs[0].excluded, "debug run from random init");
+  const ValidationSummary& s = r.summary;
+  EXPECT_EQ(s.excluded, 1);
+  EXPECT_EQ(s.compared, 1);
+  EXPECT_EQ(s.throughput.count, 1);
+  EXPECT_DOUBLE_EQ(s.throughput.mape_pct, 20.0);
+  EXPECT_EQ(s.memory.count, 0);                               // run a's memory is not counted
+  EXPECT_EQ(s.projected_oom, std::vector<std::string>{"c"});  // nor its OOM verdict
+  for (const RegimeStats& g : s.by_regime) EXPECT_EQ(g.throughput.count, 1) << g.group;
+  const nlohmann::json j = nlohmann::json::parse(report_to_json(r));
+  EXPECT_EQ(j["runs"][0]["excluded_from_statistics"], "debug run from random init");
+  EXPECT_FALSE(j["runs"][1].contains("excluded_from_statistics"));
+  EXPECT_EQ(j["summary"]["excluded"], 1);
+}
+
 }  // namespace
 }  // namespace projector

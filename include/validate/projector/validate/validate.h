@@ -25,6 +25,9 @@ struct RunEntry {
   std::string confidence;
   std::string framework;
   std::string source_title;
+  // Non-empty: why the run is projected and shown but kept out of every statistic and gate
+  // (data/validation/README.md: a debug run, a throughput set by the input pipeline, ...).
+  std::string exclude_from_statistics;
 
   struct Hardware {
     std::string accelerator;
@@ -267,6 +270,12 @@ struct RunResult {
   // gpu) on the same basis; reported beside the balanced one, never in the statistics.
   std::optional<double> skewed_throughput_error_pct;
   std::vector<std::string> assumptions;
+  // The entry's exclude_from_statistics reason: compared and shown, never in a statistic.
+  std::string excluded;
+  // The framework profile the run was read with, and its family: one source's runs of one model
+  // (the unit of leave-one-family-out fits: "<source title to its first comma> | <model family>").
+  std::string framework;
+  std::string family;
   // Regime labels
   bool moe = false;
   bool recommendation = false;  // the recommendation family (model regime "recommendation")
@@ -299,6 +308,7 @@ struct ValidationSummary {
   int invalid = 0;
   int failed = 0;
   int not_modelled = 0;
+  int excluded = 0;  // compared runs kept out of the statistics (exclude_from_statistics)
   ErrorStats throughput;
   ErrorStats memory;
   // Compared runs whose projection says out of memory although they ran.
