@@ -202,11 +202,8 @@ void calibration_rows(const AcceleratorSpec& a, std::vector<Row>& rows) {
   if (!c.grouped_gemm_fraction.source.empty()) {
     plain("grouped_gemm_fraction", c.grouped_gemm_fraction);
   }
-  if (!c.training_efficiency.source.empty()) {
-    plain("training_efficiency", c.training_efficiency);
-  }
-  if (!c.fp8_training_efficiency.source.empty()) {
-    plain("fp8_training_efficiency", c.fp8_training_efficiency);
+  if (!c.grouped_gemm_fraction_fp8.source.empty()) {
+    plain("grouped_gemm_fraction_fp8", c.grouped_gemm_fraction_fp8);
   }
   if (!c.kernel_fixed_s.source.empty()) {
     rows.push_back({"calibration.kernel_fixed_s",
@@ -302,8 +299,7 @@ nlohmann::json accelerator_json(const AcceleratorSpec& a) {
   cal["comm_compute_interference"] = sourced_json(c.comm_compute_interference);
   cal["grouped_gemm_fraction"] = sourced_json(c.grouped_gemm_fraction);
   cal["kernel_fixed_s"] = sourced_json(c.kernel_fixed_s);
-  cal["training_efficiency"] = sourced_json(c.training_efficiency);
-  cal["fp8_training_efficiency"] = sourced_json(c.fp8_training_efficiency);
+  cal["grouped_gemm_fraction_fp8"] = sourced_json(c.grouped_gemm_fraction_fp8);
   j["calibration"] = cal;
   return j;
 }

@@ -18,5 +18,6 @@ void add_performance_commands(CLI::App& app, int& exit_code);  // `performance` 
 void add_validate_command(CLI::App& app, int& exit_code);
 void add_sweep_command(CLI::App& app, int& exit_code);
 void add_profile_command(CLI::App& app, int& exit_code);
+void add_kernels_command(CLI::App& app, int& exit_code);  // `kernels`
 
 }  // namespace projector::cli

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   projector::cli::add_validate_command(app, exit_code);
   projector::cli::add_sweep_command(app, exit_code);
   projector::cli::add_profile_command(app, exit_code);
+  projector::cli::add_kernels_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -2,11 +2,11 @@
 """Fit of the TPU in-step constants on the published TPU runs, and its leave-one-family-out error
 (docs/tpu.md "Calibration").
 
-Four constants are fitted, each the same for every TPU generation: they describe XLA's TPU code
+Three constants are fitted, each the same for every TPU generation: they describe XLA's TPU code
 generation and the ICI DMA engines, while the generations differ in what the cost models already
-price from Google's tables (peaks, MXU size, HBM, links, torus shape):
-  training_efficiency        compute-bound kernels (GEMM, attention) inside a step, relative to
-                             the large-GEMM fraction (accelerator file, calibration block)
+price from Google's tables (peaks, MXU size, HBM, links, torus shape). The compute kernels are
+priced as isolated kernels (scripts/fit_kernels.py on data/kernels) and what a step adds between
+them is MaxText's kernel_gap_fraction (scripts/fit_frameworks.py):
   hbm_permute_fraction       MoE token gathers / scatters, fraction of HBM bandwidth (same block)
   comm_compute_interference  slowdown of the compute a per-layer collective or host copy hides
                              behind, per second hidden (same block)
@@ -45,7 +45,6 @@ RUN_FILES = [os.path.join(ROOT, "data", "validation", f)
 TPUS = ["tpu_v4", "tpu_v5e", "tpu_v5p", "tpu_v6e"]  # tpu7x borrows tpu_v5p's calibration
 NETWORKS = ["tpu_v4_ici", "tpu_v5e_ici", "tpu_v5p_ici", "tpu_v6e_ici", "tpu7x_ici"]
 GRID = {
-    "training_efficiency": [0.84, 0.88, 0.92, 0.96, 1.0],
     "hbm_permute_fraction": [0.15, 0.3, 0.5],
     "comm_compute_interference": [0.25, 0.5, 0.75, 1.0],
     "ici_bw_eff": [0.45, 0.6, 0.75],

@@ -128,7 +128,7 @@ OpCost price(const AcceleratorSpec& acc, const AttentionShape& s, bool backward)
     c.provenance = Provenance::kRoofline;
   }
   const double peak = acc.peak_flops(c.dtype);
-  double rate = peak * clock_ratio(acc) * frac * cost_detail::training_efficiency(acc);
+  double rate = peak * clock_ratio(acc) * frac;
   if (acc.matrix_unit_dim > 0) {
     // Systolic matrix units: Q K^T contracts over d_qk and P V produces d_v columns, each padded
     // to the array's side (a 128-wide head fills half of a 256 x 256 MXU).

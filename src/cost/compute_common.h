@@ -19,18 +19,6 @@ inline double clock_ratio(const AcceleratorSpec& acc) {
   return 1.0;
 }
 
-// Compute-bound kernels inside a training step vs in isolation (Calibration::training_efficiency).
-inline double training_efficiency(const AcceleratorSpec& acc) {
-  const double v = acc.calibration.training_efficiency.value;
-  return v > 0.0 ? v : 1.0;
-}
-// For a GEMM priced in `d`: 8-bit formats use fp8_training_efficiency when it is calibrated.
-inline double training_efficiency(const AcceleratorSpec& acc, Dtype d) {
-  const double f8 = acc.calibration.fp8_training_efficiency.value;
-  if ((d == Dtype::kFp8 || d == Dtype::kMxfp8) && f8 > 0.0) return f8;
-  return training_efficiency(acc);
-}
-
 inline double clock_hz(const AcceleratorSpec& acc) {
   const double mhz = acc.sustained_clock_mhz > 0.0 ? acc.sustained_clock_mhz : acc.boost_clock_mhz;
   return mhz > 0.0 ? mhz * 1e6 : 1.5e9;

@@ -40,8 +40,7 @@ double gemm_fraction(const AcceleratorSpec& acc, Dtype d, bool* calibrated) {
   double v = f[static_cast<int>(d)];
   if (v <= 0.0) v = f[static_cast<int>(Dtype::kBf16)];
   *calibrated = v > 0.0;
-  return (v > 0.0 ? v : cost_detail::kUncalibratedGemmFraction) *
-         cost_detail::training_efficiency(acc, d);
+  return v > 0.0 ? v : cost_detail::kUncalibratedGemmFraction;
 }
 
 double in_bytes(Dtype d) {

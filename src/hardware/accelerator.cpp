@@ -91,8 +91,6 @@ constexpr CalKey kCalKeys[] = {
     {"grouped_gemm_fraction", &Cal::grouped_gemm_fraction, 0, 1, true, false, false},
     {"grouped_gemm_fraction_fp8", &Cal::grouped_gemm_fraction_fp8, 0, 1, true, false, false},
     {"kernel_fixed_s", &Cal::kernel_fixed_s, 0, 1e-2, false, false, false},
-    {"training_efficiency", &Cal::training_efficiency, 0, 1, true, false, false},
-    {"fp8_training_efficiency", &Cal::fp8_training_efficiency, 0, 1, true, false, false},
 };
 
 // Exact dtype key as written by to_string(Dtype) (the model module's parser is not a dependency).

@@ -991,6 +991,10 @@ void Builder::runtime_defaults() {
           ? *d_.attention_kernel
           : (rt.flash_attention ? prof.attention_kernel.value.value_or(AttentionKernel::kFused)
                                 : AttentionKernel::kFused);
+  if (prof.kernel_gap_fraction.value) {
+    rt.kernel_gap_fraction = decide(DraftField::kKernelGapFraction, std::optional<double>{},
+                                    prof.kernel_gap_fraction, 0.0);
+  }
   rt.precision.fp8 =
       d_.fp8 ? decide(DraftField::kFp8Recipe, d_.fp8_recipe, prof.fp8_recipe, Fp8Recipe::kDelayed)
              : Fp8Recipe::kNone;
@@ -1230,7 +1234,8 @@ std::string_view to_string(DraftField f) {
                                                 "nodes",
                                                 "gpus_per_node",
                                                 "dp",
-                                                "mesh"};
+                                                "mesh",
+                                                "kernel_gap_fraction"};
   static_assert(std::size(kNames) == kNumDraftFields);
   const auto i = static_cast<std::size_t>(f);
   return i < std::size(kNames) ? kNames[i] : "?";

@@ -170,6 +170,15 @@ void read_defaults(const Reader& r, const YAML::Node& defaults, FrameworkProfile
          read_default(r, e, k, p.dropout,
                       [&](const YAML::Node& v, const std::string& kk) { return r.number(v, kk); });
        }},
+      {"kernel_gap_fraction",
+       [&](const YAML::Node& e, const std::string& k) {
+         read_default(r, e, k, p.kernel_gap_fraction,
+                      [&](const YAML::Node& v, const std::string& kk) {
+                        const double g = r.number(v, kk);
+                        if (g < 0.0 || g >= 0.9) r.fail(v, kk, "expected a fraction in [0, 0.9)");
+                        return g;
+                      });
+       }},
       {"selective_recompute",
        [&](const YAML::Node& e, const std::string& k) {
          read_default(

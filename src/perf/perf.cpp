@@ -26,6 +26,12 @@ CommGroup group_for(const JobSpec& job, const Op& op) {
   return job_group(job, op.group);
 }
 
+// Compute-stream time of a kernel: its busy time and the framework's share of gaps between
+// kernels (RuntimeSpec::kernel_gap_fraction).
+double stream_factor(const JobSpec& job) {
+  return 1.0 / (1.0 - job.runtime.kernel_gap_fraction);
+}
+
 OpCost price_compute(CostCache& cache, const Op& op) {
   switch (op.kind) {
     case OpKind::kGemm:
@@ -199,7 +205,9 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
       costs[i] = price_collective(job, cache, op);
     } else {
       costs[i] = price_compute(cache, op);
-      if (op.kind != OpKind::kHostTransfer) costs[i].time_s *= op.steps;  // SequentialMLP
+      if (op.kind != OpKind::kHostTransfer) {
+        costs[i].time_s *= op.steps * stream_factor(job);  // SequentialMLP; kernel gaps
+      }
     }
     if (op.name.starts_with("moe.shared.") && !is_transfer(op)) budgets.ep[ph] += costs[i].time_s;
     if (!is_transfer(op)) block_compute[ph] += costs[i].time_s;
@@ -530,7 +538,8 @@ void fill_metrics(const JobSpec& job, CostCache& cache, PerfReport& rep) {
   for (int r = 0; r < pp; ++r) {
     rep.optimizer_s_per_rank[static_cast<std::size_t>(r)] =
         price_compute(cache, rep.workload.ranks[static_cast<std::size_t>(r)].iteration.optimizer)
-            .time_s;
+            .time_s *
+        stream_factor(job);
   }
   rep.optimizer_s =
       *std::max_element(rep.optimizer_s_per_rank.begin(), rep.optimizer_s_per_rank.end());
@@ -714,8 +723,10 @@ PerfReport project_performance(const JobSpec& job, const PerfOptions& options) {
 namespace perf_detail {
 
 OpCost price_op(const JobSpec& job, CostCache& cache, const Op& op) {
-  return op.kind == OpKind::kCollective ? price_collective(job, cache, op)
-                                        : price_compute(cache, op);
+  if (op.kind == OpKind::kCollective) return price_collective(job, cache, op);
+  OpCost c = price_compute(cache, op);
+  if (op.kind != OpKind::kHostTransfer) c.time_s *= stream_factor(job);
+  return c;
 }
 
 }  // namespace perf_detail

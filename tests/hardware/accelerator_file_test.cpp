@@ -84,8 +84,9 @@ TEST(AcceleratorFile, UnknownKeysAndUnitsAreErrors) {
 TEST(AcceleratorFile, OutOfRangeFractionsAreErrors) {
   expect_error({"  hbm_permute_fraction: {value: 0.057", "  hbm_permute_fraction: {value: 5.7",
                 "calibration.hbm_permute_fraction", "hbm_permute_fraction:"});
-  expect_error({"    bf16: {value: 0.873", "    bf16: {value: 0",
-                "calibration.gemm_peak_fraction.bf16", "    bf16: {value: 0,"});
+  // The first "    bf16: {value: " is the fitted gemm_peak_fraction line: 0.x becomes 70.x.
+  expect_error({"    bf16: {value: ", "    bf16: {value: 7", "calibration.gemm_peak_fraction.bf16",
+                "    bf16: {value: 7"});
 }
 
 TEST(AcceleratorFile, FractionForAnUnsupportedDtypeIsAnError) {

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "projector/hardware/catalog.h"
+
 namespace {
 
 struct CliResult {
@@ -43,8 +45,14 @@ TEST(HardwareCli, ShowJsonCarriesValuesAndSources) {
   EXPECT_DOUBLE_EQ(j["peak_tflops"]["bf16"]["value"].get<double>(), 989.4);
   EXPECT_FALSE(j["peak_tflops"]["bf16"]["source"].get<std::string>().empty());
   EXPECT_DOUBLE_EQ(j["hbm_bw_bytes_per_s"]["value"].get<double>(), 3.35e12);
-  EXPECT_NEAR(j["calibration"]["gemm_peak_fraction"]["bf16"]["value"].get<double>(), 794.5 / 989.4,
-              1e-3);
+  // The library's value, with the kernel-row fit it came from (scripts/fit_kernels.py).
+  const projector::AcceleratorSpec h =
+      projector::load_accelerator("h100_sxm", projector::default_data_dir());
+  EXPECT_DOUBLE_EQ(j["calibration"]["gemm_peak_fraction"]["bf16"]["value"].get<double>(),
+                   h.calibration.gemm_peak_fraction[static_cast<int>(projector::Dtype::kBf16)]);
+  EXPECT_NE(j["calibration"]["gemm_peak_fraction"]["bf16"]["source"].get<std::string>().find(
+                "data/kernels"),
+            std::string::npos);
 }
 
 TEST(HardwareCli, ShowNetworkAndUnknownName) {

@@ -19,10 +19,11 @@ double tflops(const AcceleratorSpec& a, std::int64_t m, std::int64_t n, std::int
 
 // On an LLM training shape (Llama-3.1-8B fc1, 16384 x 28672 x 4096) FP8 runs faster than BF16 by
 // the ratio of AMD's MAF measurements on MI325X, 1519 / 843 = 1.80 (R2), not more: both dtypes
-// carry the same shape discount against MAF. MI300X: 1273 / 708 = 1.80.
+// carry the same shape discount against MAF. (MI300X's fp8 fraction is fitted on Primus-Turbo's
+// per-tensor FP8 GEMM rows of data/kernels, whose speed-up over its bf16 rows is lower; checked by
+// `projector kernels`.)
 TEST(Fp8Gemm, SpeedupOverBf16IsTheMafRatio) {
-  for (const auto& [name, ratio] :
-       {std::pair{"mi325x", 1519.0 / 843.0}, {"mi300x", 1273.0 / 708.0}}) {
+  for (const auto& [name, ratio] : {std::pair{"mi325x", 1519.0 / 843.0}}) {
     const AcceleratorSpec a = testing::isolated(name);
     const double r =
         tflops(a, 16384, 28672, 4096, Dtype::kFp8) / tflops(a, 16384, 28672, 4096, Dtype::kBf16);

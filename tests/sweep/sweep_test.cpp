@@ -51,6 +51,7 @@ JobSpec hand_job(const Candidate& c) {
   job.runtime.global_batch_size = 32;
   job.runtime.seq_length = 4096;
   job.runtime.flash_attention = true;
+  job.runtime.kernel_gap_fraction = hw.runtime.kernel_gap_fraction;  // the framework's, kept
   job.runtime.schedule = c.schedule;
   RecomputeSpec& r = job.runtime.recompute;
   switch (c.recompute.kind) {

@@ -105,14 +105,9 @@ struct AcceleratorSpec {
     // grouped_gemm_fraction).
     Sourced grouped_gemm_fraction_fp8;
     Sourced kernel_fixed_s;  // per-kernel prologue/epilogue beyond launch (0: none)
-    // Throughput of compute-bound kernels (GEMM, attention) inside a training step relative to
-    // the same kernels in isolation (the fractions above): sustained power/thermal clocks over a
-    // whole step, library kernel choice for real shapes, L2 pollution by neighbouring kernels.
-    // Fitted on published training runs (0: 1.0, i.e. not fitted).
-    Sourced training_efficiency;
-    // The same for 8-bit GEMMs (fp8 / mxfp8), whose short main loops make the per-tile scaling,
-    // epilogue and memory traffic weigh more (0: training_efficiency).
-    Sourced fp8_training_efficiency;
+    // Every fraction above prices a kernel as it runs in isolation (scripts/fit_kernels.py fits
+    // them on data/kernels); what a training step adds between kernels is the framework's
+    // (FrameworkProfile::kernel_gap_fraction).
   } calibration;
 
   double peak_flops(Dtype d) const { return peak_tflops[static_cast<int>(d)] * 1e12; }

@@ -55,6 +55,7 @@ enum class DraftField : std::uint8_t {
   kGpusPerNode,
   kDp,
   kMesh,
+  kKernelGapFraction,
   kCount
 };
 inline constexpr int kNumDraftFields = static_cast<int>(DraftField::kCount);

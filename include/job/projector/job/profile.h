@@ -70,6 +70,11 @@ struct FrameworkProfile {
   ProfileDefault<FsdpKind> fsdp;
   ProfileDefault<int> vocab_padding;  // make_vocab_size_divisible_by (x TP)
   ProfileDefault<double> dropout;     // attention and hidden dropout
+  // Share of the compute stream's time spent between kernels (launch latency, host-side Python
+  // and synchronisation, allocator calls): the idle gaps a Kineto trace shows on the compute
+  // stream of a steady-state step. Compute-stream ops take busy / (1 - gap). The one end-to-end
+  // constant of a framework profile, fitted on data/validation (scripts/fit_frameworks.py).
+  ProfileDefault<double> kernel_gap_fraction;
   ProfileDefault<RecomputeModules> selective_recompute;
   ProfileDefault<bool> loss_grad_in_place;
   // MoE: the routing probabilities scale the experts' activation (the combine keeps no expert

@@ -529,6 +529,9 @@ struct RuntimeSpec {
   RecomputeSpec recompute;
   bool flash_attention = true;
   AttentionKernel attention_kernel = AttentionKernel::kFused;
+  // The framework's compute-stream gap share (FrameworkProfile::kernel_gap_fraction): ops on the
+  // compute stream take busy / (1 - gap); 0 = back-to-back kernels.
+  double kernel_gap_fraction = 0.0;
   bool cross_entropy_fusion = false;
   // Megatron's vocab-parallel cross entropy writes its gradient into the saved fp32 softmax;
   // torch.nn.functional.cross_entropy (torchtitan, HF) keeps an fp32 log-softmax and allocates

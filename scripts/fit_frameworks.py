@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Fit each framework profile's one end-to-end constant, kernel_gap_fraction (the share of the
+compute stream spent between kernels), on the published runs of data/validation, and report the
+fit in-sample and leave-one-family-out (docs/validation.md).
+
+Every op cost is an isolated-kernel price (scripts/fit_kernels.py on data/kernels); what a training
+step adds between kernels -- launch latency, host-side Python and synchronisation, allocator calls
+-- is the framework's. Rule: for each profile, the gap whose median signed tokens/s error over the
+profile's compared runs is 0 (linear interpolation on a 0.01 grid over [0, 0.40]). Runs marked
+exclude_from_statistics take no part. A family is one source's runs of one model; the
+leave-one-family-out error of a run is its error with the gap fitted on every other family.
+A profile with no runs keeps no constant (0: kernels back to back) and says so.
+
+Usage: scripts/fit_frameworks.py [--projector build/release/projector] [--write]
+  --write: store the in-sample fits in data/frameworks/<profile>.yaml
+Needs only the Python standard library; runs `projector validate` 41 x 3 times (~2 min).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FILES = ["calibration_runs.yaml", "calibration_runs_moe_tpu.yaml", "calibration_runs_4.yaml"]
+GRID = [i / 100.0 for i in range(0, 41)]
+FIXED = {"torchrec"}  # fitted with its host model by tests/validate/recsys_fit_test.cpp
+
+
+def set_gap(path, value, source):
+    text = open(path).read()
+    entry = ("  kernel_gap_fraction:\n    value: %s\n    source: \"%s\"\n" % (repr(value), source))
+    pat = re.compile(r"^  kernel_gap_fraction:\n    value: .*\n    source: .*\n", re.M)
+    if pat.search(text):
+        text = pat.sub(lambda _m: entry, text, count=1)
+    else:
+        text = text.replace("\ndefaults:\n", "\ndefaults:\n" + entry, 1)
+    open(path, "w").write(text)
+
+
+def profiles(data_dir):
+    d = os.path.join(data_dir, "frameworks")
+    return sorted(f[:-5] for f in os.listdir(d) if f.endswith(".yaml") and f[:-5] not in FIXED)
+
+
+def sweep(projector, data_dir):
+    """run id -> {framework, family, regime, errors: [error % at each grid gap]}."""
+    scratch = tempfile.mkdtemp()
+    data = os.path.join(scratch, "data")
+    shutil.copytree(data_dir, data)
+    runs = {}
+    for g in GRID:
+        for p in profiles(data):
+            set_gap(os.path.join(data, "frameworks", p + ".yaml"), g, "grid")
+        for f in FILES:
+            out = os.path.join(scratch, "v.json")
+            subprocess.run([projector, "validate", os.path.join(data_dir, "validation", f),
+                            "--data-dir", data, "--json", out], capture_output=True, check=False)
+            for r in json.load(open(out))["runs"]:
+                if r["status"] != "ok" or r.get("throughput_error_pct") is None:
+                    continue
+                if r.get("excluded_from_statistics"):
+                    continue
+                e = runs.setdefault(f + ":" + r["id"], {
+                    "file": f, "framework": r["framework"], "family": r["family"],
+                    "regime": r["regime"], "errors": []})
+                e["errors"].append(r["throughput_error_pct"])
+    shutil.rmtree(scratch)
+    return {k: v for k, v in runs.items() if len(v["errors"]) == len(GRID)}
+
+
+def fit_gap(members):
+    """Gap with median signed error 0 over `members` (interpolated); 0 when none."""
+    if not members:
+        return 0.0
+    med = [statistics.median(m["errors"][i] for m in members) for i in range(len(GRID))]
+    for i in range(len(GRID) - 1):
+        if med[i] >= 0.0 >= med[i + 1]:
+            t = med[i] / (med[i] - med[i + 1]) if med[i] != med[i + 1] else 0.0
+            return GRID[i] + t * (GRID[i + 1] - GRID[i])
+    return GRID[0] if med[0] < 0.0 else GRID[-1]
+
+
+def error_at(run, gap):
+    x = gap / (GRID[1] - GRID[0])
+    i = min(int(x), len(GRID) - 2)
+    t = x - i
+    return run["errors"][i] * (1 - t) + run["errors"][i + 1] * t
+
+
+def regime(run):
+    r = run["regime"]
+    out = ["all", "moe" if r["moe"] else "dense", r["accelerator_family"]]
+    if r["accelerator_family"] == "TPU":
+        out.append("tpu")
+    return out + ["file " + run["file"]]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--projector", default=os.path.join(ROOT, "build", "release", "projector"))
+    ap.add_argument("--write", action="store_true")
+    a = ap.parse_args()
+    data_dir = os.path.join(ROOT, "data")
+    runs = sweep(a.projector, data_dir)
+    by_fw = {}
+    for r in runs.values():
+        by_fw.setdefault(r["framework"], []).append(r)
+    gaps = {fw: fit_gap(m) for fw, m in by_fw.items()}
+    stats = {}
+    for key, r in runs.items():
+        fw = by_fw[r["framework"]]
+        train = [m for m in fw if m["family"] != r["family"]]
+        lofo = error_at(r, fit_gap(train)) if train else error_at(r, 0.0)
+        ins = error_at(r, gaps[r["framework"]])
+        for g in regime(r):
+            stats.setdefault(g, []).append((ins, lofo, key))
+    print(f"{'profile':<20} {'runs':>5} {'families':>8} {'gap':>6}")
+    for fw in sorted(by_fw):
+        fams = len({m['family'] for m in by_fw[fw]})
+        print(f"{fw:<20} {len(by_fw[fw]):>5} {fams:>8} {gaps[fw]:>6.3f}")
+    print(f"\n{'regime':<40} {'n':>4} {'LOFO MAPE':>10} {'LOFO worst':>11} {'in-sample':>10}")
+    for g in sorted(stats):
+        v = stats[g]
+        lofo = [abs(x[1]) for x in v]
+        ins = [abs(x[0]) for x in v]
+        worst = max(v, key=lambda x: abs(x[1]))
+        print(f"{g:<40} {len(v):>4} {statistics.mean(lofo):>9.1f}% {worst[1]:>+10.1f}% "
+              f"{statistics.mean(ins):>9.1f}%")
+    over = sorted((x for x in stats["all"] if abs(x[1]) > 30.0), key=lambda x: -abs(x[1]))
+    print(f"\nruns beyond 30 % leave-one-family-out: {len(over)}")
+    for ins, lofo, key in over:
+        print(f"  {key:<80} LOFO {lofo:+.1f}%  in-sample {ins:+.1f}%")
+    if a.write:
+        for fw, g in gaps.items():
+            fams = len({m['family'] for m in by_fw[fw]})
+            src = (f"fit (scripts/fit_frameworks.py): median signed tokens/s error 0 over the "
+                   f"{len(by_fw[fw])} compared runs ({fams} families) of data/validation read "
+                   f"with this profile, every op priced as an isolated kernel (data/kernels fits)")
+            set_gap(os.path.join(data_dir, "frameworks", fw + ".yaml"), round(g, 3), src)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

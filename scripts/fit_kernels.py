@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""Fit the isolated-kernel efficiencies of data/hardware from the published kernel rows of
+data/kernels (docs/kernels.md).
+
+Each constant is one multiplier on a cost function's rate (a fraction of a peak), so the fit is
+a fixed point: price every row with `projector kernels --json` as a projection would, divide the
+constant by the median of measured time / predicted time over the rows it prices, repeat until
+the medians are 1 (3 passes: the tile, wave and launch terms make the rate slightly non-linear).
+Only constants with at least MIN_ROWS rows are fitted; every other value keeps its source. The
+written source names the rule, the row count, some ids and the residual after the fit, which
+`projector hardware show NAME` prints.
+
+Usage: scripts/fit_kernels.py [--projector build/release/projector] [--check]
+  --check: fit into a scratch copy and exit 1 when a shipped value differs by more than 0.5 %
+           (the staleness test in tests/kernels).
+Needs only the Python standard library.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MIN_ROWS = 3
+PASSES = 3
+
+# Attention backends a framework runs by default (the "fused" fractions): TE / cuDNN / FA3 / FA4 on
+# NVIDIA, AITER / CK (TE's ROCm backends, Primus-Turbo) on AMD, Pallas / Splash on TPUs. FA2-class
+# kernels (flash-attn 2, Triton) price the `fa2` fractions torchtitan's SDPA path uses.
+FUSED = {"cudnn", "fa3", "fa4", "te", "aiter", "ck"}
+FA2 = {"fa2", "triton"}
+
+# Where a constant is absent from a file, the fit starts from the value the cost model falls back
+# to (cost/memory_ops.cpp, cost/gemm.cpp).
+START = {"hbm_gather_fraction": 0.30, "grouped_gemm_fraction": 1.0,
+         "grouped_gemm_fraction_fp8": 1.0}
+
+# Memory-bound MoE permute kernels are measured on one NVIDIA part only (H200). Their fraction of
+# HBM peak is a property of the kernel (an index gather / scatter of token rows), so the NVIDIA
+# parts of the same software stack borrow it, as an estimate that names the rows.
+BORROW = {"h200": ["h100_sxm", "h100_sxm_96gb_500w", "h800", "h20", "b200", "b300", "gb200",
+                   "gb300"]}
+BORROWED_KEYS = ("hbm_permute_fraction", "hbm_gather_fraction")
+
+
+def dtype_key(dtype):
+    return {"nvfp4": "fp4", "mxfp4": "fp4", "fp16": "fp16"}.get(dtype, dtype)
+
+
+def rules(rows_by_id):
+    """(accelerator, constant) -> selection predicate and a readable rule."""
+    out = {}
+    accs = sorted({r["accelerator"] for r in rows_by_id.values()})
+    for a in accs:
+        for d in ("bf16", "fp16", "tf32", "fp8", "mxfp8", "fp4"):
+            out[(a, "gemm_peak_fraction." + d)] = (
+                lambda r, a=a, d=d: r["op_class"] == "gemm" and r["accelerator"] == a
+                and dtype_key(r["dtype"]) == d,
+                f"op_class gemm, dtype {d}" + (" (per-tensor scaling when it has rows)"
+                                                 if d == "fp8" else ""))
+        out[(a, "grouped_gemm_fraction")] = (
+            lambda r, a=a: r["op_class"] == "grouped_gemm" and r["accelerator"] == a
+            and r["dtype"] in ("bf16", "fp16"), "op_class grouped_gemm, 16-bit")
+        out[(a, "grouped_gemm_fraction_fp8")] = (
+            lambda r, a=a: r["op_class"] == "grouped_gemm" and r["accelerator"] == a
+            and r["dtype"] in ("fp8", "mxfp8", "nvfp4", "mxfp4"), "op_class grouped_gemm, 8/4-bit")
+        for key, backends, p in (("attention_fwd_fraction", FUSED, "fwd"),
+                                 ("attention_bwd_fraction", FUSED, "bwd"),
+                                 ("attention_fa2_fwd_fraction", FA2, "fwd"),
+                                 ("attention_fa2_bwd_fraction", FA2, "bwd")):
+            tpu = a.startswith("tpu")
+            out[(a, key)] = (
+                lambda r, a=a, b=backends, p=p, tpu=tpu: r["op_class"] == "attention"
+                and r["accelerator"] == a and r["pass"] == p
+                and (r["backend"] in b or (tpu and b is FUSED)),
+                f"op_class attention, pass {p}, backend in {sorted(backends)}"
+                + (" (TPU: every backend)" if tpu and backends is FUSED else ""))
+        # Streaming kernels whose traffic the row states without ambiguity (a STREAM kernel, or
+        # a stated byte count); fused norm / activation / cast kernels move a number of tensors
+        # their rows do not always say, so they are checked, not fitted.
+        out[(a, "hbm_elementwise_fraction")] = (
+            lambda r, a=a: r["op_class"] == "memory" and r["accelerator"] == a
+            and (r["kind"] in ("copy", "triad", "stream_add") or r.get("bytes", 0) > 0),
+            "op_class memory, STREAM kinds or a stated byte count")
+        out[(a, "hbm_loss_fraction")] = (
+            lambda r, a=a: r["op_class"] == "memory" and r["accelerator"] == a
+            and r["kind"] == "cross_entropy", "op_class memory, kind cross_entropy")
+        out[(a, "hbm_optimizer_fraction")] = (
+            lambda r, a=a: r["op_class"] == "memory" and r["accelerator"] == a
+            and r["kind"] == "adam", "op_class memory, kind adam")
+        out[(a, "hbm_permute_fraction")] = (
+            lambda r, a=a: r["op_class"] == "permute" and r["accelerator"] == a
+            and r["impl"] == "eager", "op_class permute, impl eager")
+        out[(a, "hbm_gather_fraction")] = (
+            lambda r, a=a: r["op_class"] == "permute" and r["accelerator"] == a
+            and r["impl"] in ("te_fused", "triton", "other"), "op_class permute, fused impls")
+    return out
+
+
+def training_shape(op_class, s):
+    """Whether a row's problem is of the size a training step runs (the fits use only these; the
+    gate checks every row): GEMMs with tokens, hidden and K of 1024 or more per group, attention
+    over 2048 tokens or more, memory-bound kernels moving 32 MiB or more."""
+    if op_class in ("gemm", "grouped_gemm"):
+        g = s.get("groups", 1.0)
+        return min(s.get("m", 0) / g, s.get("n", 0), s.get("k", 0)) >= 1024
+    if op_class == "attention":
+        return s.get("seq_q", 0) >= 2048
+    if op_class == "memory":
+        size = s.get("bytes", 2.0 * s.get("rows", 0) * s.get("cols", 0))
+        return size == 0 or size >= 32 * 2**20  # a bandwidth without a size is a STREAM run
+    return True
+
+
+def load_rows(kernels_json, kernels_dir):
+    """Priced rows joined with the fields of the YAML rows the JSON does not carry."""
+    meta = {}
+    for name in sorted(os.listdir(kernels_dir)):
+        if not name.endswith(".yaml"):
+            continue
+        # Small reader for the fields used here: the row id, then shape keys below it.
+        cur = None
+        for line in open(os.path.join(kernels_dir, name)):
+            m = re.match(r"^- id: (.+)$", line)
+            if m:
+                cur = meta.setdefault(m.group(1).strip().strip("'\""), {})
+                continue
+            m = re.match(r"^  (scaling): (.+)$", line) or re.match(
+                r"^    (pass|backend|kind|impl): (.+)$", line)
+            if cur is not None and m:
+                cur[m.group(1)] = m.group(2).strip().strip("'\"")
+            m = re.match(r"^    (m|n|k|groups|seq_q|bytes|rows|cols): ([0-9.eE+]+)$", line)
+            if cur is not None and m:
+                cur[m.group(1)] = float(m.group(2))
+    rows = {}
+    for r in json.load(open(kernels_json))["rows"]:
+        if "error_pct" not in r:
+            continue
+        m = meta.get(r["id"], {})
+        r["pass"] = m.get("pass", "fwd")
+        r["backend"] = m.get("backend", "")
+        r["kind"] = m.get("kind", "")
+        r["impl"] = m.get("impl", "")
+        r["scaling"] = m.get("scaling", "")
+        r["training_shape"] = training_shape(r["op_class"], m)
+        r["bytes"] = m.get("bytes", 0.0)
+        rows[r["id"]] = r
+    return rows
+
+
+def read_value(text, key):
+    if key.startswith("gemm_peak_fraction."):
+        d = key.split(".")[1]
+        block = re.search(r"\n  gemm_peak_fraction:\n((?:    .*\n)+)", text)
+        if not block:
+            return None
+        m = re.search(r"^    " + d + r": \{value: ([0-9.eE+-]+)", block.group(1), re.M)
+        return float(m.group(1)) if m else None
+    m = re.search(r"\n  " + key + r": \{value: ([0-9.eE+-]+)", text)
+    return float(m.group(1)) if m else None
+
+
+def write_value(text, key, value, source):
+    entry = "{value: %s, source: \"%s\"}" % (f"{value:.4g}", source)
+    if key.startswith("gemm_peak_fraction."):
+        d = key.split(".")[1]
+        block = re.search(r"\n  gemm_peak_fraction:\n((?:    .*\n)+)", text)
+        line = re.compile(r"^    " + d + r":.*$", re.M)
+        if line.search(block.group(1)):
+            new_block = line.sub(lambda _m: "    " + d + ": " + entry, block.group(1), count=1)
+        else:
+            new_block = block.group(1) + "    " + d + ": " + entry + "\n"
+        return text[:block.start(1)] + new_block + text[block.end(1):]
+    pat = re.compile(r"^  " + key + r": .*$", re.M)
+    if pat.search(text):
+        return pat.sub(lambda _m: "  " + key + ": " + entry, text, count=1)
+    return text.rstrip("\n") + "\n  " + key + ": " + entry + "\n"
+
+
+def run_kernels(projector, data_dir, out):
+    subprocess.run([projector, "kernels", "--data-dir", data_dir, "--json", out], check=True,
+                   capture_output=True)
+
+
+def fit(projector, data_dir):
+    acc_dir = os.path.join(data_dir, "hardware", "accelerators")
+    kernels_dir = os.path.join(data_dir, "kernels")
+    out = os.path.join(tempfile.mkdtemp(), "k.json")
+    notes = {}
+    original = {}
+    for name in os.listdir(acc_dir):
+        text = open(os.path.join(acc_dir, name)).read()
+        for key in ("attention_fwd_fraction", "attention_bwd_fraction"):
+            original[(name[:-5], key)] = read_value(text, key)
+    for p in range(PASSES):
+        run_kernels(projector, data_dir, out)
+        rows = load_rows(out, kernels_dir)
+        for (acc, key), (pred, rule) in sorted(rules(rows).items()):
+            sel = [r for r in rows.values() if pred(r) and r["training_shape"]]
+            # Blockwise-scaled FP8 (DeepSeek 1x128 / 128x128) carries its own scaling work; the
+            # fp8 fraction prices per-tensor recipes, the frameworks' default, when it has rows.
+            if key == "gemm_peak_fraction.fp8":
+                other = [r for r in sel if r["scaling"] != "blockwise"]
+                if len(other) >= MIN_ROWS:
+                    sel = other
+            if len(sel) < MIN_ROWS:
+                continue
+            path = os.path.join(acc_dir, acc + ".yaml")
+            text = open(path).read()
+            old = read_value(text, key)
+            if old is None or old <= 0.0:
+                old = START.get(key)
+            if old is None:
+                continue
+            ratio = statistics.median(r["measured_s"] / r["predicted_s"] for r in sel)
+            cap = 1.0
+            new = min(cap, max(0.01, old / ratio))
+            notes[(acc, key)] = (new, rule, sel)
+            open(path, "w").write(write_value(text, key, new, "fitting"))
+    # Final pass: residuals after the fit, then the sources.
+    run_kernels(projector, data_dir, out)
+    rows = load_rows(out, kernels_dir)
+    for (acc, key), (new, rule, sel) in sorted(notes.items()):
+        res = sorted(abs(rows[r["id"]]["error_pct"]) for r in sel if r["id"] in rows)
+        med = statistics.median(res)
+        p90 = res[min(len(res) - 1, int(round(0.9 * (len(res) - 1))))]
+        ids = [r["id"] for r in sel]
+        shown = ", ".join(ids[:4]) + (f" and {len(ids) - 4} more" if len(ids) > 4 else "")
+        source = (f"fit (scripts/fit_kernels.py): median of measured/predicted over the "
+                  f"{len(ids)} rows of data/kernels with accelerator {acc}, {rule} ({shown}); "
+                  f"residual median |error| {med:.1f}%, P90 {p90:.1f}%")
+        path = os.path.join(acc_dir, acc + ".yaml")
+        text = open(path).read()
+        open(path, "w").write(write_value(text, key, new, source))
+        for sibling in BORROW.get(acc, []) if key in BORROWED_KEYS else []:
+            spath = os.path.join(acc_dir, sibling + ".yaml")
+            borrowed = (f"estimate: no {key.split('_')[1]} kernel rows on this part; the fraction "
+                        f"of HBM peak the same kernels reach on {acc} (" + source + ")")
+            stext = open(spath).read()
+            if "\ncalibration:" not in stext:
+                continue  # a derived entry takes its sibling's calibration (derived_from)
+            open(spath, "w").write(write_value(stext, key, new, borrowed))
+    # A backward fraction without rows keeps its ratio to the forward one (the estimate it was).
+    for (acc, key), (new, rule, sel) in sorted(notes.items()):
+        fwd0, bwd0 = original.get((acc, key)), original.get((acc, "attention_bwd_fraction"))
+        if key != "attention_fwd_fraction" or (acc, "attention_bwd_fraction") in notes:
+            continue
+        if not fwd0 or not bwd0:
+            continue
+        path = os.path.join(acc_dir, acc + ".yaml")
+        text = open(path).read()
+        src = (f"estimate: no backward rows on this part; the fitted forward fraction x "
+               f"{bwd0 / fwd0:.3f}, the bwd / fwd ratio of the previous estimates")
+        open(path, "w").write(write_value(text, "attention_bwd_fraction", new * bwd0 / fwd0, src))
+    return notes
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--projector", default=os.path.join(ROOT, "build", "release", "projector"))
+    ap.add_argument("--check", action="store_true")
+    a = ap.parse_args()
+    data = os.path.join(ROOT, "data")
+    if not a.check:
+        notes = fit(a.projector, data)
+        for (acc, key), (new, rule, sel) in sorted(notes.items()):
+            print(f"{acc:<12} {key:<28} {new:.4g}  ({len(sel)} rows)")
+        return 0
+    scratch = tempfile.mkdtemp()
+    shutil.copytree(data, os.path.join(scratch, "data"))
+    notes = fit(a.projector, os.path.join(scratch, "data"))
+    stale = []
+    for (acc, key), (new, _, _) in notes.items():
+        shipped = read_value(open(os.path.join(data, "hardware", "accelerators",
+                                               acc + ".yaml")).read(), key)
+        if shipped is None or abs(shipped - new) > 0.005 * new:
+            stale.append(f"{acc} {key}: shipped {shipped}, refit {new:.4g}")
+    for s in stale:
+        print("stale:", s)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,268 @@
+// Pricing one published kernel row with the cost functions a projection calls, on the same
+// shapes the workload builds (workload/build.cpp: a grouped GEMM's backward is a dgrad and an fp32
+// wgrad grouped GEMM; the MoE permute moves 2 x routed bytes as a permute-class or row-gather
+// memory op; EP dispatch is an all-to-all of the routed bytes over the EP group).
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "projector/cost/attention.h"
+#include "projector/cost/collective.h"
+#include "projector/cost/gemm.h"
+#include "projector/cost/memory_ops.h"
+#include "projector/kernels/kernels.h"
+
+namespace projector {
+
+namespace {
+
+// DeepEP / Megatron's FP8 dispatch wire format: 1 byte per element plus an fp32 scale per 128.
+constexpr double kFp8WireBytes = 1.0 + 4.0 / 128.0;
+constexpr double kNominalStreamBytes = 1e9;
+
+struct Priced {
+  double time_s = 0.0;
+  double flops = 0.0;  // the FLOPs a TFLOP/s measurement divides by
+  double bytes = 0.0;  // the bytes a GB/s measurement divides by
+  double bus_factor = 1.0;
+  std::string model;
+  std::string skipped;
+};
+
+Priced skip(std::string why) {
+  Priced p;
+  p.skipped = std::move(why);
+  return p;
+}
+
+Priced price_gemm(const AcceleratorSpec& acc, const KernelRow& r) {
+  const KernelShape& s = r.shape;
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return skip("gemm needs m, n and k");
+  const GemmShape g{s.m, s.n, s.k, std::max<std::int64_t>(s.batch, 1), r.dtype, Dtype::kBf16};
+  Priced p;
+  p.time_s = gemm_time(acc, g).time_s;
+  p.flops = g.flops();
+  p.model = fmt::format("gemm_time {}x{}x{} batch {} {}", s.m, s.n, s.k, g.batch, r.dtype_name);
+  return p;
+}
+
+Priced price_grouped(const AcceleratorSpec& acc, const KernelRow& r) {
+  const KernelShape& s = r.shape;
+  const std::int64_t g = std::max<std::int64_t>(s.groups, 1);
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return skip("grouped_gemm needs m, n and k");
+  const std::int64_t mg = (s.m + g - 1) / g;
+  Priced p;
+  p.time_s = grouped_gemm_time(acc, g, mg, s.n, s.k, r.dtype).time_s;
+  p.flops = 2.0 * static_cast<double>(s.m) * s.n * s.k;
+  if (s.pass == "fwd_bwd") {
+    p.time_s += grouped_gemm_time(acc, g, mg, s.k, s.n, r.dtype).time_s;
+    p.time_s += grouped_gemm_time(acc, g, s.n, s.k, mg, r.dtype, Dtype::kFp32).time_s;
+    p.flops *= 3.0;
+  } else if (!s.pass.empty() && s.pass != "fwd") {
+    return skip("grouped_gemm pass must be fwd or fwd_bwd");
+  }
+  p.model = fmt::format("grouped_gemm_time {} groups x {}x{}x{} {} {}", g, mg, s.n, s.k,
+                        r.dtype_name, s.pass.empty() ? "fwd" : s.pass);
+  return p;
+}
+
+Priced price_attention(const AcceleratorSpec& acc, const KernelRow& r) {
+  const KernelShape& s = r.shape;
+  if (s.seq_q <= 0 || s.heads_q <= 0 || s.head_dim <= 0) {
+    return skip("attention needs seq_q, heads_q and head_dim");
+  }
+  AttentionShape a;
+  a.batch = std::max<std::int64_t>(s.batch, 1);
+  a.q_heads = s.heads_q;
+  a.kv_heads = s.heads_kv;
+  a.seq_q = s.seq_q;
+  a.seq_kv = s.seq_kv;
+  a.head_dim_qk = s.head_dim;
+  a.head_dim_v = s.head_dim_v;
+  a.causal = s.causal;
+  a.window = s.window;
+  a.dtype = r.dtype;
+  a.kernel = s.backend == "fa2" ? AttentionKernel::kFa2 : AttentionKernel::kFused;
+  const std::string pass = s.pass.empty() ? "fwd" : s.pass;
+  Priced p;
+  if (pass == "fwd" || pass == "fwd_bwd") {
+    p.time_s += attention_fwd_time(acc, a).time_s;
+    p.flops += attention_fwd_flops(a);
+  }
+  if (pass == "bwd" || pass == "fwd_bwd") {
+    p.time_s += attention_bwd_time(acc, a).time_s;
+    p.flops += attention_bwd_flops(a);
+  }
+  if (p.time_s <= 0.0) return skip("attention pass must be fwd, bwd or fwd_bwd");
+  p.model = fmt::format("attention_{}_time b{} h{}/{} s{}x{} d{} {}{} {}", pass, a.batch, a.q_heads,
+                        a.kv_heads, a.seq_q, a.seq_kv, a.head_dim_qk, a.causal ? "causal" : "full",
+                        a.kernel == AttentionKernel::kFa2 ? " fa2-class" : "", r.dtype_name);
+  return p;
+}
+
+// Bytes one call reads and writes, from `bytes` or from rows x cols for the kinds whose traffic
+// is fixed by their definition (a norm reads x and writes y; its backward reads x and dy and
+// writes dx; a copy reads and writes once).
+double memory_bytes(const KernelRow& r) {
+  const KernelShape& s = r.shape;
+  if (s.bytes > 0.0) return s.bytes;
+  const double e = static_cast<double>(s.rows) * static_cast<double>(s.cols);
+  // A bandwidth without a size (STREAM tables): priced on 1 GB, where the launch is negligible.
+  if (e <= 0.0) return r.measure == KernelMeasure::kGbPerS ? kNominalStreamBytes : 0.0;
+  const double b = bytes_per_element(r.dtype);
+  const std::string& k = s.kind;
+  if (k == "copy" || k == "rmsnorm_fwd" || k == "layernorm_fwd" || k == "softmax") {
+    return 2.0 * e * b;
+  }
+  if (k == "rmsnorm_bwd" || k == "layernorm_bwd") return 3.0 * e * b;
+  return 0.0;
+}
+
+Priced price_memory(const AcceleratorSpec& acc, const KernelRow& r) {
+  const double bytes = memory_bytes(r);
+  if (bytes <= 0.0) return skip("memory row without bytes (or rows x cols for its kind)");
+  const std::string& k = r.shape.kind;
+  const MemOpClass cls = k == "adam"            ? MemOpClass::kOptimizer
+                         : k == "cross_entropy" ? MemOpClass::kLoss
+                                                : MemOpClass::kElementwise;
+  Priced p;
+  p.bytes = bytes;
+  p.time_s = memory_bound_time(acc, bytes, cls).time_s;
+  p.model = fmt::format("memory_bound_time {:.4g} B {}", bytes, to_string(cls));
+  return p;
+}
+
+Priced price_permute(const AcceleratorSpec& acc, const KernelRow& r) {
+  const KernelShape& s = r.shape;
+  if (s.tokens <= 0 || s.hidden <= 0) return skip("permute needs tokens and hidden");
+  if (s.impl == "fused_into_dispatch")
+    return skip("a permute fused into the dispatch is priced there");
+  const double routed = static_cast<double>(s.tokens) * std::max<std::int64_t>(s.topk, 1) *
+                        s.hidden * bytes_per_element(r.dtype);
+  const double passes = s.direction == "both" ? 2.0 : 1.0;
+  // Every dedicated permute kernel (TE's fused permute, Triton, vLLM / TileOPs CUDA kernels)
+  // gathers whole rows in one pass, as the workload's fused permute; "eager" is PyTorch's
+  // sort / index_select / scatter.
+  const bool fused = s.impl != "eager";
+  const MemOpClass cls = fused ? MemOpClass::kEmbedding : MemOpClass::kPermute;
+  Priced p;
+  p.bytes = 2.0 * routed * passes;
+  p.time_s = memory_bound_time(acc, 2.0 * routed, cls).time_s * passes;
+  p.model = fmt::format("memory_bound_time 2 x routed {:.4g} B {}{}", routed, to_string(cls),
+                        passes > 1.0 ? " (permute + unpermute)" : "");
+  return p;
+}
+
+CommGroup row_group(const AcceleratorSpec& acc, int ranks, int nodes, int gpus_per_node) {
+  const int gpn = gpus_per_node > 0 ? gpus_per_node
+                  : nodes > 1       ? (ranks + nodes - 1) / nodes
+                                    : std::max(acc.default_gpus_per_node, ranks);
+  return make_group(ranks, 1, gpn);
+}
+
+Priced price_dispatch(const AcceleratorSpec& acc, const NetworkSpec& net, const KernelRow& r) {
+  const KernelShape& s = r.shape;
+  if (s.tokens <= 0 || s.hidden <= 0 || s.ep <= 1)
+    return skip("ep_dispatch needs tokens, hidden, ep");
+  if (!acc.torus_wraparound.empty()) return skip("EP rows on a torus are not placed");
+  const double wire = r.dtype == Dtype::kFp8 ? kFp8WireBytes : bytes_per_element(r.dtype);
+  const double bytes =
+      static_cast<double>(s.tokens) * std::max<std::int64_t>(s.topk, 1) * s.hidden * wire;
+  const CommGroup g = row_group(acc, s.ep, s.nodes, s.gpus_per_node);
+  const CollectiveEstimate e = collective_estimate(net, CollectiveKind::kAllToAll, bytes, g);
+  Priced p;
+  p.bytes = bytes;
+  p.time_s = e.cost.time_s;
+  p.model = fmt::format("all-to-all {:.4g} B over {} ranks on {} node(s), {} {}", bytes, g.size,
+                        g.nodes, e.algorithm, e.protocol);
+  return p;
+}
+
+Priced price_collective(const AcceleratorSpec& acc, const NetworkSpec& net, const KernelRow& r) {
+  const KernelShape& s = r.shape;
+  static const std::pair<const char*, CollectiveKind> kOps[] = {
+      {"all_reduce", CollectiveKind::kAllReduce},
+      {"all_gather", CollectiveKind::kAllGather},
+      {"reduce_scatter", CollectiveKind::kReduceScatter},
+      {"all_to_all", CollectiveKind::kAllToAll},
+      {"broadcast", CollectiveKind::kBroadcast},
+      {"send_recv", CollectiveKind::kSendRecv}};
+  const CollectiveKind* kind = nullptr;
+  for (const auto& [name, k] : kOps) {
+    if (s.op == name) kind = &k;
+  }
+  if (kind == nullptr) return skip("unknown collective op '" + s.op + "'");
+  if (s.ranks < 2 || s.bytes <= 0.0) return skip("collective needs ranks >= 2 and bytes");
+  if (!acc.torus_wraparound.empty()) return skip("collectives on a torus need the slice placement");
+  const CommGroup g = row_group(acc, s.ranks, s.nodes, s.gpus_per_node);
+  const CollectiveEstimate e = collective_estimate(net, *kind, s.bytes, g);
+  Priced p;
+  p.bytes = s.bytes;
+  p.bus_factor = bus_bandwidth_factor(*kind, s.ranks);
+  p.time_s = e.cost.time_s;
+  p.model = fmt::format("{} {:.4g} B over {} ranks on {} node(s), {} {}", s.op, s.bytes, g.size,
+                        g.nodes, e.algorithm, e.protocol);
+  return p;
+}
+
+// The measured time: a time as written, or the row's work over its rate.
+double measured_time_s(const KernelRow& r, const Priced& p) {
+  const double v = r.measured_value;
+  switch (r.measure) {
+    case KernelMeasure::kTimeUs:
+      return v * 1e-6;
+    case KernelMeasure::kTflops:
+      return p.flops > 0.0 ? p.flops / (v * 1e12) : 0.0;
+    case KernelMeasure::kGbPerS:
+    case KernelMeasure::kAlgBwGbPerS:
+      return p.bytes > 0.0 ? p.bytes / (v * 1e9) : 0.0;
+    case KernelMeasure::kBusBwGbPerS:
+      return p.bytes > 0.0 ? p.bytes * p.bus_factor / (v * 1e9) : 0.0;
+  }
+  return 0.0;
+}
+
+}  // namespace
+
+PricedKernelRow price_kernel_row(const KernelRow& row, const AcceleratorSpec& acc,
+                                 const NetworkSpec& net) {
+  Priced p;
+  switch (row.op_class) {
+    case KernelClass::kGemm:
+      p = price_gemm(acc, row);
+      break;
+    case KernelClass::kGroupedGemm:
+      p = price_grouped(acc, row);
+      break;
+    case KernelClass::kAttention:
+      p = price_attention(acc, row);
+      break;
+    case KernelClass::kMemory:
+      p = price_memory(acc, row);
+      break;
+    case KernelClass::kPermute:
+      p = price_permute(acc, row);
+      break;
+    case KernelClass::kEpDispatch:
+      p = price_dispatch(acc, net, row);
+      break;
+    case KernelClass::kCollective:
+      p = price_collective(acc, net, row);
+      break;
+  }
+  PricedKernelRow out;
+  out.row = row;
+  out.model = std::move(p.model);
+  out.skipped = std::move(p.skipped);
+  if (!out.skipped.empty()) return out;
+  out.predicted_s = p.time_s;
+  out.measured_s = measured_time_s(row, p);
+  if (out.measured_s <= 0.0 || out.predicted_s <= 0.0) {
+    out.skipped = "the measurement's unit does not apply to this class (no FLOPs or bytes)";
+    return out;
+  }
+  out.error_pct = 100.0 * (out.measured_s / out.predicted_s - 1.0);
+  return out;
+}
+
+}  // namespace projector

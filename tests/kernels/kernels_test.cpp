@@ -1,0 +1,187 @@
+// The kernel-row reader, the unit conversions of price_kernel_row (derived by hand), the gate, and
+// the gate itself on the shipped data/kernels rows.
+#include "projector/kernels/kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "projector/cost/collective.h"
+#include "projector/cost/gemm.h"
+#include "projector/util/error.h"
+#include "support/catalogue.h"
+
+namespace projector {
+namespace {
+
+const std::string kDataDir = PROJECTOR_DEFAULT_DATA_DIR;
+
+std::string row_text(const std::string& cls, const std::string& shape, const std::string& meas,
+                     const std::string& extra = "") {
+  return "rows:\n  - id: r1\n    op_class: " + cls +
+         "\n    accelerator: h100_sxm\n    dtype: bf16\n    shape: " + shape +
+         "\n    measured: " + meas + "\n" + extra +
+         "    source: {url: 'https://example.org/x', location: 'table 1', quote: 'q'}\n";
+}
+
+TEST(KernelRows, ReadsEveryField) {
+  const auto rows = parse_kernel_rows(
+      row_text("attention",
+               "{batch: 2, seq_q: 4096, heads_q: 32, heads_kv: 8, head_dim: 128, causal: true, "
+               "pass: fwd, backend: fa3}",
+               "{tflops: 600}", "    flops_convention: fa\n"),
+      "a.yaml");
+  ASSERT_EQ(rows.size(), 1u);
+  const KernelRow& r = rows[0];
+  EXPECT_EQ(r.op_class, KernelClass::kAttention);
+  EXPECT_EQ(r.shape.seq_kv, 4096);  // defaults to seq_q
+  EXPECT_EQ(r.shape.heads_kv, 8);
+  EXPECT_EQ(r.shape.head_dim_v, 128);  // defaults to head_dim
+  EXPECT_TRUE(r.shape.causal);
+  EXPECT_EQ(r.measure, KernelMeasure::kTflops);
+  EXPECT_DOUBLE_EQ(r.measured_value, 600.0);
+  EXPECT_EQ(r.line, 2);
+}
+
+TEST(KernelRows, BadRowsNameFileLineAndKey) {
+  auto message = [](const std::string& text) {
+    try {
+      parse_kernel_rows(text, "k.yaml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(row_text("gemm", "{m: 8, n: 8, k: 8}", "{tflops: 1, time_us: 2}")),
+            "k.yaml:7:15: measured: expected exactly one of tflops, time_us, gb_per_s, "
+            "busbw_gb_per_s, algbw_gb_per_s");
+  EXPECT_EQ(message(row_text("gemm", "{m: -8, n: 8, k: 8}", "{tflops: 1}")),
+            "k.yaml:6:16: shape.m: expected a non-negative whole number");
+  EXPECT_EQ(message(row_text("gemm", "{m: 8, n: 8, k: 8}", "{tflops: fast}")),
+            "k.yaml:7:24: measured.tflops: expected a number, got 'fast'");
+  EXPECT_EQ(message(row_text("gemv", "{m: 8}", "{tflops: 1}")),
+            "k.yaml:3:15: op_class: unknown op class 'gemv'");
+  EXPECT_EQ(message("rows: 3\n"), "k.yaml:1: rows: expected a top-level 'rows:' list");
+}
+
+// A TFLOP/s row is converted with the GEMM's own FLOPs: 2 x 8192^3 / 500e12 = 2.199 ms; the error
+// is the predicted rate's: measured time / predicted time - 1.
+TEST(KernelPrice, GemmTflopsRow) {
+  const auto rows =
+      parse_kernel_rows(row_text("gemm", "{m: 8192, n: 8192, k: 8192}", "{tflops: 500}"), "g.yaml");
+  const AcceleratorSpec& acc = testing::accelerator("h100_sxm");
+  const PricedKernelRow p = price_kernel_row(rows[0], acc, testing::network("h100_ib400"));
+  ASSERT_TRUE(p.skipped.empty()) << p.skipped;
+  EXPECT_NEAR(p.measured_s, 2.0 * 8192.0 * 8192.0 * 8192.0 / 500e12, 1e-12);
+  const double model_s = gemm_time(acc, GemmShape{8192, 8192, 8192}).time_s;
+  EXPECT_DOUBLE_EQ(p.predicted_s, model_s);  // the projection's own function, nothing else
+  EXPECT_NEAR(p.error_pct, 100.0 * (p.measured_s / model_s - 1.0), 1e-9);
+}
+
+// nccl-tests bus bandwidth: all-reduce busbw = algbw x 2(n-1)/n, so 1 GB at busbw 350 GB/s over 8
+// ranks took 1e9 / (350e9 / 1.75) = 5.0 ms.
+TEST(KernelPrice, CollectiveBusBandwidthRow) {
+  const auto rows = parse_kernel_rows(row_text("collective",
+                                               "{op: all_reduce, bytes: 1.0e9, ranks: 8, nodes: 1, "
+                                               "gpus_per_node: 8}",
+                                               "{busbw_gb_per_s: 350}"),
+                                      "c.yaml");
+  const PricedKernelRow p =
+      price_kernel_row(rows[0], testing::accelerator("h100_sxm"), testing::network("h100_ib400"));
+  ASSERT_TRUE(p.skipped.empty()) << p.skipped;
+  EXPECT_NEAR(p.measured_s, 5.0e-3, 1e-12);
+  const double model_s = collective_time(testing::network("h100_ib400"), CollectiveKind::kAllReduce,
+                                         1e9, make_group(8, 1, 8))
+                             .time_s;
+  EXPECT_DOUBLE_EQ(p.predicted_s, model_s);
+}
+
+// The gate counts only groups of >= 5 priced rows and names the failing one.
+TEST(KernelGate, NamesTheFailingGroup) {
+  KernelCheck c;
+  c.classes.push_back({"gemm", "h100_sxm", 5, 12.0, 20.0, 3.0, "g.1", 30.0});
+  c.classes.push_back({"gemm", "b200", 4, 50.0, 90.0, 50.0, "g.2", 90.0});  // too few rows
+  c.classes.push_back({"attention", "h100_sxm", 9, 8.0, 26.0, -1.0, "a.1", -40.0});
+  const auto f = kernel_gate_failures(c);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_NE(f[0].find("gemm on h100_sxm: 5 rows, median |error| 12.0%"), std::string::npos);
+  EXPECT_NE(f[1].find("attention on h100_sxm: 9 rows"), std::string::npos);
+  EXPECT_NE(f[1].find("P90 26.0%"), std::string::npos);
+}
+
+// Open gaps: a listed failing group is reported apart from new failures, a listed group that
+// passes is reported as closed.
+TEST(KernelGate, OpenGapsAreSeparatedAndClosedOnesReported) {
+  KernelCheck c;
+  c.classes.push_back({"gemm", "h100_sxm", 5, 12.0, 20.0, 3.0, "g.1", 30.0});     // fails, listed
+  c.classes.push_back({"attention", "b200", 9, 30.0, 40.0, -1.0, "a.1", -40.0});  // fails
+  c.classes.push_back({"memory", "mi300x", 6, 2.0, 5.0, 0.0, "m.1", 6.0});        // passes, listed
+  const std::vector<KernelGap> gaps = {{"gemm", "h100_sxm", "small-M kernels", 3},
+                                       {"memory", "mi300x", "fixed", 7}};
+  const KernelGateResult g = kernel_gate(c, gaps);
+  ASSERT_EQ(g.failures.size(), 1u);
+  EXPECT_EQ(g.failures[0].rfind("attention on b200", 0), 0u);
+  ASSERT_EQ(g.open.size(), 1u);
+  EXPECT_NE(g.open[0].find("(open gap: small-M kernels)"), std::string::npos);
+  ASSERT_EQ(g.closed.size(), 1u);
+  EXPECT_EQ(g.closed[0], "memory on mi300x (open_gaps.yaml line 7) passes the gate now");
+}
+
+// The shipped data set: at least 300 sourced rows over at least 7 catalogue accelerators, every
+// row priced or skipped with a reason, and the gate passing (docs/kernels.md).
+TEST(KernelData, ShippedRowsPassTheGate) {
+  const auto rows = load_kernel_rows(kDataDir + "/kernels");
+  EXPECT_GE(rows.size(), 300u);
+  std::set<std::string> accelerators;
+  for (const KernelRow& r : rows) {
+    accelerators.insert(r.accelerator);
+    EXPECT_FALSE(r.quote.empty()) << r.id;
+    EXPECT_EQ(r.url.rfind("http", 0), 0u) << r.id;
+  }
+  EXPECT_GE(accelerators.size(), 7u);
+  const KernelCheck check = check_kernels(rows, kDataDir);
+  int priced = 0;
+  for (const KernelClassStats& s : check.classes) priced += s.rows;
+  EXPECT_GE(priced, 250);
+  // Every failing group is a documented open gap, and every documented gap still fails.
+  const KernelGateResult gate = kernel_gate(check, load_kernel_gaps(kDataDir + "/kernels"));
+  for (const std::string& f : gate.failures) ADD_FAILURE() << f;
+  for (const std::string& f : gate.closed) ADD_FAILURE() << f;
+  const nlohmann::json j = nlohmann::json::parse(kernel_check_to_json(check));
+  EXPECT_EQ(j.at("schema_version"), kKernelsSchemaVersion);
+  EXPECT_EQ(j.at("rows").size(), rows.size());
+  EXPECT_EQ(j.at("classes").size(), check.classes.size());
+}
+
+// Published anchors: each part's best-shape GEMM (stas00's MAMF), STREAM copy (BabelStream) and a
+// large training-shape attention pass, priced within the stated bounds. A change to a cost function
+// or a constant that moves one of these off its measurement fails here by name.
+TEST(KernelData, PublishedAnchorsWithinTolerance) {
+  const KernelCheck check = check_kernels(load_kernel_rows(kDataDir + "/kernels"), kDataDir);
+  const std::pair<const char*, double> anchors[] = {
+      {"gemm.h100_sxm.mamf.bf16.2048x2048x13312", 12.0},
+      {"gemm.a100_80gb.mamf.bf16.1024x10240x5120", 10.0},
+      {"gemm.b200.mamf.bf16.1792x16128x3072", 10.0},
+      {"gemm.mi300x.mamf.bf16.10240x15360x8192", 10.0},
+      {"gemm.mi355x.mamf.bf16.12288x8192x8192", 10.0},
+      {"gemm.h100_sxm.azure_cublaslt.fp8.8192x8192x8192", 10.0},
+      {"memory.h100_sxm.azure-ai-benchmarking-guide.babelstream.copy", 5.0},
+      {"memory.h200.azure-ai-benchmarking-guide.babelstream.copy", 5.0},
+      {"memory.mi300x.azure-ai-benchmarking-guide.babelstream.copy", 5.0},
+  };
+  for (const auto& [id, bound] : anchors) {
+    bool found = false;
+    for (const PricedKernelRow& r : check.rows) {
+      if (r.row.id != id) continue;
+      found = true;
+      ASSERT_TRUE(r.skipped.empty()) << id << ": " << r.skipped;
+      EXPECT_LE(std::abs(r.error_pct), bound) << id << ": " << r.model;
+    }
+    EXPECT_TRUE(found) << id;
+  }
+}
+
+}  // namespace
+}  // namespace projector
