@@ -5,7 +5,7 @@ data/kernels (docs/kernels.md).
 Each constant is one multiplier on a cost function's rate (a fraction of a peak), so the fit is
 a fixed point: price every row with `projector kernels --json` as a projection would, divide the
 constant by the median of measured time / predicted time over the rows it prices, repeat until
-the medians are 1 (3 passes: the tile, wave and launch terms make the rate slightly non-linear).
+the medians are 1 (6 passes: the tile, wave and launch terms make the rate slightly non-linear).
 Only constants with at least MIN_ROWS rows are fitted; every other value keeps its source. The
 written source names the rule, the row count, some ids and the residual after the fit, which
 `projector hardware show NAME` prints.
@@ -27,7 +27,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIN_ROWS = 3
-PASSES = 3
+PASSES = 6
 
 # Attention backends a framework runs by default (the "fused" fractions): TE / cuDNN / FA3 / FA4 on
 # NVIDIA, AITER / CK (TE's ROCm backends, Primus-Turbo) on AMD, Pallas / Splash on TPUs. FA2-class
@@ -74,11 +74,14 @@ def rules(rows_by_id):
                                  ("attention_fa2_fwd_fraction", FA2, "fwd"),
                                  ("attention_fa2_bwd_fraction", FA2, "bwd")):
             tpu = a.startswith("tpu")
+            # TPUs publish forward and forward+backward timings: with the forward fitted, the
+            # fwd_bwd rows fit the backward.
+            passes = (p, "fwd_bwd") if tpu and p == "bwd" else (p,)
             out[(a, key)] = (
-                lambda r, a=a, b=backends, p=p, tpu=tpu: r["op_class"] == "attention"
-                and r["accelerator"] == a and r["pass"] == p
+                lambda r, a=a, b=backends, ps=passes, tpu=tpu: r["op_class"] == "attention"
+                and r["accelerator"] == a and r["pass"] in ps
                 and (r["backend"] in b or (tpu and b is FUSED)),
-                f"op_class attention, pass {p}, backend in {sorted(backends)}"
+                f"op_class attention, pass {'/'.join(passes)}, backend in {sorted(backends)}"
                 + (" (TPU: every backend)" if tpu and backends is FUSED else ""))
         # Streaming kernels whose traffic the row states without ambiguity (a STREAM kernel, or
         # a stated byte count); fused norm / activation / cast kernels move a number of tensors
