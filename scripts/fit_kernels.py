@@ -40,12 +40,17 @@ FA2 = {"fa2", "triton"}
 START = {"hbm_gather_fraction": 0.30, "grouped_gemm_fraction": 1.0,
          "grouped_gemm_fraction_fp8": 1.0}
 
-# Memory-bound MoE permute kernels are measured on one NVIDIA part only (H200). Their fraction of
-# HBM peak is a property of the kernel (an index gather / scatter of token rows), so the NVIDIA
-# parts of the same software stack borrow it, as an estimate that names the rows.
-BORROW = {"h200": ["h100_sxm", "h100_sxm_96gb_500w", "h800", "h20", "b200", "b300", "gb200",
-                   "gb300"]}
-BORROWED_KEYS = ("hbm_permute_fraction", "hbm_gather_fraction")
+# Parts without rows of a class borrow a measured sibling's fit, as an estimate that names the
+# rows: the memory-bound MoE permute kernels are measured on the H200 only, and their fraction of
+# HBM peak is a property of the kernel (an index gather / scatter of token rows), so every NVIDIA
+# part of the same software stack borrows it; attention is compute-bound, so the parts with the
+# H200's GH100 die (same SMs and clocks) borrow its cuDNN fractions.
+HOPPER = ["h100_sxm", "h100_sxm_96gb_500w", "h800"]
+BORROW = {
+    "h200": [(("hbm_permute_fraction", "hbm_gather_fraction"),
+              HOPPER + ["h20", "b200", "b300", "gb200", "gb300"]),
+             (("attention_fwd_fraction", "attention_bwd_fraction"), HOPPER)],
+}
 
 
 def dtype_key(dtype):
@@ -240,10 +245,11 @@ def fit(projector, data_dir):
         path = os.path.join(acc_dir, acc + ".yaml")
         text = open(path).read()
         open(path, "w").write(write_value(text, key, new, source))
-        for sibling in BORROW.get(acc, []) if key in BORROWED_KEYS else []:
+        siblings = [t for keys, targets in BORROW.get(acc, []) if key in keys for t in targets]
+        for sibling in siblings:
             spath = os.path.join(acc_dir, sibling + ".yaml")
-            borrowed = (f"estimate: no {key.split('_')[1]} kernel rows on this part; the fraction "
-                        f"of HBM peak the same kernels reach on {acc} (" + source + ")")
+            borrowed = (f"estimate: no {key.split('_')[1]} kernel rows on this part; the "
+                        f"fraction the same kernels reach on {acc} (" + source + ")")
             stext = open(spath).read()
             if "\ncalibration:" not in stext:
                 continue  # a derived entry takes its sibling's calibration (derived_from)

@@ -216,7 +216,11 @@ TEST(Catalog, EveryValueHasASourceAndSaneRange) {
           &c.comm_compute_interference}) {
       EXPECT_FALSE(s->source.empty());
     }
-    EXPECT_LE(c.attention_bwd_fraction.value, c.attention_fwd_fraction.value);
+    // The backward runs below the forward's fraction unless both are measured (a TPU's fwd+bwd
+    // rows can put its backward above its forward).
+    if (c.attention_bwd_fraction.source.rfind("fit (", 0) != 0) {
+      EXPECT_LE(c.attention_bwd_fraction.value, c.attention_fwd_fraction.value);
+    }
     EXPECT_LE(c.fragmentation_fraction.value, c.fragmentation_upper_fraction.value);
     EXPECT_LE(c.kernel_launch_s.value, 1e-4);
     if (a.sustained_clock_mhz > 0.0) {
