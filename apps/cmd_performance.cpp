@@ -9,6 +9,8 @@
 
 #include "commands.h"
 #include "job_options.h"
+#include "projector/hardware/catalog.h"
+#include "projector/interval/interval.h"
 #include "projector/perf/perf.h"
 #include "projector/profile/benchmark.h"
 #include "projector/report/csv_report.h"
@@ -219,7 +221,10 @@ int run_performance(const PerfCliOptions& o, const CLI::App& cmd, bool both) {
                                  o.proj.benchmark_gpus, prof.model.bench.world));
   }
   if (measured) bench = profile::project_benchmark(job, prof, po, o.proj.profiling_mode == "both");
-  const PerfReport rep = measured ? bench.report : project_performance(job, po);
+  PerfReport rep = measured ? bench.report : project_performance(job, po);
+  // The calibrated 80 % range from the published runs of the job's regime (docs/validation.md).
+  rep.range = calibrated_range(
+      load_residuals(o.job.data_dir.empty() ? default_data_dir() : o.job.data_dir), job, rep);
   const std::vector<ScalingPoint> scan =
       o.scan_nodes.empty() ? std::vector<ScalingPoint>{} : scan_nodes(o);
   const bool doc_to_stdout = o.json_path == "-" || o.csv_path == "-";

@@ -136,6 +136,11 @@ int run_validate(const ValidateOptions& o, const CLI::App& cmd) {
           r.predicted.skew_load_factor, *r.predicted.skewed_tokens_per_sec_per_gpu,
           *r.skewed_throughput_error_pct);
     }
+    if (r.tokens_range) {
+      fmt::print("      80 % range {:.4g} - {:.4g} tokens/s/GPU ({}, {} runs){}\n",
+                 r.tokens_range->first, r.tokens_range->second, r.range_level, r.range_runs,
+                 r.in_range ? (*r.in_range ? ": measured inside" : ": measured outside") : "");
+    }
     if (!r.excluded.empty()) {
       fmt::print("      excluded from the statistics: {}\n", r.excluded);
     }
@@ -162,6 +167,10 @@ int run_validate(const ValidateOptions& o, const CLI::App& cmd) {
       s.projected_oom.empty() ? ""
                               : " (" + fmt::format("{}", fmt::join(s.projected_oom, ", ")) + ")");
 
+  for (const CoverageStats& cv : s.coverage) {
+    fmt::print("  80 % range coverage ({} {}): {} of {} runs inside, {:.0f} %\n", cv.group,
+               cv.value, cv.inside, cv.runs, cv.pct());
+  }
   if (s.skew_bracketed > 0) {
     fmt::print(
         "  dropless EP runs with a routing bracket: {}; measured between skewed and balanced: "

@@ -11,7 +11,13 @@ exclude_from_statistics take no part. A family is one source's runs of one model
 leave-one-family-out error of a run is its error with the gap fitted on every other family.
 A profile with no runs keeps no constant (0: kernels back to back) and says so.
 
-Usage: scripts/fit_frameworks.py [--projector build/release/projector] [--write]
+The same leave-one-family-out errors are the residuals behind every projection's calibrated 80 %
+range (interval/interval.h): --residuals writes them, with each run's regime and family and its
+peak-memory error, to data/validation/residuals.json; --check-residuals fails when that file is
+stale (a ctest).
+
+Usage: scripts/fit_frameworks.py [--projector build/release/projector] [--write] [--residuals]
+                                 [--check-residuals]
   --write: store the in-sample fits in data/frameworks/<profile>.yaml
 Needs only the Python standard library; runs `projector validate` 41 x 3 times (~2 min).
 """
@@ -66,8 +72,9 @@ def sweep(projector, data_dir):
                 if r.get("excluded_from_statistics"):
                     continue
                 e = runs.setdefault(f + ":" + r["id"], {
-                    "file": f, "framework": r["framework"], "family": r["family"],
-                    "regime": r["regime"], "errors": []})
+                    "file": f, "id": r["id"], "framework": r["framework"],
+                    "family": r["family"], "regime": r["regime"], "errors": [],
+                    "memory": r.get("memory_error_pct")})
                 e["errors"].append(r["throughput_error_pct"])
     shutil.rmtree(scratch)
     return {k: v for k, v in runs.items() if len(v["errors"]) == len(GRID)}
@@ -100,10 +107,50 @@ def regime(run):
     return out + ["file " + run["file"]]
 
 
+def residual_doc(runs, lofo_errors):
+    out = []
+    for key in sorted(runs):
+        r = runs[key]
+        mem = r["memory"]
+        out.append({"file": r["file"], "id": r["id"], "family": r["family"],
+                    "regime": r["regime"]["key"],
+                    "throughput_residual_pct": round(lofo_errors[key], 2),
+                    "memory_residual_pct": None if mem is None else round(mem, 2)})
+    return {"schema_version": 1,
+            "generated_by": "scripts/fit_frameworks.py --residuals",
+            "metric": "100 x (predicted / measured - 1): tokens/s/GPU leave-one-family-out "
+                      "(the framework's kernel_gap_fraction fitted without the run's family), "
+                      "peak memory as projected",
+            "runs": out}
+
+
+def check_residuals(path, doc):
+    try:
+        shipped = json.load(open(path))
+    except (OSError, ValueError):
+        print(f"stale: {path} missing or not JSON")
+        return 1
+    a = {(r["file"], r["id"]): r for r in shipped.get("runs", [])}
+    b = {(r["file"], r["id"]): r for r in doc["runs"]}
+    bad = sorted(set(a) ^ set(b))
+    for k in set(a) & set(b):
+        x, y = a[k], b[k]
+        if x["regime"] != y["regime"] or x["family"] != y["family"]:
+            bad.append(k)
+        for f in ("throughput_residual_pct", "memory_residual_pct"):
+            if (x[f] is None) != (y[f] is None) or (x[f] is not None and abs(x[f] - y[f]) > 0.05):
+                bad.append(k)
+    for k in sorted(set(bad)):
+        print("stale residual:", k)
+    return 1 if bad else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--projector", default=os.path.join(ROOT, "build", "release", "projector"))
     ap.add_argument("--write", action="store_true")
+    ap.add_argument("--residuals", action="store_true")
+    ap.add_argument("--check-residuals", action="store_true")
     a = ap.parse_args()
     data_dir = os.path.join(ROOT, "data")
     runs = sweep(a.projector, data_dir)
@@ -112,10 +159,12 @@ def main():
         by_fw.setdefault(r["framework"], []).append(r)
     gaps = {fw: fit_gap(m) for fw, m in by_fw.items()}
     stats = {}
+    lofo_errors = {}
     for key, r in runs.items():
         fw = by_fw[r["framework"]]
         train = [m for m in fw if m["family"] != r["family"]]
         lofo = error_at(r, fit_gap(train)) if train else error_at(r, 0.0)
+        lofo_errors[key] = lofo
         ins = error_at(r, gaps[r["framework"]])
         for g in regime(r):
             stats.setdefault(g, []).append((ins, lofo, key))
@@ -135,6 +184,13 @@ def main():
     print(f"\nruns beyond 30 % leave-one-family-out: {len(over)}")
     for ins, lofo, key in over:
         print(f"  {key:<80} LOFO {lofo:+.1f}%  in-sample {ins:+.1f}%")
+    residuals_path = os.path.join(data_dir, "validation", "residuals.json")
+    if a.check_residuals:
+        return check_residuals(residuals_path, residual_doc(runs, lofo_errors))
+    if a.residuals:
+        with open(residuals_path, "w") as f:
+            json.dump(residual_doc(runs, lofo_errors), f, indent=1)
+            f.write("\n")
     if a.write:
         for fw, g in gaps.items():
             fams = len({m['family'] for m in by_fw[fw]})

@@ -991,6 +991,8 @@ void Builder::runtime_defaults() {
           ? *d_.attention_kernel
           : (rt.flash_attention ? prof.attention_kernel.value.value_or(AttentionKernel::kFused)
                                 : AttentionKernel::kFused);
+  rt.framework = prof.name;
+  rt.backend = prof.backend;
   if (prof.kernel_gap_fraction.value) {
     rt.kernel_gap_fraction = decide(DraftField::kKernelGapFraction, std::optional<double>{},
                                     prof.kernel_gap_fraction, 0.0);

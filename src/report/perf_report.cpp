@@ -67,6 +67,14 @@ std::string hardware_note(const AcceleratorSpec& acc) {
   return note;
 }
 
+// "  (80 %: lo - hi; regime KEY, N runs)" after a figure with a calibrated range, else "".
+std::string range_note(const PerfReport& rep, double lo, double hi, double scale) {
+  if (!rep.range) return "";
+  const CalibratedRange& c = *rep.range;
+  return fmt::format("  (80 %: {:.1f} - {:.1f}; regime {}{}, {} runs)", lo * scale, hi * scale,
+                     c.level, c.level == c.regime ? "" : " pooled from " + c.regime, c.runs);
+}
+
 }  // namespace
 
 std::string describe_op_shape(const Op& op) {
@@ -124,7 +132,9 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
                        c.stage, ms(c.f_s), ms(c.b_s), ms(c.w_s));
   }
   out += "\n-- Iteration --\n";
-  out += fmt::format("  Iteration time          {:>12.1f} ms\n", ms(rep.iteration_s));
+  out += fmt::format("  Iteration time          {:>12.1f} ms{}\n", ms(rep.iteration_s),
+                     range_note(rep, rep.range ? rep.range->iteration_s_lo : 0.0,
+                                rep.range ? rep.range->iteration_s_hi : 0.0, 1e3));
   out += fmt::format("    pipeline (simulated)  {:>12.1f} ms\n", ms(rep.pipeline_s));
   out += fmt::format("    optimizer step        {:>12.1f} ms\n", ms(rep.optimizer_s));
   if (rep.param_gather_exposed_s > 0) {
@@ -168,7 +178,9 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
         rep.routing_skew.load_factor, rep.routing_skew.expert_load_cv);
   }
   out += fmt::format("  Tokens/s                {:>12.0f}\n", rep.tokens_per_s);
-  out += fmt::format("  Tokens/s/GPU            {:>12.1f}\n", rep.tokens_per_s_per_gpu);
+  out += fmt::format("  Tokens/s/GPU            {:>12.1f}{}\n", rep.tokens_per_s_per_gpu,
+                     range_note(rep, rep.range ? rep.range->tokens_per_s_per_gpu_lo : 0.0,
+                                rep.range ? rep.range->tokens_per_s_per_gpu_hi : 0.0, 1.0));
   out += fmt::format("  Model TFLOP/s/GPU       {:>12.1f}\n", rep.model_tflops_per_gpu);
   if (rep.logged_tflops_per_gpu > 0.0) {
     out +=
@@ -180,6 +192,13 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
   out += fmt::format("  MFU                     {:>12.1f} % of {} dense peak ({:.0f} TFLOP/s)\n",
                      100.0 * rep.mfu, to_string(rep.mfu_dtype),
                      job.cluster.accelerator.peak_tflops[static_cast<int>(rep.mfu_dtype)]);
+  if (rep.range && rep.range->memory_runs > 0) {
+    out += fmt::format(
+        "  Peak memory range       {:>12} (80 %: {:.1f} - {:.1f} GiB per GPU; regime {}, {} runs "
+        "with a published peak)\n",
+        "", rep.range->peak_memory_gib_lo, rep.range->peak_memory_gib_hi, rep.range->memory_level,
+        rep.range->memory_runs);
+  }
   out += fmt::format(
       "  6N+attention TFLOP/s/GPU {:>11.1f} (PaLM convention, as torchtitan logs; MFU {:.1f} %)\n",
       rep.palm_tflops_per_gpu, 100.0 * rep.palm_mfu);
@@ -269,6 +288,20 @@ ordered_json results_json(const PerfReport& rep) {
        {"bubble_over_ideal", rep.bubble_over_ideal},
        {"p2p_ms", ms(rep.p2p_s)},
        {"comm_compute_interference", rep.interference}};
+  if (rep.range) {
+    const CalibratedRange& c = *rep.range;
+    j["tokens_per_s_per_gpu_interval"] = {c.tokens_per_s_per_gpu_lo, c.tokens_per_s_per_gpu_hi};
+    j["iteration_time_ms_interval"] = {ms(c.iteration_s_lo), ms(c.iteration_s_hi)};
+    j["mfu_pct_interval"] = {100.0 * c.mfu_lo, 100.0 * c.mfu_hi};
+    if (c.memory_runs > 0) {
+      j["peak_memory_gib_interval"] = {c.peak_memory_gib_lo, c.peak_memory_gib_hi};
+    }
+    j["regime"] = {{"key", c.regime},
+                   {"level", c.level},
+                   {"runs", c.runs},
+                   {"memory_level", c.memory_level},
+                   {"memory_runs", c.memory_runs}};
+  }
   return j;
 }
 

@@ -41,6 +41,7 @@ std::string report_to_json(const ValidationReport& report) {
     if (!r.excluded.empty()) j["excluded_from_statistics"] = r.excluded;
     j["framework"] = r.framework;
     j["family"] = r.family;
+    if (!r.regime_key.empty()) j["regime_key"] = r.regime_key;
     j["predicted"] = r.status == "ok" || r.status == "no_measurement" ? prediction_json(r.predicted)
                                                                       : nlohmann::json::object();
     nlohmann::json measured = nlohmann::json::object();
@@ -59,6 +60,15 @@ std::string report_to_json(const ValidationReport& report) {
         pred["compared_" + c.metric] = c.predicted;
       }
     }
+    if (r.tokens_range) {
+      j["predicted"]["tokens_per_sec_per_gpu_interval"] = {r.tokens_range->first,
+                                                           r.tokens_range->second};
+      j["predicted"]["interval_regime"] = {{"level", r.range_level}, {"runs", r.range_runs}};
+    }
+    if (r.memory_range) {
+      j["predicted"]["peak_memory_gib_interval"] = {r.memory_range->first, r.memory_range->second};
+    }
+    if (r.in_range) j["in_interval"] = *r.in_range;
     j["measured"] = measured;
     j["error_pct"] = error;
     j["measured_basis"] = basis;
@@ -70,7 +80,8 @@ std::string report_to_json(const ValidationReport& report) {
     }
     j["memory_error_pct"] = r.memory_error_pct ? nlohmann::json(*r.memory_error_pct) : nullptr;
     j["assumptions"] = r.assumptions;
-    j["regime"] = {{"moe", r.moe},
+    j["regime"] = {{"key", r.regime_key},
+                   {"moe", r.moe},
                    {"accelerator_family", r.accelerator_family},
                    {"num_gpus", r.num_gpus},
                    {"pp", r.pp},
@@ -103,6 +114,15 @@ std::string report_to_json(const ValidationReport& report) {
                     {"routing_skew",
                      {{"bracketed", s.skew_bracketed}, {"within_bracket", s.within_skew_bracket}}},
                     {"by_regime", std::move(by_regime)}};
+  nlohmann::json coverage = nlohmann::json::array();
+  for (const CoverageStats& c : s.coverage) {
+    coverage.push_back({{"group", c.group},
+                        {"value", c.value},
+                        {"runs", c.runs},
+                        {"inside", c.inside},
+                        {"coverage_pct", c.pct()}});
+  }
+  out["summary"]["interval_coverage"] = std::move(coverage);
   return out.dump(2);
 }
 

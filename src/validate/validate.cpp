@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "projector/hardware/catalog.h"
+#include "projector/interval/interval.h"
 #include "projector/model/family.h"
 #include "projector/util/error.h"
 
@@ -189,6 +190,27 @@ std::string scale_band(int gpus) {
 
 }  // namespace
 
+namespace {
+
+void summarize_coverage(const std::vector<RunResult>& runs, std::vector<CoverageStats>& out) {
+  auto add = [&](const std::string& group, const std::string& value, const RunResult& r) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const CoverageStats& c) {
+      return c.group == group && c.value == value;
+    });
+    if (it == out.end()) it = out.insert(out.end(), CoverageStats{group, value, 0, 0});
+    ++it->runs;
+    if (*r.in_range) ++it->inside;
+  };
+  for (const RunResult& r : runs) {
+    if (!r.in_range || !r.excluded.empty()) continue;
+    add("all", "all", r);
+    add("model", r.recommendation ? "recommendation" : (r.moe ? "moe" : "dense"), r);
+    add("accelerator", r.accelerator_family, r);
+  }
+}
+
+}  // namespace
+
 ErrorStats error_stats(const std::vector<double>& errors_pct) {
   ErrorStats s;
   s.count = static_cast<int>(errors_pct.size());
@@ -237,6 +259,7 @@ ValidationSummary summarize(const std::vector<RunResult>& runs) {
   }
   s.throughput = error_stats(tp);
   s.memory = error_stats(mem);
+  summarize_coverage(runs, s.coverage);
   auto& g = s.by_regime;
   for (const char* v : {"dense", "moe", "recommendation"}) {
     add_group(g, runs, "model", v, [](const RunResult& r, const std::string& x) {
@@ -278,7 +301,28 @@ ValidationSummary summarize(const std::vector<RunResult>& runs) {
 namespace {
 
 // One entry: mapped, projected, compared. Everything it throws is this entry's failure.
-RunResult validate_entry(const RunEntry& e, const ProjectFn& project, MappingCatalogue& catalogue) {
+// The run's calibrated range, scored without its own family's residuals.
+void attach_range(const ResidualTable& residuals, const MappedRun& m, RunResult& r) {
+  const Regime regime = classify_regime(m.job);
+  r.regime_key = regime.key;
+  const auto q = residual_quantiles(residuals, regime, ResidualMetric::kThroughput, r.family);
+  if (!q || r.predicted.tokens_per_sec_per_gpu <= 0.0) return;
+  r.range_level = q->level;
+  r.range_runs = q->runs;
+  const double p = r.predicted.tokens_per_sec_per_gpu;
+  r.tokens_range = {p / (1.0 + q->q90_pct / 100.0), p / (1.0 + q->q10_pct / 100.0)};
+  if (r.throughput_error_pct) {
+    r.in_range = *r.throughput_error_pct >= q->q10_pct && *r.throughput_error_pct <= q->q90_pct;
+  }
+  const auto mq = residual_quantiles(residuals, regime, ResidualMetric::kMemory, r.family);
+  if (mq && r.predicted.peak_memory_gib) {
+    const double g = *r.predicted.peak_memory_gib;
+    r.memory_range = {g / (1.0 + mq->q90_pct / 100.0), g / (1.0 + mq->q10_pct / 100.0)};
+  }
+}
+
+RunResult validate_entry(const RunEntry& e, const ProjectFn& project, MappingCatalogue& catalogue,
+                         const ResidualTable& residuals) {
   RunResult r;
   r.id = e.id;
   r.excluded = e.exclude_from_statistics;
@@ -324,6 +368,7 @@ RunResult validate_entry(const RunEntry& e, const ProjectFn& project, MappingCat
     return r;
   }
   compare(e, m, r);
+  attach_range(residuals, m, r);
   r.status = r.metrics.empty() ? "no_measurement" : "ok";
   if (r.metrics.empty()) r.reason = "no measured metric that the projection predicts";
   return r;
@@ -336,10 +381,11 @@ ValidationReport validate(const std::vector<RunEntry>& runs, const ProjectFn& pr
   ValidationReport report;
   report.runs.reserve(runs.size());
   MappingCatalogue catalogue(data_dir);
+  const ResidualTable residuals = load_residuals(data_dir);
   for (const RunEntry& e : runs) {
     // One bad entry never stops the run: whatever it throws is reported against it.
     try {
-      report.runs.push_back(validate_entry(e, project, catalogue));
+      report.runs.push_back(validate_entry(e, project, catalogue, residuals));
     } catch (const std::exception& ex) {
       RunResult r;
       r.id = e.id;

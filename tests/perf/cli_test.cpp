@@ -22,10 +22,20 @@ TEST(PerformanceCli, JsonIsSelfConsistent) {
   const testing::CliResult r = run_cli("performance -c " + kExample + " --json -");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(j["schema_version"], 3);
   EXPECT_EQ(j["kind"], "performance");
   const auto& res = j["results"];
   const double iter_s = res["iteration_time_ms"].get<double>() / 1e3;
+  // The calibrated range brackets the point values, a rate's range mirrors the time's.
+  const auto& tr = res["tokens_per_s_per_gpu_interval"];
+  const auto& it = res["iteration_time_ms_interval"];
+  ASSERT_TRUE(tr.is_array()) << res.dump();
+  EXPECT_LE(tr[0].get<double>(), res["tokens_per_s_per_gpu"].get<double>());
+  EXPECT_GE(tr[1].get<double>(), res["tokens_per_s_per_gpu"].get<double>());
+  const double tokens_ms = res["tokens_per_s_per_gpu"].get<double>() * iter_s * 1e3;
+  EXPECT_NEAR(tr[0].get<double>() * it[1].get<double>(), tokens_ms, 1e-6 * tokens_ms);
+  EXPECT_NEAR(tr[1].get<double>() * it[0].get<double>(), tokens_ms, 1e-6 * tokens_ms);
+  EXPECT_GE(res["regime"]["runs"].get<int>(), 8);
   EXPECT_NEAR(res["tokens_per_s"].get<double>(), 128.0 * 8192 / iter_s, 1e-6 * 128 * 8192 / iter_s);
   EXPECT_NEAR(res["tokens_per_s_per_gpu"].get<double>(), res["tokens_per_s"].get<double>() / 8,
               1e-6);

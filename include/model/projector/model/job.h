@@ -532,6 +532,10 @@ struct RuntimeSpec {
   // The framework's compute-stream gap share (FrameworkProfile::kernel_gap_fraction): ops on the
   // compute stream take busy / (1 - gap); 0 = back-to-back kernels.
   double kernel_gap_fraction = 0.0;
+  // The framework profile the job was built with (data/frameworks/<name>.yaml) and its back-end
+  // adapter (megatron, torchtitan, maxtext, torchrec_dlrm); "" for a job assembled in code.
+  std::string framework;
+  std::string backend;
   bool cross_entropy_fusion = false;
   // Megatron's vocab-parallel cross entropy writes its gradient into the saved fp32 softmax;
   // torch.nn.functional.cross_entropy (torchtitan, HF) keeps an fp32 log-softmax and allocates

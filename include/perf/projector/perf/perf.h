@@ -3,6 +3,7 @@
 // rank), and derives iteration time, throughput, FLOP rates and MFU.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,8 +78,24 @@ struct RoutingSkew {
   double tokens_per_s_per_gpu = 0.0;
 };
 
+// The calibrated 80 % range of what a run of this job would measure, from the residuals of the
+// published runs of its regime (interval/interval.h, data/validation/residuals.json): empirical
+// 10th and 90th percentiles of the leave-one-family-out errors, not a normal assumption.
+struct CalibratedRange {
+  std::string regime;  // the job's regime key
+  std::string level;   // the pooled regime the residuals came from (the finest with enough runs)
+  int runs = 0;        // residuals behind the range
+  double tokens_per_s_per_gpu_lo = 0.0, tokens_per_s_per_gpu_hi = 0.0;
+  double iteration_s_lo = 0.0, iteration_s_hi = 0.0;
+  double mfu_lo = 0.0, mfu_hi = 0.0;
+  // Peak memory (present when memory was projected and memory residuals exist).
+  std::string memory_level;
+  int memory_runs = 0;
+  double peak_memory_gib_lo = 0.0, peak_memory_gib_hi = 0.0;
+};
+
 struct PerfReport {
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   // Inputs, resolved.
   int world_size = 0;
   int num_microbatches = 0;
@@ -102,8 +119,9 @@ struct PerfReport {
   // The same throughput in the PaLM convention torchtitan logs (palm_flops_per_token).
   double palm_tflops_per_gpu = 0.0;
   double palm_mfu = 0.0;
-  double bubble_fraction = 0.0;    // idle / makespan on the busiest rank
-  double bubble_over_ideal = 0.0;  // (makespan - ideal) / ideal
+  std::optional<CalibratedRange> range;  // filled by the caller (interval/interval.h)
+  double bubble_fraction = 0.0;          // idle / makespan on the busiest rank
+  double bubble_over_ideal = 0.0;        // (makespan - ideal) / ideal
   ExposedComm exposed;
   std::vector<EpCommSplit> ep_comm;  // one per pipeline rank (empty without EP collectives)
   std::string ep_pair_mechanism;     // what pairs microbatches ("" when nothing does)

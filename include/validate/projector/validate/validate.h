@@ -276,6 +276,16 @@ struct RunResult {
   // (the unit of leave-one-family-out fits: "<source title to its first comma> | <model family>").
   std::string framework;
   std::string family;
+  // The run's regime (interval/interval.h) and its calibrated 80 % range, scored leave-one-family-
+  // out (data/validation/residuals.json without the run's own family): tokens/s/GPU and, where
+  // memory is projected, peak GiB. `in_range`: the measurement lies inside (the throughput error is
+  // between the residuals' 10th and 90th percentiles).
+  std::string regime_key;
+  std::string range_level;
+  int range_runs = 0;
+  std::optional<std::pair<double, double>> tokens_range;
+  std::optional<std::pair<double, double>> memory_range;
+  std::optional<bool> in_range;
   // Regime labels
   bool moe = false;
   bool recommendation = false;  // the recommendation family (model regime "recommendation")
@@ -301,6 +311,15 @@ struct RegimeStats {
   ErrorStats throughput;
 };
 
+// Interval coverage: compared runs with a range, and those whose measurement lies inside it.
+struct CoverageStats {
+  std::string group;  // all, model, accelerator
+  std::string value;
+  int runs = 0;
+  int inside = 0;
+  double pct() const { return runs > 0 ? 100.0 * inside / runs : 0.0; }
+};
+
 struct ValidationSummary {
   int runs = 0;
   int compared = 0;
@@ -318,6 +337,7 @@ struct ValidationSummary {
   // balanced projection (the routing bracket).
   int skew_bracketed = 0;
   std::vector<std::string> within_skew_bracket;
+  std::vector<CoverageStats> coverage;  // "all" first, then by model and accelerator
 };
 
 struct ValidationReport {

@@ -1,0 +1,67 @@
+// Honest error bars (docs/validation.md "Calibrated ranges"): a job's regime, the residuals of the
+// published runs of data/validation (data/validation/residuals.json, written by
+// scripts/fit_frameworks.py --residuals), and the 80 % range they give a projection.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "projector/model/job.h"
+#include "projector/perf/perf.h"
+
+namespace projector {
+
+// A job's regime: "<vendor>/<model>/<backend>/<pipeline>/<precision>/<scale>", e.g.
+// "nvidia/moe-ep/megatron/pp/fp8/gpus<=1024". `levels` runs from the key itself to coarser
+// regimes (dropping scale, precision, pipeline, back-end, then model) and ends with "all".
+struct Regime {
+  std::string key;
+  std::vector<std::string> levels;
+};
+Regime classify_regime(const JobSpec& job);
+
+// One published run's residuals: 100 x (predicted / measured - 1), throughput scored
+// leave-one-family-out, peak memory as projected.
+struct ResidualRun {
+  std::string id;
+  std::string family;
+  std::string regime;
+  std::optional<double> throughput_pct;
+  std::optional<double> memory_pct;
+};
+struct ResidualTable {
+  std::string file;
+  std::vector<ResidualRun> runs;
+};
+inline constexpr const char* kResidualsFile = "validation/residuals.json";
+// <data_dir>/validation/residuals.json; an absent file is an empty table (no ranges).
+ResidualTable load_residuals(const std::string& data_dir);
+ResidualTable parse_residuals(const std::string& json_text, const std::string& file);
+
+// Pooling rule: the finest level of the regime with at least this many residuals.
+inline constexpr int kMinRegimeRuns = 8;
+
+struct ResidualQuantiles {
+  std::string level;
+  int runs = 0;
+  double q10_pct = 0.0;
+  double q90_pct = 0.0;
+};
+enum class ResidualMetric { kThroughput, kMemory };
+// The 10th / 90th percentiles (linear interpolation between order statistics) of the residuals
+// of the finest level with kMinRegimeRuns or more, leaving out `exclude_family` (a run's own
+// family when it is scored); nullopt when the table has no residual at all.
+std::optional<ResidualQuantiles> residual_quantiles(const ResidualTable& table,
+                                                    const Regime& regime, ResidualMetric metric,
+                                                    const std::string& exclude_family = "");
+// Linear-interpolated quantile of sorted values (q in [0, 1]).
+double sorted_quantile(const std::vector<double>& sorted, double q);
+
+// The calibrated range of a projection: a measured value M with residual r = P / M - 1 lies in
+// [P / (1 + q90), P / (1 + q10)] for a rate P, [P (1 + q10), P (1 + q90)] for a time.
+std::optional<CalibratedRange> calibrated_range(const ResidualTable& table, const JobSpec& job,
+                                                const PerfReport& rep,
+                                                const std::string& exclude_family = "");
+
+}  // namespace projector

@@ -1,0 +1,66 @@
+// The regime classifier: one key per built job, used by validate (to group residuals) and by
+// every projecting command (to pick the residuals behind a range).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "projector/interval/interval.h"
+
+namespace projector {
+
+namespace {
+
+std::string vendor_of(const AcceleratorSpec& acc) {
+  if (acc.vendor == "NVIDIA") return "nvidia";
+  if (acc.vendor == "AMD") return "amd";
+  if (acc.vendor == "Google") return "tpu";
+  return "other";
+}
+
+std::string model_of(const JobSpec& job) {
+  if (job.model.family == ModelFamily::kRecommendation) return "recsys";
+  const bool moe = std::any_of(job.model.layers.begin(), job.model.layers.end(),
+                               [](const LayerSpec& l) { return l.is_moe; });
+  if (!moe) return "dense";
+  const ParallelSpec& p = job.parallel;
+  if (p.ep <= 1) return "moe";
+  const int etp = p.etp > 0 ? p.etp : p.tp;
+  // The EP group spans nodes when its members (etp x ep consecutive ranks) outgrow a node.
+  return static_cast<std::int64_t>(p.ep) * etp > job.cluster.gpus_per_node ? "moe-ep-internode"
+                                                                           : "moe-ep";
+}
+
+std::string precision_of(const RuntimeSpec& rt) {
+  if (rt.precision.fp4 != Fp4Recipe::kNone) return "fp4";
+  if (rt.precision.fp8 != Fp8Recipe::kNone) return "fp8";
+  return "bf16";
+}
+
+std::string scale_of(std::int64_t gpus) {
+  if (gpus <= 64) return "gpus<=64";
+  if (gpus <= 1024) return "gpus<=1024";
+  return "gpus>1024";
+}
+
+}  // namespace
+
+Regime classify_regime(const JobSpec& job) {
+  const std::string parts[] = {vendor_of(job.cluster.accelerator),
+                               model_of(job),
+                               job.runtime.backend.empty() ? "unknown" : job.runtime.backend,
+                               job.parallel.pp > 1 ? "pp" : "nopp",
+                               precision_of(job.runtime),
+                               scale_of(job.cluster.world_size())};
+  Regime r;
+  // Coarser levels drop the scale, the precision, the pipeline, the back-end, the model.
+  for (int n = 6; n >= 1; --n) {
+    std::string level = parts[0];
+    for (int i = 1; i < n; ++i) level += "/" + parts[i];
+    r.levels.push_back(level);
+  }
+  r.levels.push_back("all");
+  r.key = r.levels.front();
+  return r;
+}
+
+}  // namespace projector

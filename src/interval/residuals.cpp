@@ -1,0 +1,132 @@
+// The residual table (data/validation/residuals.json) and the ranges it gives.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "projector/interval/interval.h"
+#include "projector/util/error.h"
+#include "projector/util/input_file.h"
+
+namespace projector {
+
+namespace {
+
+std::optional<double> number_or_null(const nlohmann::json& j, const char* key,
+                                     const std::string& file) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  if (!j[key].is_number()) throw InputError({file, 0, 0}, key, "expected a number or null");
+  const double v = j[key].get<double>();
+  if (!std::isfinite(v) || v <= -100.0) throw InputError({file, 0, 0}, key, "out of range");
+  return v;
+}
+
+bool in_level(const std::string& regime, const std::string& level) {
+  return level == "all" || regime == level ||
+         (regime.size() > level.size() && regime.compare(0, level.size(), level) == 0 &&
+          regime[level.size()] == '/');
+}
+
+}  // namespace
+
+ResidualTable parse_residuals(const std::string& json_text, const std::string& file) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError({file, 0, 0}, "", std::string("not JSON: ") + e.what());
+  }
+  if (!j.is_object() || !j.contains("runs") || !j["runs"].is_array()) {
+    throw InputError({file, 0, 0}, "runs", "expected an object with a 'runs' list");
+  }
+  ResidualTable t;
+  t.file = file;
+  for (const auto& r : j["runs"]) {
+    if (!r.is_object() || !r.contains("id") || !r.contains("regime") || !r["id"].is_string() ||
+        !r["regime"].is_string()) {
+      throw InputError({file, 0, 0}, "runs", "each run needs a string id and regime");
+    }
+    ResidualRun run;
+    run.id = r["id"].get<std::string>();
+    run.regime = r["regime"].get<std::string>();
+    run.family = r.value("family", "");
+    run.throughput_pct = number_or_null(r, "throughput_residual_pct", file);
+    run.memory_pct = number_or_null(r, "memory_residual_pct", file);
+    t.runs.push_back(std::move(run));
+  }
+  return t;
+}
+
+ResidualTable load_residuals(const std::string& data_dir) {
+  const std::string path = (std::filesystem::path(data_dir) / kResidualsFile).string();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return {};
+  return parse_residuals(read_input_file(path), path);
+}
+
+double sorted_quantile(const std::vector<double>& v, double q) {
+  if (v.empty()) return 0.0;
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+std::optional<ResidualQuantiles> residual_quantiles(const ResidualTable& table,
+                                                    const Regime& regime, ResidualMetric metric,
+                                                    const std::string& exclude_family) {
+  for (const std::string& level : regime.levels) {
+    std::vector<double> v;
+    for (const ResidualRun& r : table.runs) {
+      const std::optional<double>& x =
+          metric == ResidualMetric::kThroughput ? r.throughput_pct : r.memory_pct;
+      if (!x || !in_level(r.regime, level)) continue;
+      if (!exclude_family.empty() && r.family == exclude_family) continue;
+      v.push_back(*x);
+    }
+    // The coarsest level takes whatever there is.
+    if (static_cast<int>(v.size()) < kMinRegimeRuns && level != "all") continue;
+    if (v.empty()) return std::nullopt;
+    std::sort(v.begin(), v.end());
+    return ResidualQuantiles{level, static_cast<int>(v.size()), sorted_quantile(v, 0.1),
+                             sorted_quantile(v, 0.9)};
+  }
+  return std::nullopt;
+}
+
+std::optional<CalibratedRange> calibrated_range(const ResidualTable& table, const JobSpec& job,
+                                                const PerfReport& rep,
+                                                const std::string& exclude_family) {
+  const Regime regime = classify_regime(job);
+  const auto q = residual_quantiles(table, regime, ResidualMetric::kThroughput, exclude_family);
+  if (!q) return std::nullopt;
+  CalibratedRange c;
+  c.regime = regime.key;
+  c.level = q->level;
+  c.runs = q->runs;
+  const double lo = 1.0 + q->q10_pct / 100.0;  // predicted / measured at the 10th percentile
+  const double hi = 1.0 + q->q90_pct / 100.0;
+  c.tokens_per_s_per_gpu_lo = rep.tokens_per_s_per_gpu / hi;
+  c.tokens_per_s_per_gpu_hi = rep.tokens_per_s_per_gpu / lo;
+  c.iteration_s_lo = rep.iteration_s * lo;
+  c.iteration_s_hi = rep.iteration_s * hi;
+  c.mfu_lo = rep.mfu / hi;
+  c.mfu_hi = rep.mfu / lo;
+  if (rep.has_memory) {
+    const auto m = residual_quantiles(table, regime, ResidualMetric::kMemory, exclude_family);
+    if (m) {
+      double peak = 0.0;
+      for (const RankMemory& r : rep.memory.ranks) peak = std::max(peak, r.allocator_point_bytes);
+      const double gib = peak / (1024.0 * 1024.0 * 1024.0);
+      c.memory_level = m->level;
+      c.memory_runs = m->runs;
+      c.peak_memory_gib_lo = gib / (1.0 + m->q90_pct / 100.0);
+      c.peak_memory_gib_hi = gib / (1.0 + m->q10_pct / 100.0);
+    }
+  }
+  return c;
+}
+
+}  // namespace projector

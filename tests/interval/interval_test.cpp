@@ -1,0 +1,144 @@
+// Calibrated ranges (issue 27): the regime classifier on hand-built jobs, quantiles and the pooling
+// rule on small residual sets derived by hand, the range arithmetic, and the coverage of the
+// shipped residuals on data/validation (70-90 %).
+#include "projector/interval/interval.h"
+
+#include <gtest/gtest.h>
+
+#include "projector/util/error.h"
+#include "projector/validate/validate.h"
+#include "support/job_builders.h"
+#include "support/model_builders.h"
+
+namespace projector {
+namespace {
+
+using testing::JobShape;
+
+TEST(Regime, DenseAndMoeJobsOnEachVendor) {
+  // Llama 3.1 8B on one node of 8 H100, Megatron-LM, bf16, no pipeline.
+  const Regime d = classify_regime(testing::make_job(testing::llama31_8b(), JobShape{}));
+  EXPECT_EQ(d.key, "nvidia/dense/megatron/nopp/bf16/gpus<=64");
+  ASSERT_EQ(d.levels.size(), 7u);
+  EXPECT_EQ(d.levels[1], "nvidia/dense/megatron/nopp/bf16");
+  EXPECT_EQ(d.levels[4], "nvidia/dense");
+  EXPECT_EQ(d.levels[5], "nvidia");
+  EXPECT_EQ(d.levels[6], "all");
+  // Mixtral on 16 nodes of MI300X with PP 2 and EP 8 inside a node: moe-ep.
+  JobShape s;
+  s.accelerator = "mi300x";
+  s.nodes = 16;
+  s.pp = 2;
+  s.ep = 8;
+  s.gbs = 256;
+  const Regime m = classify_regime(testing::make_job(testing::mixtral_8x7b(), s));
+  EXPECT_EQ(m.key, "amd/moe-ep/megatron/pp/bf16/gpus<=1024");
+  // The same EP 8 on nodes of 4 GPUs spans two nodes.
+  s.gpn = 4;
+  s.nodes = 32;
+  EXPECT_EQ(classify_regime(testing::make_job(testing::mixtral_8x7b(), s)).levels[4],
+            "amd/moe-ep-internode");
+}
+
+// Ten residuals -10, -5, 0, 5, ..., 35: the 10th percentile lies 0.9 of the way from the first to
+// the second order statistic (-10 + 0.9 x 5 = -5.5), the 90th 0.1 of the way from the ninth to the
+// tenth (30 + 0.1 x 5 = 30.5).
+ResidualTable table_of(const std::string& regime, int n, const std::string& family = "f") {
+  ResidualTable t;
+  for (int i = 0; i < n; ++i) {
+    t.runs.push_back({"r" + std::to_string(i), family, regime, -10.0 + 5.0 * i, std::nullopt});
+  }
+  return t;
+}
+
+TEST(Residuals, QuantilesByHand) {
+  Regime r{"nvidia/dense/megatron/nopp/bf16/gpus<=64", {}};
+  r.levels = {r.key, "nvidia/dense", "all"};
+  const auto q = residual_quantiles(table_of(r.key, 10), r, ResidualMetric::kThroughput);
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->level, r.key);
+  EXPECT_EQ(q->runs, 10);
+  EXPECT_DOUBLE_EQ(q->q10_pct, -5.5);
+  EXPECT_DOUBLE_EQ(q->q90_pct, 30.5);
+  EXPECT_FALSE(residual_quantiles(table_of(r.key, 10), r, ResidualMetric::kMemory));
+}
+
+// Fewer than 8 runs at the finest level: pooled to the next level that has 8 (runs of a sibling
+// regime count there); leaving out a family can push the level coarser.
+TEST(Residuals, PoolingRuleAndFamilyExclusion) {
+  Regime r{"nvidia/moe-ep/megatron/pp/fp8/gpus<=1024", {}};
+  r.levels = {r.key, "nvidia/moe-ep", "nvidia", "all"};
+  ResidualTable t = table_of(r.key, 3, "a");
+  for (const ResidualRun& x : table_of("nvidia/moe-ep/torchtitan/nopp/bf16/gpus<=64", 5, "b").runs)
+    t.runs.push_back(x);
+  for (const ResidualRun& x : table_of("nvidia/dense/megatron/nopp/bf16/gpus<=64", 4, "c").runs)
+    t.runs.push_back(x);
+  auto q = residual_quantiles(t, r, ResidualMetric::kThroughput);
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->level, "nvidia/moe-ep");  // 3 + 5 runs
+  EXPECT_EQ(q->runs, 8);
+  q = residual_quantiles(t, r, ResidualMetric::kThroughput, "a");
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->level, "nvidia");  // 5 + 4 without family a
+  EXPECT_EQ(q->runs, 9);
+  // A level that is a prefix of another regime's text without its '/' does not match it.
+  Regime other{"nvidia/moe", {"nvidia/moe", "all"}};
+  q = residual_quantiles(t, other, ResidualMetric::kThroughput);
+  EXPECT_EQ(q->level, "all");
+}
+
+// The range of a measured rate M given a prediction P and residuals r = P / M - 1: P = 1000
+// tokens/s with q10 = -5.5 % and q90 = +30.5 % gives 1000 / 1.305 = 766.3 to 1000 / 0.945 = 1058.2;
+// a 2.0 s step gives 2.0 x 0.945 = 1.89 to 2.0 x 1.305 = 2.61 s.
+TEST(Residuals, RangeArithmetic) {
+  const JobSpec job = testing::make_job(testing::llama31_8b(), JobShape{});
+  const ResidualTable t = table_of(classify_regime(job).key, 10);
+  PerfReport rep;
+  rep.tokens_per_s_per_gpu = 1000.0;
+  rep.iteration_s = 2.0;
+  rep.mfu = 0.4;
+  const auto c = calibrated_range(t, job, rep);
+  ASSERT_TRUE(c);
+  EXPECT_NEAR(c->tokens_per_s_per_gpu_lo, 1000.0 / 1.305, 1e-9);
+  EXPECT_NEAR(c->tokens_per_s_per_gpu_hi, 1000.0 / 0.945, 1e-9);
+  EXPECT_NEAR(c->iteration_s_lo, 1.89, 1e-12);
+  EXPECT_NEAR(c->iteration_s_hi, 2.61, 1e-12);
+  EXPECT_NEAR(c->mfu_hi, 0.4 / 0.945, 1e-12);
+  EXPECT_EQ(c->memory_runs, 0);
+}
+
+TEST(Residuals, MalformedFileIsAnInputError) {
+  EXPECT_THROW(parse_residuals("{\"runs\": 3}", "r.json"), InputError);
+  EXPECT_THROW(parse_residuals("{\"runs\": [{\"id\": 1}]}", "r.json"), InputError);
+  EXPECT_THROW(parse_residuals("{\"runs\": [{\"id\": \"a\", \"regime\": \"all\", "
+                               "\"throughput_residual_pct\": -150}]}",
+                               "r.json"),
+               InputError);
+  EXPECT_TRUE(load_residuals("/nonexistent").runs.empty());
+}
+
+// The shipped residuals on the shipped runs: each compared run's range is computed without its own
+// family, and between 70 % and 90 % of the measurements must fall inside their 80 % range.
+TEST(Coverage, ShippedResidualsCoverTheValidationRuns) {
+  const std::string data = PROJECTOR_DEFAULT_DATA_DIR;
+  int runs = 0, inside = 0;
+  for (const char* f :
+       {"calibration_runs.yaml", "calibration_runs_moe_tpu.yaml", "calibration_runs_4.yaml"}) {
+    const ValidationReport r =
+        validate(load_runs(data + "/validation/" + f), make_default_project_fn(), data);
+    for (const CoverageStats& c : r.summary.coverage) {
+      if (c.group != "all") continue;
+      runs += c.runs;
+      inside += c.inside;
+    }
+  }
+  ASSERT_GT(runs, 80);
+  const double pct = 100.0 * inside / runs;
+  std::printf("interval coverage: %d of %d runs inside their 80 %% range (%.1f %%)\n", inside, runs,
+              pct);
+  EXPECT_GE(pct, 70.0);
+  EXPECT_LE(pct, 90.0);
+}
+
+}  // namespace
+}  // namespace projector
