@@ -1,0 +1,60 @@
+// Issue 30's reproducers through the CLI binary: each exits 2 with a one-line error naming the
+// file and line (or the flag) and the key, or gives a correct answer; none crashes, hangs, loses
+// data or turns nonsense into a projection.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "support/cli_runner.h"
+#include "support/temp_dir.h"
+
+namespace {
+
+using projector::testing::CliResult;
+using projector::testing::repo_root;
+using projector::testing::TempDir;
+
+const std::string kLlama = repo_root() + "/examples/llama3.1_8B-BF16-pretrain.yaml";
+const std::string kQwenConfig = repo_root() + "/tests/profile/data/qwen1.5_0.5B-bf16-forward.yaml";
+
+CliResult run(const std::string& args) {
+  return projector::testing::run_cli(args);
+}
+
+// Exit 2 and one line "projector: error: <where>..." with `key` in it.
+void expect_clean_error(const CliResult& r, const std::string& where, const std::string& key) {
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.out.rfind("projector: error: " + where, 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(key), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one line: " << r.out;
+}
+
+// --------------------------------------------------------------------------------- 1: crashes
+
+// A 100 ns kernel at an epoch-scale timestamp (its ts + dur rounds back to ts in double) and
+// kernels past 9.3e18 us once crashed the wall-time attribution (erase of end()).
+TEST(Issue30, ProfileOfEpochScaleAndHugeTimestampsDoesNotCrash) {
+  TempDir dir;
+  const std::string kernel =
+      R"({"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_)"
+      R"(bf16f32", "pid": 0, "tid": 7, "args": {"device": 0, "stream": 7}, )";
+  for (const char* ts_dur :
+       {R"("ts": 1700000000000000, "dur": 0.1)", R"("ts": 9300000000000000000, "dur": 1000)"}) {
+    SCOPED_TRACE(ts_dur);
+    const std::string trace = dir.write(
+        "t.json", std::string("{\"traceEvents\": [\n") + kernel + R"("ts": 0, "dur": 5},)" + "\n" +
+                      kernel + ts_dur + "},\n" + kernel + ts_dur + "}\n]}\n");
+    const CliResult r =
+        run("profile --trace " + trace + " --config " + kQwenConfig + " --gpus-per-node 1");
+    // Analysed (it used to die there); then refused as no step of the 24-layer Qwen job.
+    expect_clean_error(r, trace + ": traceEvents:", "no transformer layer");
+  }
+}
+
+}  // namespace
