@@ -170,7 +170,8 @@ void run_compare(const CompareOptions& o) {
     pb = project_on(o, b);
   }
   if (o.json) {
-    fmt::print("{}\n", compare_json(o, a, b, pa ? &*pa : nullptr, pb ? &*pb : nullptr).dump(2));
+    fmt::print("{}\n", compare_json(o, a, b, pa ? &*pa : nullptr, pb ? &*pb : nullptr)
+                           .dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
   }
   print_facts(a, b);

@@ -103,7 +103,7 @@ std::string report_to_json(const ValidationReport& report) {
                     {"routing_skew",
                      {{"bracketed", s.skew_bracketed}, {"within_bracket", s.within_skew_bracket}}},
                     {"by_regime", std::move(by_regime)}};
-  return out.dump(2);
+  return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace projector

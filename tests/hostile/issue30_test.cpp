@@ -23,6 +23,22 @@ using projector::testing::TempDir;
 const std::string kLlama = repo_root() + "/examples/llama3.1_8B-BF16-pretrain.yaml";
 const std::string kQwenConfig = repo_root() + "/tests/profile/data/qwen1.5_0.5B-bf16-forward.yaml";
 
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The llama example with `lines` added to its overrides.
+std::string llama_with(const std::string& lines) {
+  std::string text = read(kLlama);
+  const std::string at = "    overrides:\n";
+  const std::size_t i = text.find(at);
+  EXPECT_NE(i, std::string::npos);
+  return text.insert(i + at.size(), lines);
+}
+
 CliResult run(const std::string& args) {
   return projector::testing::run_cli(args);
 }
@@ -33,6 +49,17 @@ void expect_clean_error(const CliResult& r, const std::string& where, const std:
   EXPECT_EQ(r.out.rfind("projector: error: " + where, 0), 0u) << r.out;
   EXPECT_NE(r.out.find(key), std::string::npos) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one line: " << r.out;
+}
+
+// "<file>:<line>:" of the line of `path` that contains `needle`.
+std::string line_of(const std::string& path, const std::string& needle) {
+  std::istringstream in(read(path));
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find(needle) != std::string::npos) return path + ":" + std::to_string(n) + ":";
+  }
+  ADD_FAILURE() << needle << " not in " << path;
+  return path;
 }
 
 // --------------------------------------------------------------------------------- 1: crashes
@@ -55,6 +82,23 @@ TEST(Issue30, ProfileOfEpochScaleAndHugeTimestampsDoesNotCrash) {
     // Analysed (it used to die there); then refused as no step of the 24-layer Qwen job.
     expect_clean_error(r, trace + ": traceEvents:", "no transformer layer");
   }
+}
+
+// ------------------------------------------------------------------------ 2: non-UTF-8 input
+
+TEST(Issue30, NonUtf8ConfigKeysAndValuesAreRefusedAtTheirLine) {
+  TempDir dir;
+  const std::string key = dir.write("key.yaml", llama_with("      ba\xFFr: 1\n"));
+  for (const char* cmd : {"memory --json -", "config --json", "both --json -"}) {
+    SCOPED_TRACE(cmd);
+    expect_clean_error(run(std::string(cmd) + " --config " + key), line_of(key, "ba\xFFr:"),
+                       "ba\\xFFr: the key is not valid UTF-8");
+  }
+  const std::string value = dir.write("value.yaml", llama_with("      note: caf\xE9\n"));
+  expect_clean_error(run("config --json --config " + value), line_of(value, "note:"),
+                     "not valid UTF-8");
+  expect_clean_error(run("config --json --config " + kLlama + " --set 'x=\xFF'"), "--set",
+                     "not valid UTF-8");
 }
 
 }  // namespace
