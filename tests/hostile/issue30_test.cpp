@@ -101,4 +101,18 @@ TEST(Issue30, NonUtf8ConfigKeysAndValuesAreRefusedAtTheirLine) {
                      "not valid UTF-8");
 }
 
+// ------------------------------------------------------------------- 3: nonsense FP8 formats
+
+TEST(Issue30, Fp8FormatsMegatronDoesNotHaveAreRefused) {
+  TempDir dir;
+  for (const char* bad : {"banana", "e5m2", "true"}) {
+    SCOPED_TRACE(bad);
+    const std::string path = dir.write(std::string("fp8_") + bad + ".yaml",
+                                       llama_with(std::string("      fp8: ") + bad + "\n"));
+    expect_clean_error(run("memory --config " + path), line_of(path, "fp8:"), "fp8");
+  }
+  const std::string ok = dir.write("fp8_ok.yaml", llama_with("      fp8: hybrid\n"));
+  EXPECT_EQ(run("memory --config " + ok).exit_code, 0);
+}
+
 }  // namespace
