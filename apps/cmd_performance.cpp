@@ -204,6 +204,11 @@ void write_html(const PerfCliOptions& o, const CLI::App& cmd, const JobSpec& job
 
 int run_performance(const PerfCliOptions& o, const CLI::App& cmd, bool both) {
   const JobSpec job = make_job(o);
+  check_output(o.json_path, "--json");
+  check_output(o.csv_path, "--csv");
+  check_output(o.html_path, "--html");
+  check_output(o.trace_path, "--trace");
+  check_output(o.proj.export_config, "--export-config");
   print_warnings(job);
   export_config(o.job, o.proj, job);
   PerfOptions po;

@@ -51,6 +51,16 @@ void expect_clean_error(const CliResult& r, const std::string& where, const std:
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one line: " << r.out;
 }
 
+// Exit 2 with one error line (after whatever the report printed first).
+void expect_error_line(const CliResult& r, const std::string& where, const std::string& key) {
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  const std::size_t at = r.out.find("projector: error: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  EXPECT_EQ(line.rfind("projector: error: " + where, 0), 0u) << line;
+  EXPECT_NE(line.find(key), std::string::npos) << line;
+}
+
 // "<file>:<line>:" of the line of `path` that contains `needle`.
 std::string line_of(const std::string& path, const std::string& needle) {
   std::istringstream in(read(path));
@@ -113,6 +123,79 @@ TEST(Issue30, Fp8FormatsMegatronDoesNotHaveAreRefused) {
   }
   const std::string ok = dir.write("fp8_ok.yaml", llama_with("      fp8: hybrid\n"));
   EXPECT_EQ(run("memory --config " + ok).exit_code, 0);
+}
+
+// ------------------------------------------------------------------------- 4: outputs, data loss
+
+TEST(Issue30, OutputsThatAreInputsAreRefusedAndLeftIntact) {
+  TempDir dir;
+  const std::string cfg = dir.write("exp.yaml", read(kLlama));
+  const std::string original = read(cfg);
+  const std::string link = dir.path() + "/link.yaml";
+  const std::string hard = dir.path() + "/hard.yaml";
+  std::filesystem::create_symlink(cfg, link);
+  std::filesystem::create_hard_link(cfg, hard);
+  for (const std::string& out : {cfg, link, hard, dir.path() + "/./exp.yaml"}) {
+    for (const char* flag : {"--json", "--html", "--csv", "--export-config"}) {
+      SCOPED_TRACE(out + " " + flag);
+      expect_error_line(run("memory --config " + cfg + " " + flag + " " + out), out + ":", flag);
+      EXPECT_EQ(read(cfg), original);
+    }
+  }
+  // The trace `profile` reads is an input too.
+  const std::string trace = repo_root() + "/tests/profile/data/qwen1.5_0.5b_fwd_h100.json.gz";
+  const std::string copy = dir.path() + "/trace.json.gz";
+  std::filesystem::copy_file(trace, copy);
+  expect_error_line(run("profile --trace " + copy + " --config " + kQwenConfig +
+                        " --gpus-per-node 1 --json " + copy),
+                    copy + ":", "--json");
+  EXPECT_EQ(read(copy), read(trace));
+}
+
+// Every output goes through a temporary file renamed over the target: nothing else is left in
+// the directory, and an existing file's permissions are kept.
+TEST(Issue30, OutputsAreWrittenThroughATemporaryFile) {
+  TempDir dir;
+  const std::string out = dir.path() + "/m.json";
+  { std::ofstream(out) << "old"; }
+  ::chmod(out.c_str(), 0640);
+  ASSERT_EQ(run("memory --config " + kLlama + " --json " + out).exit_code, 0);
+  EXPECT_EQ(read(out).rfind("{", 0), 0u);
+  struct stat st {};
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    ++files;
+    EXPECT_EQ(e.path().filename(), "m.json");
+  }
+  EXPECT_EQ(files, 1);
+  // Through a symlink: the target is replaced, the link kept.
+  const std::string target = dir.path() + "/target.json";
+  const std::string link = dir.path() + "/link.json";
+  std::ofstream(target) << "old";
+  std::filesystem::create_symlink(target, link);
+  ASSERT_EQ(run("memory --config " + kLlama + " --json " + link).exit_code, 0);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(read(target).rfind("{", 0), 0u);
+}
+
+// ------------------------------------------------------------------------------ 5: FIFO outputs
+
+TEST(Issue30, FifoAndDirectoryOutputsAreRefused) {
+  TempDir dir;
+  const std::string fifo = dir.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const char* flag : {"--json", "--csv", "--html", "--export-config"}) {
+    SCOPED_TRACE(flag);
+    const CliResult r = run(std::string("memory --config ") + kLlama + " " + flag + " " + fifo);
+    expect_error_line(r, fifo + ":", flag);
+    EXPECT_NE(r.out.find("not a regular file"), std::string::npos) << r.out;
+  }
+  expect_error_line(run("performance --config " + kLlama + " --trace " + fifo), fifo + ":",
+                    "--trace");
+  expect_error_line(run("memory --config " + kLlama + " --json " + dir.path()), dir.path() + ":",
+                    "--json");
 }
 
 }  // namespace
