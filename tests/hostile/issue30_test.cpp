@@ -198,4 +198,20 @@ TEST(Issue30, FifoAndDirectoryOutputsAreRefused) {
                     "--json");
 }
 
+// ---------------------------------------------------------------- 6: hardware compare --config
+
+TEST(Issue30, HardwareCompareWithAMalformedConfigExits2WithItsLocation) {
+  TempDir dir;
+  const std::string bad = dir.write("bad.yaml", "modules:\n  pre_trainer: [unclosed\n");
+  const CliResult r = run("hardware compare mi300x h100 --config " + bad);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("projector: error: " + bad + ":"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("not projected"), std::string::npos) << r.out;
+  const std::string fp8 = dir.write("fp8.yaml", llama_with("      fp8: banana\n"));
+  expect_clean_error(run("hardware compare mi300x h100 --json --config " + fp8),
+                     line_of(fp8, "fp8:"), "fp8");
+  expect_clean_error(run("hardware compare mi300x h100 --config " + dir.path() + "/missing.yaml"),
+                     dir.path() + "/missing.yaml", "not found");
+}
+
 }  // namespace
