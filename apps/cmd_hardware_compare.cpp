@@ -35,7 +35,8 @@ struct Projection {
   std::string accelerator;
   std::optional<JobSpec> job;
   PerfReport report;
-  std::string error;
+  std::string error;                  // "file:line: key: message"
+  std::optional<InputError> failure;  // the error itself, to rethrow
 };
 
 Projection project_on(const CompareOptions& o, const AcceleratorSpec& acc) {
@@ -54,7 +55,8 @@ Projection project_on(const CompareOptions& o, const AcceleratorSpec& acc) {
     p.report = project_performance(*p.job, po);
   } catch (const InputError& e) {
     p.job.reset();
-    p.error = e.message();
+    p.error = e.what();
+    p.failure = e;
   }
   return p;
 }
@@ -168,9 +170,13 @@ void run_compare(const CompareOptions& o) {
   if (!o.config.empty()) {
     pa = project_on(o, a);
     pb = project_on(o, b);
+    // The same error on both parts is the config's (malformed, a bad value, a missing file), not
+    // a difference between the parts: exit 2 with its location instead of two "not projected".
+    if (pa->failure && pb->failure && pa->error == pb->error) throw *pa->failure;
   }
   if (o.json) {
-    fmt::print("{}\n", compare_json(o, a, b, pa ? &*pa : nullptr, pb ? &*pb : nullptr).dump(2));
+    fmt::print("{}\n", compare_json(o, a, b, pa ? &*pa : nullptr, pb ? &*pb : nullptr)
+                           .dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
   }
   print_facts(a, b);

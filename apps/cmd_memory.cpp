@@ -45,6 +45,10 @@ void add_memory_command(CLI::App& app, int& exit_code) {
                   "write a self-contained offline HTML report (charts) to FILE");
   cmd->callback([opts, cmd, &exit_code] {
     const JobSpec job = build_projection_job(opts->job, opts->proj);
+    check_output(opts->json_path, "--json");
+    check_output(opts->csv_path, "--csv");
+    check_output(opts->html_path, "--html");
+    check_output(opts->proj.export_config, "--export-config");
     export_config(opts->job, opts->proj, job);
     const MemoryReport rep = project_memory(job);
     // A measured profile anchors memory with --memory-mode benchmark or, as Primus' `both`

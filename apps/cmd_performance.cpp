@@ -187,7 +187,7 @@ std::string performance_document(const JobSpec& job, const PerfReport& rep, bool
     j["memory"] = nlohmann::ordered_json::parse(memory_json(job, rep.memory));
   }
   if (!scan.empty()) j["scaling"] = nlohmann::ordered_json::parse(scaling_json(scan));
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void write_html(const PerfCliOptions& o, const CLI::App& cmd, const JobSpec& job,
@@ -206,6 +206,11 @@ void write_html(const PerfCliOptions& o, const CLI::App& cmd, const JobSpec& job
 
 int run_performance(const PerfCliOptions& o, const CLI::App& cmd, bool both) {
   const JobSpec job = make_job(o);
+  check_output(o.json_path, "--json");
+  check_output(o.csv_path, "--csv");
+  check_output(o.html_path, "--html");
+  check_output(o.trace_path, "--trace");
+  check_output(o.proj.export_config, "--export-config");
   print_warnings(job);
   export_config(o.job, o.proj, job);
   PerfOptions po;
@@ -253,7 +258,7 @@ int run_performance(const PerfCliOptions& o, const CLI::App& cmd, bool both) {
         j["memory_benchmark"] = nlohmann::ordered_json::parse(
             profile::memory_anchor_json(profile::anchor_memory(prof, rep.memory), prof));
       }
-      doc = j.dump(2);
+      doc = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     if (!o.json_path.empty()) write_output(o.json_path, doc, "--json");
     if (!o.csv_path.empty()) write_output(o.csv_path, performance_csv(doc), "--csv");

@@ -5,7 +5,6 @@
 #include <fmt/core.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <memory>
 
 #include "commands.h"
@@ -13,6 +12,7 @@
 #include "projector/hardware/catalog.h"
 #include "projector/profile/profile.h"
 #include "projector/util/error.h"
+#include "report_outputs.h"
 
 namespace projector::cli {
 namespace {
@@ -26,16 +26,6 @@ struct ProfileOptions {
   int benchmark_gpus = 0;
   double launch_gap_us = 100.0;
 };
-
-void write_text(const std::string& path, const std::string& text, const std::string& key) {
-  if (path == "-") {
-    fmt::print("{}\n", text);
-    return;
-  }
-  std::ofstream out(path);
-  if (!out) throw InputError({path, 0, 0}, key, "cannot open the file for writing");
-  out << text << '\n';
-}
 
 int run_profile(ProfileOptions o) {
   const profile::TraceData trace = profile::read_trace(o.trace);
@@ -57,8 +47,8 @@ int run_profile(ProfileOptions o) {
   co.data_dir = o.job.data_dir;
   profile::compare_with_job(p, bench, co);
   if (o.json_path != "-") fmt::print("{}", profile::profile_text(p));
-  if (!o.json_path.empty()) write_text(o.json_path, profile::profile_json(p), "--json");
-  if (!o.fitted_path.empty()) write_text(o.fitted_path, profile::fitted_yaml(p), "--fitted");
+  if (!o.json_path.empty()) write_output(o.json_path, profile::profile_json(p), "--json");
+  if (!o.fitted_path.empty()) write_output(o.fitted_path, profile::fitted_yaml(p), "--fitted");
   return kExitOk;
 }
 

@@ -223,6 +223,10 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
   const LoadRequest request = to_load_request(load);
   const ResolvedConfig resolved = resolve_config(request);
   const JobSpec base = build_job_spec(resolved, request);
+  // Before a sweep that may run for minutes: an output that would overwrite an input is refused.
+  check_output(o.json_path, "--json");
+  check_output(o.csv_path, "--csv");
+  check_output(o.html_path, "--html");
   // Recommendation models sweep their own axes on the job as stated (flags included); the family
   // is read from the base so that a stated layout the sweep would replace refuses nothing.
   if (base.model.family == ModelFamily::kRecommendation) return run_recsys(o, build_job(o.job));

@@ -80,6 +80,9 @@ void explain_run(const RunEntry& e, MappingCatalogue& catalogue) {
 
 void write_reports(const ValidateOptions& o, const CLI::App& cmd, const ValidationReport& report) {
   if (o.json_file.empty() && o.csv_file.empty() && o.html_file.empty()) return;
+  check_output(o.json_file, "--json");
+  check_output(o.csv_file, "--csv");
+  check_output(o.html_file, "--html");
   const std::string doc = report_to_json(report);
   if (!o.json_file.empty()) write_output(o.json_file, doc, "--json");
   if (!o.csv_file.empty()) write_output(o.csv_file, validation_csv(doc), "--csv");

@@ -2,7 +2,6 @@
 // time, provenance), so a user can see where every microsecond comes from.
 #include <fmt/core.h>
 
-#include <fstream>
 #include <memory>
 
 #include "commands.h"
@@ -10,6 +9,7 @@
 #include "projector/perf/perf.h"
 #include "projector/report/perf_report.h"
 #include "projector/util/error.h"
+#include "report_outputs.h"
 
 namespace projector::cli {
 namespace {
@@ -32,14 +32,7 @@ int run_workload(const WorkloadCliOptions& o) {
     fmt::print("{}", op_table_text(job, rep));
   }
   if (!o.json_path.empty()) {
-    const std::string text = perf_json(job, rep);
-    if (o.json_path == "-") {
-      fmt::print("{}\n", text);
-    } else {
-      std::ofstream f(o.json_path);
-      if (!f) throw InputError({o.json_path, 0, 0}, "--json", "cannot open the file for writing");
-      f << text << '\n';
-    }
+    write_output(o.json_path, perf_json(job, rep), "--json");
   }
   return kExitOk;
 }

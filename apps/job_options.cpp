@@ -202,9 +202,9 @@ void export_config(const JobOptions& jo, const ProjectionOptions& o, const JobSp
   if (o.export_config.empty()) return;
   const std::string& path = o.export_config;
   const bool yaml = path.ends_with(".yaml") || path.ends_with(".yml");
-  if (!yaml) return write_output(path, job_json(job), "--export_config");
+  if (!yaml) return write_output(path, job_json(job), "--export-config");
   write_output(path, resolved_config_yaml(resolve_config(to_load_request(jo)), job),
-               "--export_config");
+               "--export-config");
 }
 
 }  // namespace projector::cli

@@ -15,6 +15,7 @@
 
 #include "projector/util/bounds.h"
 #include "projector/util/input_file.h"
+#include "projector/util/text.h"
 
 namespace projector {
 namespace {
@@ -329,6 +330,11 @@ class Converter {
 
   ConfigValue scalar(const YAML::Node& node, const SourceLocation& where, const std::string& key) {
     const std::string& text = node.Scalar();
+    // Every value can reach a JSON report, and JSON is UTF-8.
+    if (!is_valid_utf8(text)) {
+      throw InputError(where, escape_invalid_utf8(key),
+                       "the value is not valid UTF-8 (save the file as UTF-8)");
+    }
     const std::string& tag = node.Tag();
     const bool quoted = tag == "!" || tag == "tag:yaml.org,2002:str";
     if (quoted) {
@@ -366,6 +372,10 @@ class Converter {
       const SourceLocation kloc = location_of(k.Mark(), file_);
       if (!k.IsScalar()) throw InputError(kloc, key, "mapping keys must be scalars");
       const std::string name = k.Scalar();
+      if (!is_valid_utf8(name)) {
+        throw InputError(kloc, escape_invalid_utf8(key.empty() ? name : key + "." + name),
+                         "the key is not valid UTF-8 (save the file as UTF-8)");
+      }
       const std::string full = key.empty() ? name : key + "." + name;
       if (!seen.insert(name).second) {
         throw InputError(kloc, full, "duplicate key in the same mapping");

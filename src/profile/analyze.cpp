@@ -220,13 +220,26 @@ void attribute_wall(Timeline& tl, MeasuredProfile& p, double launch_gap_us) {
     int idx;
     bool start;
   };
+  // Times relative to the first kernel: at epoch-scale timestamps (1.7e15 us) a double's step is
+  // 0.25 us, so ts + dur of a short kernel would round back to ts.
+  double origin_us = 0.0;
+  for (const Event& e : tl.events) {
+    if (std::isfinite(e.gpu->ts_us)) {
+      origin_us = e.gpu->ts_us;  // the earliest: events are sorted by start
+      break;
+    }
+  }
   std::vector<Point> pts;
   pts.reserve(tl.events.size() * 2);
   for (std::size_t i = 0; i < tl.events.size(); ++i) {
     const GpuEvent& g = *tl.events[i].gpu;
-    if (!(g.dur_us > 0.0)) continue;  // zero-length records hold no time
-    pts.push_back({g.ts_us, static_cast<int>(i), true});
-    pts.push_back({g.ts_us + g.dur_us, static_cast<int>(i), false});
+    const double start_us = g.ts_us - origin_us;
+    const double end_us = start_us + g.dur_us;
+    // Zero-length records hold no time; an end that still rounds to its start (or a non-finite
+    // time) holds none we can place, and its end must never sort before its start.
+    if (!(g.dur_us > 0.0) || !std::isfinite(end_us) || !(end_us > start_us)) continue;
+    pts.push_back({start_us, static_cast<int>(i), true});
+    pts.push_back({end_us, static_cast<int>(i), false});
   }
   std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) {
     return a.t != b.t ? a.t < b.t : (!a.start && b.start);
@@ -260,7 +273,9 @@ void attribute_wall(Timeline& tl, MeasuredProfile& p, double launch_gap_us) {
     if (pt.start) {
       active.push_back(pt.idx);
     } else {
-      active.erase(std::find(active.begin(), active.end(), pt.idx));
+      if (auto it = std::find(active.begin(), active.end(), pt.idx); it != active.end()) {
+        active.erase(it);
+      }
       last_ended = pt.idx;
     }
     prev = pt.t;

@@ -248,7 +248,7 @@ std::string benchmark_json(const BenchmarkProjection& b, const MeasuredProfile& 
     j["iteration_ms"] = {{"simulated", ms(b.simulated.iteration_s)},
                          {"measured", ms(b.report.iteration_s)}};
   }
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 MemoryAnchor anchor_memory(const MeasuredProfile& p, const MemoryReport& target) {
@@ -307,7 +307,7 @@ std::string memory_anchor_json(const MemoryAnchor& a, const MeasuredProfile& p) 
             {"anchored_bytes", a.anchored_bytes},
             {"capacity_bytes", a.capacity_bytes},
             {"verdict", std::string(to_string(a.verdict))}};
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace projector::profile

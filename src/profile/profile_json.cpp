@@ -192,7 +192,7 @@ std::string profile_json(const MeasuredProfile& p, int indent) {
                                  : Json(nullptr);
   j["model"] = p.model.present ? model_json(p.model) : Json(nullptr);
   j["notes"] = p.notes;
-  return j.dump(indent);
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 namespace {

@@ -44,7 +44,7 @@ std::string cell(const Json& v) {
     for (const Json& e : v) joined += (joined.empty() ? "" : " ") + cell(e);
     return quote(joined);
   }
-  return quote(v.dump());
+  return quote(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 std::string gib_cell(const Json& bytes) {

@@ -249,7 +249,7 @@ std::string job_summary_text(const JobSpec& job) {
 }
 
 std::string job_json(const JobSpec& job, int indent) {
-  return to_json(job).dump(indent);
+  return to_json(job).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace projector

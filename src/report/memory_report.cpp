@@ -205,7 +205,7 @@ std::string memory_summary_text(const JobSpec& job, const MemoryReport& rep) {
 }
 
 std::string memory_json(const JobSpec& job, const MemoryReport& rep, int indent) {
-  return report_json(job, rep).dump(indent);
+  return report_json(job, rep).dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace projector

@@ -421,7 +421,7 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
   if (const std::string hw = hardware_note(job.cluster.accelerator); !hw.empty()) {
     j["notes"].push_back(hw);
   }
-  return j.dump(indent);
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string scaling_json(const std::vector<ScalingPoint>& points, int indent) {
@@ -446,7 +446,7 @@ std::string scaling_json(const std::vector<ScalingPoint>& points, int indent) {
     j["speedup"] = p.tokens_per_s / first->tokens_per_s;
     out.push_back(std::move(j));
   }
-  return out.dump(indent);
+  return out.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string chrome_trace_json(const PerfReport& rep) {
@@ -511,7 +511,7 @@ std::string chrome_trace_json(const PerfReport& rep) {
   ordered_json j;
   j["traceEvents"] = events;
   j["displayTimeUnit"] = "ms";
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace projector

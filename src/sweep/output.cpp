@@ -109,7 +109,7 @@ std::string to_json(const Result& r, const JobSpec& base) {
   nlohmann::json front = nlohmann::json::array();
   for (const std::size_t i : r.pareto) front.push_back(i + 1);
   j["pareto_ranks"] = std::move(front);
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace projector::sweep

@@ -154,7 +154,7 @@ std::string recsys_sweep_json(const RecsysResult& r, const JobSpec& base) {
   j["limit_bytes"] = r.limit_bytes;
   j["elapsed_s"] = r.elapsed_s;
   j["entries"] = std::move(entries);
-  return j.dump(2);
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace projector::sweep

@@ -1,12 +1,55 @@
 #include "projector/util/input_file.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <set>
+#include <utility>
 
 namespace projector {
+namespace {
+
+using FileId = std::pair<dev_t, ino_t>;
+
+// The inputs read so far; a mutex because sweeps load jobs on several threads.
+struct InputRegistry {
+  std::mutex mutex;
+  std::set<FileId> files;
+};
+
+InputRegistry& registry() {
+  static InputRegistry r;
+  return r;
+}
+
+bool file_id(const std::string& path, FileId& id) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  id = {st.st_dev, st.st_ino};
+  return true;
+}
+
+void remember_input(const std::string& path) {
+  FileId id;
+  if (!file_id(path, id)) return;
+  InputRegistry& r = registry();
+  const std::lock_guard<std::mutex> lock(r.mutex);
+  r.files.insert(id);
+}
+
+}  // namespace
+
+bool is_input_file(const std::string& path) {
+  FileId id;
+  if (!file_id(path, id)) return false;
+  InputRegistry& r = registry();
+  const std::lock_guard<std::mutex> lock(r.mutex);
+  return r.files.count(id) > 0;
+}
 
 std::uint64_t check_input_file(const std::string& path, std::uint64_t max_bytes,
                                const SourceLocation& referenced_from, const std::string& key) {
@@ -30,6 +73,7 @@ std::uint64_t check_input_file(const std::string& path, std::uint64_t max_bytes,
                      fmt::format("{}the file has {} bytes, more than the {} MiB an input may have",
                                  name, size, max_bytes >> 20));
   }
+  remember_input(path);
   return size;
 }
 

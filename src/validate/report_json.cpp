@@ -123,7 +123,7 @@ std::string report_to_json(const ValidationReport& report) {
                         {"coverage_pct", c.pct()}});
   }
   out["summary"]["interval_coverage"] = std::move(coverage);
-  return out.dump(2);
+  return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace projector

@@ -335,6 +335,25 @@ TEST(MegatronFidelity, PrecisionKeys) {
   EXPECT_THROW(load_text(dir, flat_args("fp4: e2m1\nfp8: hybrid\n")), InputError);
 }
 
+// Issue 30: fp8 is Megatron's --fp8-format (e4m3 or hybrid); e5m2, true, 1 or a typo once turned
+// FP8 on silently. They are refused at the key's line (line 18: after the 17 flat_args lines).
+TEST(MegatronFidelity, Fp8FormatOtherThanE4m3OrHybridIsRefused) {
+  testing::TempDir dir;
+  for (const char* bad :
+       {"fp8: banana\n", "fp8: e5m2\n", "fp8: true\n", "fp8: 1\n", "fp8: \"E5M2\"\n"}) {
+    try {
+      load_text(dir, flat_args(bad));
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), "fp8") << bad;
+      EXPECT_EQ(e.where().line, 18) << bad;
+      EXPECT_NE(e.message().find("e4m3 or hybrid"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(load_text(dir, flat_args(""), {"fp8=e5m2"}), InputError);
+  EXPECT_NE(load_text(dir, flat_args("fp8: \"E4M3\"\n")).runtime.precision.fp8, Fp8Recipe::kNone);
+}
+
 // ------------------------------------------------------- 8: keys that change model or memory
 
 TEST(MegatronFidelity, MoeModelKeys) {

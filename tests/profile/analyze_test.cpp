@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "fixtures.h"
 #include "projector/profile/profile.h"
@@ -91,6 +94,42 @@ TEST(AnalyzeTrace, RocmToyTrainingStep) {
   EXPECT_DOUBLE_EQ(cls(p, KernelClass::kGemm).kernels, 2.0);
   EXPECT_EQ(gemm_count(p, 5, 128, 128), 1);
   EXPECT_FALSE(p.forward_layers.found);  // no attention, no repeating block: not a transformer
+}
+
+// Issue 30: a kernel whose ts + dur rounds back to ts in double arithmetic (100 ns at an
+// epoch-scale timestamp, or any short kernel past 9e18 us) once made the wall-time attribution
+// erase end() and crash. Times are taken relative to the first kernel, so the 100 ns survive.
+std::string kernels_at(const std::vector<std::pair<std::string, std::string>>& ts_dur) {
+  std::string events;
+  for (const auto& [ts, dur] : ts_dur) {
+    if (!events.empty()) events += ",\n";
+    events += R"({"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32", "pid": 0,)"
+              R"( "tid": 7, "ts": )" +
+              ts + R"(, "dur": )" + dur + R"(, "args": {"device": 0, "stream": 7}})";
+  }
+  return "{\"traceEvents\": [\n" + events + "\n]}";
+}
+
+TEST(AnalyzeTrace, EpochScaleTimestampsKeepShortKernels) {
+  const MeasuredProfile p = analyze_trace(parse_trace_text(
+      kernels_at({{"1700000000000000", "0.1"}, {"1700000000000001", "0.1"}}), "epoch.json"));
+  const ClassTime& g = cls(p, KernelClass::kGemm);
+  EXPECT_NEAR(g.kernel_ms, 0.0002, 1e-12);
+  // Both 0.1 us kernels and the 0.9 us launch gap between them: the kernels are not lost to
+  // rounding (a double's step at 1.7e15 us is 0.25 us).
+  EXPECT_NEAR(g.wall_ms, 0.0011, 1e-9);
+}
+
+TEST(AnalyzeTrace, KernelsWhoseEndRoundsToTheirStartDoNotCrash) {
+  // 9.3e18 us apart from the first kernel: the double step there is 2048 us.
+  const MeasuredProfile p = analyze_trace(parse_trace_text(
+      kernels_at({{"0", "10"}, {"9300000000000000000", "1000"}, {"9.4e18", "0.5"}}), "far.json"));
+  const ClassTime& g = cls(p, KernelClass::kGemm);
+  EXPECT_GT(g.kernel_ms, 0.0);
+  EXPECT_TRUE(std::isfinite(g.wall_ms));
+  const MeasuredProfile alone = analyze_trace(
+      parse_trace_text(kernels_at({{"9300000000000000000", "1000"}, {"1e19", "1"}}), "far.json"));
+  EXPECT_TRUE(std::isfinite(cls(alone, KernelClass::kGemm).wall_ms));
 }
 
 }  // namespace

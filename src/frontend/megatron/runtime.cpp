@@ -89,6 +89,20 @@ bool low_precision_on(ArgReader& r, const std::string& key) {
   return true;
 }
 
+// fp8 is Megatron's --fp8-format: only e4m3 and hybrid exist (MG2 arguments.py, choices of
+// --fp8-format); anything else (e5m2, true, a typo) would otherwise silently turn FP8 on.
+bool fp8_on(ArgReader& r) {
+  if (!low_precision_on(r, "fp8")) return false;
+  const ConfigValue* v = r.get("fp8");
+  const std::string text = v->kind == ConfigValue::Kind::kString ? to_lower(v->s) : "";
+  if (text != "e4m3" && text != "hybrid") {
+    r.fail("fp8", fmt::format("unknown FP8 format '{}' (Megatron's --fp8-format takes e4m3 or "
+                              "hybrid; false or null turns FP8 off)",
+                              v->to_text()));
+  }
+  return true;
+}
+
 void read_precision(ArgReader& r, JobDraft& d) {
   PrecisionSpec& prec = d.runtime.precision;
   if (r.bool_quiet("fp16", false)) {
@@ -105,7 +119,7 @@ void read_precision(ArgReader& r, JobDraft& d) {
     r.note("bf16", "true", "precision not given; assuming bf16 mixed precision");
   }
   name_field(r, d, DraftField::kFp8Recipe, "fp8_recipe");
-  d.fp8 = low_precision_on(r, "fp8");
+  d.fp8 = fp8_on(r);
   if (d.fp8 && r.has("fp8_recipe")) {
     const std::string recipe = to_lower(r.string_or("fp8_recipe", "", ""));
     const std::pair<const char*, Fp8Recipe> kRecipes[] = {{"delayed", Fp8Recipe::kDelayed},

@@ -10,6 +10,7 @@
 #include "frontend/primus/preset_names.h"
 #include "projector/frontend/loader.h"
 #include "projector/hardware/catalog.h"
+#include "projector/util/text.h"
 
 namespace projector {
 namespace {
@@ -204,6 +205,9 @@ void apply_set_overrides(const LoadRequest& request, ResolvedConfig& out) {
     const std::size_t eq = kv.find('=');
     const SourceLocation where{"--set", 0, 0};
     if (eq == std::string::npos || eq == 0) throw InputError(where, kv, "expected key=value");
+    if (!is_valid_utf8(kv)) {  // it can reach a JSON report, and JSON is UTF-8
+      throw InputError(where, escape_invalid_utf8(kv), "not valid UTF-8");
+    }
     std::string key = kv.substr(0, eq);
     while (key.starts_with("-")) key.erase(0, 1);
     std::replace(key.begin(), key.end(), '-', '_');

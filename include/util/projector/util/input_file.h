@@ -26,4 +26,9 @@ std::uint64_t check_input_file(const std::string& path, std::uint64_t max_bytes,
                                const SourceLocation& referenced_from = {},
                                const std::string& key = "");
 
+// Whether `path` names a file this process has read as input (through the two functions above):
+// the same file by device and inode, so a symlink, a hard link or another spelling of the path
+// counts. Outputs are refused when they would overwrite one.
+bool is_input_file(const std::string& path);
+
 }  // namespace projector

@@ -1,0 +1,217 @@
+// Issue 30's reproducers through the CLI binary: each exits 2 with a one-line error naming the
+// file and line (or the flag) and the key, or gives a correct answer; none crashes, hangs, loses
+// data or turns nonsense into a projection.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "support/cli_runner.h"
+#include "support/temp_dir.h"
+
+namespace {
+
+using projector::testing::CliResult;
+using projector::testing::repo_root;
+using projector::testing::TempDir;
+
+const std::string kLlama = repo_root() + "/examples/llama3.1_8B-BF16-pretrain.yaml";
+const std::string kQwenConfig = repo_root() + "/tests/profile/data/qwen1.5_0.5B-bf16-forward.yaml";
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The llama example with `lines` added to its overrides.
+std::string llama_with(const std::string& lines) {
+  std::string text = read(kLlama);
+  const std::string at = "    overrides:\n";
+  const std::size_t i = text.find(at);
+  EXPECT_NE(i, std::string::npos);
+  return text.insert(i + at.size(), lines);
+}
+
+CliResult run(const std::string& args) {
+  return projector::testing::run_cli(args);
+}
+
+// Exit 2 and one line "projector: error: <where>..." with `key` in it.
+void expect_clean_error(const CliResult& r, const std::string& where, const std::string& key) {
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.out.rfind("projector: error: " + where, 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(key), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one line: " << r.out;
+}
+
+// Exit 2 with one error line (after whatever the report printed first).
+void expect_error_line(const CliResult& r, const std::string& where, const std::string& key) {
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  const std::size_t at = r.out.find("projector: error: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  EXPECT_EQ(line.rfind("projector: error: " + where, 0), 0u) << line;
+  EXPECT_NE(line.find(key), std::string::npos) << line;
+}
+
+// "<file>:<line>:" of the line of `path` that contains `needle`.
+std::string line_of(const std::string& path, const std::string& needle) {
+  std::istringstream in(read(path));
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find(needle) != std::string::npos) return path + ":" + std::to_string(n) + ":";
+  }
+  ADD_FAILURE() << needle << " not in " << path;
+  return path;
+}
+
+// --------------------------------------------------------------------------------- 1: crashes
+
+// A 100 ns kernel at an epoch-scale timestamp (its ts + dur rounds back to ts in double) and
+// kernels past 9.3e18 us once crashed the wall-time attribution (erase of end()).
+TEST(Issue30, ProfileOfEpochScaleAndHugeTimestampsDoesNotCrash) {
+  TempDir dir;
+  const std::string kernel =
+      R"({"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_)"
+      R"(bf16f32", "pid": 0, "tid": 7, "args": {"device": 0, "stream": 7}, )";
+  for (const char* ts_dur :
+       {R"("ts": 1700000000000000, "dur": 0.1)", R"("ts": 9300000000000000000, "dur": 1000)"}) {
+    SCOPED_TRACE(ts_dur);
+    const std::string trace = dir.write(
+        "t.json", std::string("{\"traceEvents\": [\n") + kernel + R"("ts": 0, "dur": 5},)" + "\n" +
+                      kernel + ts_dur + "},\n" + kernel + ts_dur + "}\n]}\n");
+    const CliResult r =
+        run("profile --trace " + trace + " --config " + kQwenConfig + " --gpus-per-node 1");
+    // Analysed (it used to die there); then refused as no step of the 24-layer Qwen job.
+    expect_clean_error(r, trace + ": traceEvents:", "no transformer layer");
+  }
+}
+
+// ------------------------------------------------------------------------ 2: non-UTF-8 input
+
+TEST(Issue30, NonUtf8ConfigKeysAndValuesAreRefusedAtTheirLine) {
+  TempDir dir;
+  const std::string key = dir.write("key.yaml", llama_with("      ba\xFFr: 1\n"));
+  for (const char* cmd : {"memory --json -", "config --json", "both --json -"}) {
+    SCOPED_TRACE(cmd);
+    expect_clean_error(run(std::string(cmd) + " --config " + key), line_of(key, "ba\xFFr:"),
+                       "ba\\xFFr: the key is not valid UTF-8");
+  }
+  const std::string value = dir.write("value.yaml", llama_with("      note: caf\xE9\n"));
+  expect_clean_error(run("config --json --config " + value), line_of(value, "note:"),
+                     "not valid UTF-8");
+  expect_clean_error(run("config --json --config " + kLlama + " --set 'x=\xFF'"), "--set",
+                     "not valid UTF-8");
+}
+
+// ------------------------------------------------------------------- 3: nonsense FP8 formats
+
+TEST(Issue30, Fp8FormatsMegatronDoesNotHaveAreRefused) {
+  TempDir dir;
+  for (const char* bad : {"banana", "e5m2", "true"}) {
+    SCOPED_TRACE(bad);
+    const std::string path = dir.write(std::string("fp8_") + bad + ".yaml",
+                                       llama_with(std::string("      fp8: ") + bad + "\n"));
+    expect_clean_error(run("memory --config " + path), line_of(path, "fp8:"), "fp8");
+  }
+  const std::string ok = dir.write("fp8_ok.yaml", llama_with("      fp8: hybrid\n"));
+  EXPECT_EQ(run("memory --config " + ok).exit_code, 0);
+}
+
+// ------------------------------------------------------------------------- 4: outputs, data loss
+
+TEST(Issue30, OutputsThatAreInputsAreRefusedAndLeftIntact) {
+  TempDir dir;
+  const std::string cfg = dir.write("exp.yaml", read(kLlama));
+  const std::string original = read(cfg);
+  const std::string link = dir.path() + "/link.yaml";
+  const std::string hard = dir.path() + "/hard.yaml";
+  std::filesystem::create_symlink(cfg, link);
+  std::filesystem::create_hard_link(cfg, hard);
+  for (const std::string& out : {cfg, link, hard, dir.path() + "/./exp.yaml"}) {
+    for (const char* flag : {"--json", "--html", "--csv", "--export-config"}) {
+      SCOPED_TRACE(out + " " + flag);
+      expect_error_line(run("memory --config " + cfg + " " + flag + " " + out), out + ":", flag);
+      EXPECT_EQ(read(cfg), original);
+    }
+  }
+  // The trace `profile` reads is an input too.
+  const std::string trace = repo_root() + "/tests/profile/data/qwen1.5_0.5b_fwd_h100.json.gz";
+  const std::string copy = dir.path() + "/trace.json.gz";
+  std::filesystem::copy_file(trace, copy);
+  expect_error_line(run("profile --trace " + copy + " --config " + kQwenConfig +
+                        " --gpus-per-node 1 --json " + copy),
+                    copy + ":", "--json");
+  EXPECT_EQ(read(copy), read(trace));
+}
+
+// Every output goes through a temporary file renamed over the target: nothing else is left in
+// the directory, and an existing file's permissions are kept.
+TEST(Issue30, OutputsAreWrittenThroughATemporaryFile) {
+  TempDir dir;
+  const std::string out = dir.path() + "/m.json";
+  { std::ofstream(out) << "old"; }
+  ::chmod(out.c_str(), 0640);
+  ASSERT_EQ(run("memory --config " + kLlama + " --json " + out).exit_code, 0);
+  EXPECT_EQ(read(out).rfind("{", 0), 0u);
+  struct stat st {};
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    ++files;
+    EXPECT_EQ(e.path().filename(), "m.json");
+  }
+  EXPECT_EQ(files, 1);
+  // Through a symlink: the target is replaced, the link kept.
+  const std::string target = dir.path() + "/target.json";
+  const std::string link = dir.path() + "/link.json";
+  std::ofstream(target) << "old";
+  std::filesystem::create_symlink(target, link);
+  ASSERT_EQ(run("memory --config " + kLlama + " --json " + link).exit_code, 0);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(read(target).rfind("{", 0), 0u);
+}
+
+// ------------------------------------------------------------------------------ 5: FIFO outputs
+
+TEST(Issue30, FifoAndDirectoryOutputsAreRefused) {
+  TempDir dir;
+  const std::string fifo = dir.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const char* flag : {"--json", "--csv", "--html", "--export-config"}) {
+    SCOPED_TRACE(flag);
+    const CliResult r = run(std::string("memory --config ") + kLlama + " " + flag + " " + fifo);
+    expect_error_line(r, fifo + ":", flag);
+    EXPECT_NE(r.out.find("not a regular file"), std::string::npos) << r.out;
+  }
+  expect_error_line(run("performance --config " + kLlama + " --trace " + fifo), fifo + ":",
+                    "--trace");
+  expect_error_line(run("memory --config " + kLlama + " --json " + dir.path()), dir.path() + ":",
+                    "--json");
+}
+
+// ---------------------------------------------------------------- 6: hardware compare --config
+
+TEST(Issue30, HardwareCompareWithAMalformedConfigExits2WithItsLocation) {
+  TempDir dir;
+  const std::string bad = dir.write("bad.yaml", "modules:\n  pre_trainer: [unclosed\n");
+  const CliResult r = run("hardware compare mi300x h100 --config " + bad);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("projector: error: " + bad + ":"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("not projected"), std::string::npos) << r.out;
+  const std::string fp8 = dir.write("fp8.yaml", llama_with("      fp8: banana\n"));
+  expect_clean_error(run("hardware compare mi300x h100 --json --config " + fp8),
+                     line_of(fp8, "fp8:"), "fp8");
+  expect_clean_error(run("hardware compare mi300x h100 --config " + dir.path() + "/missing.yaml"),
+                     dir.path() + "/missing.yaml", "not found");
+}
+
+}  // namespace
