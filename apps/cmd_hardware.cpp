@@ -205,6 +205,9 @@ void calibration_rows(const AcceleratorSpec& a, std::vector<Row>& rows) {
   if (!c.grouped_gemm_fraction_fp8.source.empty()) {
     plain("grouped_gemm_fraction_fp8", c.grouped_gemm_fraction_fp8);
   }
+  if (!c.gemm_fp8_blockwise_fraction.source.empty()) {
+    plain("gemm_fp8_blockwise_fraction", c.gemm_fp8_blockwise_fraction);
+  }
   if (!c.kernel_fixed_s.source.empty()) {
     rows.push_back({"calibration.kernel_fixed_s",
                     fmt::format("{} us", c.kernel_fixed_s.value * 1e6), c.kernel_fixed_s.source});
@@ -300,6 +303,7 @@ nlohmann::json accelerator_json(const AcceleratorSpec& a) {
   cal["grouped_gemm_fraction"] = sourced_json(c.grouped_gemm_fraction);
   cal["kernel_fixed_s"] = sourced_json(c.kernel_fixed_s);
   cal["grouped_gemm_fraction_fp8"] = sourced_json(c.grouped_gemm_fraction_fp8);
+  cal["gemm_fp8_blockwise_fraction"] = sourced_json(c.gemm_fp8_blockwise_fraction);
   j["calibration"] = cal;
   return j;
 }

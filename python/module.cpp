@@ -8,6 +8,8 @@
 #include <atomic>
 
 #include "job_loading.h"
+#include "projector/hardware/catalog.h"
+#include "projector/interval/interval.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 #include "projector/report/job_report.h"
@@ -26,6 +28,7 @@ namespace {
 // The loaded job (opaque; `to_dict()` gives `projector config --json`).
 struct Job {
   JobSpec spec;
+  std::string data_dir;  // the catalogue it was loaded with ("": the bundled one)
 };
 
 std::string describe(const Job& job) {
@@ -54,7 +57,11 @@ py::object performance(const Job& job) {
     py::gil_scoped_release unlocked;
     PerfOptions po;
     po.routing_skew_bracket = true;  // as `projector performance` (the same document)
-    doc = perf_json(job.spec, project_performance(job.spec, po));
+    PerfReport rep = project_performance(job.spec, po);
+    // The calibrated 80 % range, as the CLI attaches it (docs/validation.md).
+    rep.range = calibrated_range(
+        load_residuals(job.data_dir.empty() ? default_data_dir() : job.data_dir), job.spec, rep);
+    doc = perf_json(job.spec, rep);
   }
   return document_to_python(doc);
 }
@@ -173,8 +180,9 @@ PYBIND11_MODULE(projector, m) {
   m.def(
       "load",
       [](const py::object& path, const py::object& overrides) {
-        return Job{python::load(path_text(path),
-                                overrides.is_none() ? py::dict() : overrides.cast<py::dict>())};
+        const py::dict o = overrides.is_none() ? py::dict() : overrides.cast<py::dict>();
+        std::string data_dir = o.contains("data_dir") ? std::string(py::str(o["data_dir"])) : "";
+        return Job{python::load(path_text(path), o), std::move(data_dir)};
       },
       py::arg("path"), py::arg("overrides") = py::none(),
       "Loads a Primus / Megatron experiment YAML. overrides: {'tp': 2, 'nodes': 4, "

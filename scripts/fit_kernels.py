@@ -66,8 +66,11 @@ def rules(rows_by_id):
             out[(a, "gemm_peak_fraction." + d)] = (
                 lambda r, a=a, d=d: r["op_class"] == "gemm" and r["accelerator"] == a
                 and dtype_key(r["dtype"]) == d,
-                f"op_class gemm, dtype {d}" + (" (per-tensor scaling when it has rows)"
-                                                 if d == "fp8" else ""))
+                f"op_class gemm, dtype {d}" + (" (per-tensor scaling)" if d == "fp8" else ""))
+        out[(a, "gemm_fp8_blockwise_fraction")] = (
+            lambda r, a=a: r["op_class"] == "gemm" and r["accelerator"] == a
+            and r["dtype"] == "fp8" and r["scaling"] == "blockwise",
+            "op_class gemm, dtype fp8, scaling blockwise")
         out[(a, "grouped_gemm_fraction")] = (
             lambda r, a=a: r["op_class"] == "grouped_gemm" and r["accelerator"] == a
             and r["dtype"] in ("bf16", "fp16"), "op_class grouped_gemm, 16-bit")
@@ -213,14 +216,14 @@ def fit(projector, data_dir):
             # Blockwise-scaled FP8 (DeepSeek 1x128 / 128x128) carries its own scaling work; the
             # fp8 fraction prices per-tensor recipes, the frameworks' default, when it has rows.
             if key == "gemm_peak_fraction.fp8":
-                other = [r for r in sel if r["scaling"] != "blockwise"]
-                if len(other) >= MIN_ROWS:
-                    sel = other
+                sel = [r for r in sel if r["scaling"] != "blockwise"]
             if len(sel) < MIN_ROWS:
                 continue
             path = os.path.join(acc_dir, acc + ".yaml")
             text = open(path).read()
             old = read_value(text, key)
+            if (old is None or old <= 0.0) and key == "gemm_fp8_blockwise_fraction":
+                old = read_value(text, "gemm_peak_fraction.fp8")  # priced like per-tensor fp8
             if old is None or old <= 0.0:
                 old = START.get(key)
             if old is None:

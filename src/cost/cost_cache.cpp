@@ -95,7 +95,8 @@ OpCost CostCache::lookup(const Key& key, F&& compute) {
 
 OpCost CostCache::gemm(const GemmShape& s) {
   const Key k{{static_cast<std::uint64_t>(Op::kGemm), u(s.m), u(s.n), u(s.k), u(s.batch),
-               static_cast<std::uint64_t>(s.dtype), static_cast<std::uint64_t>(s.out), 0, 0, 0}};
+               static_cast<std::uint64_t>(s.dtype), static_cast<std::uint64_t>(s.out),
+               static_cast<std::uint64_t>(s.blockwise), 0, 0}};
   return lookup(k, [&] { return measure(CostClass::kGemm, gemm_time(acc_, s)); });
 }
 

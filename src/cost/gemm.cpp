@@ -35,9 +35,11 @@ double ceil_div(double a, double b) {
   return std::ceil(a / b);
 }
 
-double gemm_fraction(const AcceleratorSpec& acc, Dtype d, bool* calibrated) {
+double gemm_fraction(const AcceleratorSpec& acc, Dtype d, bool blockwise, bool* calibrated) {
   const auto& f = acc.calibration.gemm_peak_fraction;
   double v = f[static_cast<int>(d)];
+  const double block = acc.calibration.gemm_fp8_blockwise_fraction.value;
+  if (blockwise && d == Dtype::kFp8 && block > 0.0) v = block;
   if (v <= 0.0) v = f[static_cast<int>(Dtype::kBf16)];
   *calibrated = v > 0.0;
   return v > 0.0 ? v : cost_detail::kUncalibratedGemmFraction;
@@ -55,7 +57,8 @@ struct Problem {
   double problems;
   Dtype in;
   Dtype out;
-  double mainloop_scale;  // grouped kernels run slower per tile
+  double mainloop_scale;   // grouped kernels run slower per tile
+  bool blockwise = false;  // block-scaled fp8 (GemmShape::blockwise)
 };
 
 OpCost price(const AcceleratorSpec& acc, const Problem& p) {
@@ -65,7 +68,7 @@ OpCost price(const AcceleratorSpec& acc, const Problem& p) {
   c.flops = 2.0 * p.m * p.n * p.k * p.problems;
   if (c.flops <= 0.0) return c;
   bool calibrated = false;
-  const double frac = gemm_fraction(acc, d, &calibrated);
+  const double frac = gemm_fraction(acc, d, p.blockwise, &calibrated);
   c.provenance = calibrated ? Provenance::kKernelModel : Provenance::kRoofline;
   const double peak = acc.peak_flops(d);
   const double rate = peak * clock_ratio(acc) * frac * p.mainloop_scale;  // whole chip, FLOP/s
@@ -160,7 +163,8 @@ Dtype gemm_compute_dtype(const AcceleratorSpec& acc, Dtype d) {
 
 OpCost gemm_time(const AcceleratorSpec& acc, const GemmShape& s) {
   return price(acc, {static_cast<double>(s.m), static_cast<double>(s.n), static_cast<double>(s.k),
-                     static_cast<double>(std::max<std::int64_t>(1, s.batch)), s.dtype, s.out, 1.0});
+                     static_cast<double>(std::max<std::int64_t>(1, s.batch)), s.dtype, s.out, 1.0,
+                     s.blockwise});
 }
 
 namespace {

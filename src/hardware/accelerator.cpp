@@ -90,6 +90,7 @@ constexpr CalKey kCalKeys[] = {
     {"comm_compute_interference", &Cal::comm_compute_interference, 0, 1, false, false, true},
     {"grouped_gemm_fraction", &Cal::grouped_gemm_fraction, 0, 1, true, false, false},
     {"grouped_gemm_fraction_fp8", &Cal::grouped_gemm_fraction_fp8, 0, 1, true, false, false},
+    {"gemm_fp8_blockwise_fraction", &Cal::gemm_fp8_blockwise_fraction, 0, 1, true, false, false},
     {"kernel_fixed_s", &Cal::kernel_fixed_s, 0, 1e-2, false, false, false},
 };
 

@@ -68,7 +68,11 @@ ResidualTable load_residuals(const std::string& data_dir) {
 
 double sorted_quantile(const std::vector<double>& v, double q) {
   if (v.empty()) return 0.0;
-  const double pos = q * static_cast<double>(v.size() - 1);
+  // Order statistic q (n + 1) (1-based, interpolated, clamped to the sample): a new draw lies
+  // between the q1 (n + 1)-th and the q2 (n + 1)-th of n exchangeable values with probability
+  // q2 - q1, so the range keeps its 80 % on small regimes (the (n - 1) q convention narrows it).
+  const double n = static_cast<double>(v.size());
+  const double pos = std::clamp(q * (n + 1.0), 1.0, n) - 1.0;
   const auto lo = static_cast<std::size_t>(std::floor(pos));
   const std::size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);

@@ -38,11 +38,13 @@ Priced skip(std::string why) {
 Priced price_gemm(const AcceleratorSpec& acc, const KernelRow& r) {
   const KernelShape& s = r.shape;
   if (s.m <= 0 || s.n <= 0 || s.k <= 0) return skip("gemm needs m, n and k");
-  const GemmShape g{s.m, s.n, s.k, std::max<std::int64_t>(s.batch, 1), r.dtype, Dtype::kBf16};
+  GemmShape g{s.m, s.n, s.k, std::max<std::int64_t>(s.batch, 1), r.dtype, Dtype::kBf16};
+  g.blockwise = r.dtype == Dtype::kFp8 && r.scaling == "blockwise";
   Priced p;
   p.time_s = gemm_time(acc, g).time_s;
   p.flops = g.flops();
-  p.model = fmt::format("gemm_time {}x{}x{} batch {} {}", s.m, s.n, s.k, g.batch, r.dtype_name);
+  p.model = fmt::format("gemm_time {}x{}x{} batch {} {}{}", s.m, s.n, s.k, g.batch, r.dtype_name,
+                        g.blockwise ? " blockwise" : "");
   return p;
 }
 
@@ -102,7 +104,8 @@ Priced price_attention(const AcceleratorSpec& acc, const KernelRow& r) {
 
 // Bytes one call reads and writes, from `bytes` or from rows x cols for the kinds whose traffic
 // is fixed by their definition (a norm reads x and writes y; its backward reads x and dy and
-// writes dx; a copy reads and writes once).
+// writes dx; a copy reads and writes once; a fused residual add + RMSNorm reads x and the
+// residual and writes both the new residual and y, the FP8 variant y in one byte).
 double memory_bytes(const KernelRow& r) {
   const KernelShape& s = r.shape;
   if (s.bytes > 0.0) return s.bytes;
@@ -115,6 +118,8 @@ double memory_bytes(const KernelRow& r) {
     return 2.0 * e * b;
   }
   if (k == "rmsnorm_bwd" || k == "layernorm_bwd") return 3.0 * e * b;
+  if (k == "fused_add_rmsnorm_fwd") return 4.0 * e * b;
+  if (k == "fused_add_rmsnorm_fp8") return 3.0 * e * b + e;
   return 0.0;
 }
 

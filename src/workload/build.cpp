@@ -62,6 +62,7 @@ Op gemm_op(const Ctx& c, std::string name, std::int64_t m, std::int64_t n, std::
   op.name = std::move(name);
   op.kind = groups > 1 ? OpKind::kGroupedGemm : OpKind::kGemm;
   op.gemm = GemmShape{m, n, k, groups, in, c.act};
+  op.gemm.blockwise = in == Dtype::kFp8 && c.job.runtime.precision.fp8 == Fp8Recipe::kBlockwise;
   op.flops = op.gemm.flops();
   const double in_b = bytes_per_element(in);
   op.bytes = (static_cast<double>(m) * k + static_cast<double>(k) * n) * groups * in_b +
@@ -743,15 +744,18 @@ void add_backward(const std::vector<Op>& fwd, std::vector<Op>& out, bool sp) {
           // d(left) = dC . right^T and d(right) = left^T . dC: both activation gradients.
           b.name = f.name + ".dgrad_a";
           b.gemm = GemmShape{f.gemm.m, f.gemm.k, f.gemm.n, f.gemm.batch, f.gemm.dtype, f.gemm.out};
+          b.gemm.blockwise = f.gemm.blockwise;
           b.flops = b.gemm.flops();
           out.push_back(b);
           b.name = f.name + ".dgrad_b";
           b.gemm = GemmShape{f.gemm.k, f.gemm.n, f.gemm.m, f.gemm.batch, f.gemm.dtype, f.gemm.out};
+          b.gemm.blockwise = f.gemm.blockwise;
           out.push_back(b);
           break;
         }
         b.name = f.name + ".dgrad";
         b.gemm = GemmShape{f.gemm.m, f.gemm.k, f.gemm.n, f.gemm.batch, f.gemm.dtype, f.gemm.out};
+        b.gemm.blockwise = f.gemm.blockwise;
         b.flops = b.gemm.flops() * f.steps;
         out.push_back(b);
         Op w = f;
@@ -759,6 +763,7 @@ void add_backward(const std::vector<Op>& fwd, std::vector<Op>& out, bool sp) {
         w.recompute = false;
         w.name = f.name + ".wgrad";
         w.gemm = GemmShape{f.gemm.n, f.gemm.k, f.gemm.m, f.gemm.batch, f.gemm.dtype, Dtype::kFp32};
+        w.gemm.blockwise = f.gemm.blockwise;
         w.flops = w.gemm.flops() * f.steps;
         w_ops.push_back(w);
         break;

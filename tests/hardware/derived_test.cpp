@@ -39,7 +39,8 @@ std::vector<const Sourced*> fields(const Cal& c) {
           &c.comm_compute_interference,
           &c.grouped_gemm_fraction,
           &c.kernel_fixed_s,
-          &c.grouped_gemm_fraction_fp8};
+          &c.grouped_gemm_fraction_fp8,
+          &c.gemm_fp8_blockwise_fraction};
 }
 
 TEST(Derived, BundledDerivedEntriesCarryTheirSiblingsValuesAndSayWhere) {

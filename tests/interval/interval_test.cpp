@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "projector/util/error.h"
 #include "projector/validate/validate.h"
 #include "support/job_builders.h"
@@ -40,9 +42,9 @@ TEST(Regime, DenseAndMoeJobsOnEachVendor) {
             "amd/moe-ep-internode");
 }
 
-// Ten residuals -10, -5, 0, 5, ..., 35: the 10th percentile lies 0.9 of the way from the first to
-// the second order statistic (-10 + 0.9 x 5 = -5.5), the 90th 0.1 of the way from the ninth to the
-// tenth (30 + 0.1 x 5 = 30.5).
+// Ten residuals -10, -5, 0, 5, ..., 35: the 10th percentile is order statistic 0.1 x 11 = 1.1,
+// 0.1 of the way from the first to the second (-10 + 0.1 x 5 = -9.5), the 90th is order statistic
+// 9.9 (30 + 0.9 x 5 = 34.5); a new draw falls between them with probability (9.9 - 1.1) / 11 = 0.8.
 ResidualTable table_of(const std::string& regime, int n, const std::string& family = "f") {
   ResidualTable t;
   for (int i = 0; i < n; ++i) {
@@ -58,8 +60,8 @@ TEST(Residuals, QuantilesByHand) {
   ASSERT_TRUE(q);
   EXPECT_EQ(q->level, r.key);
   EXPECT_EQ(q->runs, 10);
-  EXPECT_DOUBLE_EQ(q->q10_pct, -5.5);
-  EXPECT_DOUBLE_EQ(q->q90_pct, 30.5);
+  EXPECT_DOUBLE_EQ(q->q10_pct, -9.5);
+  EXPECT_DOUBLE_EQ(q->q90_pct, 34.5);
   EXPECT_FALSE(residual_quantiles(table_of(r.key, 10), r, ResidualMetric::kMemory));
 }
 
@@ -88,8 +90,8 @@ TEST(Residuals, PoolingRuleAndFamilyExclusion) {
 }
 
 // The range of a measured rate M given a prediction P and residuals r = P / M - 1: P = 1000
-// tokens/s with q10 = -5.5 % and q90 = +30.5 % gives 1000 / 1.305 = 766.3 to 1000 / 0.945 = 1058.2;
-// a 2.0 s step gives 2.0 x 0.945 = 1.89 to 2.0 x 1.305 = 2.61 s.
+// tokens/s with q10 = -9.5 % and q90 = +34.5 % gives 1000 / 1.345 = 743.5 to 1000 / 0.905 = 1105.0;
+// a 2.0 s step gives 2.0 x 0.905 = 1.81 to 2.0 x 1.345 = 2.69 s.
 TEST(Residuals, RangeArithmetic) {
   const JobSpec job = testing::make_job(testing::llama31_8b(), JobShape{});
   const ResidualTable t = table_of(classify_regime(job).key, 10);
@@ -99,11 +101,11 @@ TEST(Residuals, RangeArithmetic) {
   rep.mfu = 0.4;
   const auto c = calibrated_range(t, job, rep);
   ASSERT_TRUE(c);
-  EXPECT_NEAR(c->tokens_per_s_per_gpu_lo, 1000.0 / 1.305, 1e-9);
-  EXPECT_NEAR(c->tokens_per_s_per_gpu_hi, 1000.0 / 0.945, 1e-9);
-  EXPECT_NEAR(c->iteration_s_lo, 1.89, 1e-12);
-  EXPECT_NEAR(c->iteration_s_hi, 2.61, 1e-12);
-  EXPECT_NEAR(c->mfu_hi, 0.4 / 0.945, 1e-12);
+  EXPECT_NEAR(c->tokens_per_s_per_gpu_lo, 1000.0 / 1.345, 1e-9);
+  EXPECT_NEAR(c->tokens_per_s_per_gpu_hi, 1000.0 / 0.905, 1e-9);
+  EXPECT_NEAR(c->iteration_s_lo, 1.81, 1e-12);
+  EXPECT_NEAR(c->iteration_s_hi, 2.69, 1e-12);
+  EXPECT_NEAR(c->mfu_hi, 0.4 / 0.905, 1e-12);
   EXPECT_EQ(c->memory_runs, 0);
 }
 
@@ -122,15 +124,26 @@ TEST(Residuals, MalformedFileIsAnInputError) {
 TEST(Coverage, ShippedResidualsCoverTheValidationRuns) {
   const std::string data = PROJECTOR_DEFAULT_DATA_DIR;
   int runs = 0, inside = 0;
+  std::map<std::string, std::pair<int, int>> groups;  // group:value -> inside, runs
   for (const char* f :
        {"calibration_runs.yaml", "calibration_runs_moe_tpu.yaml", "calibration_runs_4.yaml"}) {
     const ValidationReport r =
         validate(load_runs(data + "/validation/" + f), make_default_project_fn(), data);
     for (const CoverageStats& c : r.summary.coverage) {
+      auto& g = groups[c.group + ":" + c.value];
+      g.first += c.inside;
+      g.second += c.runs;
       if (c.group != "all") continue;
       runs += c.runs;
       inside += c.inside;
     }
+  }
+  // Every regime with 8 or more runs, too.
+  for (const auto& [name, g] : groups) {
+    if (g.second < kMinRegimeRuns) continue;
+    const double p = 100.0 * g.first / g.second;
+    EXPECT_GE(p, 70.0) << name;
+    EXPECT_LE(p, 90.0) << name;
   }
   ASSERT_GT(runs, 80);
   const double pct = 100.0 * inside / runs;

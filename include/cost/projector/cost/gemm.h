@@ -19,6 +19,10 @@ struct GemmShape {
   std::int64_t batch = 1;
   Dtype dtype = Dtype::kBf16;
   Dtype out = Dtype::kBf16;
+  // fp8 with DeepSeek-style block scales (1 x 128 activations, 128 x 128 weights): priced with the
+  // accelerator's gemm_fp8_blockwise_fraction where it has one (the per-block scaling runs in the
+  // main loop), else like per-tensor fp8.
+  bool blockwise = false;
 
   double flops() const { return 2.0 * static_cast<double>(m) * n * k * batch; }
   friend bool operator==(const GemmShape&, const GemmShape&) = default;

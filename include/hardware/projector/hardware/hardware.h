@@ -105,6 +105,9 @@ struct AcceleratorSpec {
     // grouped_gemm_fraction).
     Sourced grouped_gemm_fraction_fp8;
     Sourced kernel_fixed_s;  // per-kernel prologue/epilogue beyond launch (0: none)
+    // Block-scaled fp8 GEMMs (DeepSeek 1 x 128 / 128 x 128 scales): their own fraction of the
+    // fp8 peak (0: priced like per-tensor fp8, gemm_peak_fraction.fp8).
+    Sourced gemm_fp8_blockwise_fraction;
     // Every fraction above prices a kernel as it runs in isolation (scripts/fit_kernels.py fits
     // them on data/kernels); what a training step adds between kernels is the framework's
     // (FrameworkProfile::kernel_gap_fraction).

@@ -49,13 +49,14 @@ struct ResidualQuantiles {
   double q90_pct = 0.0;
 };
 enum class ResidualMetric { kThroughput, kMemory };
-// The 10th / 90th percentiles (linear interpolation between order statistics) of the residuals
+// The 10th / 90th percentiles (the q (n + 1)-th order statistic, interpolated) of the residuals
 // of the finest level with kMinRegimeRuns or more, leaving out `exclude_family` (a run's own
 // family when it is scored); nullopt when the table has no residual at all.
 std::optional<ResidualQuantiles> residual_quantiles(const ResidualTable& table,
                                                     const Regime& regime, ResidualMetric metric,
                                                     const std::string& exclude_family = "");
-// Linear-interpolated quantile of sorted values (q in [0, 1]).
+// Quantile q of sorted values as the q (n + 1)-th order statistic (1-based, linearly interpolated,
+// clamped to the first and last): the prediction-interval convention.
 double sorted_quantile(const std::vector<double>& sorted, double q);
 
 // The calibrated range of a projection: a measured value M with residual r = P / M - 1 lies in
