@@ -9,18 +9,11 @@
 #include "projector/hardware/catalog.h"
 #include "projector/kernels/kernels.h"
 #include "projector/util/error.h"
+#include "projector/util/stats.h"
 
 namespace projector {
 
 namespace {
-
-double quantile_sorted(const std::vector<double>& v, double q) {
-  if (v.empty()) return 0.0;
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
 
 KernelClassStats summarize_group(const std::vector<const PricedKernelRow*>& rows) {
   KernelClassStats s;
@@ -39,9 +32,9 @@ KernelClassStats summarize_group(const std::vector<const PricedKernelRow*>& rows
   }
   std::sort(abs_err.begin(), abs_err.end());
   std::sort(signed_err.begin(), signed_err.end());
-  s.median_abs_pct = quantile_sorted(abs_err, 0.5);
-  s.p90_abs_pct = quantile_sorted(abs_err, 0.9);
-  s.median_signed_pct = quantile_sorted(signed_err, 0.5);
+  s.median_abs_pct = interpolated_quantile(abs_err, 0.5);
+  s.p90_abs_pct = interpolated_quantile(abs_err, 0.9);
+  s.median_signed_pct = interpolated_quantile(signed_err, 0.5);
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include "projector/interval/interval.h"
 #include "projector/model/family.h"
 #include "projector/util/error.h"
+#include "projector/util/stats.h"
 
 namespace projector {
 namespace {
@@ -21,14 +22,6 @@ double pct(double predicted, double measured) {
 }
 
 // Quantile of sorted values with linear interpolation between closest ranks (numpy's default).
-double quantile(const std::vector<double>& sorted, double q) {
-  if (sorted.empty()) return 0.0;
-  const double pos = q * static_cast<double>(sorted.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
 // Only positive, finite pairs compare (a NaN fails both tests).
 bool comparable(double predicted, double measured) {
   return predicted > 0.0 && measured > 0.0 && std::isfinite(predicted) && std::isfinite(measured);
@@ -227,8 +220,8 @@ ErrorStats error_stats(const std::vector<double>& errors_pct) {
   std::sort(abs_err.begin(), abs_err.end());
   s.mape_pct = sum_abs / s.count;
   s.mean_signed_pct = sum / s.count;
-  s.median_abs_pct = quantile(abs_err, 0.5);
-  s.p90_abs_pct = quantile(abs_err, 0.9);
+  s.median_abs_pct = interpolated_quantile(abs_err, 0.5);
+  s.p90_abs_pct = interpolated_quantile(abs_err, 0.9);
   return s;
 }
 
