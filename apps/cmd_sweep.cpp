@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "job_options.h"
 #include "projector/frontend/adapter.h"
+#include "projector/hardware/catalog.h"
 #include "projector/report/html_report.h"
 #include "projector/report/job_report.h"
 #include "projector/sweep/recsys_sweep.h"
@@ -55,14 +56,17 @@ std::string exposed_text(const sweep::Entry& e) {
 }
 
 void print_header_row(std::FILE* out) {
-  fmt::print(out, "  {:>4}  {:<68} {:>9} {:>8} {:>6} {:>8} {:>8} {:>7}  {}\n", "#", "layout",
-             "tok/s/GPU", "iter s", "MFU %", "peak GiB", "upper", "bubble%",
+  fmt::print(out, "  {:>4}  {:<68} {:>9} {:>17} {:>8} {:>6} {:>8} {:>8} {:>7}  {}\n", "#", "layout",
+             "tok/s/GPU", "80 % range", "iter s", "MFU %", "peak GiB", "upper", "bubble%",
              "exposed ms TP/CP/EP/PP/DP");
 }
 
 void print_row(std::FILE* out, std::size_t rank, const sweep::Entry& e) {
-  fmt::print(out, "  {:>4}  {:<68} {:>9.1f} {:>8.3f} {:>6.1f} {:>8.2f} {:>8.2f} {:>7.1f}  {}\n",
-             rank, sweep::describe(e.candidate), e.tokens_per_s_per_gpu, e.iteration_s,
+  const std::string range =
+      e.tokens_lo > 0.0 ? fmt::format("{:.0f}-{:.0f}", e.tokens_lo, e.tokens_hi) : "-";
+  fmt::print(out,
+             "  {:>4}  {:<68} {:>9.1f} {:>17} {:>8.3f} {:>6.1f} {:>8.2f} {:>8.2f} {:>7.1f}  {}\n",
+             rank, sweep::describe(e.candidate), e.tokens_per_s_per_gpu, range, e.iteration_s,
              e.mfu * 100.0, e.peak_point_bytes / kGiB, e.peak_upper_bytes / kGiB,
              e.bubble_fraction * 100.0, exposed_text(e));
 }
@@ -244,6 +248,10 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
   space.fsdp2_native = adapter != nullptr && adapter->sweeps_fsdp2_layouts();
   sweep::Options opts;
   opts.objective = objective;
+  // Each layout's calibrated 80 % range (docs/validation.md); --rank-by p10 ranks by its low end.
+  const ResidualTable residuals =
+      load_residuals(o.job.data_dir.empty() ? default_data_dir() : o.job.data_dir);
+  opts.residuals = &residuals;
   opts.memory_limit = o.memory_limit;
   opts.prune_on_upper_bound = o.prune_upper;
   opts.threads = o.threads;
@@ -276,7 +284,10 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
                   "axes to sweep, e.g. 'tp=1,2,4,8; pp=1,2,4; mbs=1,2; recompute=none,full; "
                   "schedule=1f1b,interleaved; vpp=2,4; sharding=distopt,fsdp; bucket_mb=40' "
                   "(missing axes: every legal value)");
-  cmd->add_option("--objective", opts->objective, "tokens_per_s_per_gpu, iteration_time or mfu");
+  cmd->add_option("--objective", opts->objective,
+                  "tokens_per_s_per_gpu, iteration_time, mfu or p10 (the low end of the 80 % "
+                  "range)");
+  cmd->add_option("--rank-by", opts->objective, "the same as --objective (e.g. --rank-by p10)");
   cmd->add_option("--memory-limit", opts->memory_limit,
                   "fraction of HBM a layout's peak may use (default 0.9)");
   cmd->add_option("--top", opts->top, "layouts to print (default 10)")

@@ -87,23 +87,26 @@ std::string to_json(const Result& r, const JobSpec& base) {
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
     const Entry& e = r.ranked[i];
-    rows.push_back({{"rank", i + 1},
-                    {"index", e.index},
-                    {"layout", candidate_json(e.candidate)},
-                    {"microbatches", e.num_microbatches},
-                    {"iteration_s", e.iteration_s},
-                    {"tokens_per_s_per_gpu", e.tokens_per_s_per_gpu},
-                    {"mfu", e.mfu},
-                    {"peak_point_bytes", e.peak_point_bytes},
-                    {"peak_upper_bytes", e.peak_upper_bytes},
-                    {"bubble_fraction", e.bubble_fraction},
-                    {"exposed_s",
-                     {{"tp", e.exposed.tp_s},
-                      {"cp", e.exposed.cp_s},
-                      {"ep", e.exposed.ep_s},
-                      {"pp", e.exposed.pp_s},
-                      {"dp", e.exposed.dp_s}}},
-                    {"pareto", e.pareto}});
+    rows.push_back(
+        {{"rank", i + 1},
+         {"index", e.index},
+         {"layout", candidate_json(e.candidate)},
+         {"microbatches", e.num_microbatches},
+         {"iteration_s", e.iteration_s},
+         {"tokens_per_s_per_gpu", e.tokens_per_s_per_gpu},
+         {"tokens_per_s_per_gpu_interval",
+          e.tokens_lo > 0.0 ? nlohmann::json{e.tokens_lo, e.tokens_hi} : nlohmann::json(nullptr)},
+         {"mfu", e.mfu},
+         {"peak_point_bytes", e.peak_point_bytes},
+         {"peak_upper_bytes", e.peak_upper_bytes},
+         {"bubble_fraction", e.bubble_fraction},
+         {"exposed_s",
+          {{"tp", e.exposed.tp_s},
+           {"cp", e.exposed.cp_s},
+           {"ep", e.exposed.ep_s},
+           {"pp", e.exposed.pp_s},
+           {"dp", e.exposed.dp_s}}},
+         {"pareto", e.pareto}});
   }
   j["candidates"] = std::move(rows);
   nlohmann::json front = nlohmann::json::array();

@@ -182,8 +182,10 @@ Objective parse_objective(std::string_view text) {
   if (t == "tokens_per_s_per_gpu" || t == "throughput") return Objective::kTokensPerSPerGpu;
   if (t == "iteration_time") return Objective::kIterationTime;
   if (t == "mfu") return Objective::kMfu;
-  throw InputError(SourceLocation{"--objective", 0, 0}, "--objective",
-                   fmt::format("unknown '{}' (tokens_per_s_per_gpu, iteration_time, mfu)", text));
+  if (t == "p10" || t == "tokens_per_s_per_gpu_p10") return Objective::kTokensP10;
+  throw InputError(
+      SourceLocation{"--objective", 0, 0}, "--objective",
+      fmt::format("unknown '{}' (tokens_per_s_per_gpu, iteration_time, mfu, p10)", text));
 }
 
 std::string_view to_string(Objective o) {
@@ -194,6 +196,8 @@ std::string_view to_string(Objective o) {
       return "iteration_time";
     case Objective::kMfu:
       return "mfu";
+    case Objective::kTokensP10:
+      return "tokens_per_s_per_gpu_p10";
   }
   return "?";
 }

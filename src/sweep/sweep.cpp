@@ -106,6 +106,12 @@ void evaluate(const Candidate& c, std::size_t index, Shared& s, WorkerState& w) 
     w.perf_ns += thread_cpu_ns() - t1;
     e.iteration_s = rep.iteration_s;
     e.tokens_per_s_per_gpu = rep.tokens_per_s_per_gpu;
+    if (s.options.residuals != nullptr) {
+      if (const auto range = calibrated_range(*s.options.residuals, job, rep)) {
+        e.tokens_lo = range->tokens_per_s_per_gpu_lo;
+        e.tokens_hi = range->tokens_per_s_per_gpu_hi;
+      }
+    }
     e.mfu = rep.mfu;
     e.bubble_fraction = rep.bubble_fraction;
     e.exposed = rep.exposed;
@@ -156,6 +162,8 @@ double score(const Entry& e, Objective o) {
       return -e.iteration_s;
     case Objective::kMfu:
       return e.mfu;
+    case Objective::kTokensP10:
+      return e.tokens_lo > 0.0 ? e.tokens_lo : e.tokens_per_s_per_gpu;
   }
   return 0.0;
 }

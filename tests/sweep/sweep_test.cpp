@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "projector/interval/interval.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 #include "projector/util/error.h"
@@ -430,6 +431,39 @@ TEST(Sweep, Cli) {
   const std::string text((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("no layout fits"), std::string::npos) << text;
   EXPECT_NE(text.find("GiB over"), std::string::npos) << text;
+}
+
+// Calibrated ranges in the sweep (issue 27): each layout carries the range of its regime, and
+// --rank-by p10 ranks by the range's low end. Hand-made residuals: layouts without a pipeline
+// have residuals of +50 % (the projection reads 1.5x the measurement: low end P / 1.5), pipelined
+// ones 0 % (low end P), so by p10 every pipelined layout outranks an unpipelined one whose point
+// value is less than 1.5x its own.
+TEST(Sweep, RanksByTheLowEndOfTheCalibratedRange) {
+  const JobSpec base = small_base();
+  ResidualTable t;
+  for (int i = 0; i < 8; ++i) {
+    t.runs.push_back({"a" + std::to_string(i), "f", "nvidia/dense/megatron/nopp/bf16/gpus<=64",
+                      50.0, std::nullopt});
+    t.runs.push_back({"b" + std::to_string(i), "f", "nvidia/dense/megatron/pp/bf16/gpus<=64", 0.0,
+                      std::nullopt});
+  }
+  Grid grid = parse_grid("pp=1,2; mbs=1; recompute=full");
+  SpaceOptions space;
+  Options opts;
+  opts.threads = 1;
+  opts.residuals = &t;
+  opts.objective = Objective::kTokensP10;
+  const Result r = run_sweep(base, grid, space, opts);
+  ASSERT_GT(r.ranked.size(), 1u);
+  for (const Entry& e : r.ranked) {
+    const double factor = e.candidate.pp > 1 ? 1.0 : 1.5;
+    EXPECT_NEAR(e.tokens_lo, e.tokens_per_s_per_gpu / factor, 1e-9 * e.tokens_per_s_per_gpu);
+    EXPECT_NEAR(e.tokens_hi, e.tokens_per_s_per_gpu / factor, 1e-9 * e.tokens_per_s_per_gpu);
+  }
+  for (std::size_t i = 1; i < r.ranked.size(); ++i) {
+    EXPECT_GE(r.ranked[i - 1].tokens_lo, r.ranked[i].tokens_lo);
+  }
+  EXPECT_GT(r.ranked.front().candidate.pp, 1);
 }
 
 }  // namespace

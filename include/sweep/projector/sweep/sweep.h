@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "projector/interval/interval.h"
 #include "projector/job/rules.h"
 #include "projector/model/job.h"
 #include "projector/perf/perf.h"
@@ -36,7 +37,9 @@ namespace projector::sweep {
 
 // What "best" means. With GBS, sequence length and world size fixed, all three rank the same way
 // (tokens per iteration and model FLOPs are constants); they differ only in what is printed.
-enum class Objective { kTokensPerSPerGpu, kIterationTime, kMfu };
+// kTokensP10: the pessimistic end of each layout's calibrated 80 % range (Entry::tokens_lo; the
+// point value where the job's regime has no residuals), `--rank-by p10`.
+enum class Objective { kTokensPerSPerGpu, kIterationTime, kMfu, kTokensP10 };
 Objective parse_objective(std::string_view text);  // InputError key "--objective"
 std::string_view to_string(Objective o);
 
@@ -178,6 +181,8 @@ struct Options {
   // Called on the calling thread about every progress_interval_s while workers run.
   std::function<void(const Progress&)> progress;
   double progress_interval_s = 0.25;
+  // The residuals behind each layout's calibrated 80 % range (interval/interval.h); null: none.
+  const ResidualTable* residuals = nullptr;
 };
 
 struct Entry {
@@ -189,6 +194,9 @@ struct Entry {
   double peak_bytes = 0.0;  // the one pruned on (point or upper bound)
   double iteration_s = 0.0;
   double tokens_per_s_per_gpu = 0.0;
+  // The calibrated 80 % range of tokens/s/GPU (0 / 0 without residuals for the regime).
+  double tokens_lo = 0.0;
+  double tokens_hi = 0.0;
   double mfu = 0.0;
   double bubble_fraction = 0.0;
   ExposedComm exposed;
