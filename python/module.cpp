@@ -103,6 +103,10 @@ py::object sweep_layouts(const Job& job, const py::object& nodes, const py::obje
   opts.memory_limit = memory_limit;
   opts.prune_on_upper_bound = prune_upper_bound;
   opts.threads = threads;
+  // Each layout's calibrated 80 % range, as `projector sweep` gives it.
+  const ResidualTable residuals =
+      load_residuals(job.data_dir.empty() ? default_data_dir() : job.data_dir);
+  opts.residuals = &residuals;
   // Ctrl-C in a notebook stops the workers, then raises KeyboardInterrupt.
   std::atomic<bool> stop{false};
   bool interrupted = false;

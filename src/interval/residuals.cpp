@@ -100,24 +100,30 @@ std::optional<ResidualQuantiles> residual_quantiles(const ResidualTable& table,
   return std::nullopt;
 }
 
-std::optional<CalibratedRange> calibrated_range(const ResidualTable& table, const JobSpec& job,
-                                                const PerfReport& rep,
-                                                const std::string& exclude_family) {
-  const Regime regime = classify_regime(job);
-  const auto q = residual_quantiles(table, regime, ResidualMetric::kThroughput, exclude_family);
-  if (!q) return std::nullopt;
+CalibratedRange range_from_quantiles(const ResidualQuantiles& q, const std::string& regime_key,
+                                     const PerfReport& rep) {
   CalibratedRange c;
-  c.regime = regime.key;
-  c.level = q->level;
-  c.runs = q->runs;
-  const double lo = 1.0 + q->q10_pct / 100.0;  // predicted / measured at the 10th percentile
-  const double hi = 1.0 + q->q90_pct / 100.0;
+  c.regime = regime_key;
+  c.level = q.level;
+  c.runs = q.runs;
+  const double lo = 1.0 + q.q10_pct / 100.0;  // predicted / measured at the 10th percentile
+  const double hi = 1.0 + q.q90_pct / 100.0;
   c.tokens_per_s_per_gpu_lo = rep.tokens_per_s_per_gpu / hi;
   c.tokens_per_s_per_gpu_hi = rep.tokens_per_s_per_gpu / lo;
   c.iteration_s_lo = rep.iteration_s * lo;
   c.iteration_s_hi = rep.iteration_s * hi;
   c.mfu_lo = rep.mfu / hi;
   c.mfu_hi = rep.mfu / lo;
+  return c;
+}
+
+std::optional<CalibratedRange> calibrated_range(const ResidualTable& table, const JobSpec& job,
+                                                const PerfReport& rep,
+                                                const std::string& exclude_family) {
+  const Regime regime = classify_regime(job);
+  const auto q = residual_quantiles(table, regime, ResidualMetric::kThroughput, exclude_family);
+  if (!q) return std::nullopt;
+  CalibratedRange c = range_from_quantiles(*q, regime.key, rep);
   if (rep.has_memory) {
     const auto m = residual_quantiles(table, regime, ResidualMetric::kMemory, exclude_family);
     if (m) {

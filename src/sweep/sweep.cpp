@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -72,6 +73,7 @@ struct WorkerState {
   schedule::InFlightCache in_flight;
   std::int64_t memory_ns = 0;
   std::int64_t perf_ns = 0;
+  std::map<std::string, std::optional<ResidualQuantiles>> ranges;  // by regime key
 };
 
 void evaluate(const Candidate& c, std::size_t index, Shared& s, WorkerState& w) {
@@ -107,9 +109,19 @@ void evaluate(const Candidate& c, std::size_t index, Shared& s, WorkerState& w) 
     e.iteration_s = rep.iteration_s;
     e.tokens_per_s_per_gpu = rep.tokens_per_s_per_gpu;
     if (s.options.residuals != nullptr) {
-      if (const auto range = calibrated_range(*s.options.residuals, job, rep)) {
-        e.tokens_lo = range->tokens_per_s_per_gpu_lo;
-        e.tokens_hi = range->tokens_per_s_per_gpu_hi;
+      // Quantiles once per regime and worker: the layouts of a sweep share a few regimes.
+      const Regime regime = classify_regime(job);
+      auto it = w.ranges.find(regime.key);
+      if (it == w.ranges.end()) {
+        it = w.ranges
+                 .emplace(regime.key, residual_quantiles(*s.options.residuals, regime,
+                                                         ResidualMetric::kThroughput))
+                 .first;
+      }
+      if (it->second) {
+        const CalibratedRange range = range_from_quantiles(*it->second, regime.key, rep);
+        e.tokens_lo = range.tokens_per_s_per_gpu_lo;
+        e.tokens_hi = range.tokens_per_s_per_gpu_hi;
       }
     }
     e.mfu = rep.mfu;
@@ -123,7 +135,8 @@ void evaluate(const Candidate& c, std::size_t index, Shared& s, WorkerState& w) 
 }
 
 void worker(Shared& s) {
-  WorkerState w{s.base, CostCache(s.base.cluster.accelerator, s.base.cluster.network), {}};
+  WorkerState w{s.base, CostCache(s.base.cluster.accelerator, s.base.cluster.network), {}, 0, 0,
+                {}};
   const std::size_t n = s.candidates.size();
   while (!stop_requested(s.options)) {
     const std::size_t begin = s.next.fetch_add(kChunk, std::memory_order_relaxed);

@@ -59,6 +59,11 @@ std::optional<ResidualQuantiles> residual_quantiles(const ResidualTable& table,
 // clamped to the first and last): the prediction-interval convention.
 double sorted_quantile(const std::vector<double>& sorted, double q);
 
+// The throughput part of a calibrated range from quantiles already looked up (a sweep looks them
+// up once per regime).
+CalibratedRange range_from_quantiles(const ResidualQuantiles& q, const std::string& regime_key,
+                                     const PerfReport& rep);
+
 // The calibrated range of a projection: a measured value M with residual r = P / M - 1 lies in
 // [P / (1 + q90), P / (1 + q10)] for a rate P, [P (1 + q10), P (1 + q90)] for a time.
 std::optional<CalibratedRange> calibrated_range(const ResidualTable& table, const JobSpec& job,
