@@ -23,16 +23,11 @@ using projector::testing::TempDir;
 const std::string kLlama = repo_root() + "/examples/llama3.1_8B-BF16-pretrain.yaml";
 const std::string kQwenConfig = repo_root() + "/tests/profile/data/qwen1.5_0.5B-bf16-forward.yaml";
 
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using projector::testing::read_file;
 
 // The llama example with `lines` added to its overrides.
 std::string llama_with(const std::string& lines) {
-  std::string text = read(kLlama);
+  std::string text = read_file(kLlama);
   const std::string at = "    overrides:\n";
   const std::size_t i = text.find(at);
   EXPECT_NE(i, std::string::npos);
@@ -63,7 +58,7 @@ void expect_error_line(const CliResult& r, const std::string& where, const std::
 
 // "<file>:<line>:" of the line of `path` that contains `needle`.
 std::string line_of(const std::string& path, const std::string& needle) {
-  std::istringstream in(read(path));
+  std::istringstream in(read_file(path));
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.find(needle) != std::string::npos) return path + ":" + std::to_string(n) + ":";
@@ -129,8 +124,8 @@ TEST(Issue30, Fp8FormatsMegatronDoesNotHaveAreRefused) {
 
 TEST(Issue30, OutputsThatAreInputsAreRefusedAndLeftIntact) {
   TempDir dir;
-  const std::string cfg = dir.write("exp.yaml", read(kLlama));
-  const std::string original = read(cfg);
+  const std::string cfg = dir.write("exp.yaml", read_file(kLlama));
+  const std::string original = read_file(cfg);
   const std::string link = dir.path() + "/link.yaml";
   const std::string hard = dir.path() + "/hard.yaml";
   std::filesystem::create_symlink(cfg, link);
@@ -139,7 +134,7 @@ TEST(Issue30, OutputsThatAreInputsAreRefusedAndLeftIntact) {
     for (const char* flag : {"--json", "--html", "--csv", "--export-config"}) {
       SCOPED_TRACE(out + " " + flag);
       expect_error_line(run("memory --config " + cfg + " " + flag + " " + out), out + ":", flag);
-      EXPECT_EQ(read(cfg), original);
+      EXPECT_EQ(read_file(cfg), original);
     }
   }
   // The trace `profile` reads is an input too.
@@ -149,7 +144,7 @@ TEST(Issue30, OutputsThatAreInputsAreRefusedAndLeftIntact) {
   expect_error_line(run("profile --trace " + copy + " --config " + kQwenConfig +
                         " --gpus-per-node 1 --json " + copy),
                     copy + ":", "--json");
-  EXPECT_EQ(read(copy), read(trace));
+  EXPECT_EQ(read_file(copy), read_file(trace));
 }
 
 // Every output goes through a temporary file renamed over the target: nothing else is left in
@@ -160,7 +155,7 @@ TEST(Issue30, OutputsAreWrittenThroughATemporaryFile) {
   { std::ofstream(out) << "old"; }
   ::chmod(out.c_str(), 0640);
   ASSERT_EQ(run("memory --config " + kLlama + " --json " + out).exit_code, 0);
-  EXPECT_EQ(read(out).rfind("{", 0), 0u);
+  EXPECT_EQ(read_file(out).rfind("{", 0), 0u);
   struct stat st {};
   ASSERT_EQ(::stat(out.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0640u);
@@ -177,7 +172,7 @@ TEST(Issue30, OutputsAreWrittenThroughATemporaryFile) {
   std::filesystem::create_symlink(target, link);
   ASSERT_EQ(run("memory --config " + kLlama + " --json " + link).exit_code, 0);
   EXPECT_TRUE(std::filesystem::is_symlink(link));
-  EXPECT_EQ(read(target).rfind("{", 0), 0u);
+  EXPECT_EQ(read_file(target).rfind("{", 0), 0u);
 }
 
 // ------------------------------------------------------------------------------ 5: FIFO outputs

@@ -29,12 +29,7 @@ const std::string kLlama = repo_root() + "/examples/llama3.1_8B-BF16-pretrain.ya
 const std::string kMixtral = repo_root() + "/examples/mixtral_8x7B-BF16-pretrain.yaml";
 const std::string kRuns = repo_root() + "/data/validation/calibration_runs.yaml";
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using projector::testing::read_file;
 
 // `text` with the first occurrence of `from` replaced by `to` (which must exist).
 std::string with(std::string text, const std::string& from, const std::string& to) {
@@ -46,12 +41,12 @@ std::string with(std::string text, const std::string& from, const std::string& t
 
 // The llama example with `lines` added to its overrides.
 std::string llama_with(const std::string& lines) {
-  return with(read(kLlama), "    overrides:\n", "    overrides:\n" + lines);
+  return with(read_file(kLlama), "    overrides:\n", "    overrides:\n" + lines);
 }
 
 // The first entry of the calibration runs file, with `field: value` lines replaced.
 std::string first_run() {
-  const std::string all = read(kRuns);
+  const std::string all = read_file(kRuns);
   const std::size_t begin = all.find("- id:");
   return all.substr(begin, all.find("\n- id:", begin + 1) - begin) + "\n";
 }
@@ -113,7 +108,7 @@ void expect_error_line(const CliResult& r, const std::string& where, const std::
 
 // "<file>:<line>:" of the line of `path` that contains `needle`.
 std::string line_of(const std::string& path, const std::string& needle) {
-  std::istringstream in(read(path));
+  std::istringstream in(read_file(path));
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.find(needle) != std::string::npos) return path + ":" + std::to_string(n) + ":";
@@ -150,8 +145,8 @@ TEST(Crash, LongDigitStringInSetEnvironmentAndDefault) {
   // ${PRIMUS_TP:1} in the example: the environment value, then a default in the file.
   expect_clean_error(run_env("PRIMUS_TP=" + kDigits, "both --config " + kLlama),
                      line_of(kLlama, "tensor_model_parallel_size"), "tensor_model_parallel_size");
-  const std::string cfg =
-      dir.write("d.yaml", with(read(kLlama), "${PRIMUS_PP:1}", "${PRIMUS_PP:" + kDigits + "}"));
+  const std::string cfg = dir.write(
+      "d.yaml", with(read_file(kLlama), "${PRIMUS_PP:1}", "${PRIMUS_PP:" + kDigits + "}"));
   expect_clean_error(run("both --config " + cfg), line_of(cfg, "pipeline_model_parallel_size"),
                      "pipeline_model_parallel_size");
 }
@@ -344,19 +339,20 @@ TEST(Hang, SweepStopsOnSigintDuringEnumerationAndExits130) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ASSERT_TRUE(WIFEXITED(status)) << read(out);
-  EXPECT_EQ(WEXITSTATUS(status), 130) << read(out);
-  EXPECT_NE(read(out).find("Stopped by interrupt"), std::string::npos) << read(out);
+  ASSERT_TRUE(WIFEXITED(status)) << read_file(out);
+  EXPECT_EQ(WEXITSTATUS(status), 130) << read_file(out);
+  EXPECT_NE(read_file(out).find("Stopped by interrupt"), std::string::npos) << read_file(out);
 }
 
 // -------------------------------------------------------------------------- silent nonsense
 
 TEST(Silent, NegativeAndNonFiniteModelValuesAreRefused) {
   TempDir dir;
-  const std::string mix = read(kMixtral);
+  const std::string mix = read_file(kMixtral);
   const std::string moe = "    overrides:\n";
   expect_refused_at(
-      dir, with(read(kLlama), "max_position_embeddings: 131072", "max_position_embeddings: -1"),
+      dir,
+      with(read_file(kLlama), "max_position_embeddings: 131072", "max_position_embeddings: -1"),
       "max_position_embeddings", "max_position_embeddings: must be between 0 and 16777216");
   expect_refused_at(dir, with(mix, moe, moe + "      moe_ffn_hidden_size: -1\n"),
                     "moe_ffn_hidden_size", "moe_ffn_hidden_size: must be between 1");
@@ -368,10 +364,10 @@ TEST(Silent, NegativeAndNonFiniteModelValuesAreRefused) {
 
 TEST(Silent, ValuesBeyond32BitsAreNeverTruncated) {
   TempDir dir;
-  expect_refused_at(
-      dir,
-      with(read(kMixtral), "    overrides:\n", "    overrides:\n      num_experts: 4294967304\n"),
-      "num_experts", "num_experts: integer 4294967304 is out of range");
+  expect_refused_at(dir,
+                    with(read_file(kMixtral), "    overrides:\n",
+                         "    overrides:\n      num_experts: 4294967304\n"),
+                    "num_experts", "num_experts: integer 4294967304 is out of range");
   expect_clean_error(run("config --config " + kLlama +
                          " --set recompute_granularity=full --set "
                          "'recompute_layer_ids=[4294967296]'"),

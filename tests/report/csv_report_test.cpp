@@ -23,12 +23,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 const std::string kDeepSeek = testing::repo_root() + "/examples/deepseek_v3-BF16-pretrain.yaml";
 const std::string kLlama = testing::repo_root() + "/examples/llama3.1_8B-BF16-pretrain.yaml";
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using projector::testing::read_file;
 
 // RFC 4180 reader for the tests (quoted cells with doubled quotes, no embedded line breaks).
 std::vector<std::string> split_row(const std::string& line) {
@@ -90,7 +85,7 @@ CsvAndJson run_both_outputs(const std::string& command, const std::string& confi
   const auto r = run_cli(command + " -c " + config + " --csv " + csv_path + " --json " + json_path);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   if (r.exit_code != 0) return {};
-  return {parse_csv(read(csv_path)), nlohmann::json::parse(read(json_path))};
+  return {parse_csv(read_file(csv_path)), nlohmann::json::parse(read_file(json_path))};
 }
 
 // DeepSeek-V3 at PP16 VPP2: sixteen rank classes; each row's point components sum to its total,
@@ -166,7 +161,7 @@ TEST(ValidationCsv, CliWritesEveryRun) {
 )");
   const auto r = run_cli("validate " + runs + " --csv " + tmp.path() + "/v.csv");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  const Csv csv = parse_csv(read(tmp.path() + "/v.csv"));
+  const Csv csv = parse_csv(read_file(tmp.path() + "/v.csv"));
   ASSERT_EQ(csv.rows.size(), 2u);
   EXPECT_EQ(csv.rows[0][0], "one");
   EXPECT_EQ(csv.rows[1][0], "two");
