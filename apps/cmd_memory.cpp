@@ -10,6 +10,8 @@
 
 #include "commands.h"
 #include "job_options.h"
+#include "projector/hardware/catalog.h"
+#include "projector/interval/interval.h"
 #include "projector/memory/memory.h"
 #include "projector/profile/benchmark.h"
 #include "projector/report/csv_report.h"
@@ -50,7 +52,11 @@ void add_memory_command(CLI::App& app, int& exit_code) {
     check_output(opts->html_path, "--html");
     check_output(opts->proj.export_config, "--export-config");
     export_config(opts->job, opts->proj, job);
-    const MemoryReport rep = project_memory(job);
+    MemoryReport rep = project_memory(job);
+    // The calibrated 80 % range of the peak and the verdict it gives (docs/memory.md "Verdict").
+    attach_memory_range(
+        load_residuals(opts->job.data_dir.empty() ? default_data_dir() : opts->job.data_dir), job,
+        rep);
     // A measured profile anchors memory with --memory-mode benchmark or, as Primus' `both`
     // does, with a benchmark --profiling-mode.
     if (opts->proj.memory_mode == "benchmark" || opts->proj.profiling_mode != "simulate") {

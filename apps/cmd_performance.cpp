@@ -11,6 +11,7 @@
 #include "job_options.h"
 #include "projector/hardware/catalog.h"
 #include "projector/interval/interval.h"
+#include "projector/interval/training_plan.h"
 #include "projector/perf/perf.h"
 #include "projector/profile/benchmark.h"
 #include "projector/report/csv_report.h"
@@ -35,6 +36,8 @@ struct PerfCliOptions {
   std::string html_path;
   std::string gemm_backend = "analytical";
   std::string scan_nodes;
+  std::string train_tokens;
+  double gpu_hour_cost_usd = 0.0;
 };
 
 void add_perf_options(CLI::App* cmd, PerfCliOptions& o) {
@@ -53,6 +56,12 @@ void add_perf_options(CLI::App* cmd, PerfCliOptions& o) {
       ->check(CLI::IsMember({"analytical", "origami"}));
   cmd->add_option("--scan-nodes", o.scan_nodes,
                   "comma-separated node counts: print a scaling table (e.g. 1,2,4,8)");
+  cmd->add_option("--train-tokens", o.train_tokens,
+                  "tokens to train on (e.g. 15T, 300B; samples for a recommendation model): adds "
+                  "time to train, GPU-hours and board energy, each with its 80 % range");
+  cmd->add_option("--gpu-hour-cost", o.gpu_hour_cost_usd,
+                  "price of one GPU-hour in USD: adds the cost of --train-tokens")
+      ->check(CLI::Range(1e-9, 1e9));
 }
 
 JobSpec make_job(const PerfCliOptions& o) {
@@ -108,7 +117,7 @@ void print_schedule_comparison(const PerfCliOptions& o) {
 }
 
 // `--scan-nodes`: the same job re-projected at each node count.
-std::vector<ScalingPoint> scan_nodes(const PerfCliOptions& o) {
+std::vector<ScalingPoint> scan_nodes(const PerfCliOptions& o, const ResidualTable& residuals) {
   std::vector<ScalingPoint> points;
   for (int n : parse_node_list(o.scan_nodes)) {
     PerfCliOptions attempt = o;
@@ -128,6 +137,10 @@ std::vector<ScalingPoint> scan_nodes(const PerfCliOptions& o) {
       p.tokens_per_s = rep.tokens_per_s;
       p.tokens_per_s_per_gpu = rep.tokens_per_s_per_gpu;
       p.mfu = rep.mfu;
+      if (const auto c = calibrated_range(residuals, job, rep)) {
+        p.tokens_per_s_per_gpu_lo = c->tokens_per_s_per_gpu_lo;
+        p.tokens_per_s_per_gpu_hi = c->tokens_per_s_per_gpu_hi;
+      }
     } catch (const InputError& e) {
       p.error = e.message();
     }
@@ -227,11 +240,20 @@ int run_performance(const PerfCliOptions& o, const CLI::App& cmd, bool both) {
   }
   if (measured) bench = profile::project_benchmark(job, prof, po, o.proj.profiling_mode == "both");
   PerfReport rep = measured ? bench.report : project_performance(job, po);
-  // The calibrated 80 % range from the published runs of the job's regime (docs/validation.md).
-  rep.range = calibrated_range(
-      load_residuals(o.job.data_dir.empty() ? default_data_dir() : o.job.data_dir), job, rep);
+  // The calibrated 80 % ranges from the published runs of the job's regime (docs/validation.md):
+  // the memory one first (it may change the verdict), then throughput, then the plan.
+  const ResidualTable residuals =
+      load_residuals(o.job.data_dir.empty() ? default_data_dir() : o.job.data_dir);
+  if (rep.has_memory) attach_memory_range(residuals, job, rep.memory);
+  rep.range = calibrated_range(residuals, job, rep);
+  if (!o.train_tokens.empty()) {
+    rep.plan = plan_training(
+        job, rep, {parse_token_count(o.train_tokens, "--train-tokens"), o.gpu_hour_cost_usd});
+  } else if (o.gpu_hour_cost_usd > 0.0) {
+    throw InputError({}, "--gpu-hour-cost", "needs --train-tokens (the run it prices)");
+  }
   const std::vector<ScalingPoint> scan =
-      o.scan_nodes.empty() ? std::vector<ScalingPoint>{} : scan_nodes(o);
+      o.scan_nodes.empty() ? std::vector<ScalingPoint>{} : scan_nodes(o, residuals);
   const bool doc_to_stdout = o.json_path == "-" || o.csv_path == "-";
   if (!doc_to_stdout) {
     if (both) fmt::print("{}\n", memory_summary_text(job, rep.memory));

@@ -43,6 +43,8 @@ struct SweepCliOptions {
   bool include_vshape = false;
   bool allow_uneven_layers = false;
   bool prune_upper = false;
+  std::string train_tokens;
+  double gpu_hour_cost_usd = 0.0;
 };
 
 void pin(std::vector<int>& axis, std::int64_t flag) {
@@ -182,9 +184,25 @@ void write_outputs(const SweepCliOptions& o, const CLI::App& cmd, const sweep::R
   }
 }
 
+// --train-tokens: the top layouts' time to train, GPU-hours and cost, with their 80 % ranges.
+void print_plans(std::FILE* out, const sweep::Result& r, const JobSpec& base, std::size_t top) {
+  fmt::print(out, "\nTraining {:.4g} tokens, top {}:\n", r.plan.train_tokens, top);
+  fmt::print(out, "  {:>4}  {:>9} {:>17} {:>12} {:>14} {:>25}\n", "#", "days", "80 % range",
+             "GPU-hours", "cost USD", "80 % range");
+  for (std::size_t i = 0; i < top; ++i) {
+    const TrainingPlan p = sweep::entry_plan(r.ranked[i], r, base);
+    const bool cost = p.gpu_hour_cost_usd > 0.0;
+    fmt::print(
+        out, "  {:>4}  {:>9.1f} {:>17} {:>12.0f} {:>14} {:>25}\n", i + 1, p.days.value,
+        p.has_range ? fmt::format("{:.1f}-{:.1f}", p.days.lo, p.days.hi) : "-", p.gpu_hours.value,
+        cost ? fmt::format("{:.0f}", p.cost_usd.value) : "-",
+        cost && p.has_range ? fmt::format("{:.0f}-{:.0f}", p.cost_usd.lo, p.cost_usd.hi) : "-");
+  }
+}
+
 // The ranked layouts and the Pareto front; the exit code.
 int print_results(std::FILE* text_out, const SweepCliOptions& o, const sweep::Result& r,
-                  sweep::Objective objective) {
+                  sweep::Objective objective, const JobSpec& base) {
   if (r.ranked.empty()) {
     const std::string msg = sweep::nowhere_fits_message(r);
     if (!msg.empty()) {
@@ -199,6 +217,7 @@ int print_results(std::FILE* text_out, const SweepCliOptions& o, const sweep::Re
   fmt::print(text_out, "\nTop {} by {}:\n", top, sweep::to_string(objective));
   print_header_row(text_out);
   for (std::size_t i = 0; i < top; ++i) print_row(text_out, i + 1, r.ranked[i]);
+  if (r.plan.train_tokens > 0.0) print_plans(text_out, r, base, top);
   fmt::print(text_out, "\nPareto front, throughput vs peak memory ({} layouts, lightest first):\n",
              r.pareto.size());
   print_header_row(text_out);
@@ -213,6 +232,16 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
   }
   sweep::Grid grid = o.grid.empty() ? sweep::Grid{} : sweep::parse_grid(o.grid);
   const sweep::Objective objective = sweep::parse_objective(o.objective);
+  PlanInputs plan;
+  if (!o.train_tokens.empty())
+    plan.train_tokens = parse_token_count(o.train_tokens, "--train-tokens");
+  if (o.gpu_hour_cost_usd > 0.0 && plan.train_tokens == 0.0) {
+    throw InputError({}, "--gpu-hour-cost", "needs --train-tokens (the run it prices)");
+  }
+  plan.gpu_hour_cost_usd = o.gpu_hour_cost_usd;
+  if (objective == sweep::Objective::kCost && plan.train_tokens == 0.0) {
+    throw InputError({}, "--rank-by", "cost needs --train-tokens (and --gpu-hour-cost for USD)");
+  }
   // Layout flags pin their axis; the base job is loaded as the config describes it.
   pin(grid.tp, o.job.tp);
   pin(grid.pp, o.job.pp);
@@ -248,6 +277,7 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
   space.fsdp2_native = adapter != nullptr && adapter->sweeps_fsdp2_layouts();
   sweep::Options opts;
   opts.objective = objective;
+  opts.plan = plan;
   // Each layout's calibrated 80 % range (docs/validation.md); --rank-by p10 ranks by its low end.
   const ResidualTable residuals =
       load_residuals(o.job.data_dir.empty() ? default_data_dir() : o.job.data_dir);
@@ -270,7 +300,7 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
   std::FILE* const text_out = o.json_path == "-" ? stderr : stdout;
   print_summary(text_out, o, r, base, objective);
   write_outputs(o, cmd, r, base);
-  return print_results(text_out, o, r, objective);
+  return print_results(text_out, o, r, objective, base);
 }
 
 }  // namespace
@@ -285,9 +315,15 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
                   "schedule=1f1b,interleaved; vpp=2,4; sharding=distopt,fsdp; bucket_mb=40' "
                   "(missing axes: every legal value)");
   cmd->add_option("--objective", opts->objective,
-                  "tokens_per_s_per_gpu, iteration_time, mfu or p10 (the low end of the 80 % "
-                  "range)");
-  cmd->add_option("--rank-by", opts->objective, "the same as --objective (e.g. --rank-by p10)");
+                  "tokens_per_s_per_gpu, iteration_time, mfu, p10 (the low end of the 80 % "
+                  "range) or cost (of --train-tokens)");
+  cmd->add_option("--rank-by", opts->objective,
+                  "the same as --objective (e.g. --rank-by p10, --rank-by cost)");
+  cmd->add_option("--train-tokens", opts->train_tokens,
+                  "tokens to train on (e.g. 15T): each layout's time to train and GPU-hours");
+  cmd->add_option("--gpu-hour-cost", opts->gpu_hour_cost_usd,
+                  "USD per GPU-hour: each layout's cost of --train-tokens")
+      ->check(CLI::Range(1e-9, 1e9));
   cmd->add_option("--memory-limit", opts->memory_limit,
                   "fraction of HBM a layout's peak may use (default 0.9)");
   cmd->add_option("--top", opts->top, "layouts to print (default 10)")

@@ -10,6 +10,7 @@
 #include "job_loading.h"
 #include "projector/hardware/catalog.h"
 #include "projector/interval/interval.h"
+#include "projector/interval/training_plan.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 #include "projector/report/job_report.h"
@@ -42,25 +43,48 @@ std::string describe(const Job& job) {
       j.runtime.micro_batch_size, j.runtime.global_batch_size, j.runtime.seq_length);
 }
 
+ResidualTable residuals_of(const Job& job) {
+  return load_residuals(job.data_dir.empty() ? default_data_dir() : job.data_dir);
+}
+
 py::object memory(const Job& job) {
   std::string doc;
   {
     py::gil_scoped_release unlocked;
-    doc = memory_json(job.spec, project_memory(job.spec));
+    MemoryReport rep = project_memory(job.spec);
+    attach_memory_range(residuals_of(job), job.spec, rep);  // as `projector memory`
+    doc = memory_json(job.spec, rep);
   }
   return document_to_python(doc);
 }
 
-py::object performance(const Job& job) {
+// train_tokens: a count or text ("15T"); gpu_hour_cost in USD (needs train_tokens).
+PlanInputs plan_inputs(const py::object& train_tokens, double gpu_hour_cost) {
+  PlanInputs plan;
+  if (!train_tokens.is_none()) {
+    plan.train_tokens = parse_token_count(std::string(py::str(train_tokens)), "train_tokens");
+  }
+  if (!(gpu_hour_cost >= 0.0 && gpu_hour_cost <= 1e9) ||
+      (gpu_hour_cost > 0.0 && plan.train_tokens == 0.0)) {
+    throw InputError({}, "gpu_hour_cost", "needs train_tokens and a price in [0, 1e9]");
+  }
+  plan.gpu_hour_cost_usd = gpu_hour_cost;
+  return plan;
+}
+
+py::object performance(const Job& job, const py::object& train_tokens, double gpu_hour_cost) {
+  const PlanInputs plan = plan_inputs(train_tokens, gpu_hour_cost);
   std::string doc;
   {
     py::gil_scoped_release unlocked;
     PerfOptions po;
     po.routing_skew_bracket = true;  // as `projector performance` (the same document)
     PerfReport rep = project_performance(job.spec, po);
-    // The calibrated 80 % range, as the CLI attaches it (docs/validation.md).
-    rep.range = calibrated_range(
-        load_residuals(job.data_dir.empty() ? default_data_dir() : job.data_dir), job.spec, rep);
+    // The calibrated 80 % ranges and the plan, as the CLI attaches them (docs/validation.md).
+    const ResidualTable residuals = residuals_of(job);
+    if (rep.has_memory) attach_memory_range(residuals, job.spec, rep.memory);
+    rep.range = calibrated_range(residuals, job.spec, rep);
+    if (plan.train_tokens > 0.0) rep.plan = plan_training(job.spec, rep, plan);
     doc = perf_json(job.spec, rep);
   }
   return document_to_python(doc);
@@ -88,7 +112,8 @@ std::string grid_text(const py::object& grid) {
 
 py::object sweep_layouts(const Job& job, const py::object& nodes, const py::object& grid,
                          const std::string& objective, double memory_limit, int threads,
-                         bool include_vshape, bool allow_uneven_layers, bool prune_upper_bound) {
+                         bool include_vshape, bool allow_uneven_layers, bool prune_upper_bound,
+                         const py::object& train_tokens, double gpu_hour_cost) {
   if (memory_limit <= 0.0 || memory_limit > 1.5) {
     throw InputError({}, "memory_limit",
                      fmt::format("{} is not a fraction of HBM in (0, 1.5]", memory_limit));
@@ -100,6 +125,10 @@ py::object sweep_layouts(const Job& job, const py::object& nodes, const py::obje
   space.allow_uneven_layers = allow_uneven_layers;
   sweep::Options opts;
   opts.objective = sweep::parse_objective(objective);
+  opts.plan = plan_inputs(train_tokens, gpu_hour_cost);
+  if (opts.objective == sweep::Objective::kCost && opts.plan.train_tokens == 0.0) {
+    throw InputError({}, "objective", "cost needs train_tokens");
+  }
   opts.memory_limit = memory_limit;
   opts.prune_on_upper_bound = prune_upper_bound;
   opts.threads = threads;
@@ -193,11 +222,15 @@ PYBIND11_MODULE(projector, m) {
       "'hardware': 'h100', 'recompute_granularity': 'full', ...}: the CLI's layout flags by "
       "name, any other key a Megatron argument (as --set).");
   m.def("memory", &memory, py::arg("job"), "`projector memory --json` as a dict.");
-  m.def("performance", &performance, py::arg("job"), "`projector performance --json` as a dict.");
+  m.def("performance", &performance, py::arg("job"), py::kw_only(),
+        py::arg("train_tokens") = py::none(), py::arg("gpu_hour_cost") = 0.0,
+        "`projector performance --json` as a dict; train_tokens (e.g. '15T' or 1.5e13) and "
+        "gpu_hour_cost (USD) add results['time_to_train'] as --train-tokens / --gpu-hour-cost.");
   m.def("sweep", &sweep_layouts, py::arg("job"), py::kw_only(), py::arg("nodes") = py::none(),
         py::arg("grid") = py::none(), py::arg("objective") = "tokens_per_s_per_gpu",
         py::arg("memory_limit") = 0.9, py::arg("threads") = 0, py::arg("include_vshape") = false,
         py::arg("allow_uneven_layers") = false, py::arg("prune_upper_bound") = false,
+        py::arg("train_tokens") = py::none(), py::arg("gpu_hour_cost") = 0.0,
         "`projector sweep --json` as a dict: every legal layout of the job's model on `nodes` "
         "nodes (default: the job's), restricted by `grid` ({'tp': [1, 2], 'pp': [1, 2]} or "
         "'tp=1,2; pp=1,2').");

@@ -280,6 +280,32 @@ function renderMemory(mem) {
           {y: {field: 'gib', type: 'quantitative'}, x: {value: 'width'}, text: {field: 'label'}}
     });
   }
+  const range = mem.peak_memory_gib_interval;
+  if (range) {
+    // The calibrated 80 % range of the peak (docs/validation.md), drawn on the peak rank.
+    const bar = {values: [{rank: rankLabel(peakRank), lo: range[0], hi: range[1]}]};
+    layers.push({
+      name: 'peak_range',
+      data: bar,
+      mark: {type: 'rule', color: '#222', strokeWidth: 2},
+      encoding: {
+        x: {field: 'rank', type: 'nominal', sort: order},
+        y: {field: 'lo', type: 'quantitative'},
+        y2: {field: 'hi'}
+      }
+    });
+    for (const end of ['lo', 'hi']) {
+      layers.push({
+        name: 'peak_range_' + end,
+        data: bar,
+        mark: {type: 'tick', color: '#222', thickness: 2, size: 14},
+        encoding: {
+          x: {field: 'rank', type: 'nominal', sort: order},
+          y: {field: end, type: 'quantitative'}
+        }
+      });
+    }
+  }
   chart(
       s, 'memory', {
         title: {
@@ -292,7 +318,12 @@ function renderMemory(mem) {
       },
       'Components stack from the bottom in legend order. The upper bound assumes the worst ' +
           'fragmentation and ' +
-          'transient buffers the model allows; the dashed line is the HBM capacity.');
+          'transient buffers the model allows; the dashed line is the HBM capacity.' +
+          (range ? ` The black bar on ${rankLabel(peakRank)} is the calibrated 80 % range of ` +
+                   `the peak (${num(range[0], 1)} - ${num(range[1], 1)} GiB; regime ` +
+                   `${mem.regime.level}, ${mem.regime.runs} runs with a published peak); the ` +
+                   `verdict uses it (without it: ${mem.verdict_without_range}).` :
+                   ''));
 
   if (mem.remedies && mem.remedies.length) {
     s.append(h('h3', {}, 'What would make it fit (re-projected)'));
@@ -322,7 +353,9 @@ function renderPerformanceCards(s, perf) {
         `${perf.job.runtime.num_microbatches} microbatches per DP rank`),
     card(
         'tokens/s/GPU', num(r.tokens_per_s_per_gpu, 0),
-        `${num(r.tokens_per_s, 0)} tokens/s in all`),
+        `${num(r.tokens_per_s, 0)} tokens/s in all` +
+            (r.tokens_per_s_per_gpu_interval ? `; ${rangeText(r.tokens_per_s_per_gpu_interval, 0)}` :
+                                               '')),
     card('MFU', `${num(r.mfu_pct, 1)} %`, `of the ${r.mfu_dtype} dense peak`),
     card(
         'model TFLOP/s/GPU', num(r.model_tflops_per_gpu, 1),
@@ -342,13 +375,89 @@ function renderPerformanceCards(s, perf) {
     cards.push(card(
         'peak memory',
         `${gib(m.peak_point_bytes !== undefined ? m.peak_point_bytes : m.peak.point_bytes)} GiB`,
-        m.verdict, verdictClass(m.verdict)));
+        m.verdict + (m.peak_memory_gib_interval ? `; ${rangeText(m.peak_memory_gib_interval, 1)} GiB` : ''),
+        verdictClass(m.verdict)));
   }
+  const plan = r.time_to_train;
+  if (plan) cards.push(...planCards(plan));
   s.append(h('div', {class: 'cards'}, cards));
+  if (r.tokens_per_s_per_gpu_interval) renderThroughputRange(s, r);
   s.append(
       h('p', {class: 'hint'},
         `Schedule ${perf.job.schedule.algorithm} (${perf.job.schedule.reason}); precision ` +
             `${perf.job.runtime.precision}; recompute ${perf.job.runtime.recompute}.`));
+}
+
+function rangeText(iv, digits) {
+  return iv ? `80 %: ${num(iv[0], digits)} - ${num(iv[1], digits)}` : 'no calibrated range';
+}
+
+// --train-tokens / --gpu-hour-cost: time to train, GPU-hours, cost and board energy.
+function planCards(p) {
+  const out = [
+    card(
+        'time to train', `${num(p.days, 1)} days`,
+        `${num(p.train_tokens / 1e9, 0)} B tokens on ${num(p.gpus, 0)} GPUs; ` +
+            rangeText(p.days_interval, 1)),
+    card('GPU-hours', num(p.gpu_hours, 0), rangeText(p.gpu_hours_interval, 0)),
+  ];
+  if (p.cost_usd !== null) {
+    out.push(card(
+        'cost', `${num(p.cost_usd, 0)} USD`,
+        `at ${p.gpu_hour_cost_usd} USD per GPU-hour; ${rangeText(p.cost_usd_interval, 0)}`));
+  }
+  out.push(
+      p.energy_mwh !== null ?
+          card(
+              'energy (GPU boards)', `${num(p.energy_mwh, 1)} MWh`,
+              `${p.board_power_w} W per GPU (${p.board_power_source}); ` +
+                  rangeText(p.energy_mwh_interval, 1)) :
+          card('energy', 'not projected', 'no board power in the catalogue'));
+  return out;
+}
+
+// The headline throughput with its calibrated 80 % range as an error bar.
+function renderThroughputRange(s, r) {
+  const rows = [{
+    metric: 'tokens/s/GPU',
+    value: r.tokens_per_s_per_gpu,
+    lo: r.tokens_per_s_per_gpu_interval[0],
+    hi: r.tokens_per_s_per_gpu_interval[1]
+  }];
+  const y = {field: 'metric', type: 'nominal', title: null};
+  chart(
+      s, 'throughput_range', {
+        data: {values: rows},
+        width: 640,
+        height: 60,
+        layer: [
+          {
+            name: 'point',
+            mark: {type: 'bar', color: '#4c78a8', tooltip: true},
+            encoding: {
+              y,
+              x: {field: 'value', type: 'quantitative', title: 'tokens/s/GPU'},
+              tooltip: [
+                {field: 'value', title: 'projected', format: ',.0f'},
+                {field: 'lo', title: '80 % low', format: ',.0f'},
+                {field: 'hi', title: '80 % high', format: ',.0f'}
+              ]
+            }
+          },
+          {
+            name: 'range',
+            mark: {type: 'rule', color: '#222', strokeWidth: 2},
+            encoding: {y, x: {field: 'lo', type: 'quantitative'}, x2: {field: 'hi'}}
+          },
+          ...['lo', 'hi'].map((end) => ({
+            name: 'range_' + end,
+            mark: {type: 'tick', color: '#222', thickness: 2, orient: 'vertical'},
+            encoding: {y, x: {field: end, type: 'quantitative'}}
+          }))
+        ]
+      },
+      `Projected tokens/s/GPU and its calibrated 80 % range (regime ${r.regime.level}, ` +
+          `${r.regime.runs} published runs scored leave-one-family-out; docs/validation.md).`);
 }
 
 function compositionRows(perf) {
@@ -542,7 +651,10 @@ function renderTimeline(s, trace) {
 }
 
 function renderScaling(s, perf) {
-  const ok = perf.scaling.filter((p) => p.error === undefined);
+  const ok = perf.scaling.filter((p) => p.error === undefined).map((p) => {
+    const iv = p.tokens_per_s_per_gpu_interval;
+    return Object.assign({}, p, {lo: iv ? iv[0] : 0, hi: iv ? iv[1] : 0});
+  });
   const failed = perf.scaling.filter((p) => p.error !== undefined);
   if (ok.length) {
     const nodes = ok.map((p) => p.nodes);
@@ -563,6 +675,18 @@ function renderScaling(s, perf) {
       height: 220,
       title,
       layer: [
+        ...(field === 'tokens_per_s_per_gpu' && ok.some((p) => p.lo > 0) ?
+                [{
+                  name: name + '_band',
+                  transform: [{filter: 'datum.lo > 0'}],
+                  mark: {type: 'area', color: '#4c78a8', opacity: 0.18},
+                  encoding: {
+                    x: xEnc,
+                    y: {field: 'lo', type: 'quantitative'},
+                    y2: {field: 'hi'}
+                  }
+                }] :
+                []),
         {
           name: name + '_line',
           mark: {type: 'line', color: '#4c78a8'},
@@ -592,7 +716,8 @@ function renderScaling(s, perf) {
           ],
         },
         'Strong scaling over data parallelism (--scan-nodes): the global batch is fixed, so more ' +
-            'nodes mean fewer microbatches per DP rank and a larger pipeline bubble share.');
+            'nodes mean fewer microbatches per DP rank and a larger pipeline bubble share. The ' +
+            'shaded band is the calibrated 80 % range of tokens/s/GPU at each size.');
   }
   if (failed.length) s.append(list(failed.map((p) => `${p.nodes} node(s): ${p.error}`)));
 }
@@ -653,6 +778,12 @@ function renderSweep(sw) {
                                    peak: x.peak_point_bytes / GIB,
                                    upper: x.peak_upper_bytes / GIB,
                                    tps: x.tokens_per_s_per_gpu,
+                                   lo: x.tokens_per_s_per_gpu_interval ?
+                                       x.tokens_per_s_per_gpu_interval[0] :
+                                       null,
+                                   hi: x.tokens_per_s_per_gpu_interval ?
+                                       x.tokens_per_s_per_gpu_interval[1] :
+                                       null,
                                    mfu: 100 * x.mfu,
                                    iter: x.iteration_s,
                                    front: x.pareto ? 'Pareto front' : 'dominated',
@@ -701,6 +832,17 @@ function renderSweep(sw) {
       encoding: {x: {field: 'peak', type: 'quantitative'}, y: {field: 'tps', type: 'quantitative'}}
     },
     {
+      // The calibrated 80 % range of the Pareto layouts (docs/validation.md).
+      name: 'front_range',
+      data: {values: front.filter((r) => r.lo !== null)},
+      mark: {type: 'rule', color: '#e07b00', opacity: 0.6},
+      encoding: {
+        x: {field: 'peak', type: 'quantitative'},
+        y: {field: 'lo', type: 'quantitative'},
+        y2: {field: 'hi'}
+      }
+    },
+    {
       name: 'best',
       data: {values: [rows[0]]},
       mark: {type: 'point', shape: 'diamond', size: 160, filled: true, color: '#c0392b'},
@@ -719,8 +861,9 @@ function renderSweep(sw) {
       s, 'sweep', {
         title: {
           text: 'Throughput vs peak memory',
-          subtitle: 'orange: Pareto front (no layout is both faster and lighter); red diamond: ' +
-              'best; dashed: memory limit. Drag to pan, scroll to zoom.'
+          subtitle: 'orange: Pareto front (no layout is both faster and lighter) with its ' +
+              'calibrated 80 % ranges; red diamond: best; dashed: memory limit. Drag to pan, ' +
+              'scroll to zoom.'
         },
         width: 900,
         height: 420,

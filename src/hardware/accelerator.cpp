@@ -32,6 +32,7 @@ constexpr std::string_view kTopKeys[] = {"name",
                                          "dies",
                                          "boost_clock_mhz",
                                          "sustained_clock_mhz",
+                                         "board_power_w",
                                          "hbm_capacity",
                                          "hbm_bandwidth",
                                          "l2",
@@ -486,6 +487,7 @@ void read_compute_and_memory(const hw::YamlContext& ctx, const YAML::Node& root,
   if (acc.boost_clock_mhz > 0.0 && acc.sustained_clock_mhz > acc.boost_clock_mhz) {
     hw::fail(ctx, root["sustained_clock_mhz"], "sustained_clock_mhz", "is above the boost clock");
   }
+  acc.board_power_w = r.number("board_power_w", 0, 1e4, true, true);
   acc.hbm_bytes = r.bytes("hbm_capacity", false);
   acc.hbm_bw_bytes_per_s = r.bandwidth("hbm_bandwidth", false);
   acc.l2_bytes = r.bytes("l2", true);

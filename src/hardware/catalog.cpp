@@ -325,6 +325,7 @@ AcceleratorSpec device_share(const AcceleratorSpec& chip) {
   for (AcceleratorSpec::ExtraPeak& e : d.extra_peak_tflops) e.tflops /= n;
   d.compute_units = std::max(1, chip.compute_units / n);
   d.dies = std::max(1, chip.dies / n);
+  d.board_power_w /= n;
   d.hbm_bytes /= n;
   d.hbm_bw_bytes_per_s /= n;
   d.scaleup_bw_bytes_per_s /= n;

@@ -117,6 +117,26 @@ CalibratedRange range_from_quantiles(const ResidualQuantiles& q, const std::stri
   return c;
 }
 
+void attach_memory_range(const ResidualTable& table, const JobSpec& job, MemoryReport& rep,
+                         const std::string& exclude_family) {
+  if (rep.ranks.empty() || rep.has_recsys) return;
+  const Regime regime = classify_regime(job);
+  const auto m = residual_quantiles(table, regime, ResidualMetric::kMemory, exclude_family);
+  if (!m) return;
+  const RankMemory& peak = rep.ranks[static_cast<std::size_t>(rep.peak_rank)];
+  const double fixed = peak.total_point_bytes - peak.allocator_point_bytes;
+  MemoryRange r;
+  r.regime = regime.key;
+  r.level = m->level;
+  r.runs = m->runs;
+  r.peak_lo_bytes = fixed + peak.allocator_point_bytes / (1.0 + m->q90_pct / 100.0);
+  r.peak_hi_bytes = fixed + peak.allocator_point_bytes / (1.0 + m->q10_pct / 100.0);
+  r.model_verdict = rep.verdict;
+  rep.verdict = verdict_with_range(rep.peak_point_bytes, rep.peak_upper_bytes, r.peak_lo_bytes,
+                                   r.peak_hi_bytes, rep.capacity_bytes);
+  rep.range = r;
+}
+
 std::optional<CalibratedRange> calibrated_range(const ResidualTable& table, const JobSpec& job,
                                                 const PerfReport& rep,
                                                 const std::string& exclude_family) {
@@ -124,17 +144,12 @@ std::optional<CalibratedRange> calibrated_range(const ResidualTable& table, cons
   const auto q = residual_quantiles(table, regime, ResidualMetric::kThroughput, exclude_family);
   if (!q) return std::nullopt;
   CalibratedRange c = range_from_quantiles(*q, regime.key, rep);
-  if (rep.has_memory) {
-    const auto m = residual_quantiles(table, regime, ResidualMetric::kMemory, exclude_family);
-    if (m) {
-      double peak = 0.0;
-      for (const RankMemory& r : rep.memory.ranks) peak = std::max(peak, r.allocator_point_bytes);
-      const double gib = peak / (1024.0 * 1024.0 * 1024.0);
-      c.memory_level = m->level;
-      c.memory_runs = m->runs;
-      c.peak_memory_gib_lo = gib / (1.0 + m->q90_pct / 100.0);
-      c.peak_memory_gib_hi = gib / (1.0 + m->q10_pct / 100.0);
-    }
+  if (rep.has_memory && rep.memory.range) {
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    c.memory_level = rep.memory.range->level;
+    c.memory_runs = rep.memory.range->runs;
+    c.peak_memory_gib_lo = rep.memory.range->peak_lo_bytes / kGiB;
+    c.peak_memory_gib_hi = rep.memory.range->peak_hi_bytes / kGiB;
   }
   return c;
 }

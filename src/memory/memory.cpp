@@ -1282,4 +1282,15 @@ MemoryVerdict verdict_of(double point, double upper, double capacity) {
 }
 
 }  // namespace memory_detail
+
+MemoryVerdict verdict_with_range(double point_bytes, double upper_bytes, double lo_bytes,
+                                 double hi_bytes, double capacity_bytes) {
+  if (capacity_bytes <= 0.0) return MemoryVerdict::kUnknown;
+  // A published run of this regime measured up to (1 + q90) below the projection: the job is
+  // out of memory only if it would be even then.
+  if (lo_bytes > capacity_bytes) return MemoryVerdict::kOom;
+  const double high = std::max({point_bytes, upper_bytes, hi_bytes});
+  return high > capacity_bytes ? MemoryVerdict::kAtRisk : MemoryVerdict::kFits;
+}
+
 }  // namespace projector

@@ -26,6 +26,16 @@ std::string rank_label(const RankMemory& r) {
   return l;
 }
 
+// Why the verdict differs from the point's, when the calibrated range moved it.
+std::string verdict_reason(const MemoryReport& rep) {
+  if (!rep.range || rep.range->model_verdict == rep.verdict) return "";
+  if (rep.verdict == MemoryVerdict::kAtRisk && rep.peak_point_bytes > rep.capacity_bytes) {
+    return " (the point is over HBM, but the low end of the calibrated range fits)";
+  }
+  if (rep.verdict == MemoryVerdict::kAtRisk) return " (the calibrated range reaches past HBM)";
+  return fmt::format(" (without the calibrated range: {})", to_string(rep.range->model_verdict));
+}
+
 std::string summary_text(const JobSpec& job, const MemoryReport& rep) {
   if (rep.has_recsys) return report_detail::recsys_memory_text(job, rep);
   std::string out;
@@ -67,9 +77,17 @@ std::string summary_text(const JobSpec& job, const MemoryReport& rep) {
   out += fmt::format("Peak: pipeline rank {} ({}), point {} GiB, upper {} GiB; transient: {}\n",
                      peak.pp_rank, rank_label(peak), gib(rep.peak_point_bytes),
                      gib(rep.peak_upper_bytes), peak.transient_source);
+  if (rep.range) {
+    const MemoryRange& r = *rep.range;
+    out += fmt::format(
+        "Calibrated 80 % range of the peak: {} - {} GiB (regime {}{}, {} runs with a published "
+        "peak)\n",
+        gib(r.peak_lo_bytes), gib(r.peak_hi_bytes), r.level,
+        r.level == r.regime ? "" : " pooled from " + r.regime, r.runs);
+  }
   if (rep.capacity_bytes > 0.0) {
-    out += fmt::format("HBM capacity: {} GiB -> {}\n", gib(rep.capacity_bytes),
-                       to_string(rep.verdict));
+    out += fmt::format("HBM capacity: {} GiB -> {}{}\n", gib(rep.capacity_bytes),
+                       to_string(rep.verdict), verdict_reason(rep));
   } else {
     out += fmt::format("HBM capacity unknown -> no verdict\n");
   }
@@ -174,6 +192,13 @@ Json report_json(const JobSpec& job, const MemoryReport& rep) {
                {"upper_bytes", rep.peak_upper_bytes}};
   j["capacity_bytes"] = rep.capacity_bytes;
   j["verdict"] = std::string(to_string(rep.verdict));
+  if (rep.range) {
+    const MemoryRange& r = *rep.range;
+    j["peak_memory_gib_interval"] = {r.peak_lo_bytes / kGiB, r.peak_hi_bytes / kGiB};
+    j["peak_bytes_interval"] = {r.peak_lo_bytes, r.peak_hi_bytes};
+    j["regime"] = {{"key", r.regime}, {"level", r.level}, {"runs", r.runs}};
+    j["verdict_without_range"] = std::string(to_string(r.model_verdict));
+  }
   Json largest = Json::array();
   for (MemoryComponent c : rep.largest_components) largest.push_back(std::string(to_string(c)));
   j["largest_components"] = std::move(largest);

@@ -75,6 +75,55 @@ std::string range_note(const PerfReport& rep, double lo, double hi, double scale
                      c.level, c.level == c.regime ? "" : " pooled from " + c.regime, c.runs);
 }
 
+// "  (80 %: 70.1 - 86.3 GiB; regime all, 6 runs)" after a memory figure; "" without a range.
+std::string memory_range_note(const MemoryReport& m) {
+  if (!m.range) return "";
+  const MemoryRange& r = *m.range;
+  return fmt::format("  (80 %: {:.1f} - {:.1f} GiB; regime {}{}, {} runs with a published peak)",
+                     r.peak_lo_bytes / kGiB, r.peak_hi_bytes / kGiB, r.level,
+                     r.level == r.regime ? "" : " pooled from " + r.regime, r.runs);
+}
+
+std::string figure_range(const TrainingPlan& p, const PlanFigure& f, const char* fmt_spec) {
+  if (!p.has_range) return "";
+  return fmt::format(fmt::runtime(std::string("  (80 %: ") + fmt_spec + " - " + fmt_spec + ")"),
+                     f.lo, f.hi);
+}
+
+// 15T, 300B, 2.5M: the way token budgets are written.
+std::string token_count_text(double v) {
+  if (v >= 1e12) return fmt::format("{:.4g}T", v / 1e12);
+  if (v >= 1e9) return fmt::format("{:.4g}B", v / 1e9);
+  if (v >= 1e6) return fmt::format("{:.4g}M", v / 1e6);
+  return fmt::format("{:.0f}", v);
+}
+
+std::string plan_text(const TrainingPlan& p) {
+  std::string out;
+  out += fmt::format("  Time to train           {:>12.1f} days for {} tokens on {} GPUs{}\n",
+                     p.days.value, token_count_text(p.train_tokens), p.gpus,
+                     figure_range(p, p.days, "{:.1f}"));
+  out += fmt::format("  GPU-hours               {:>12.0f}{}\n", p.gpu_hours.value,
+                     figure_range(p, p.gpu_hours, "{:.0f}"));
+  if (p.gpu_hour_cost_usd > 0.0) {
+    out +=
+        fmt::format("  Cost                    {:>12.0f} USD at {:g} USD per GPU-hour{}\n",
+                    p.cost_usd.value, p.gpu_hour_cost_usd, figure_range(p, p.cost_usd, "{:.0f}"));
+  }
+  if (p.board_power_w > 0.0) {
+    out += fmt::format(
+        "  Energy (GPU boards)     {:>12.1f} MWh at {:g} W per GPU ({}){}; hosts, network and "
+        "cooling not included\n",
+        p.energy_mwh.value, p.board_power_w, p.power_source,
+        figure_range(p, p.energy_mwh, "{:.1f}"));
+  } else {
+    out +=
+        "  Energy                  not projected: the catalogue has no board power for this "
+        "accelerator\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string describe_op_shape(const Op& op) {
@@ -192,21 +241,17 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
   out += fmt::format("  MFU                     {:>12.1f} % of {} dense peak ({:.0f} TFLOP/s)\n",
                      100.0 * rep.mfu, to_string(rep.mfu_dtype),
                      job.cluster.accelerator.peak_tflops[static_cast<int>(rep.mfu_dtype)]);
-  if (rep.range && rep.range->memory_runs > 0) {
-    out += fmt::format(
-        "  Peak memory range       {:>12} (80 %: {:.1f} - {:.1f} GiB per GPU; regime {}, {} runs "
-        "with a published peak)\n",
-        "", rep.range->peak_memory_gib_lo, rep.range->peak_memory_gib_hi, rep.range->memory_level,
-        rep.range->memory_runs);
-  }
   out += fmt::format(
       "  6N+attention TFLOP/s/GPU {:>11.1f} (PaLM convention, as torchtitan logs; MFU {:.1f} %)\n",
       rep.palm_tflops_per_gpu, 100.0 * rep.palm_mfu);
   if (rep.has_memory) {
-    out += fmt::format("  Peak memory             {:>12.2f} GiB (upper {:.2f}) of {:.0f} GiB: {}\n",
-                       rep.memory.peak_point_bytes / kGiB, rep.memory.peak_upper_bytes / kGiB,
-                       rep.memory.capacity_bytes / kGiB, to_string(rep.memory.verdict));
+    out +=
+        fmt::format("  Peak memory             {:>12.2f} GiB (upper {:.2f}) of {:.0f} GiB: {}{}\n",
+                    rep.memory.peak_point_bytes / kGiB, rep.memory.peak_upper_bytes / kGiB,
+                    rep.memory.capacity_bytes / kGiB, to_string(rep.memory.verdict),
+                    memory_range_note(rep.memory));
   }
+  if (rep.plan) out += plan_text(*rep.plan);
   return out;
 }
 
@@ -267,6 +312,38 @@ ordered_json job_json(const JobSpec& job, const PerfReport& rep) {
   return jj;
 }
 
+ordered_json figure_json(const TrainingPlan& p, const PlanFigure& f, const char* name) {
+  ordered_json j;
+  j[name] = f.value;
+  j[std::string(name) + "_interval"] =
+      p.has_range ? ordered_json::array({f.lo, f.hi}) : ordered_json();
+  return j;
+}
+
+ordered_json plan_json(const TrainingPlan& p) {
+  ordered_json j;
+  j["train_tokens"] = p.train_tokens;
+  j["gpus"] = p.gpus;
+  j.update(figure_json(p, p.days, "days"));
+  j.update(figure_json(p, p.gpu_hours, "gpu_hours"));
+  j["gpu_hour_cost_usd"] = p.gpu_hour_cost_usd > 0.0 ? ordered_json(p.gpu_hour_cost_usd) : nullptr;
+  if (p.gpu_hour_cost_usd > 0.0) {
+    j.update(figure_json(p, p.cost_usd, "cost_usd"));
+  } else {
+    j["cost_usd"] = nullptr;
+    j["cost_usd_interval"] = nullptr;
+  }
+  j["board_power_w"] = p.board_power_w > 0.0 ? ordered_json(p.board_power_w) : nullptr;
+  j["board_power_source"] = p.power_source;
+  if (p.board_power_w > 0.0) {
+    j.update(figure_json(p, p.energy_mwh, "energy_mwh"));
+  } else {
+    j["energy_mwh"] = nullptr;
+    j["energy_mwh_interval"] = nullptr;
+  }
+  return j;
+}
+
 ordered_json results_json(const PerfReport& rep) {
   ordered_json j;
   j = {{"iteration_time_ms", ms(rep.iteration_s)},
@@ -302,6 +379,7 @@ ordered_json results_json(const PerfReport& rep) {
                    {"memory_level", c.memory_level},
                    {"memory_runs", c.memory_runs}};
   }
+  if (rep.plan) j["time_to_train"] = plan_json(*rep.plan);
   return j;
 }
 
@@ -415,6 +493,10 @@ std::string perf_json(const JobSpec& job, const PerfReport& rep, int indent) {
                    {"capacity_bytes", rep.memory.capacity_bytes},
                    {"peak_rank", rep.memory.peak_rank},
                    {"verdict", std::string(to_string(rep.memory.verdict))}};
+    if (rep.memory.range) {
+      j["memory"]["peak_memory_gib_interval"] = {rep.memory.range->peak_lo_bytes / kGiB,
+                                                 rep.memory.range->peak_hi_bytes / kGiB};
+    }
   }
   if (rep.has_recsys) j["recsys"] = report_detail::recsys_perf_json(job, rep);
   j["notes"] = rep.notes;
@@ -443,6 +525,10 @@ std::string scaling_json(const std::vector<ScalingPoint>& points, int indent) {
     j["tokens_per_s"] = p.tokens_per_s;
     j["tokens_per_s_per_gpu"] = p.tokens_per_s_per_gpu;
     j["mfu_pct"] = 100.0 * p.mfu;
+    j["tokens_per_s_per_gpu_interval"] =
+        p.tokens_per_s_per_gpu_lo > 0.0
+            ? ordered_json::array({p.tokens_per_s_per_gpu_lo, p.tokens_per_s_per_gpu_hi})
+            : ordered_json();
     j["speedup"] = p.tokens_per_s / first->tokens_per_s;
     out.push_back(std::move(j));
   }

@@ -51,6 +51,27 @@ void write_csv(std::ostream& out, const Result& r) {
   }
 }
 
+namespace {
+
+nlohmann::json interval_or_null(const TrainingPlan& p, const PlanFigure& f) {
+  return p.has_range ? nlohmann::json{f.lo, f.hi} : nlohmann::json(nullptr);
+}
+
+// A candidate's --train-tokens figures (docs/json-schema.md "sweep --json").
+nlohmann::json plan_row_json(const TrainingPlan& p) {
+  const bool cost = p.gpu_hour_cost_usd > 0.0;
+  const bool power = p.board_power_w > 0.0;
+  return {{"days", p.days.value},
+          {"days_interval", interval_or_null(p, p.days)},
+          {"gpu_hours", p.gpu_hours.value},
+          {"gpu_hours_interval", interval_or_null(p, p.gpu_hours)},
+          {"cost_usd", cost ? nlohmann::json(p.cost_usd.value) : nlohmann::json(nullptr)},
+          {"cost_usd_interval", cost ? interval_or_null(p, p.cost_usd) : nlohmann::json(nullptr)},
+          {"energy_mwh", power ? nlohmann::json(p.energy_mwh.value) : nlohmann::json(nullptr)}};
+}
+
+}  // namespace
+
 std::string to_json(const Result& r, const JobSpec& base) {
   nlohmann::json j;
   j["schema_version"] = 1;
@@ -63,6 +84,9 @@ std::string to_json(const Result& r, const JobSpec& base) {
   j["global_batch_size"] = base.runtime.global_batch_size;
   j["seq_length"] = base.runtime.seq_length;
   j["objective"] = std::string(to_string(r.objective));
+  j["train_tokens"] = r.plan.train_tokens > 0.0 ? nlohmann::json(r.plan.train_tokens) : nullptr;
+  j["gpu_hour_cost_usd"] =
+      r.plan.gpu_hour_cost_usd > 0.0 ? nlohmann::json(r.plan.gpu_hour_cost_usd) : nullptr;
   j["hbm_bytes"] = r.hbm_bytes;
   j["memory_limit_bytes"] = r.limit_bytes;
   j["pruned_on"] = r.pruned_on_upper_bound ? "upper_bound" : "point_estimate";
@@ -107,6 +131,8 @@ std::string to_json(const Result& r, const JobSpec& base) {
            {"pp", e.exposed.pp_s},
            {"dp", e.exposed.dp_s}}},
          {"pareto", e.pareto}});
+    if (r.plan.train_tokens > 0.0)
+      rows.back()["time_to_train"] = plan_row_json(entry_plan(e, r, base));
   }
   j["candidates"] = std::move(rows);
   nlohmann::json front = nlohmann::json::array();

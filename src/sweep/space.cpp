@@ -183,9 +183,10 @@ Objective parse_objective(std::string_view text) {
   if (t == "iteration_time") return Objective::kIterationTime;
   if (t == "mfu") return Objective::kMfu;
   if (t == "p10" || t == "tokens_per_s_per_gpu_p10") return Objective::kTokensP10;
+  if (t == "cost") return Objective::kCost;
   throw InputError(
       SourceLocation{"--objective", 0, 0}, "--objective",
-      fmt::format("unknown '{}' (tokens_per_s_per_gpu, iteration_time, mfu, p10)", text));
+      fmt::format("unknown '{}' (tokens_per_s_per_gpu, iteration_time, mfu, p10, cost)", text));
 }
 
 std::string_view to_string(Objective o) {
@@ -198,6 +199,8 @@ std::string_view to_string(Objective o) {
       return "mfu";
     case Objective::kTokensP10:
       return "tokens_per_s_per_gpu_p10";
+    case Objective::kCost:
+      return "cost";
   }
   return "?";
 }

@@ -177,8 +177,16 @@ double score(const Entry& e, Objective o) {
       return e.mfu;
     case Objective::kTokensP10:
       return e.tokens_lo > 0.0 ? e.tokens_lo : e.tokens_per_s_per_gpu;
+    case Objective::kCost:
+      // Cost = tokens x price / (tokens/s/GPU x 3600) at a fixed world size: the cheapest is the
+      // fastest per GPU.
+      return e.tokens_per_s_per_gpu;
   }
   return 0.0;
+}
+
+TrainingPlan entry_plan(const Entry& e, const Result& r, const JobSpec& base) {
+  return plan_from_rate(base, r.world, e.tokens_per_s_per_gpu, e.tokens_lo, e.tokens_hi, r.plan);
 }
 
 Result run_candidates(const JobSpec& base, const std::vector<Candidate>& candidates, int nodes,
@@ -190,6 +198,7 @@ Result run_candidates(const JobSpec& base, const std::vector<Candidate>& candida
   const auto t0 = Clock::now();
   Result r;
   r.objective = options.objective;
+  r.plan = options.plan;
   r.nodes = nodes > 0 ? nodes : base.cluster.nodes;
   r.world = r.nodes * base.cluster.gpus_per_node;
   r.hbm_bytes = base.cluster.accelerator.hbm_bytes;

@@ -32,6 +32,10 @@ ProjectFn make_default_project_fn() {
       for (const RankMemory& r : rep.memory.ranks) peak = std::max(peak, r.allocator_point_bytes);
       p.peak_memory_gib = peak * per_chip / (1024.0 * 1024.0 * 1024.0);
       p.out_of_memory = rep.memory.verdict == MemoryVerdict::kOom;
+      p.out_of_memory_point = p.out_of_memory;
+      const RankMemory& at = rep.memory.ranks[static_cast<std::size_t>(rep.memory.peak_rank)];
+      p.peak_bytes = Prediction::PeakBytes{rep.memory.peak_point_bytes, rep.memory.peak_upper_bytes,
+                                           at.allocator_point_bytes, rep.memory.capacity_bytes};
     }
     return p;
   };

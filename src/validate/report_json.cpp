@@ -22,6 +22,7 @@ nlohmann::json prediction_json(const Prediction& p) {
                       {"mfu_pct", p.mfu_pct}};
   j["peak_memory_gib"] = p.peak_memory_gib ? nlohmann::json(*p.peak_memory_gib) : nullptr;
   j["out_of_memory"] = p.out_of_memory;
+  j["out_of_memory_without_range"] = p.out_of_memory_point;
   if (p.skewed_tokens_per_sec_per_gpu) {
     j["routing_skew"] = {{"load_factor", p.skew_load_factor},
                          {"tokens_per_sec_per_gpu", *p.skewed_tokens_per_sec_per_gpu}};

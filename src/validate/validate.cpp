@@ -312,6 +312,15 @@ void attach_range(const ResidualTable& residuals, const MappedRun& m, RunResult&
     const double g = *r.predicted.peak_memory_gib;
     r.memory_range = {g / (1.0 + mq->q90_pct / 100.0), g / (1.0 + mq->q10_pct / 100.0)};
   }
+  // The verdict as `projector memory` gives it: with the run's range, scored without its family.
+  if (mq && r.predicted.peak_bytes) {
+    const Prediction::PeakBytes& b = *r.predicted.peak_bytes;
+    const double fixed = b.point - b.allocator;
+    const MemoryVerdict v =
+        verdict_with_range(b.point, b.upper, fixed + b.allocator / (1.0 + mq->q90_pct / 100.0),
+                           fixed + b.allocator / (1.0 + mq->q10_pct / 100.0), b.capacity);
+    r.predicted.out_of_memory = v == MemoryVerdict::kOom;
+  }
 }
 
 RunResult validate_entry(const RunEntry& e, const ProjectFn& project, MappingCatalogue& catalogue,

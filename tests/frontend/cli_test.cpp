@@ -114,4 +114,25 @@ TEST(Cli, UnknownFrameworkListsTheRegisteredBackEnds) {
   EXPECT_NE(r.out.find("registered: megatron"), std::string::npos) << r.out;
 }
 
+// --train-tokens / --gpu-hour-cost (issue 27): the plan lines, and bad values refused with exit 2.
+TEST(Cli, TimeToTrainAndItsRefusals) {
+  const std::string cfg = kRepo + "/examples/llama3.1_8B-BF16-pretrain.yaml";
+  Result r = run("performance -c " + cfg + " --train-tokens 15T --gpu-hour-cost 2.5");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("Time to train"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("days for 15T tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("USD at 2.5 USD per GPU-hour"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MWh at 750 W per GPU (S1"), std::string::npos) << r.out;  // MI300X
+  r = run("both -c " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("Time to train"), std::string::npos) << r.out;
+  for (const char* bad : {" --train-tokens 15X", " --train-tokens -1", " --gpu-hour-cost 2",
+                          " --train-tokens 1T --gpu-hour-cost -2"}) {
+    r = run("performance -c " + cfg + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.out;
+  }
+  r = run("performance -c " + cfg + " --train-tokens 15X");
+  EXPECT_NE(r.out.find("--train-tokens"), std::string::npos) << r.out;
+}
+
 }  // namespace

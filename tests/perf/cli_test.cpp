@@ -22,7 +22,7 @@ TEST(PerformanceCli, JsonIsSelfConsistent) {
   const testing::CliResult r = run_cli("performance -c " + kExample + " --json -");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["schema_version"], 3);
+  EXPECT_EQ(j["schema_version"], 4);
   EXPECT_EQ(j["kind"], "performance");
   const auto& res = j["results"];
   const double iter_s = res["iteration_time_ms"].get<double>() / 1e3;

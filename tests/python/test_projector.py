@@ -27,6 +27,24 @@ def test_performance_is_the_cli_document(config, cli_json):
         cli_json("performance", "--config", config)
 
 
+def test_time_to_train_is_the_cli_document(cli_json):
+    doc = projector.performance(projector.load(LLAMA_8B), train_tokens="1T", gpu_hour_cost=2.0)
+    assert doc == cli_json("performance", "--config", LLAMA_8B, "--train-tokens", "1T",
+                           "--gpu-hour-cost", "2")
+    plan = doc["results"]["time_to_train"]
+    # 10^12 tokens at the projected tokens/s: days and GPU-hours follow by hand.
+    tps = doc["results"]["tokens_per_s"]
+    assert plan["days"] == pytest.approx(1e12 / tps / 86400)
+    assert plan["gpu_hours"] == pytest.approx(plan["days"] * 24 * plan["gpus"])
+    assert plan["cost_usd"] == pytest.approx(2.0 * plan["gpu_hours"])
+    lo, hi = plan["days_interval"]
+    assert lo < plan["days"] < hi
+    with pytest.raises(projector.InputError):
+        projector.performance(projector.load(LLAMA_8B), gpu_hour_cost=2.0)
+    with pytest.raises(projector.InputError):
+        projector.performance(projector.load(LLAMA_8B), train_tokens="15 parsecs")
+
+
 def test_job_is_the_config_document(cli_json):
     assert projector.load(LLAMA_8B).to_dict() == cli_json("config", "--config", LLAMA_8B, flag=True)
 

@@ -101,6 +101,9 @@ def memory_marks(mem):
     marks = {"bars_marks": bars}
     if mem["capacity_bytes"] > 0:
         marks["hbm_marks"] = 1
+    if "peak_memory_gib_interval" in mem:
+        # The calibrated range of the peak: one bar and its two ends on the peak rank.
+        marks.update({"peak_range_marks": 1, "peak_range_lo_marks": 1, "peak_range_hi_marks": 1})
     return {"memory": marks}
 
 
@@ -116,15 +119,23 @@ def performance_marks(perf, trace):
     out = {"composition": {"parts_marks": parts, "iteration_marks": 1},
            "exposed": {"groups_marks": len(perf["exposed_comm_ms"])},
            "timeline": {"events_marks": sum(1 for e in trace["traceEvents"] if e["ph"] == "X")}}
+    if "tokens_per_s_per_gpu_interval" in res:
+        out["throughput_range"] = {"point_marks": 1, "range_marks": 1, "range_lo_marks": 1,
+                                   "range_hi_marks": 1}
     ok = [p for p in perf.get("scaling", []) if "error" not in p]
     if ok:
         out["scaling"] = {"tps_points_marks": len(ok), "mfu_points_marks": len(ok)}
+        ranged = sum(1 for p in ok if p.get("tokens_per_s_per_gpu_interval"))
+        if ranged:
+            out["scaling"]["tps_band_marks"] = ranged
     return out
 
 
 def sweep_marks(sweep):
+    ranked = {c["rank"] for c in sweep["candidates"] if c["tokens_per_s_per_gpu_interval"]}
     return {"sweep": {"points_marks": len(sweep["candidates"]),
-                      "front_marks": len(sweep["pareto_ranks"]), "best_marks": 1}}
+                      "front_marks": len(sweep["pareto_ranks"]), "best_marks": 1,
+                      "front_range_marks": sum(1 for r in sweep["pareto_ranks"] if r in ranked)}}
 
 
 def validate_marks(val):

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "projector/memory/memory.h"
 #include "projector/model/job.h"
 #include "projector/perf/perf.h"
 
@@ -69,5 +70,12 @@ CalibratedRange range_from_quantiles(const ResidualQuantiles& q, const std::stri
 std::optional<CalibratedRange> calibrated_range(const ResidualTable& table, const JobSpec& job,
                                                 const PerfReport& rep,
                                                 const std::string& exclude_family = "");
+
+// The calibrated range of a memory projection's peak (MemoryReport::range) from the memory
+// residuals of the job's regime, and the verdict it gives (verdict_with_range): the peak rank's
+// allocator part is scaled by [1 / (1 + q90), 1 / (1 + q10)] (the residuals compare allocator
+// peaks), the runtime context and communicator buffers kept. No residual: the report unchanged.
+void attach_memory_range(const ResidualTable& table, const JobSpec& job, MemoryReport& rep,
+                         const std::string& exclude_family = "");
 
 }  // namespace projector

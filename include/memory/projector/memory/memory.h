@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -167,8 +168,26 @@ struct MemoryRemedy {
   MemoryVerdict verdict = MemoryVerdict::kUnknown;
 };
 
+// The calibrated 80 % range of the peak (interval/interval.h, data/validation/residuals.json):
+// the peak rank's total with its allocator part scaled by the 10th / 90th percentile residuals
+// of published peaks in the job's regime.
+struct MemoryRange {
+  std::string regime;  // the job's regime key
+  std::string level;   // the pooled regime the residuals came from
+  int runs = 0;        // residuals behind the range
+  double peak_lo_bytes = 0.0;
+  double peak_hi_bytes = 0.0;
+  MemoryVerdict model_verdict = MemoryVerdict::kUnknown;  // from the point and upper alone
+};
+
+// The verdict with a calibrated range (docs/memory.md "Verdict"): OOM only when even the low end
+// of the range exceeds HBM; AT RISK when the range (or the upper bracket, or the point) reaches
+// past it; FITS when everything stays below.
+MemoryVerdict verdict_with_range(double point_bytes, double upper_bytes, double lo_bytes,
+                                 double hi_bytes, double capacity_bytes);
+
 struct MemoryReport {
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   ScheduleKind schedule = ScheduleKind::k1F1B;  // resolved
   int num_microbatches = 0;
   double tokens_per_microbatch = 0.0;  // per rank: mbs x seq / cp
@@ -181,7 +200,8 @@ struct MemoryReport {
   MemoryVerdict verdict = MemoryVerdict::kUnknown;
   std::vector<MemoryComponent> largest_components;  // of the peak rank, largest first (top 3)
   std::vector<MemoryRemedy> remedies;               // only when the verdict is AT RISK or OOM
-  std::vector<std::string> notes;  // assumptions and defaults the projection applied
+  std::vector<std::string> notes;    // assumptions and defaults the projection applied
+  std::optional<MemoryRange> range;  // set by attach_memory_range (interval/interval.h)
   // Sources of the overheads (from the calibration), in component order.
   std::array<std::string, kNumMemoryComponents> sources{};
   // Recommendation family: `ranks` are GPU ranks (the heaviest first), with the table detail here.

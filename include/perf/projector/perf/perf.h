@@ -94,8 +94,29 @@ struct CalibratedRange {
   double peak_memory_gib_lo = 0.0, peak_memory_gib_hi = 0.0;
 };
 
+// What a training run of `train_tokens` would take at the projected throughput
+// (interval/training_plan.h): wall time, GPU-hours, cost and board energy, each with the range
+// the calibrated throughput range gives (lo = the fast end; equal to the point without a range).
+struct PlanFigure {
+  double value = 0.0;
+  double lo = 0.0;
+  double hi = 0.0;
+};
+struct TrainingPlan {
+  double train_tokens = 0.0;  // samples for a recommendation model
+  int gpus = 0;               // GPUs (chips: a TPU7x chip is two devices) of the job
+  PlanFigure days;
+  PlanFigure gpu_hours;
+  double gpu_hour_cost_usd = 0.0;  // 0: no cost figure
+  PlanFigure cost_usd;
+  double board_power_w = 0.0;  // per device; 0: unpublished, no energy figure
+  std::string power_source;    // the catalogue's source for it
+  PlanFigure energy_mwh;
+  bool has_range = false;  // lo / hi come from the calibrated range
+};
+
 struct PerfReport {
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   // Inputs, resolved.
   int world_size = 0;
   int num_microbatches = 0;
@@ -120,6 +141,7 @@ struct PerfReport {
   double palm_tflops_per_gpu = 0.0;
   double palm_mfu = 0.0;
   std::optional<CalibratedRange> range;  // filled by the caller (interval/interval.h)
+  std::optional<TrainingPlan> plan;      // filled by the caller (interval/training_plan.h)
   double bubble_fraction = 0.0;          // idle / makespan on the busiest rank
   double bubble_over_ideal = 0.0;        // (makespan - ideal) / ideal
   ExposedComm exposed;

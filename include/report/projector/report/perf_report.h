@@ -33,6 +33,9 @@ struct ScalingPoint {
   double tokens_per_s = 0.0;
   double tokens_per_s_per_gpu = 0.0;
   double mfu = 0.0;
+  // The calibrated 80 % range of tokens/s/GPU at this size; 0 when the regime has no residuals.
+  double tokens_per_s_per_gpu_lo = 0.0;
+  double tokens_per_s_per_gpu_hi = 0.0;
 };
 // The `scaling` array of `performance --json` (docs/json-schema.md).
 std::string scaling_json(const std::vector<ScalingPoint>& points, int indent = 2);

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "projector/interval/interval.h"
+#include "projector/interval/training_plan.h"
 #include "projector/job/rules.h"
 #include "projector/model/job.h"
 #include "projector/perf/perf.h"
@@ -38,8 +39,10 @@ namespace projector::sweep {
 // What "best" means. With GBS, sequence length and world size fixed, all three rank the same way
 // (tokens per iteration and model FLOPs are constants); they differ only in what is printed.
 // kTokensP10: the pessimistic end of each layout's calibrated 80 % range (Entry::tokens_lo; the
-// point value where the job's regime has no residuals), `--rank-by p10`.
-enum class Objective { kTokensPerSPerGpu, kIterationTime, kMfu, kTokensP10 };
+// point value where the job's regime has no residuals), `--rank-by p10`. kCost: the lowest cost
+// (GPU-hours x price) of the --train-tokens run; at the sweep's fixed world size the same order as
+// tokens/s/GPU, named so that the cost columns are what is ranked.
+enum class Objective { kTokensPerSPerGpu, kIterationTime, kMfu, kTokensP10, kCost };
 Objective parse_objective(std::string_view text);  // InputError key "--objective"
 std::string_view to_string(Objective o);
 
@@ -183,6 +186,8 @@ struct Options {
   double progress_interval_s = 0.25;
   // The residuals behind each layout's calibrated 80 % range (interval/interval.h); null: none.
   const ResidualTable* residuals = nullptr;
+  // --train-tokens / --gpu-hour-cost: each layout's time to train and cost (sweep::entry_plan).
+  PlanInputs plan;
 };
 
 struct Entry {
@@ -216,6 +221,7 @@ struct Overshoot {
 
 struct Result {
   Objective objective = Objective::kTokensPerSPerGpu;
+  PlanInputs plan;  // Options::plan
   int nodes = 0;
   int world = 0;
   double hbm_bytes = 0.0;
@@ -247,6 +253,9 @@ Result run_candidates(const JobSpec& base, const std::vector<Candidate>& candida
 
 // Objective value of an entry, larger is better (iteration time is negated).
 double score(const Entry& e, Objective o);
+
+// An entry's time to train, GPU-hours, cost and energy for Result::plan (empty plan: zeros).
+TrainingPlan entry_plan(const Entry& e, const Result& r, const JobSpec& base);
 
 // "No layout fits in 72.0 GiB (0.90 x 80.0 GiB HBM) ...; the closest is <candidate> at 75.3 GiB,
 // 3.3 GiB over". Empty when something fits or nothing was pruned for memory.

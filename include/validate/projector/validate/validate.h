@@ -230,8 +230,18 @@ struct Prediction {
   double hardware_tflops_per_gpu = 0.0;
   double mfu_pct = 0.0;
   std::optional<double> peak_memory_gib;
-  // The memory verdict is OOM: contradicts a run that was measured (it fit).
+  // The memory verdict is OOM: contradicts a run that was measured (it fit). validate() re-decides
+  // it with the run's calibrated memory range (verdict_with_range, leave-one-family-out) from the
+  // peak rank's bytes below; out_of_memory_point keeps the verdict without the range.
   bool out_of_memory = false;
+  bool out_of_memory_point = false;
+  struct PeakBytes {
+    double point = 0.0;      // the peak rank's total
+    double upper = 0.0;      // the peak upper bound
+    double allocator = 0.0;  // the peak rank's allocator part (what the residuals scale)
+    double capacity = 0.0;   // HBM per device
+  };
+  std::optional<PeakBytes> peak_bytes;
   // Dropless expert-parallel MoE projected with balanced routing: the same job with the busiest
   // EP rank receiving skew_load_factor times the mean routed tokens (PerfReport::routing_skew).
   std::optional<double> skewed_tokens_per_sec_per_gpu;
