@@ -77,16 +77,22 @@ MappingCatalogue::MappingCatalogue(const std::string& data_dir)
 
 MappingCatalogue::~MappingCatalogue() = default;
 
-std::optional<std::string> MappingCatalogue::match_accelerator(const std::string& text) {
-  if (!cache_->index) {
+// The accelerator names, read once (or the error reading them raised, re-raised for each entry).
+using IndexOrError = std::optional<std::variant<AcceleratorIndex, InputError>>;
+const AcceleratorIndex& accelerator_index(IndexOrError& index, const std::string& data_dir) {
+  if (!index) {
     try {
-      cache_->index.emplace(AcceleratorIndex(data_dir_));
+      index.emplace(AcceleratorIndex(data_dir));
     } catch (const InputError& e) {
-      cache_->index.emplace(e);
+      index.emplace(e);
     }
   }
-  if (const InputError* e = std::get_if<InputError>(&*cache_->index)) throw *e;
-  const std::optional<std::string> name = std::get<AcceleratorIndex>(*cache_->index).match(text);
+  if (const InputError* e = std::get_if<InputError>(&*index)) throw *e;
+  return std::get<AcceleratorIndex>(*index);
+}
+
+std::optional<std::string> MappingCatalogue::match_accelerator(const std::string& text) {
+  const std::optional<std::string> name = accelerator_index(cache_->index, data_dir_).match(text);
   const std::optional<double> gb = stated_capacity_gb(text);
   if (!gb || (name && capacity_agrees(accelerator(*name), *gb))) return name;
   // The text states a memory size the matched part does not have ("H100 96GB" is not the 80 GB
@@ -121,8 +127,7 @@ std::optional<std::string> MappingCatalogue::match_accelerator(const std::string
 const AcceleratorSpec& MappingCatalogue::accelerator(const std::string& name) {
   auto it = cache_->accelerators.find(name);
   if (it == cache_->accelerators.end()) {
-    match_accelerator(name);  // builds the index (or re-raises its error)
-    it = cache_->accelerators.emplace(name, std::get<AcceleratorIndex>(*cache_->index).load(name))
+    it = cache_->accelerators.emplace(name, accelerator_index(cache_->index, data_dir_).load(name))
              .first;
   }
   return it->second;
