@@ -227,8 +227,7 @@ void map_sharding(Mapper& m) {
   if (!overlap.empty()) {
     d.overlap_grad_reduce = has(overlap, "overlap-grad-reduce");
     d.overlap_param_gather = has(overlap, "overlap-param-gather");
-    d.tp_comm_overlap =
-        has(overlap, "tp-comm-overlap") || validate_detail::states_async_tp(t.overlap);
+    d.tp_comm_overlap = has(overlap, "tp-comm-overlap");
   }
 }
 
