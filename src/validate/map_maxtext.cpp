@@ -135,21 +135,12 @@ void map_remat(Mapper& m) {
              text.empty() ? "not stated; MaxText base.yml default"
                           : "no remat_policy named in '" + m.e_.training.recompute + "'");
   }
-  std::string expanded = text;
-  for (const char* group : {"query/key/value_proj", "query/key/value"}) {
-    if (const std::size_t p = expanded.find(group); p != std::string::npos) {
-      expanded.replace(p, std::string(group).size(), "query_proj key_proj value_proj");
-    }
-  }
-  const bool offload = has(text, "offload");
+  // Each named tensor where its clause's verb puts it: "decoder_layer_input offloaded" on the
+  // host, "q/k/v_proj rematerialized" recomputed, "out_proj saved" on the device (phrases.h).
+  const std::string& stated = m.e_.training.recompute;
   const std::optional<TensorPolicy> policy =
       maxtext::remat_policy(name, [&](std::string_view key) -> std::optional<std::string> {
-        const std::string k(key);
-        const std::size_t p = expanded.find(k);
-        const bool whole = p != std::string::npos && (p == 0 || !is_word(expanded[p - 1])) &&
-                           (p + k.size() >= expanded.size() || !is_word(expanded[p + k.size()]));
-        if (!whole) return std::nullopt;
-        return offload ? "offload" : "device";
+        return stated_placement(stated, std::string(key));
       });
   if (!policy) return m.fail("training.recompute: unknown remat policy '" + name + "'");
   RecomputeSpec& rc = m.d_.runtime.recompute;

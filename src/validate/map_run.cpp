@@ -158,6 +158,26 @@ void map_parallel(Mapper& m) {
   d.parallel.allow_tp_beyond_node = true;
 }
 
+// "sharding group N": FSDP shards over N ranks and replicates over the rest of DP x CP (HSDP).
+void map_shard_group(Mapper& m, int group) {
+  const RunEntry::Training& t = m.e_.training;
+  const int model_ranks = t.tp.value_or(1) * t.pp.value_or(1);
+  const int dp_cp = model_ranks > 0 ? m.out_.num_gpus / model_ranks : 0;
+  const int dp = dp_cp / t.cp.value_or(1);
+  if (group > 1 && group < dp_cp && dp_cp % group == 0 && dp > 0 && dp % (dp_cp / group) == 0) {
+    m.d_.parallel.dp_replicate = dp_cp / group;
+    m.note(
+        fmt::format("training.fsdp: sharding group {} of DP x CP {}: sharded within groups "
+                    "of {}, replicated {} times (hybrid sharding)",
+                    group, dp_cp, group, dp_cp / group));
+  } else {
+    m.note(
+        fmt::format("training.fsdp: sharding group {} read as sharding over all of DP x CP "
+                    "({})",
+                    group, dp_cp));
+  }
+}
+
 // FSDP / ZeRO / distributed optimizer, sequence parallelism, overlap flags.
 void map_sharding(Mapper& m) {
   const RunEntry::Training& t = m.e_.training;
@@ -166,8 +186,12 @@ void map_sharding(Mapper& m) {
   const std::string fsdp = to_lower(t.fsdp);
   const bool fsdp_degree = !fsdp.empty() && fsdp.size() < 8 &&
                            std::all_of(fsdp.begin(), fsdp.end(), ::isdigit) && std::stoi(fsdp) > 1;
-  if (has(fsdp, "yes") || has(fsdp, "fsdp2") || has(fsdp, "true")) {
-    d.fsdp = FsdpKind::kFsdp2;
+  // The text's own reading first (phrases.h): "Megatron-FSDP, sharding group 8" is FSDP,
+  // "FSDP ... does not reshard" is FSDP without resharding, "no (DDP ...)" is none.
+  const validate_detail::FsdpReading fr = validate_detail::read_fsdp_text(t.fsdp);
+  if (fr.kind && *fr.kind != FsdpKind::kNone) {
+    d.fsdp = *fr.kind;
+    m.note("training.fsdp: '" + t.fsdp + "' " + fr.how);
   } else if (has(zero, "fsdp") || has(zero, "zero-3") || has(zero, "zero3") || zero == "3") {
     d.fsdp = FsdpKind::kZero3;
   } else if (fsdp_degree || t.fsdp_shard_degree.value_or(1) > 1) {
@@ -176,14 +200,27 @@ void map_sharding(Mapper& m) {
     d.fsdp = FsdpKind::kFsdp2;
     m.note(fmt::format("training.fsdp: shard degree {} read as FSDP",
                        fsdp_degree ? t.fsdp : std::to_string(*t.fsdp_shard_degree)));
-  } else if (!fsdp.empty() && (has(fsdp, "no") || fsdp == "false" || fsdp == "1")) {
+  } else if (fr.kind) {
     d.fsdp = FsdpKind::kNone;
+  }
+  if (d.fsdp && *d.fsdp != FsdpKind::kNone) {
+    if (fr.shard_group) map_shard_group(m, *fr.shard_group);
+    if (fr.reshard_after_forward) {
+      d.parallel.reshard_after_forward = *fr.reshard_after_forward;
+      m.note(fmt::format("training.fsdp: reshard_after_forward {}",
+                         *fr.reshard_after_forward ? "true"
+                                                   : "false (gathered weights kept "
+                                                     "from forward to backward)"));
+    }
   }
   if (t.distributed_optimizer) {
     d.distributed_optimizer = *t.distributed_optimizer;
   } else if (has(zero, "zero-1") || has(zero, "zero1") || zero == "1") {
     d.distributed_optimizer = true;
     m.note("training.zero_stage: ZeRO-1 read as the distributed optimizer");
+  } else if (fr.distributed_optimizer) {
+    d.distributed_optimizer = true;
+    m.note("training.fsdp: '" + t.fsdp + "' " + fr.how);
   }
   d.sequence_parallel = t.sequence_parallel;
   const std::string overlap = to_lower(t.overlap);
@@ -254,6 +291,10 @@ void map_runtime(Mapper& m) {
   }
   validate_detail::read_schedule(m, t.pipeline_schedule);
   d.flash_attention = t.flash_attention;
+  if (t.flash_attention && !t.flash_attention_text.empty()) {
+    m.note(fmt::format("training.flash_attention: '{}' read as {} attention",
+                       t.flash_attention_text, *t.flash_attention ? "fused (flash)" : "unfused"));
+  }
   if (m.out_.moe && t.ep.value_or(1) > 1) validate_detail::read_dispatcher(m, t.moe_dispatcher);
   if (m.out_.moe) validate_detail::read_token_balance(m, t.moe_token_balance);
 }

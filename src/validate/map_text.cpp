@@ -49,78 +49,79 @@ ActivationKind read_activation(Mapper& m, const std::string& text, bool& gated) 
   return ActivationKind::kGelu;
 }
 
+// Phrase reading (phrases.h read_recompute_text); the Megatron details (block count) here.
 void read_recompute(Mapper& m, const std::string& text) {
   RecomputeSpec& r = m.d_.runtime.recompute;
   r = RecomputeSpec{};
-  const std::string t = to_lower(text);
-  if (t.empty()) {
+  if (text.empty()) {
     m.assume("training.recompute", "none",
              "not stated; no recomputation is every framework's default");
     return;
   }
-  if (has(t, "selective")) {
-    r.granularity = RecomputeGranularity::kSelective;
-    // Megatron --recompute-modules named in the text ("moe_act" is not "moe").
-    std::string rest = t;
-    for (const char* name :
-         {"core_attn", "moe_act", "layernorm", "mla_up_proj", "shared_experts", "mlp", "moe"}) {
-      const std::size_t pos = rest.find(name);
-      if (pos == std::string::npos) continue;
-      r.modules.add(*parse_recompute_module(name));
-      rest.replace(pos, std::char_traits<char>::length(name), " ");
-    }
+  const RecomputeReading reading = read_recompute_text(text);
+  if (!reading.recognised) {
+    m.assume("training.recompute", "none", "unrecognised text '" + text + "'");
+    return;
+  }
+  r.granularity = reading.granularity;
+  if (r.granularity == RecomputeGranularity::kSelective) {
+    for (RecomputeModule mod : reading.modules) r.modules.add(mod);
     if (!r.modules.empty()) {
-      m.note(fmt::format("training.recompute: selective recompute of {}",
+      m.note(fmt::format("training.recompute: '{}' {}: {}", text, reading.how,
                          fmt::join(r.modules.names(), ", ")));
-    }  // else: the framework profile's selective set
-    return;
-  }
-  if (has(t, "full") || has(t, "checkpoint") || has(t, "remat")) {
-    r.granularity = RecomputeGranularity::kFull;
-    r.method = has(t, "block") ? RecomputeMethod::kBlock : RecomputeMethod::kUniform;
-    r.num_layers = 1;
-    if (r.method == RecomputeMethod::kBlock) {
-      // "recompute_num_layers 5" or "first 5 of 48 layers": that many layers per stage.
-      static const std::regex kCount(R"((?:recompute_num_layers|first)\D{0,3}(\d{1,5}))");
-      std::smatch c;
-      if (std::regex_search(t, c, kCount)) {
-        r.num_layers = std::stoi(c[1].str());
-        m.note(fmt::format("training.recompute: block recompute of {} layers per stage",
-                           r.num_layers));
-      } else {
-        r.num_layers = 16384;  // block without a count: every layer of the stage
-        m.note("training.recompute: block without a layer count read as all layers");
-      }
+    } else {  // the framework profile's selective set
+      m.note(fmt::format("training.recompute: '{}' {} (the framework's selective set)", text,
+                         reading.how));
     }
     return;
   }
-  if (t == "none" || t == "no" || t == "false" || has(t, "no recompute")) return;
-  m.assume("training.recompute", "none", "unrecognised text '" + text + "'");
+  if (r.granularity != RecomputeGranularity::kFull) {
+    m.note(fmt::format("training.recompute: '{}' {}", text, reading.how));
+    return;
+  }
+  const std::string t = to_lower(text);
+  r.method = has(t, "block") ? RecomputeMethod::kBlock : RecomputeMethod::kUniform;
+  r.num_layers = 1;
+  if (r.method == RecomputeMethod::kBlock) {
+    // "recompute_num_layers 5" or "first 5 of 48 layers": that many layers per stage.
+    static const std::regex kCount(R"((?:recompute_num_layers|first)\D{0,3}(\d{1,5}))");
+    std::smatch c;
+    if (std::regex_search(t, c, kCount)) {
+      r.num_layers = std::stoi(c[1].str());
+      m.note(
+          fmt::format("training.recompute: block recompute of {} layers per stage", r.num_layers));
+    } else {
+      r.num_layers = 16384;  // block without a count: every layer of the stage
+      m.note("training.recompute: block without a layer count read as all layers");
+    }
+  }
 }
 
 // The token dispatcher decides how many copies of a token cross the expert-parallel group.
 void read_dispatcher(Mapper& m, const std::string& text) {
-  const std::string t = to_lower(text);
-  if (t.empty()) {
+  if (text.empty()) {
     m.assume("training.moe_dispatcher", "alltoall",
              "not stated; the all-to-all dispatcher Megatron recipes use with expert parallelism "
              "(one copy per chosen expert)");
     return;
   }
-  if (has(t, "flex") || has(t, "deepep") || has(t, "hybridep")) {
+  // Only what the text affirms: "alltoall (no flex backend)" is the all-to-all dispatcher.
+  const std::string kind = read_dispatcher_kind(text);
+  if (kind == "flex") {
     m.d_.runtime.moe_dedup_dispatch = true;
     m.d_.runtime.moe_dispatcher = MoeDispatcher::kFlex;
-    m.d_.runtime.moe_dispatch_kernel =
-        has(t, "hybridep") ? MoeDispatchKernel::kHybridEp : MoeDispatchKernel::kDeepEp;
+    m.d_.runtime.moe_dispatch_kernel = affirms(phrase_words(text), "hybridep")
+                                           ? MoeDispatchKernel::kHybridEp
+                                           : MoeDispatchKernel::kDeepEp;
     m.note("training.moe_dispatcher: '" + text +
            "' read as a deduplicating dispatcher (one copy per destination node / GPU)");
     return;
   }
-  if (has(t, "allgather") || has(t, "all-gather")) {
+  if (kind == "allgather") {
     m.d_.runtime.moe_dispatcher = MoeDispatcher::kAllGather;
     return;
   }
-  if (!has(t, "alltoall") && !has(t, "all-to-all")) {
+  if (kind.empty()) {
     m.assume("training.moe_dispatcher", "alltoall", "unrecognised text '" + text + "'");
   }
 }

@@ -7,6 +7,7 @@
 
 #include "projector/job/draft.h"
 #include "projector/validate/validate.h"
+#include "validate/phrases.h"
 
 namespace projector::validate_detail {
 

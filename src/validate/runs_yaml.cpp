@@ -14,6 +14,7 @@
 #include "projector/util/error.h"
 #include "projector/util/input_file.h"
 #include "projector/validate/validate.h"
+#include "validate/phrases.h"
 
 namespace projector {
 namespace {
@@ -266,6 +267,29 @@ void read_model(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   read_model_blocks(r, m, mo);
 }
 
+// flash_attention: a boolean, or a description of the attention kernel read by phrases
+// ("TE fused attention (CK backend)" -> fused); a description naming neither is dropped.
+void read_flash_attention(EntryReader& r, const YAML::Node& t, RunEntry::Training& tr) {
+  if (!t.IsDefined()) return;
+  const YAML::Node n = t["flash_attention"];
+  bool v = false;
+  if (is_null(n)) return;
+  if (n.IsScalar() && YAML::convert<bool>::decode(n, v)) {
+    tr.flash_attention = v;
+    return;
+  }
+  const std::string text = r.text(t, "flash_attention", "training");
+  if (text.empty()) return;
+  tr.flash_attention = validate_detail::read_fused_attention(text);
+  if (tr.flash_attention) {
+    tr.flash_attention_text = text;
+  } else {
+    r.error_dropped("training.flash_attention",
+                    "'" + clipped(text) + "' names neither a fused nor an unfused attention",
+                    line_of(n));
+  }
+}
+
 void read_training(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   const YAML::Node t = r.section(node, "training", "training");
   auto& tr = e.training;
@@ -285,11 +309,12 @@ void read_training(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   tr.fsdp = r.text(t, "fsdp", "training");
   tr.recompute = r.text(t, "recompute", "training");
   tr.precision = r.text(t, "precision", "training");
-  tr.flash_attention = r.boolean(t, "flash_attention", "training");
+  read_flash_attention(r, t, tr);
   tr.pipeline_schedule = r.text(t, "pipeline_schedule", "training");
   tr.pipeline_layout = r.text(t, "pipeline_layout", "training");
   tr.overlap = r.text(t, "overlap", "training");
   tr.moe_dispatcher = r.text(t, "moe_dispatcher", "training");
+  if (tr.moe_dispatcher.empty()) tr.moe_dispatcher = r.text(t, "moe_dispatch", "training");
   tr.moe_token_balance = r.text(t, "moe_token_balance", "training");
   tr.features = r.text(t, "features", "training");
   tr.local_batch_size = r.integer<int>(t, "local_batch_size", "training");
@@ -306,6 +331,9 @@ void read_measured(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   const YAML::Node me = r.section(node, "measured", "measured");
   auto& ms = e.measured;
   ms.tokens_per_sec_per_gpu = r.number(me, "tokens_per_sec_per_gpu", "measured");
+  ms.tokens_per_sec_per_gpu_vanilla_tp =
+      r.number(me, "tokens_per_sec_per_gpu_vanilla_tp", "measured");
+  ms.tokens_per_sec_per_gpu_async_tp = r.number(me, "tokens_per_sec_per_gpu_async_tp", "measured");
   ms.tokens_per_sec_total = r.number(me, "tokens_per_sec_total", "measured");
   ms.samples_per_sec_total = r.number(me, "samples_per_sec_total", "measured");
   ms.tflops_per_gpu = r.number(me, "tflops_per_gpu", "measured");

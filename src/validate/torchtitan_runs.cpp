@@ -98,10 +98,23 @@ void map_parallel_keys(Mapper& m, Namespace& ns) {
       fsdp.size() < 8) {
     shard = std::stoi(fsdp);
   }
+  // A described FSDP ("FSDP2, sharding group 8, does not reshard"): its shard group and
+  // resharding (phrases.h).
+  const FsdpReading fr = read_fsdp_text(t.fsdp);
+  if (!shard && fr.shard_group) {
+    shard = fr.shard_group;
+    m.note(
+        fmt::format("training.fsdp: '{}' read as data_parallel_shard_degree {}", t.fsdp, *shard));
+  }
   if (shard) {
     ns.put_int("parallelism.data_parallel_shard_degree", *shard);
   } else {
     m.note("parallelism.data_parallel_shard_degree: not stated, -1 (every remaining rank)");
+  }
+  if (fr.reshard_after_forward) {
+    const char* v = *fr.reshard_after_forward ? "always" : "never";
+    ns.put_text("parallelism.fsdp_reshard_after_forward", v);
+    m.note(fmt::format("training.fsdp: '{}' read as fsdp_reshard_after_forward {}", t.fsdp, v));
   }
   const std::pair<const std::optional<int>*, const char*> sizes[] = {
       {&t.tp, "parallelism.tensor_parallel_degree"},
@@ -229,6 +242,16 @@ void map_torchtitan_run(Mapper& m, const std::string& data_dir, int seq) {
       ns.put_list("compile.components", {"model"});
       m.note("compile.components: [model] (the framework version of " + date.str(0) +
              " compiled the blocks, not the loss)");
+    }
+  }
+  if (e.training.tp.value_or(1) > 1 &&
+      states_async_tp(e.training.features + "; " + e.training.overlap)) {
+    // torchtitan runs async TP only on compiled blocks.
+    if (compile) {
+      ns.put_bool("parallelism.enable_async_tensor_parallel", true);
+      m.note("parallelism.enable_async_tensor_parallel: async TP named by the entry");
+    } else {
+      m.note("async TP named without torch.compile, which torchtitan requires: not applied");
     }
   }
   map_precision(m, ns);

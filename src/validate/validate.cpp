@@ -2,6 +2,7 @@
 #include "projector/validate/validate.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -36,23 +37,46 @@ void add_metric(RunResult& r, const char* metric, double predicted, double measu
 // The measured throughput of an entry, best evidence first, with where it came from.
 struct Evidence {
   std::optional<double> tokens;  // tokens/s per GPU
+  bool tokens_measured = false;  // a measurement, not the data file's derivation
   std::string tokens_basis;
   std::optional<double> step;  // step time, s
   std::string step_basis = "measured";
 };
 
-Evidence throughput_evidence(const RunEntry& e, double gpus) {
+// A run measured both with vanilla and with async tensor parallelism is compared on the variant
+// its configuration describes: async when the mapped job overlaps TP communication (async TP,
+// tp-comm-overlap), vanilla otherwise. Only the matching variant is used; the other configuration
+// is a different job.
+std::optional<double> tp_variant(const RunEntry::Measured& ms, const JobSpec& job,
+                                 std::string& basis) {
+  const bool async = job.parallel.tp_comm_overlap && job.parallel.tp > 1;
+  const std::optional<double>& v =
+      async ? ms.tokens_per_sec_per_gpu_async_tp : ms.tokens_per_sec_per_gpu_vanilla_tp;
+  if (v) {
+    basis = async ? "measured with async TP, as configured"
+                  : "measured with vanilla TP, as configured (no async TP stated)";
+  }
+  return v;
+}
+
+Evidence throughput_evidence(const RunEntry& e, double gpus, const JobSpec& job) {
   const RunEntry::Measured& ms = e.measured;
   Evidence ev;
+  ev.tokens_measured = true;
   if (ms.tokens_per_sec_per_gpu) {
     ev.tokens = ms.tokens_per_sec_per_gpu;
     ev.tokens_basis = "measured";
+  } else if (const auto v = tp_variant(ms, job, ev.tokens_basis)) {
+    ev.tokens = v;
   } else if (ms.tokens_per_sec_total && gpus > 0) {
     ev.tokens = *ms.tokens_per_sec_total / gpus;
     ev.tokens_basis = "measured total / GPUs";
   } else if (e.derived.tokens_per_sec_per_gpu) {
     ev.tokens = e.derived.tokens_per_sec_per_gpu;
     ev.tokens_basis = "derived by the data file";
+    ev.tokens_measured = false;
+  } else {
+    ev.tokens_measured = false;
   }
   ev.step = ms.step_time_s;
   if (!ev.step && e.derived.step_time_s) {
@@ -69,6 +93,7 @@ struct Predicted {
   double tflops_per_gpu = 0.0;
   double mfu_pct = 0.0;
   double gpus = 0.0;
+  double samples_total = 0.0;  // samples (sequences, rows) per second, all GPUs
 };
 
 // The summary's throughput error, predicted / measured throughput - 1, on the most direct
@@ -82,11 +107,10 @@ void throughput_error(const RunEntry::Measured& ms, const Evidence& ev, const Pr
   };
   if (!(pr.tokens_per_gpu > 0) && !(pr.step_s > 0)) return;
   const std::string tokens_basis = "tokens_per_sec_per_gpu (" + ev.tokens_basis + ")";
-  if (ms.tokens_per_sec_per_gpu || ms.tokens_per_sec_total) {
+  if (ev.tokens_measured) {
     set_tp(pr.tokens_per_gpu / *ev.tokens, tokens_basis);
-  } else if (ms.samples_per_sec_total) {
-    set_tp(pr.tokens_per_gpu * pr.gpus / *ms.samples_per_sec_total,
-           "samples_per_sec_total (measured)");
+  } else if (ms.samples_per_sec_total && pr.samples_total > 0) {
+    set_tp(pr.samples_total / *ms.samples_per_sec_total, "samples_per_sec_total (measured)");
   } else if (ms.step_time_s && pr.step_s > 0) {
     set_tp(*ms.step_time_s / pr.step_s, "step_time_s (measured)");
   } else if (ms.tflops_per_gpu) {
@@ -137,14 +161,19 @@ void compare(const RunEntry& e, const MappedRun& m, RunResult& r) {
                   ? tokens_per_step / (p.tokens_per_sec_per_gpu * pr.gpus)
                   : 0.0;
 
+  // A sample is one sequence of seq_len tokens (a recommendation sample is one row: seq_len 1,
+  // the projection's token), so samples/s = tokens/s / seq_len; never tokens compared as samples.
+  const int seq = job.runtime.seq_length;
+  pr.samples_total = seq > 0 ? pr.tokens_per_gpu * pr.gpus / seq : 0.0;
+
   const RunEntry::Measured& ms = e.measured;
-  const Evidence ev = throughput_evidence(e, pr.gpus);
+  const Evidence ev = throughput_evidence(e, pr.gpus, job);
   if (ev.tokens)
     add_metric(r, "tokens_per_sec_per_gpu", pr.tokens_per_gpu, *ev.tokens, ev.tokens_basis);
-  // Recommendation models: samples per second (one sample is one row: the projection's token).
   if (ms.samples_per_sec_total) {
-    add_metric(r, "samples_per_sec_total", pr.tokens_per_gpu * pr.gpus, *ms.samples_per_sec_total,
-               "measured");
+    add_metric(r, "samples_per_sec_total", pr.samples_total, *ms.samples_per_sec_total,
+               seq > 1 ? fmt::format("measured; predicted tokens/s / seq_len {}", seq)
+                       : std::string("measured"));
   }
   if (ev.step) add_metric(r, "step_time_s", p.step_time_s, *ev.step, ev.step_basis);
   if (ms.tflops_per_gpu) {
@@ -323,6 +352,28 @@ void attach_range(const ResidualTable& residuals, const MappedRun& m, RunResult&
   }
 }
 
+// A run projected out of memory although it ran: the facts that decide the verdict which the entry
+// leaves unstated (a stated one would have settled it), said on the run ("recompute not stated").
+void note_unstated_memory_facts(const RunEntry& e, RunResult& r) {
+  if (!r.predicted.out_of_memory) return;
+  const RunEntry::Training& t = e.training;
+  std::vector<std::string> unstated;
+  if (t.recompute.empty()) unstated.push_back("recompute");
+  if (t.fsdp.empty() && t.zero_stage.empty() && !t.distributed_optimizer && !t.fsdp_shard_degree &&
+      t.parallelism.empty()) {
+    unstated.push_back("sharding (FSDP / distributed optimizer)");
+  }
+  if (!t.micro_batch_size && !t.local_batch_size && !t.per_device_batch_size &&
+      !t.batch_size_per_gpu) {
+    unstated.push_back("micro batch size");
+  }
+  if (unstated.empty()) return;
+  r.assumptions.push_back(fmt::format(
+      "memory verdict: projected out of memory, but the run ran; not stated: {} (the defaults "
+      "assumed for them decide the verdict)",
+      fmt::join(unstated, ", ")));
+}
+
 RunResult validate_entry(const RunEntry& e, const ProjectFn& project, MappingCatalogue& catalogue,
                          const ResidualTable& residuals) {
   RunResult r;
@@ -370,6 +421,7 @@ RunResult validate_entry(const RunEntry& e, const ProjectFn& project, MappingCat
     return r;
   }
   compare(e, m, r);
+  note_unstated_memory_facts(e, r);
   attach_range(residuals, m, r);
   r.status = r.metrics.empty() ? "no_measurement" : "ok";
   if (r.metrics.empty()) r.reason = "no measured metric that the projection predicts";

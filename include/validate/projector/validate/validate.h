@@ -105,12 +105,16 @@ struct RunEntry {
     std::string recompute;
     std::string precision;
     std::optional<bool> flash_attention;
+    // flash_attention as written when it is a description rather than a boolean ("TE fused
+    // attention (CK backend)"); flash_attention then holds its reading.
+    std::string flash_attention_text;
     std::string pipeline_schedule;
     std::string pipeline_layout;
-    std::string overlap;                       // free text with Megatron overlap flags
-    std::string moe_dispatcher;                // free text: alltoall, allgather, flex, deepep, ...
-    std::string moe_token_balance;             // free text: "forced balanced routing", ...
-    std::string features;                      // free text: FSDP2, torch.compile, Float8, ...
+    std::string overlap;            // free text with Megatron overlap flags
+    std::string moe_dispatcher;     // free text: alltoall, allgather, flex, deepep, ... (also read
+                                    // from moe_dispatch)
+    std::string moe_token_balance;  // free text: "forced balanced routing", ...
+    std::string features;           // free text: FSDP2, torch.compile, Float8, ...
     std::optional<int> local_batch_size;       // torchtitan per-rank batch
     std::optional<int> per_device_batch_size;  // MaxText per-chip batch
     std::optional<int> fsdp_shard_degree;
@@ -123,9 +127,15 @@ struct RunEntry {
 
   struct Measured {
     std::optional<double> tokens_per_sec_per_gpu;
+    // The same run measured with vanilla and with async tensor parallelism (torchtitan's tables):
+    // compared is the one the configuration describes (validate.cpp throughput_evidence).
+    std::optional<double> tokens_per_sec_per_gpu_vanilla_tp;
+    std::optional<double> tokens_per_sec_per_gpu_async_tp;
     std::optional<double> tokens_per_sec_total;
-    std::optional<double> samples_per_sec_total;  // recommendation models
-    std::optional<double> tflops_per_gpu;         // also read from tflops_per_chip
+    // Samples (sequences; rows for recommendation models) per second; LLM runs compare it as
+    // tokens / s / seq_len.
+    std::optional<double> samples_per_sec_total;
+    std::optional<double> tflops_per_gpu;  // also read from tflops_per_chip
     std::string flop_counting;
     std::optional<double> mfu_pct;
     std::optional<double> step_time_s;
