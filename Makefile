@@ -5,7 +5,7 @@ BUILD  := build/$(PRESET)
 JOBS   ?= $(shell nproc)
 EXAMPLE ?= examples/llama3.1_8B-BF16-pretrain.yaml
 
-.PHONY: all deps configure build run test bench asan tsan fuzz fuzz-long mutation-fuzz format clean
+.PHONY: all deps configure build cli run test bench asan tsan fuzz fuzz-long mutation-fuzz format clean
 
 all: build
 
@@ -18,7 +18,11 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# The first answer needs only the CLI and its libraries; `make test` builds the rest.
+cli: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target projector
+
+run: cli
 	$(BUILD)/projector both --config $(EXAMPLE)
 
 test: build

@@ -67,7 +67,8 @@ void add_job_options(CLI::App* cmd, JobOptions& o) {
                   "zbv-greedy-half, dualpipev");
   cmd->add_option("--hardware,--gpu-arch", o.hardware,
                   "accelerator name, alias (gfx942, h100) or YAML file (default: "
-                  "PRIMUS_GPU_ARCH, else mi300x)");
+                  "PRIMUS_GPU_ARCH, else the Primus configs/<ACCELERATOR>/ folder of the config, "
+                  "else mi300x)");
   cmd->add_option("--hardware-config", o.hardware_config,
                   "network YAML (Primus hardware_config format)");
   cmd->add_flag("--allow-tp-beyond-node", o.allow_tp_beyond_node, "allow TP larger than one node");

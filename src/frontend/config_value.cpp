@@ -415,7 +415,15 @@ ConfigValue convert_document(const YAML::Node& root, const std::string& file,
 
 YAML::Node load_yaml(const std::string& text, const std::string& name) {
   try {
-    return YAML::Load(text);
+    // A second document (after `---`) would be ignored by a one-document load: refuse it.
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    if (docs.size() > 1) {
+      throw InputError(location_of(docs[1].Mark(), name), "",
+                       fmt::format("the file holds {} YAML documents (separated by '---'); a "
+                                   "config is one document",
+                                   docs.size()));
+    }
+    return docs.empty() ? YAML::Node() : docs.front();
   } catch (const YAML::Exception& e) {
     throw InputError(location_of(e.mark, name), "", fmt::format("malformed YAML: {}", e.msg));
   }

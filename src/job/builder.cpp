@@ -17,6 +17,13 @@
 namespace projector {
 namespace {
 
+// "--hardware", "environment PRIMUS_GPU_ARCH", "exp.yaml:12 (gpu_arch)": where a value was stated.
+std::string origin_text(const SourceLocation& where, const std::string& key) {
+  if (where.file.empty()) return "stated";
+  if (where.line > 0) return fmt::format("{}:{} ({})", where.file, where.line, key);
+  return where.file;
+}
+
 std::string show(bool v) {
   return v ? "true" : "false";
 }
@@ -257,12 +264,17 @@ void Builder::load_hardware(const ClusterRequest& req) {
     cl.accelerator = *req.accelerator;
   } else {
     std::string hw = req.hardware;
-    if (hw.empty() && !d_.hardware.empty()) {
+    const SourceLocation& stated = d_.origin(DraftField::kHardware).where;
+    if (!hw.empty()) {
+      cl.accelerator_origin = origin_text(stated, d_.key(DraftField::kHardware));
+    } else if (!d_.hardware.empty()) {
       hw = d_.hardware;
       record(DraftField::kHardware, hw, d_.hardware_reason);
-    } else if (hw.empty()) {
+      cl.accelerator_origin = "assumed: " + d_.hardware_reason;
+    } else {
       hw = req.default_hardware;
       record(DraftField::kHardware, hw, req.default_hardware_reason);
+      cl.accelerator_origin = "assumed: " + req.default_hardware_reason;
     }
     try {
       cl.accelerator = load_accelerator(hw, data_dir);

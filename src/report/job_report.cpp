@@ -236,6 +236,7 @@ report_detail::Json to_json(const JobSpec& job) {
                   {"gpus_per_node", job.cluster.gpus_per_node},
                   {"world_size", job.cluster.world_size()},
                   {"accelerator", job.cluster.accelerator.name},
+                  {"accelerator_origin", job.cluster.accelerator_origin},
                   {"network", job.cluster.network.name}};
   j["defaults"] = report_detail::defaults_json(job);
   j["warnings"] = job.warnings;

@@ -160,6 +160,13 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
                      job.model.hidden_size);
   out += fmt::format("Cluster      {} node(s) x {} {} = {} GPUs\n", job.cluster.nodes,
                      job.cluster.gpus_per_node, job.cluster.accelerator.name, rep.world_size);
+  out += fmt::format("Accelerator  {} ({:.0f} GiB HBM) from {}\n",
+                     job.cluster.accelerator.display_name.empty()
+                         ? job.cluster.accelerator.name
+                         : job.cluster.accelerator.display_name,
+                     job.cluster.accelerator.hbm_bytes / kGiB,
+                     job.cluster.accelerator_origin.empty() ? "the job"
+                                                            : job.cluster.accelerator_origin);
   if (const std::string hw = hardware_note(job.cluster.accelerator); !hw.empty()) {
     out += fmt::format("Hardware     {}\n", hw);
   }
@@ -291,6 +298,7 @@ ordered_json job_json(const JobSpec& job, const PerfReport& rep) {
   jj["model"] = job.model.name;
   jj["num_layers"] = job.model.num_layers();
   jj["accelerator"] = job.cluster.accelerator.name;
+  jj["accelerator_origin"] = job.cluster.accelerator_origin;
   jj["accelerator_status"] = job.cluster.accelerator.status;
   jj["calibration_derived_from"] = job.cluster.accelerator.derived_from.empty()
                                        ? ordered_json()

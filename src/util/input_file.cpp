@@ -59,7 +59,18 @@ std::uint64_t check_input_file(const std::string& path, std::uint64_t max_bytes,
   const std::string name = referenced_from.file.empty() ? "" : path + ": ";
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
-  if (ec || !fs::exists(st)) throw InputError(where, key, name + "file not found");
+  if (ec == std::errc::too_many_symbolic_link_levels) {
+    throw InputError(where, key, name + "a loop of symbolic links, not a file");
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+    throw InputError(where, key, name + "cannot be read: " + ec.message());
+  }
+  if (ec || !fs::exists(st)) {
+    std::error_code link_ec;
+    const bool dangling = fs::is_symlink(fs::symlink_status(path, link_ec));
+    throw InputError(where, key,
+                     name + (dangling ? "a symbolic link to a missing file" : "file not found"));
+  }
   if (!fs::is_regular_file(st)) {
     throw InputError(where, key,
                      name + (fs::is_directory(st) ? "is a directory, not a file"

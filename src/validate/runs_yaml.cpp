@@ -163,6 +163,7 @@ class EntryReader {
     }
     if (v < 0) {
       error_dropped(field, "must not be negative, got " + s, line_of(n));
+      if (path == "measured") e_.contradictions.push_back(field + " is negative (" + s + ")");
       return std::nullopt;
     }
     return v;

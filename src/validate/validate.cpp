@@ -124,6 +124,34 @@ void throughput_error(const RunEntry::Measured& ms, const Evidence& ev, const Pr
   }
 }
 
+// A measured peak in GiB (GB converted), when the entry states one.
+std::optional<double> measured_peak_gib(const RunEntry::Measured& ms) {
+  if (ms.peak_memory_gib) return ms.peak_memory_gib;
+  if (ms.peak_memory_gb) return *ms.peak_memory_gb * 1e9 / kGiB;
+  return std::nullopt;
+}
+
+// What a careful reader would not average over: the reason to keep the run out of the statistics,
+// or "" (issue 30: contradictions were once resolved or dropped without a word).
+std::string contradiction(const RunEntry& e, const MappedRun& m) {
+  std::vector<std::string> found = e.contradictions;
+  if (e.training.seq_len && e.model.seq_len && *e.training.seq_len != *e.model.seq_len) {
+    found.push_back(fmt::format("training.seq_len {} and model.seq_len {} disagree (training's used)",
+                                *e.training.seq_len, *e.model.seq_len));
+  }
+  const double hbm_gib = m.job.cluster.accelerator.hbm_bytes *
+                         std::max(1, m.job.cluster.devices_per_chip) / kGiB;
+  const std::optional<double> peak = measured_peak_gib(e.measured);
+  // 2 %: GB / GiB and rounding slack in how sources state a peak near the capacity.
+  if (peak && hbm_gib > 0.0 && *peak > 1.02 * hbm_gib) {
+    found.push_back(fmt::format("measured peak memory {:.1f} GiB is more than the {:.1f} GiB of HBM "
+                                "of {}",
+                                *peak, hbm_gib, m.job.cluster.accelerator.name));
+  }
+  if (found.empty()) return "";
+  return "contradictory measurement: " + fmt::format("{}", fmt::join(found, "; "));
+}
+
 void compare_memory(const RunEntry::Measured& ms, const Prediction& p, RunResult& r) {
   std::optional<double> mem;
   std::string mem_basis;
@@ -408,6 +436,10 @@ RunResult validate_entry(const RunEntry& e, const ProjectFn& project, MappingCat
     r.status = "unmapped";
     r.reason = m.reason;
     return r;
+  }
+  if (const std::string c = contradiction(e, m); !c.empty()) {
+    r.excluded = r.excluded.empty() ? c : r.excluded + "; " + c;
+    r.assumptions.push_back(c + "; kept out of the statistics");
   }
   try {
     r.predicted = project(m.job);

@@ -209,4 +209,70 @@ TEST(Issue30, HardwareCompareWithAMalformedConfigExits2WithItsLocation) {
                      dir.path() + "/missing.yaml", "not found");
 }
 
+// ------------------------------------------------------------- 7: silently ignored or misnamed
+
+// A second YAML document would be dropped by a one-document load: refused at its first line.
+TEST(Issue30, ASecondYamlDocumentIsRefusedAtItsLine) {
+  TempDir dir;
+  const std::string path = dir.write("two.yaml", read_file(kLlama) + "---\nmodules: {}\n");
+  const CliResult r = run("config --json --config " + path);
+  expect_clean_error(r, path + ":", "2 YAML documents");
+  EXPECT_NE(r.out.find(line_of(path, "modules: {}")), std::string::npos) << r.out;
+}
+
+// Megatron asserts 0 < rotary_percent <= 1.
+TEST(Issue30, RotaryPercentOutsideItsRangeIsRefused) {
+  TempDir dir;
+  const std::string bad = dir.write("rot.yaml", llama_with("      rotary_percent: 5.0\n"));
+  expect_clean_error(run("memory --config " + bad), line_of(bad, "rotary_percent:"),
+                     "rotary_percent");
+  const std::string ok = dir.write("rot_ok.yaml", llama_with("      rotary_percent: 0.5\n"));
+  EXPECT_EQ(run("memory --config " + ok).exit_code, 0);
+}
+
+// A loop of symbolic links and a dangling link are named as such, not "file not found".
+TEST(Issue30, SymlinkLoopsAndDanglingLinksAreNamed) {
+  TempDir dir;
+  const std::string a = dir.path() + "/a.yaml";
+  const std::string b = dir.path() + "/b.yaml";
+  ASSERT_EQ(::symlink(b.c_str(), a.c_str()), 0);
+  ASSERT_EQ(::symlink(a.c_str(), b.c_str()), 0);
+  expect_clean_error(run("config --json --config " + a), a, "loop of symbolic links");
+  const std::string dangling = dir.path() + "/dangling.yaml";
+  ASSERT_EQ(::symlink((dir.path() + "/nowhere.yaml").c_str(), dangling.c_str()), 0);
+  expect_clean_error(run("config --json --config " + dangling), dangling,
+                     "symbolic link to a missing file");
+}
+
+// ------------------------------------------------------------------- first hour: the accelerator
+
+// A config in Primus' configs/<ACCELERATOR>/ folder runs on that accelerator when nothing else
+// names one, recorded as an assumption; every report says where its accelerator came from.
+TEST(Issue30, AcceleratorFromThePrimusConfigFolderAndItsOrigin) {
+  TempDir dir;
+  const std::string cfg = dir.write("examples/megatron/configs/MI355X/llama.yaml", read_file(kLlama));
+  CliResult r = run("config --json --config " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"accelerator\": \"mi355x\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("assumed: the config sits in Primus' configs/MI355X/ folder"),
+            std::string::npos)
+      << r.out;
+  r = run("memory --config " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("mi355x (288 GiB HBM) from assumed: the config sits in Primus'"),
+            std::string::npos)
+      << r.out;
+  // A stated accelerator wins and is named as stated.
+  r = run("performance --hardware h100 --config " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("Accelerator  NVIDIA H100 SXM (80 GiB HBM) from --hardware"),
+            std::string::npos)
+      << r.out;
+  // Outside such a folder: the documented default, named as an assumption.
+  const std::string plain = dir.write("elsewhere/llama.yaml", read_file(kLlama));
+  r = run("memory --config " + plain);
+  EXPECT_NE(r.out.find("mi300x (192 GiB HBM) from assumed: no --hardware"), std::string::npos)
+      << r.out;
+}
+
 }  // namespace

@@ -784,5 +784,47 @@ TEST(Validate, ExcludedRunIsComparedButKeptOutOfTheStatistics) {
   EXPECT_EQ(j["summary"]["excluded"], 1);
 }
 
+// Contradictions (issue 30) are said and kept out of the statistics: a measured peak of 5,000 GiB
+// on an 80 GB H100, training.seq_len 1024 against model.seq_len 512, a negative step time. Run c
+// (-20 %, as above) is the only one counted.
+TEST(Validate, ContradictoryRunsAreSaidAndKeptOut) {
+  std::string seq = std::string(kRunA);
+  seq.replace(seq.find("- id: a"), 7, "- id: seq");
+  seq.replace(seq.find("global_batch_size: 16"), 21, "global_batch_size: 16, seq_len: 1024");
+  std::string neg = std::string(kRunA);
+  neg.replace(neg.find("- id: a"), 7, "- id: neg");
+  const std::string text = std::string(kRunA) +
+                           "  measured: {tokens_per_sec_per_gpu: 800, peak_memory_gib: 5000}\n" +
+                           seq + "  measured: {tokens_per_sec_per_gpu: 800}\n" + neg +
+                           "  measured: {tokens_per_sec_per_gpu: 800, step_time_s: -3}\n" + kRunC;
+  const auto runs = parse_runs(text, "contradictions.yaml");
+  const ProjectFn fake = [](const JobSpec&) {
+    Prediction p;
+    p.tokens_per_sec_per_gpu = 1000;
+    p.step_time_s = 2.5;
+    p.peak_memory_gib = 50.0;
+    return p;
+  };
+  const ValidationReport r = validate(runs, fake, kDataDir);
+  ASSERT_EQ(r.runs.size(), 4u);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(r.runs[i].status, "ok") << r.runs[i].reason;
+    EXPECT_EQ(r.runs[i].excluded.rfind("contradictory measurement: ", 0), 0u) << r.runs[i].excluded;
+  }
+  EXPECT_NE(r.runs[0].excluded.find("5000.0 GiB is more than the 80.0 GiB of HBM"),
+            std::string::npos)
+      << r.runs[0].excluded;
+  EXPECT_NE(r.runs[1].excluded.find("training.seq_len 1024 and model.seq_len 512 disagree"),
+            std::string::npos)
+      << r.runs[1].excluded;
+  EXPECT_NE(r.runs[2].excluded.find("measured.step_time_s is negative (-3)"), std::string::npos)
+      << r.runs[2].excluded;
+  EXPECT_TRUE(r.runs[3].excluded.empty());
+  EXPECT_EQ(r.summary.excluded, 3);
+  EXPECT_EQ(r.summary.throughput.count, 1);
+  EXPECT_DOUBLE_EQ(r.summary.throughput.mape_pct, 20.0);
+  EXPECT_EQ(r.summary.memory.count, 0);
+}
+
 }  // namespace
 }  // namespace projector

@@ -78,6 +78,15 @@ void read_embeddings(ArgReader& r, ModelSpec& m) {
     r.fail("position_embedding_type",
            fmt::format("unknown position embedding '{}' (rope, learned_absolute, none)", pos));
   }
+  // Megatron asserts 0 < rotary_percent <= 1 (the rotated share of each head's channels); the
+  // share changes nothing the projection prices beyond one fused elementwise op, so it is only
+  // checked.
+  if (r.has("rotary_percent")) {
+    const double rotary = r.float_or("rotary_percent", 1.0, "");
+    if (!(rotary > 0.0 && rotary <= 1.0)) {
+      r.fail("rotary_percent", fmt::format("{} is not a fraction in (0, 1]", rotary));
+    }
+  }
   // Unstated: the sequence length (the job builder fills it once the sequence is final).
   m.max_position_embeddings = r.int_quiet("max_position_embeddings", 0);
   if (r.has("share_embeddings_and_output_weights")) {

@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <optional>
+
 #include "frontend/megatron/adapter.h"
 #include "projector/hardware/catalog.h"
 
@@ -127,6 +130,22 @@ void apply_cli(const CliOverrides& c, JobDraft& d) {
   }
 }
 
+// Primus keeps its experiment configs per accelerator (examples/<backend>/configs/MI355X/...): a
+// config in such a folder, with nothing else naming the hardware, runs on that accelerator.
+void folder_accelerator(const LoadRequest& request, ClusterRequest& c) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(request.config_path).parent_path();
+  if (dir.empty() || dir.parent_path().filename() != "configs") return;
+  const std::string folder = dir.filename().string();
+  const std::optional<std::string> name = match_accelerator_name(folder, c.data_dir);
+  if (!name) return;
+  c.default_hardware = *name;
+  c.default_hardware_reason = fmt::format(
+      "the config sits in Primus' configs/{}/ folder and no --hardware / --gpu-arch / "
+      "PRIMUS_GPU_ARCH names the accelerator",
+      folder);
+}
+
 }  // namespace
 
 void apply_overrides(const LoadRequest& request, JobDraft& d) {
@@ -148,6 +167,7 @@ ClusterRequest cluster_request(const LoadRequest& request, JobDraft& d) {
     }
   }
   c.default_hardware_reason = "no --hardware / --gpu-arch / PRIMUS_GPU_ARCH";
+  if (c.hardware.empty()) folder_accelerator(request, c);
   c.network = request.hardware_config;
   c.network_where = {"--hardware-config", 0, 0};
   if (request.cli.gpus_per_node) {

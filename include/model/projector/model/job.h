@@ -644,6 +644,9 @@ struct ClusterSpec {
   std::vector<int> slice_shape;
   int slices = 1;
   AcceleratorSpec accelerator;
+  // Where the accelerator came from, for the top of every report: "--hardware", "environment
+  // PRIMUS_GPU_ARCH", "<config>:<line> (<key>)", or "assumed: <reason>" when nothing named it.
+  std::string accelerator_origin;
   NetworkSpec network;
 
   // 64-bit: nodes x GPUs per node is computed before any bound is checked.

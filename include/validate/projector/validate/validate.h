@@ -156,6 +156,9 @@ struct RunEntry {
   // A field whose value has the wrong type is dropped with one of these instead: the entry maps
   // from what it states correctly, and the warning is listed with its assumptions.
   std::vector<std::string> warnings;
+  // Measurements that contradict themselves (a negative value): the run is kept out of the
+  // statistics with these as the reason (validate() adds the ones that need the mapped job).
+  std::vector<std::string> contradictions;
   bool ok() const { return errors.empty(); }
 };
 
