@@ -185,8 +185,9 @@ void write_outputs(const SweepCliOptions& o, const CLI::App& cmd, const sweep::R
 }
 
 // --train-tokens: the top layouts' time to train, GPU-hours and cost, with their 80 % ranges.
-void print_plans(std::FILE* out, const sweep::Result& r, const JobSpec& base, std::size_t top) {
-  fmt::print(out, "\nTraining {:.4g} tokens, top {}:\n", r.plan.train_tokens, top);
+void print_plans(std::FILE* out, const SweepCliOptions& o, const sweep::Result& r,
+                 const JobSpec& base, std::size_t top) {
+  fmt::print(out, "\nTraining {} tokens, top {}:\n", o.train_tokens, top);
   fmt::print(out, "  {:>4}  {:>9} {:>17} {:>12} {:>14} {:>25}\n", "#", "days", "80 % range",
              "GPU-hours", "cost USD", "80 % range");
   for (std::size_t i = 0; i < top; ++i) {
@@ -217,11 +218,21 @@ int print_results(std::FILE* text_out, const SweepCliOptions& o, const sweep::Re
   fmt::print(text_out, "\nTop {} by {}:\n", top, sweep::to_string(objective));
   print_header_row(text_out);
   for (std::size_t i = 0; i < top; ++i) print_row(text_out, i + 1, r.ranked[i]);
-  if (r.plan.train_tokens > 0.0) print_plans(text_out, r, base, top);
-  fmt::print(text_out, "\nPareto front, throughput vs peak memory ({} layouts, lightest first):\n",
-             r.pareto.size());
+  if (r.plan.train_tokens > 0.0) print_plans(text_out, o, r, base, top);
+  // The front's fastest `top` layouts (lightest first); --json / --csv / --html keep the whole
+  // front.
+  const std::size_t shown = std::min(top, r.pareto.size());
+  fmt::print(
+      text_out, "\nPareto front, throughput vs peak memory ({} layouts{}, lightest first):\n",
+      r.pareto.size(), shown < r.pareto.size() ? fmt::format("; the {} fastest", shown) : "");
   print_header_row(text_out);
-  for (const std::size_t i : r.pareto) print_row(text_out, i + 1, r.ranked[i]);
+  for (std::size_t k = r.pareto.size() - shown; k < r.pareto.size(); ++k) {
+    print_row(text_out, r.pareto[k] + 1, r.ranked[r.pareto[k]]);
+  }
+  if (shown < r.pareto.size()) {
+    fmt::print(text_out, "  ... {} lighter, slower layouts on the front (--top, --json, --csv)\n",
+               r.pareto.size() - shown);
+  }
   return r.stopped ? kExitInterrupted : kExitOk;  // interrupted: the best found so far, exit 130
 }
 

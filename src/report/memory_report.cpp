@@ -47,11 +47,10 @@ std::string summary_text(const JobSpec& job, const MemoryReport& rep) {
       job.parallel.tp, job.parallel.pp, job.parallel.vpp, job.parallel.cp, job.parallel.ep,
       job.parallel.etp, job.parallel.dp, job.runtime.micro_batch_size, job.runtime.seq_length,
       rep.num_microbatches, to_string(rep.schedule));
-  out += fmt::format("  {} x {} {} ({:.0f} GiB HBM) from {}\n", job.cluster.nodes,
-                     job.cluster.gpus_per_node, job.cluster.accelerator.name,
-                     job.cluster.accelerator.hbm_bytes / kGiB,
-                     job.cluster.accelerator_origin.empty() ? "the job"
-                                                            : job.cluster.accelerator_origin);
+  out += fmt::format(
+      "  {} x {} {} ({:.0f} GiB HBM) from {}\n", job.cluster.nodes, job.cluster.gpus_per_node,
+      job.cluster.accelerator.name, job.cluster.accelerator.hbm_bytes / kGiB,
+      job.cluster.accelerator_origin.empty() ? "the job" : job.cluster.accelerator_origin);
   out += fmt::format("  all values GiB (2^30 bytes); per GPU\n\n");
 
   out += fmt::format("{:<18}", "component");

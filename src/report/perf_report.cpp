@@ -160,13 +160,12 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
                      job.model.hidden_size);
   out += fmt::format("Cluster      {} node(s) x {} {} = {} GPUs\n", job.cluster.nodes,
                      job.cluster.gpus_per_node, job.cluster.accelerator.name, rep.world_size);
-  out += fmt::format("Accelerator  {} ({:.0f} GiB HBM) from {}\n",
-                     job.cluster.accelerator.display_name.empty()
-                         ? job.cluster.accelerator.name
-                         : job.cluster.accelerator.display_name,
-                     job.cluster.accelerator.hbm_bytes / kGiB,
-                     job.cluster.accelerator_origin.empty() ? "the job"
-                                                            : job.cluster.accelerator_origin);
+  out += fmt::format(
+      "Accelerator  {} ({:.0f} GiB HBM) from {}\n",
+      job.cluster.accelerator.display_name.empty() ? job.cluster.accelerator.name
+                                                   : job.cluster.accelerator.display_name,
+      job.cluster.accelerator.hbm_bytes / kGiB,
+      job.cluster.accelerator_origin.empty() ? "the job" : job.cluster.accelerator_origin);
   if (const std::string hw = hardware_note(job.cluster.accelerator); !hw.empty()) {
     out += fmt::format("Hardware     {}\n", hw);
   }

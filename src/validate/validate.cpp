@@ -136,17 +136,19 @@ std::optional<double> measured_peak_gib(const RunEntry::Measured& ms) {
 std::string contradiction(const RunEntry& e, const MappedRun& m) {
   std::vector<std::string> found = e.contradictions;
   if (e.training.seq_len && e.model.seq_len && *e.training.seq_len != *e.model.seq_len) {
-    found.push_back(fmt::format("training.seq_len {} and model.seq_len {} disagree (training's used)",
-                                *e.training.seq_len, *e.model.seq_len));
+    found.push_back(
+        fmt::format("training.seq_len {} and model.seq_len {} disagree (training's used)",
+                    *e.training.seq_len, *e.model.seq_len));
   }
-  const double hbm_gib = m.job.cluster.accelerator.hbm_bytes *
-                         std::max(1, m.job.cluster.devices_per_chip) / kGiB;
+  const double hbm_gib =
+      m.job.cluster.accelerator.hbm_bytes * std::max(1, m.job.cluster.devices_per_chip) / kGiB;
   const std::optional<double> peak = measured_peak_gib(e.measured);
   // 2 %: GB / GiB and rounding slack in how sources state a peak near the capacity.
   if (peak && hbm_gib > 0.0 && *peak > 1.02 * hbm_gib) {
-    found.push_back(fmt::format("measured peak memory {:.1f} GiB is more than the {:.1f} GiB of HBM "
-                                "of {}",
-                                *peak, hbm_gib, m.job.cluster.accelerator.name));
+    found.push_back(
+        fmt::format("measured peak memory {:.1f} GiB is more than the {:.1f} GiB of HBM "
+                    "of {}",
+                    *peak, hbm_gib, m.job.cluster.accelerator.name));
   }
   if (found.empty()) return "";
   return "contradictory measurement: " + fmt::format("{}", fmt::join(found, "; "));

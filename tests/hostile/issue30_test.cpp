@@ -250,7 +250,8 @@ TEST(Issue30, SymlinkLoopsAndDanglingLinksAreNamed) {
 // names one, recorded as an assumption; every report says where its accelerator came from.
 TEST(Issue30, AcceleratorFromThePrimusConfigFolderAndItsOrigin) {
   TempDir dir;
-  const std::string cfg = dir.write("examples/megatron/configs/MI355X/llama.yaml", read_file(kLlama));
+  const std::string cfg =
+      dir.write("examples/megatron/configs/MI355X/llama.yaml", read_file(kLlama));
   CliResult r = run("config --json --config " + cfg);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("\"accelerator\": \"mi355x\""), std::string::npos) << r.out;

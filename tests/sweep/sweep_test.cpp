@@ -1,9 +1,13 @@
 #include "projector/sweep/sweep.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "projector/interval/interval.h"
@@ -431,6 +435,48 @@ TEST(Sweep, Cli) {
   const std::string text((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("no layout fits"), std::string::npos) << text;
   EXPECT_NE(text.find("GiB over"), std::string::npos) << text;
+}
+
+// --top bounds the printed Pareto front too (issue 30), and --train-tokens / --rank-by cost add
+// each layout's time to train and cost (issue 27): cost = GPU-hours x price, GPU-hours = days x 24
+// x GPUs, checked on the JSON.
+TEST(Sweep, CliTopBoundsTheFrontAndPricesTheRun) {
+  const std::string cfg =
+      std::string(PROJECTOR_DEFAULT_DATA_DIR) + "/../examples/inline-gpt-1.3B.yaml";
+  const std::string out = ::testing::TempDir() + "sweep_cost.txt";
+  const std::string json = ::testing::TempDir() + "sweep_cost.json";
+  const std::string cmd = std::string(PROJECTOR_BINARY) + " sweep --config " + cfg +
+                          " --nodes 1 -j 2 --top 2 --train-tokens 300B --gpu-hour-cost 2 "
+                          "--rank-by cost --json " +
+                          json + " > " + out + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream t(out);
+  const std::string text((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("Training 300B tokens, top 2:"), std::string::npos) << text;
+  std::ifstream j(json);
+  const nlohmann::json doc = nlohmann::json::parse(j);
+  EXPECT_EQ(doc["objective"], "cost");
+  const std::size_t front = doc["pareto_ranks"].size();
+  if (front > 2) {
+    EXPECT_NE(text.find(fmt::format("... {} lighter, slower layouts", front - 2)),
+              std::string::npos)
+        << text;
+  }
+  const nlohmann::json& c = doc["candidates"][0];
+  const double gpus = doc["world_size"].get<double>();
+  const double days = 300e9 / (c["tokens_per_s_per_gpu"].get<double>() * gpus) / 86400.0;
+  EXPECT_NEAR(c["time_to_train"]["days"].get<double>(), days, 1e-9 * days);
+  EXPECT_NEAR(c["time_to_train"]["cost_usd"].get<double>(), 2.0 * days * 24.0 * gpus,
+              1e-6 * days * gpus);
+  // Cheapest first.
+  for (std::size_t i = 1; i < doc["candidates"].size(); ++i) {
+    EXPECT_LE(doc["candidates"][i - 1]["time_to_train"]["cost_usd"].get<double>(),
+              doc["candidates"][i]["time_to_train"]["cost_usd"].get<double>() * (1 + 1e-12));
+  }
+  const std::string bad = std::string(PROJECTOR_BINARY) + " sweep --config " + cfg +
+                          " --nodes 1 --rank-by cost > /dev/null 2>&1";
+  const int rc = std::system(bad.c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
 }
 
 // Calibrated ranges in the sweep (issue 27): each layout carries the range of its regime, and
