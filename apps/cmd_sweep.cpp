@@ -16,6 +16,7 @@
 #include "projector/report/job_report.h"
 #include "projector/sweep/recsys_sweep.h"
 #include "projector/sweep/sweep.h"
+#include "projector/util/bounds.h"
 #include "projector/util/error.h"
 #include "report_outputs.h"
 
@@ -278,6 +279,19 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
 
   sweep::SpaceOptions space;
   space.nodes = o.job.nodes > 0 ? static_cast<int>(o.job.nodes) : base.cluster.nodes;
+  // A step's tokens spread over more GPUs than there are tokens leave GPUs with nothing to do,
+  // whatever the layout: say so instead of ranking layouts at ~0 tokens/s/GPU.
+  const double step_tokens =
+      static_cast<double>(base.runtime.global_batch_size) * base.runtime.seq_length;
+  const double world = static_cast<double>(space.nodes) * base.cluster.gpus_per_node;
+  if (step_tokens < world && world <= static_cast<double>(kMaxCount)) {  // larger: refused below
+    throw InputError(
+        {}, "--nodes",
+        fmt::format("GBS {} x seq {} = {:.0f} tokens per step over {:.0f} GPUs is "
+                    "less than one token per GPU: the batch cannot use this cluster "
+                    "(raise --gbs or lower --nodes)",
+                    base.runtime.global_batch_size, base.runtime.seq_length, step_tokens, world));
+  }
   space.include_vshape = o.include_vshape;
   space.allow_uneven_layers = o.allow_uneven_layers;
   space.allow_tp_beyond_node = o.job.allow_tp_beyond_node;

@@ -183,6 +183,15 @@ JobSpec build_projection_job(const JobOptions& jo, const ProjectionOptions& o) {
                      fmt::format("{} MHz is above the {} boost clock ({} MHz)", clock,
                                  job.cluster.accelerator.name, boost));
   }
+  // Power management keeps a training GPU well above a tenth of its boost clock; below that the
+  // value is a typo or a unit error (GHz, Hz), not a clock.
+  const double floor_mhz = boost > 0.0 ? boost / 10.0 : 100.0;
+  if (clock > 0.0 && clock < floor_mhz) {
+    throw InputError({}, "--gpu-clock-mhz",
+                     fmt::format("{:g} MHz is below {:g} MHz, a tenth of the {} boost clock: not a "
+                                 "clock a training GPU runs at (the value is in MHz)",
+                                 clock, floor_mhz, job.cluster.accelerator.name));
+  }
   if (clock > 0.0) {
     job.cluster.accelerator.sustained_clock_mhz = clock;
     job.defaults.push_back({"gpu_clock_mhz", fmt::format("{}", clock),

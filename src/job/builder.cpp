@@ -93,6 +93,12 @@ class Builder {
     if (where.file.empty() && where.line == 0) where.file = d_.source;
     throw JobRuleError(rule, f, std::move(where), d_.key(f), message);
   }
+  // `flag` when the command line stated it (a layout flag the user just typed is what to blame),
+  // else `otherwise`.
+  DraftField flag_or(DraftField flag, DraftField otherwise) const {
+    const std::string& file = d_.origin(flag).where.file;
+    return file.rfind("--", 0) == 0 ? flag : otherwise;
+  }
   void record(DraftField f, std::string value, std::string reason, bool from_profile = false) {
     job_.defaults.push_back(
         {d_.key(f), std::move(value), std::move(reason), from_profile ? d_.profile.name : ""});
@@ -756,7 +762,7 @@ void Builder::virtual_stages() {
                      p.vpp, kMaxLayers));
   }
   if (p.vpp > 1 && p.pp == 1) {
-    fail(LayoutRule::kScheduleNeedsPp, DraftField::kPp,
+    fail(LayoutRule::kScheduleNeedsPp, flag_or(DraftField::kVpp, DraftField::kPp),
          fmt::format("virtual pipeline stages ({}) need PP > 1", p.vpp));
   }
   switch (d_.layer_split.kind) {
@@ -920,7 +926,8 @@ void Builder::balanced_split() {
     return;
   }
   if (z > layers && job_.model.family == ModelFamily::kDecoderLm) {
-    fail(LayoutRule::kLayers, DraftField::kLayerSplit,
+    fail(LayoutRule::kLayers,
+         flag_or(p.vpp > 1 ? DraftField::kVpp : DraftField::kPp, DraftField::kLayerSplit),
          fmt::format("{} layers cannot fill PP x VPP = {} x {} = {} stages", layers, p.pp, p.vpp,
                      z));
   }

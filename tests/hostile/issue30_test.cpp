@@ -276,4 +276,38 @@ TEST(Issue30, AcceleratorFromThePrimusConfigFolderAndItsOrigin) {
       << r.out;
 }
 
+// A clock below a tenth of the boost clock is a unit error, not a clock (it once printed a
+// 300-digit iteration time).
+TEST(Issue30, AbsurdClocksAreRefused) {
+  expect_clean_error(run("performance --config " + kLlama + " --gpu-clock-mhz 1e-300"),
+                     "--gpu-clock-mhz", "not a clock");
+  expect_clean_error(run("performance --config " + kLlama + " --hardware h100 --gpu-clock-mhz 150"),
+                     "--gpu-clock-mhz", "183 MHz, a tenth of the h100_sxm boost clock");
+  const CliResult env =
+      projector::testing::run_cli_env("PRIMUS_GPU_CLOCK_MHZ=0.001", "memory --config " + kLlama);
+  expect_clean_error(env, "--gpu-clock-mhz", "not a clock");
+  EXPECT_EQ(
+      run("performance --config " + kLlama + " --hardware h100 --gpu-clock-mhz 1500").exit_code, 0);
+}
+
+// A layout flag the user typed is named, not the model preset it contradicts.
+TEST(Issue30, LayoutFlagErrorsNameTheFlag) {
+  expect_clean_error(run("memory --config " + kLlama + " --pp 64"),
+                     "--pp:", "cannot fill PP x VPP = 64 x 1");
+  expect_clean_error(run("memory --config " + kLlama + " --vpp 1000"), "--vpp:", "need PP > 1");
+}
+
+// A sweep over more GPUs than a step has tokens says the batch cannot use the cluster.
+TEST(Issue30, SweepOnAClusterTheBatchCannotUseIsRefused) {
+  expect_clean_error(run("sweep --config " + kLlama + " --nodes 1048576"), "--nodes",
+                     "less than one token per GPU");
+}
+
+// --set cannot change the experiment's structure (it is read before --set applies).
+TEST(Issue30, SetCannotChangeTheFramework) {
+  expect_clean_error(
+      run("config --json --config " + kLlama + " --set modules.pre_trainer.framework=maxtext"),
+      "--set", "edit the config file");
+}
+
 }  // namespace

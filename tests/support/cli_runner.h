@@ -15,12 +15,13 @@ struct CliResult {
   std::string out;  // stdout, then stderr
 };
 
-inline CliResult run_cli(const std::string& args) {
+// `env_assignments` ("VAR=value ...") are set after the Primus environment is cleared.
+inline CliResult run_cli_env(const std::string& env_assignments, const std::string& args) {
   const std::string cmd =
       "env -u PRIMUS_TP -u PRIMUS_PP -u PRIMUS_EP -u PRIMUS_CP -u PRIMUS_VPP -u PRIMUS_ETP "
       "-u NNODES -u GPUS_PER_NODE -u PRIMUS_GPU_ARCH -u PRIMUS_GPU_CLOCK_MHZ -u PRIMUS_PATH "
       "-u BACKEND_PATH " +
-      std::string(PROJECTOR_BINARY) + " " + args + " 2>&1";
+      env_assignments + " " + std::string(PROJECTOR_BINARY) + " " + args + " 2>&1";
   CliResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return r;
@@ -29,6 +30,10 @@ inline CliResult run_cli(const std::string& args) {
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+inline CliResult run_cli(const std::string& args) {
+  return run_cli_env("", args);
 }
 
 // The repository root (data/ sits in it).

@@ -211,6 +211,13 @@ void apply_set_overrides(const LoadRequest& request, ResolvedConfig& out) {
     std::string key = kv.substr(0, eq);
     while (key.starts_with("-")) key.erase(0, 1);
     std::replace(key.begin(), key.end(), '-', '_');
+    // --set writes the trainer module's arguments; the experiment's structure (modules, the
+    // framework that picks the adapter) is read before it and would silently not change.
+    if (key == "framework" || key.ends_with(".framework") || key.starts_with("modules.")) {
+      throw InputError(where, key,
+                       "--set changes the back-end's arguments, not the experiment's structure "
+                       "(modules, framework): edit the config file instead");
+    }
     const std::string text = kv.substr(eq + 1);
     ConfigValue v = resolve_plain_scalar(text, where);
     if (text.size() >= 2 && ((text.front() == '[' && text.back() == ']') ||
