@@ -209,6 +209,19 @@ void require_range(const hw::YamlContext& ctx, const YAML::Node& node, const std
   }
 }
 
+// A peak is 0 (unsupported) or a physical rate: the slowest format of the slowest part in the
+// catalogue is tens of TFLOP/s, so below 0.1 TFLOP/s the value is a unit error, not a peak.
+void require_peak(const hw::YamlContext& ctx, const YAML::Node& node, const std::string& path,
+                  double v) {
+  require_range(ctx, node, path, v, 0.0, 1e6, false);
+  if (v > 0.0 && v < 0.1) {
+    hw::fail(ctx, node, path,
+             fmt::format("{} TFLOP/s is below 0.1: not an accelerator's peak (0 marks a format "
+                         "as unsupported)",
+                         v));
+  }
+}
+
 void read_peaks(const hw::YamlContext& ctx, const YAML::Node& root, AcceleratorSpec& acc) {
   const YAML::Node peaks = require(ctx, root, "peak_tflops", "peak_tflops");
   if (!peaks.IsMap()) hw::fail(ctx, peaks, "peak_tflops", "must be a mapping of dtype -> TFLOP/s");
@@ -222,7 +235,7 @@ void read_peaks(const hw::YamlContext& ctx, const YAML::Node& root, AcceleratorS
       double v = 0.0;
       if (!hw::is_null(f.value)) {
         v = fact_number(ctx, f, path);
-        require_range(ctx, kv.second, path, v, 0.0, 1e6, false);
+        require_peak(ctx, kv.second, path, v);
       }
       acc.extra_peak_tflops.push_back({k, v});
       acc.sources.push_back({path, f.source});
@@ -241,7 +254,7 @@ void read_peaks(const hw::YamlContext& ctx, const YAML::Node& root, AcceleratorS
     double v = 0.0;
     if (!hw::is_null(f.value)) {
       v = fact_number(ctx, f, path);
-      require_range(ctx, n, path, v, 0.0, 1e6, false);
+      require_peak(ctx, n, path, v);
     }
     acc.peak_tflops[static_cast<int>(d)] = v;
     acc.sources.push_back({path, v > 0.0 ? f.source : f.source + " (unsupported)"});

@@ -106,6 +106,26 @@ bool is_meta_key(std::string_view key) {
   return std::find(std::begin(kMetaKeys), std::end(kMetaKeys), key) != std::end(kMetaKeys);
 }
 
+struct PhysicalRange {
+  double lo;
+  double hi;
+  const char* unit;
+};
+
+// What a value of this key can physically be (issue 30: a latency of 1e300 us once printed a
+// 300-digit step time): efficiencies and overlaps are fractions, contention factors small, a
+// latency under a second, a bandwidth under 100 TB/s, a byte count under a terabyte.
+PhysicalRange physical_range(std::string_view key) {
+  if (key.ends_with("_eff") || key.ends_with("overlap") || key.ends_with("_factor")) {
+    return {0.0, 1.0, "a fraction"};
+  }
+  if (key.ends_with("contention")) return {0.0, 10.0, "a contention factor"};
+  if (key.ends_with("_bw")) return {0.0, 1e5, "GB/s"};
+  if (key.ends_with("_bytes")) return {0.0, 1e12, "bytes"};
+  if (key == "vector_flops") return {1e9, 1e17, "FLOP/s"};
+  return {0.0, 1e6, "us"};  // every other double is a latency or an overhead in microseconds
+}
+
 void set_field(const hw::YamlContext& ctx, const NetworkField& f, const YAML::Node& value,
                const std::string& path, NetworkSpec& out) {
   if (f.nullable && hw::is_null(value)) {
@@ -113,9 +133,17 @@ void set_field(const hw::YamlContext& ctx, const NetworkField& f, const YAML::No
     return;
   }
   switch (f.kind) {
-    case FieldKind::kDouble:
-      out.*(f.dbl) = hw::read_double(ctx, value, path);
+    case FieldKind::kDouble: {
+      const double v = hw::read_double(ctx, value, path);
+      const PhysicalRange r = physical_range(f.key);
+      if (!(v >= r.lo && v <= r.hi)) {
+        hw::fail(ctx, value, path,
+                 fmt::format("{} is outside [{:g}, {:g}] ({}): not a physical value", v, r.lo, r.hi,
+                             r.unit));
+      }
+      out.*(f.dbl) = v;
       break;
+    }
     case FieldKind::kInt:
       out.*(f.integer) = hw::read_int(ctx, value, path);
       if (out.*(f.integer) < 0) hw::fail(ctx, value, path, "must not be negative");

@@ -310,4 +310,21 @@ TEST(Issue30, SetCannotChangeTheFramework) {
       "--set", "edit the config file");
 }
 
+// Physical bounds on catalogue numbers (they once printed 50-300-digit times): a peak of 1e-300
+// TFLOP/s and a latency of 1e300 us are refused at their line.
+TEST(Issue30, CatalogueNumbersOutsidePhysicalBoundsAreRefused) {
+  TempDir dir;
+  std::string acc = read_file(repo_root() + "/data/hardware/accelerators/h100_sxm.yaml");
+  acc.replace(acc.find("  bf16: 989.4"), 13, "  bf16: 1e-300");
+  const std::string acc_path = dir.write("acc.yaml", acc);
+  expect_clean_error(run("memory --config " + kLlama + " --hardware " + acc_path),
+                     line_of(acc_path, "bf16: 1e-300"), "peak_tflops.bf16");
+  std::string net = read_file(repo_root() + "/data/hardware/networks/h100_ib400.yaml");
+  net.replace(net.find("  node_lat: 0.45"), 16, "  node_lat: 1e300");
+  const std::string net_path = dir.write("net.yaml", net);
+  expect_clean_error(
+      run("performance --config " + kLlama + " --hardware h100 --hardware-config " + net_path),
+      line_of(net_path, "node_lat: 1e300"), "not a physical value");
+}
+
 }  // namespace
