@@ -68,11 +68,18 @@ JobSpec make_job(const PerfCliOptions& o) {
   return build_projection_job(o.job, o.proj);
 }
 
+constexpr std::size_t kMaxScanPoints = 64;
+
 std::vector<int> parse_node_list(const std::string& text) {
   std::vector<int> out;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
+    // Each size is a whole projection; a scaling table has a handful of rows.
+    if (out.size() >= kMaxScanPoints) {
+      throw InputError({}, "--scan-nodes",
+                       fmt::format("more than {} node counts; scan fewer sizes", kMaxScanPoints));
+    }
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || v <= 0 || v > kMaxCount) {

@@ -723,6 +723,9 @@ void deep_merge(ConfigValue& base, const ConfigValue& top) {
 
 namespace {
 
+constexpr std::size_t kMaxExtendsDepth = 64;
+constexpr std::size_t kMaxExtendsFiles = 1024;
+
 // Resolves `extends:` chains. Each file is loaded and resolved once per chain (memoised by its
 // canonical path): a file included twice on every level is not loaded 2^depth times.
 class ExtendsLoader {
@@ -741,6 +744,14 @@ class ExtendsLoader {
       }
     }
     if (const auto it = done_.find(canonical); it != done_.end()) return it->second;
+    // Primus chains are a handful of files deep; thousands of levels (each merge copies the map
+    // below it) would take minutes and gigabytes.
+    if (stack_.size() >= kMaxExtendsDepth || done_.size() >= kMaxExtendsFiles) {
+      throw InputError(referenced_from, ref_key,
+                       fmt::format("extends chains are limited to {} levels and {} files; {} "
+                                   "goes past that",
+                                   kMaxExtendsDepth, kMaxExtendsFiles, path.string()));
+    }
     stack_.push_back(canonical);
     ConfigValue merged = resolve(path);
     stack_.pop_back();

@@ -327,4 +327,23 @@ TEST(Issue30, CatalogueNumbersOutsidePhysicalBoundsAreRefused) {
       line_of(net_path, "node_lat: 1e300"), "not a physical value");
 }
 
+// Hangs: an extends chain of thousands of files and a scan of thousands of sizes are bounded.
+TEST(Issue30, LongExtendsChainsAndNodeScansAreBounded) {
+  TempDir dir;
+  std::string base = read_file(kLlama);
+  dir.write("c0.yaml", base);
+  for (int i = 1; i <= 100; ++i) {
+    dir.write("c" + std::to_string(i) + ".yaml",
+              "extends: [c" + std::to_string(i - 1) + ".yaml]\nk" + std::to_string(i) + ": 1\n");
+  }
+  const std::string top = dir.path() + "/c100.yaml";
+  const CliResult r = run("config --json --config " + top);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("limited to 64 levels"), std::string::npos) << r.out;
+  std::string nodes = "1";
+  for (int i = 2; i <= 65; ++i) nodes += "," + std::to_string(i);
+  expect_clean_error(run("performance --config " + kLlama + " --scan-nodes " + nodes),
+                     "--scan-nodes", "more than 64 node counts");
+}
+
 }  // namespace
