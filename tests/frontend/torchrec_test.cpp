@@ -7,6 +7,7 @@
 #include "frontend/torchrec/adapter.h"
 #include "projector/frontend/loader.h"
 #include "projector/model/recsys_accounting.h"
+#include "projector/util/error.h"
 #include "support/config_text.h"
 #include "support/temp_dir.h"
 
@@ -112,6 +113,9 @@ TEST(TorchrecAdapter, CommandLineLikeArgparse) {
   EXPECT_EQ(frontend_detail::split_dlrm_command_line(
                 "torchx run -s local_cwd dist.ddp -j 1x8 --script dlrm_main.py -- --epochs 1"),
             (Pairs{{"epochs", "1"}}));
+  // shlex.split refuses an unclosed quote (issue 30): so does the reader.
+  EXPECT_THROW(frontend_detail::split_dlrm_command_line("python dlrm_main.py --x \"3,4 --y 1"),
+               InputError);
 }
 
 TEST(TorchrecAdapter, NormalizationIsIdempotent) {

@@ -65,6 +65,12 @@ std::vector<std::pair<std::string, std::string>> split_dlrm_command_line(std::st
       cur += c;
     }
   }
+  // shlex and argparse refuse an unclosed quote; reading on would swallow the flags after it.
+  if (quote != 0) {
+    throw InputError({}, "command_line",
+                     fmt::format("unclosed {} quote: the shell would not run this command line",
+                                 quote == '"' ? "double" : "single"));
+  }
   if (!cur.empty()) words.push_back(std::move(cur));
   std::vector<std::pair<std::string, std::string>> out;
   std::size_t i = 0;
@@ -111,7 +117,12 @@ void normalize_torchrec_args(ConfigValue& args, std::vector<std::string>& warnin
     }
     const ConfigValue line = *cl;
     args.erase(key);
-    const auto flags = split_dlrm_command_line(line.s);
+    std::vector<std::pair<std::string, std::string>> flags;
+    try {
+      flags = split_dlrm_command_line(line.s);
+    } catch (const InputError& e) {
+      throw InputError(line.where, key, e.message());
+    }
     constexpr std::size_t kMaxFlags = 1000;  // dlrm_main.py has about 60 arguments
     if (flags.size() > kMaxFlags) {
       throw InputError(line.where, key,

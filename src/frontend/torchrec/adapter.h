@@ -36,7 +36,8 @@ void normalize_torchrec_args(ConfigValue& args, std::vector<std::string>& warnin
                              std::vector<std::string>* expanded = nullptr);
 
 // Splits a dlrm_main.py command line into (flag, value) pairs: `--key value`, `--key=value`, a
-// bare `--flag` (true), and ignores a leading `python dlrm_main.py` / launcher words.
+// bare `--flag` (true), and ignores a leading `python dlrm_main.py` / launcher words. An unclosed
+// quote throws InputError (key "command_line", no location: the caller adds it).
 std::vector<std::pair<std::string, std::string>> split_dlrm_command_line(std::string_view text);
 
 // A list of positive integers written as a YAML list, "512,256,128" or "[512, 256]"; nullopt when
