@@ -60,14 +60,14 @@ const NotModelledKey* KeySchema::not_modelled(std::string_view key) const {
   return it != not_modelled_.end() && it->first == key ? &it->second : nullptr;
 }
 
-std::string KeySchema::nearest(std::string_view key) const {
+std::string nearest_misspelling(std::string_view key, const std::vector<std::string>& candidates) {
   // Only suggest when the key is plausibly a misspelling (at most a third of it differs); the
   // distance is at least the length difference, so far longer or shorter keys are skipped.
   const int limit = std::max<int>(2, static_cast<int>(std::min<std::size_t>(key.size(), 1024)) / 3);
   if (key.size() > 1024) return "";
   std::string best;
   int best_d = 1 << 30;
-  for (const std::string& k : keys_) {
+  for (const std::string& k : candidates) {
     const auto diff =
         static_cast<int>(k.size() > key.size() ? k.size() - key.size() : key.size() - k.size());
     if (diff > limit) continue;
@@ -77,8 +77,18 @@ std::string KeySchema::nearest(std::string_view key) const {
       best = k;
     }
   }
-  if (best_d > limit) return "";
+  if (best_d <= limit) return best;
+  // A name that extends a candidate by more than that ("llama3.1_8B_typo"): the longest such.
+  best.clear();
+  const std::string lk = to_lower(key);
+  for (const std::string& k : candidates) {
+    if (k.size() >= 4 && k.size() > best.size() && lk.starts_with(to_lower(k))) best = k;
+  }
   return best;
+}
+
+std::string KeySchema::nearest(std::string_view key) const {
+  return nearest_misspelling(key, keys_);
 }
 
 namespace {

@@ -564,6 +564,10 @@ TEST(Validation, FilesAndPresets) {
                      "did you mean 'llama3.1_8B'");
   expect_input_error([&] { load_job(request(kData + "/malformed.yaml")); }, "", -1,
                      "malformed YAML");
+  // A "did you mean" only for a plausible misspelling (at most a third of the name differs).
+  EXPECT_EQ(nearest_misspelling("llama3.1_8b", {"llama3.1_8B", "mixtral_8x7B"}), "llama3.1_8B");
+  EXPECT_EQ(nearest_misspelling("zzzzzzzzzzzz", {"llama3.1_8B", "mixtral_8x7B"}), "");
+  EXPECT_EQ(nearest_misspelling("gpt", {"gpt2", "llama3.1_8B"}), "gpt2");
   expect_input_error([&] { load_job(request(kData + "/duplicate_key.yaml")); },
                      "modules.pre_trainer.overrides.micro_batch_size", 8, "duplicate");
 }

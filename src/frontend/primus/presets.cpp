@@ -27,18 +27,9 @@ std::string explicit_preset_path(const std::string& name, const SourceLocation& 
   return "";
 }
 
-// The candidate nearest to `name` by edit distance; empty when there are none.
+// The candidate `name` plausibly misspells; empty when none is close (loader.h).
 std::string nearest_name(const std::string& name, const std::vector<std::string>& candidates) {
-  std::string nearest;
-  int best = 1 << 30;
-  for (const std::string& candidate : candidates) {
-    const int d = edit_distance(strip_yaml_suffix(name), candidate);
-    if (d < best) {
-      best = d;
-      nearest = candidate;
-    }
-  }
-  return nearest;
+  return nearest_misspelling(strip_yaml_suffix(name), candidates);
 }
 
 }  // namespace

@@ -115,6 +115,10 @@ std::string model_preset_source(const std::string& name, const std::string& data
 
 // Levenshtein distance (exposed for tests and for nearest-name suggestions elsewhere).
 int edit_distance(std::string_view a, std::string_view b);
+// The candidate nearest to `name` when it is plausibly a misspelling of it (at most a third of
+// the name, and at least 2 characters, differ), else the longest candidate the name extends
+// (case-insensitive, 4 characters or more); "" otherwise: a "did you mean" must be close.
+std::string nearest_misspelling(std::string_view name, const std::vector<std::string>& candidates);
 
 // The vocabulary of a tokenizer (tokenizer_model, else tokenizer_type) from the table
 // data/frameworks/tokenizers/vocab_sizes.yaml of `data_dir`, with the row's source; nullopt if
