@@ -63,14 +63,15 @@ void add_memory_command(CLI::App& app, int& exit_code) {
       const profile::MeasuredProfile prof = profile::read_profile(opts->proj.profile_path);
       const profile::MemoryAnchor a = profile::anchor_memory(prof, rep);
       if (opts->json_path != "-") {
-        fmt::print("{}{}", memory_summary_text(job, rep), profile::memory_anchor_text(a, prof));
+        fmt::print("{}{}", memory_summary_text(job, rep, opts->job.verbose),
+                   profile::memory_anchor_text(a, prof));
       } else {
         fmt::print("{}\n", profile::memory_anchor_json(a, prof));
       }
       exit_code = opts->job.strict && a.verdict == MemoryVerdict::kOom ? kExitFailure : kExitOk;
       return;
     }
-    if (opts->json_path != "-") fmt::print("{}", memory_summary_text(job, rep));
+    if (opts->json_path != "-") fmt::print("{}", memory_summary_text(job, rep, opts->job.verbose));
     const std::string doc = memory_json(job, rep);
     if (!opts->json_path.empty()) write_output(opts->json_path, doc, "--json");
     if (!opts->csv_path.empty()) write_output(opts->csv_path, memory_csv(doc), "--csv");

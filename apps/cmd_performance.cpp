@@ -263,7 +263,7 @@ int run_performance(const PerfCliOptions& o, const CLI::App& cmd, bool both) {
       o.scan_nodes.empty() ? std::vector<ScalingPoint>{} : scan_nodes(o, residuals);
   const bool doc_to_stdout = o.json_path == "-" || o.csv_path == "-";
   if (!doc_to_stdout) {
-    if (both) fmt::print("{}\n", memory_summary_text(job, rep.memory));
+    if (both) fmt::print("{}\n", memory_summary_text(job, rep.memory, o.job.verbose));
     fmt::print("{}", perf_summary_text(job, rep));
     if (measured) fmt::print("{}", profile::benchmark_text(bench, prof));
     if (o.proj.memory_mode == "benchmark") {

@@ -72,6 +72,9 @@ void add_job_options(CLI::App* cmd, JobOptions& o) {
   cmd->add_option("--hardware-config", o.hardware_config,
                   "network YAML (Primus hardware_config format)");
   cmd->add_flag("--allow-tp-beyond-node", o.allow_tp_beyond_node, "allow TP larger than one node");
+  cmd->add_flag("-v,--verbose", o.verbose,
+                "list every default applied in the text report (by default: the ones that "
+                "decide memory, and a count)");
   cmd->add_flag("--strict", o.strict,
                 "unknown config keys are errors (exit 2) instead of warnings; memory: also exit 1 "
                 "when the verdict is OOM or AT RISK");

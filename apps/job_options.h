@@ -31,6 +31,7 @@ struct JobOptions {
   bool enable_deepep = false;
   bool allow_tp_beyond_node = false;
   bool strict = false;            // --strict: an unknown config key is an error (exit 2)
+  bool verbose = false;           // --verbose: every default applied in the text reports
   std::string pipeline_schedule;  // --pipeline-schedule-algorithm
   std::string hardware;           // --hardware / --gpu-arch
   std::string hardware_config;    // --hardware-config (Primus hardware_config YAML)

@@ -36,7 +36,39 @@ std::string verdict_reason(const MemoryReport& rep) {
   return fmt::format(" (without the calibrated range: {})", to_string(rep.range->model_verdict));
 }
 
-std::string summary_text(const JobSpec& job, const MemoryReport& rep) {
+// A default whose key names what decides a memory verdict (recompute, batch, sharding, offload,
+// hardware), in any back-end's spelling.
+bool decides_memory(const AppliedDefault& d) {
+  for (const char* word : {"recompute", "checkpoint", "remat", "batch", "fsdp", "shard",
+                           "distributed_optimizer", "offload", "hardware"}) {
+    if (d.key.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Every default with --verbose; else the ones that decide memory and a count of the rest.
+std::string defaults_text(const JobSpec& job, bool all_defaults) {
+  std::string out;
+  std::size_t hidden = 0;
+  for (const AppliedDefault& d : job.defaults) {
+    if (!all_defaults && !decides_memory(d)) {
+      ++hidden;
+      continue;
+    }
+    out += d.source.empty()
+               ? fmt::format("  default {} = {} ({})\n", d.key, d.value, d.reason)
+               : fmt::format("  default {} = {} ({}: {})\n", d.key, d.value, d.source, d.reason);
+  }
+  if (hidden > 0) {
+    out += fmt::format(
+        "  ... and {} other default(s) applied (--verbose, `projector config` or the "
+        "JSON list them)\n",
+        hidden);
+  }
+  return out;
+}
+
+std::string summary_text(const JobSpec& job, const MemoryReport& rep, bool all_defaults) {
   if (rep.has_recsys) return report_detail::recsys_memory_text(job, rep);
   std::string out;
   out += fmt::format("Memory projection: {} ({})\n",
@@ -112,11 +144,7 @@ std::string summary_text(const JobSpec& job, const MemoryReport& rep) {
     out += fmt::format("Assumptions:\n");
     for (const std::string& n : rep.notes) out += fmt::format("  - {}\n", n);
   }
-  for (const AppliedDefault& d : job.defaults) {
-    out += d.source.empty()
-               ? fmt::format("  default {} = {} ({})\n", d.key, d.value, d.reason)
-               : fmt::format("  default {} = {} ({}: {})\n", d.key, d.value, d.source, d.reason);
-  }
+  out += defaults_text(job, all_defaults);
   for (const std::string& w : job.warnings) out += fmt::format("  warning: {}\n", w);
   return out;
 }
@@ -229,8 +257,8 @@ Json report_json(const JobSpec& job, const MemoryReport& rep) {
 
 }  // namespace
 
-std::string memory_summary_text(const JobSpec& job, const MemoryReport& rep) {
-  return summary_text(job, rep);
+std::string memory_summary_text(const JobSpec& job, const MemoryReport& rep, bool all_defaults) {
+  return summary_text(job, rep, all_defaults);
 }
 
 std::string memory_json(const JobSpec& job, const MemoryReport& rep, int indent) {

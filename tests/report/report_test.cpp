@@ -119,7 +119,12 @@ TEST(MemoryReportText, TableColumnsPeakAndVerdict) {
             std::string::npos);
   EXPECT_NE(t.find(fmt::format("HBM capacity: 80.00 GiB -> {}", to_string(rep.verdict))),
             std::string::npos);
-  EXPECT_NE(t.find("default use_flash_attn = true (test default)"), std::string::npos);
+  // A default that does not decide memory is counted, listed with all_defaults (--verbose).
+  EXPECT_EQ(t.find("default use_flash_attn = true (test default)"), std::string::npos);
+  EXPECT_NE(t.find("other default(s) applied (--verbose"), std::string::npos);
+  EXPECT_NE(
+      memory_summary_text(job, rep, true).find("default use_flash_attn = true (test default)"),
+      std::string::npos);
   EXPECT_NE(t.find("warning: a test warning"), std::string::npos);
 }
 

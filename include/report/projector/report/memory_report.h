@@ -9,7 +9,10 @@
 namespace projector {
 
 // Per-rank component table in GiB, the peak, the verdict, remedies, assumptions and defaults.
-std::string memory_summary_text(const JobSpec& job, const MemoryReport& rep);
+// The defaults applied are listed when they decide memory (recompute, batch, sharding, offload,
+// hardware) and counted otherwise; `all_defaults` (--verbose) lists every one.
+std::string memory_summary_text(const JobSpec& job, const MemoryReport& rep,
+                                bool all_defaults = false);
 // schema_version MemoryReport::kSchemaVersion; every size in bytes.
 std::string memory_json(const JobSpec& job, const MemoryReport& rep, int indent = 2);
 
