@@ -109,6 +109,7 @@ TEST(DeepSeekV4, RefusedOptionsNamedByKey) {
   refused("tensor_model_parallel_size: 2\n", "tensor_model_parallel_size");
   refused("context_parallel_size: 2\n", "context_parallel_size");
   refused("v4_indexer_distill_loss_coeff: 0.01\n", "v4_indexer_distill_loss_coeff");
+  refused("recompute_granularity: selective\n", "recompute_granularity");
   std::string bad = v4_args("");
   bad.replace(bad.find("[0, 4, 128"), 10, "[0, 8, 128");
   EXPECT_NE(testing::load_error(dir, bad).find("compress_ratios"), std::string::npos);

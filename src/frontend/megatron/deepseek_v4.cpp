@@ -57,6 +57,13 @@ void refuse_unmodelled_v4_keys(ArgReader& r) {
   if (r.bool_quiet("moe_experts_fp4", false)) {
     r.fail("moe_experts_fp4", "MXFP4 routed experts beside an FP8 model are not modelled");
   }
+  // The V4 block checkpoints whole layers only (deepseek_v4_block.py:956-1001): a selective
+  // granularity would run without any recompute, which the stated modules would misstate.
+  if (to_lower(r.string_or("recompute_granularity", "", "")) == "selective") {
+    r.fail("recompute_granularity",
+           "DeepSeek-V4's block recomputes only whole layers (full); selective is not applied "
+           "by Primus");
+  }
   if (r.bool_quiet("multi_latent_attention", false)) {
     r.fail("multi_latent_attention", "DeepSeek-V4 builds its own attention, not MLA");
   }
