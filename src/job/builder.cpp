@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 
 #include "projector/hardware/catalog.h"
@@ -906,6 +907,30 @@ void Builder::first_last_stages() {
   stages_from_ranks(per_rank, 0, 0);
 }
 
+namespace {
+
+// What to state when the layers do not divide: the framework's keys and, for a first-stage count,
+// the one closest to an even share that leaves the other ranks balanced (each rank's layers
+// divisible by VPP).
+std::string uneven_split_advice(const LayerSplit& s, int layers, int pp, int vpp) {
+  if (s.first_stage_key.empty()) {
+    return "state the layout, the first / last stage layer counts or count the embedding / loss "
+           "as layers";
+  }
+  int best = 0;
+  for (int first = vpp; pp > 1 && first < layers; first += vpp) {
+    const int rest = layers - first;
+    if (rest % (pp - 1) != 0 || (rest / (pp - 1)) % vpp != 0) continue;
+    if (best == 0 || std::abs(first * pp - layers) < std::abs(best * pp - layers)) best = first;
+  }
+  const std::string layout = s.layout_key.empty() ? "" : " or " + s.layout_key;
+  if (best == 0) return fmt::format("set {}{}", s.first_stage_key, layout);
+  return fmt::format("set {}: {} (then {} x {} layers){}", s.first_stage_key, best, pp - 1,
+                     (layers - best) / (pp - 1), layout);
+}
+
+}  // namespace
+
 void Builder::balanced_split() {
   ParallelSpec& p = job_.parallel;
   const LayerSplit& s = d_.layer_split;
@@ -935,9 +960,8 @@ void Builder::balanced_split() {
     if (!s.allow_uneven) {
       fail(LayoutRule::kLayers, DraftField::kLayerSplit,
            fmt::format("{} layers are not divisible by PP x VPP = {} x {} = {} (Megatron "
-                       "asserts it); state the layout, the first / last stage layer counts or "
-                       "count the embedding / loss as layers",
-                       layers, p.pp, p.vpp, z));
+                       "asserts it); {}",
+                       layers, p.pp, p.vpp, z, uneven_split_advice(s, layers, p.pp, p.vpp)));
     }
     record(DraftField::kLayerSplit, "uneven",
            fmt::format("{} layers over {} virtual stages: the first {} take one more", layers, z,

@@ -1,6 +1,7 @@
 // The legality rules (job/rules.h).
 #include "projector/job/rules.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace projector {
@@ -10,6 +11,14 @@ RuleFacts rule_facts(const ModelSpec& model, int seq, int gbs, int gpus_per_node
   RuleFacts f;
   f.layers = model.num_layers();
   for (const LayerSpec& l : model.layers) {
+    if (l.has_attention() && l.attention.kind == AttentionKind::kCompressed) {
+      // DeepSeek-V4 attention: every TP rank would run all heads (PR11
+      // deepseek_v4_layer_specs.py:241-262 duplicates q_down, kv and o_a) and its CP split is not
+      // modelled.
+      f.tp_one = true;
+      f.cp_one = true;
+      f.seq_multiple = std::max(f.seq_multiple, l.attention.compressed.compress_ratio);
+    }
     if (l.has_attention()) {
       f.heads_gcd = std::gcd(f.heads_gcd, l.attention.num_heads);
       if (l.attention.kind == AttentionKind::kStandard) {
@@ -118,8 +127,7 @@ std::string_view explanation(LayoutRule r) {
       return "KV heads (query groups) not divisible by TP";
     case LayoutRule::kTpLinearHeads:
       return "linear-attention (GDN / KDA) heads not divisible by TP, or KDA / LFM2 short conv "
-             "with "
-             "TP > 1";
+             "/ DeepSeek-V4 attention with TP > 1";
     case LayoutRule::kTpBeyondNode:
       return "TP larger than one node";
     case LayoutRule::kWorldDense:
@@ -133,7 +141,8 @@ std::string_view explanation(LayoutRule r) {
     case LayoutRule::kWorldExpert:
       return "world size not divisible by ETP x EP x PP";
     case LayoutRule::kSeqCp:
-      return "sequence length not divisible by 2 x CP";
+      return "sequence length not divisible by 2 x CP (or by DeepSeek-V4's compress ratio), or "
+             "CP > 1 over DeepSeek-V4 attention";
     case LayoutRule::kGbs:
       return "global batch not divisible by MBS x DP";
     case LayoutRule::kScheduleNeedsPp:

@@ -135,7 +135,8 @@ double expert_tokens(const JobSpec& job, const LayerSpec& layer, const Geometry&
   const double etp = std::max(1, job.parallel.etp);
   const double balanced = local * m.topk * etp;
   if (m.capacity_factor > 0.0) return balanced * m.capacity_factor;  // padded to capacity
-  const double point = balanced * moe_rank_load_factor(job, m);      // the busiest rank's share
+  if (m.hash_routing) return balanced;  // a uniform token-id table: no skewed upper bound
+  const double point = balanced * moe_rank_load_factor(job, m);  // the busiest rank's share
   if (!upper) return point;
   const int ep = std::max(1, job.parallel.ep);
   const int local_experts = std::max(1, (m.num_experts + ep - 1) / ep);
@@ -299,6 +300,50 @@ void short_conv_act(const Geometry& geo, const LinearAttentionSpec& s, double& s
   largest_tmp = std::max(largest_tmp, proj_out);
 }
 
+// Tensors a DeepSeek-V4 attention sublayer keeps for its backward (PR11
+// deepseek_v4_attention.py forward, compressor.py, indexer.py; TP and CP are 1,
+// docs/deepseek-v4.md): the q latent (q_norm's input and q_up's input), q_up's output (the per-head
+// RMS input), the rotated q and the shared K = V latent (the kernel's inputs), kv_norm's input, the
+// compressor's wkv_gate output and its pool (before and after the norm), the kernel output, the
+// de-rotated output (o_a's input) and o_a's output (o_b's input). The frozen indexer keeps nothing;
+// its per-head score tensor (T x heads x pool, bf16 before the fused tail) is the largest
+// temporary.
+struct CompressedAct {
+  double norms = 0.0, qkv = 0.0, proj_in = 0.0, latents = 0.0, w_io = 0.0, largest_tmp = 0.0;
+};
+CompressedAct compressed_attention_act(const Geometry& geo, const AttentionSpec& a) {
+  const CompressedAttentionSpec& c = a.compressed;
+  const double T = geo.tokens, e = geo.e, g = geo.g;
+  const double d = a.head_dim, ql = a.q_lora_rank;
+  const double qd = static_cast<double>(a.num_heads) * d;
+  CompressedAct x;
+  x.norms = T * (ql + d) * e;           // q_norm and kv_norm inputs
+  x.latents = T * ql * g;               // q_up's input
+  x.qkv = T * (2.0 * qd + d + qd) * e;  // q before / after RMS + RoPE, K = V, kernel output
+  if (c.compress_ratio > 0) {
+    const double pool = std::floor(T / c.compress_ratio);
+    x.qkv += T * 2.0 * c.overlap() * d * e + 2.0 * pool * d * e;
+  }
+  const double o_a_out = c.o_lora_rank > 0 ? static_cast<double>(c.o_groups) * c.o_lora_rank : 0.0;
+  x.proj_in = T * (qd + o_a_out) * g;
+  x.w_io = x.latents + x.proj_in + T * (ql + qd + d + o_a_out + geo.h) * e;
+  if (c.csa()) {
+    x.largest_tmp = T * c.index_n_heads * std::floor(geo.seq_local / c.compress_ratio) * e;
+  }
+  return x;
+}
+
+// Hyper-connections (PR11 hyper_connection.py, deepseek_v4_block.py _hc_apply), per sublayer: the
+// K-stream input (read by the fn GEMM's norm, the collapse and the expand's comb @ x), the
+// fp32 normalised K h input of the fn GEMM (its weight gradient), the sublayer output (the
+// expand's post x out) and the fp32 logits and Sinkhorn matrix ((2 + K) K and K^2 per token).
+double hyper_act_per_sublayer(const JobSpec& job, const Geometry& geo) {
+  const double k = job.model.hc_mult;
+  if (k <= 1.0) return 0.0;
+  const double T = geo.tokens, h = geo.h, e = geo.e;
+  return T * (k * h * e + k * h * 4.0 + h * e + ((2.0 + k) * k + k * k) * 4.0);
+}
+
 LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const SelectiveSet& rc,
                           const LayerSpec& layer, bool upper, const MemoryOptions& options) {
   const AttentionSpec& a = layer.attention;
@@ -313,7 +358,8 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
   double largest_tmp = 0.0;
 
   const double seq_in = T * h / sp;  // one residual-stream tensor, elements
-  out.input_bytes = seq_in * e;
+  // With hyper-connections the layer input is the K-stream residual.
+  out.input_bytes = seq_in * e * std::max(1, job.model.hc_mult);
 
   // ---------------------------------------------------------------- attention block
   double norms = 0.0;  // norm inputs
@@ -334,7 +380,16 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
   }
   if (layer.has_attention()) {
     norms += seq_in * e;  // input norm input
-    if (a.kind == AttentionKind::kMla) {
+    if (a.kind == AttentionKind::kCompressed) {
+      const CompressedAct x = compressed_attention_act(geo, a);
+      ln_out_attn = seq_in * g;  // q_down, kv and the compressor read the normed input
+      norms += x.norms;
+      attn += x.latents;
+      qkv = x.qkv;
+      proj_in = x.proj_in;
+      w_io += ln_out_attn + x.w_io;
+      largest_tmp = std::max(largest_tmp, x.largest_tmp);
+    } else if (a.kind == AttentionKind::kMla) {
       const double qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
       // Down-projection input (shared by q_down and kv_down; fp8 quantises it once per GEMM).
       ln_out_attn = seq_in * g * (fp8 && a.q_lora_rank > 0 ? 2.0 : 1.0);
@@ -361,7 +416,8 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
       proj_in = T * q_w * g / t;
       w_io += ln_out_attn + qkv + proj_in + seq_in * e;
     }
-    if (flash) {
+    // DeepSeek-V4 attention runs its own fused kernels whatever the flash setting.
+    if (flash || a.kind == AttentionKind::kCompressed) {
       core = geo.mbs * heads * geo.seq_local * 4.0 / t;  // fp32 logsumexp per head and query
     } else {
       const double s2 = geo.mbs * heads * geo.seq_local * geo.seq_local / t;
@@ -459,7 +515,8 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
   out.moe_bytes = moe;
   out.shared_expert_bytes = shared;
   out.dropout_mask_bytes = masks;
-  out.total_bytes = norms + attn + core + mlp + moe + shared + masks;
+  out.hyper_bytes = hyper_act_per_sublayer(job, geo) * sublayers;
+  out.total_bytes = norms + attn + core + mlp + moe + shared + masks + out.hyper_bytes;
   // Module-level activation offloading (MG2 transformer_config.py:1323-1361): the inputs of the
   // listed modules go to host memory (the fraction of them Megatron offloads).
   const OffloadSpec& off = job.runtime.offload;
@@ -1038,7 +1095,12 @@ double largest_weight_tensor(const JobSpec& job) {
   for (const LayerSpec& l : job.model.layers) {
     const AttentionSpec& a = l.attention;
     const double heads = a.num_heads / tp;
-    if (a.kind == AttentionKind::kMla) {
+    if (a.kind == AttentionKind::kCompressed) {
+      const double qd = heads * a.head_dim;
+      const double ol = a.compressed.o_lora_rank;
+      best = std::max(
+          {best, h * a.q_lora_rank, a.q_lora_rank * qd, qd * ol, a.compressed.o_groups * ol * h});
+    } else if (a.kind == AttentionKind::kMla) {
       const double qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
       best = std::max({best, h * std::max(a.q_lora_rank, a.kv_lora_rank + a.qk_pos_emb_head_dim),
                        std::max(a.q_lora_rank, 0) * heads * qk,

@@ -44,7 +44,58 @@ double mamba_forward_flops(double h, const MambaSpec& m) {
 
 void ffn_flops(const ModelSpec& model, const LayerSpec& layer, LayerFlops& f);
 
+// Sum over u = 1..n of floor(u / r): the compressed entries visible to the queries at tokens
+// 0..n-1 (entry j covers tokens [j r, (j + 1) r) and is visible once all of them are; PR11
+// indexer.py _causal_mask, deepseek_v4_attention.py _hca_extra_mask_cached).
+double visible_pool_sum(double n, double r) {
+  const double q = std::floor(n / r);
+  return r * q * (q - 1.0) / 2.0 + q * (n - r * q + 1.0);
+}
+
+// Compressed keys one query attends, averaged over the sequence: HCA all visible entries, CSA at
+// most `topk` of them. Without causal halving, the whole pool (HCA) or min(topk, pool) (CSA).
+double pool_keys_per_query(const CompressedAttentionSpec& c, std::int64_t seq_len, bool halve,
+                           int topk) {
+  if (c.compress_ratio <= 0 || seq_len <= 0) return 0.0;
+  const double s = static_cast<double>(seq_len);
+  const double r = c.compress_ratio;
+  const double pool = std::floor(s / r);
+  const double k = topk > 0 ? static_cast<double>(topk) : pool;
+  if (!halve) return std::min(k, pool);
+  const double last_below = r * k - 1.0;  // the last token that sees fewer than k entries
+  if (s <= last_below) return visible_pool_sum(s, r) / s;
+  return (visible_pool_sum(last_below, r) + k * (s - last_below)) / s;
+}
+
 }  // namespace
+
+CompressedAttentionFlops compressed_attention_flops(std::int64_t hidden, const AttentionSpec& a,
+                                                    std::int64_t seq_len,
+                                                    const FlopOptions& options) {
+  const CompressedAttentionSpec& c = a.compressed;
+  const double h = static_cast<double>(hidden);
+  const double d = a.head_dim;
+  const double qd = static_cast<double>(a.num_heads) * d;
+  const bool halve = options.causal_attention_half && a.causal;
+  CompressedAttentionFlops f;
+  f.projections = 2.0 * (h * a.q_lora_rank + a.q_lora_rank * qd + h * d);
+  f.projections +=
+      c.o_lora_rank > 0
+          ? 2.0 * (qd * c.o_lora_rank + static_cast<double>(c.o_groups) * c.o_lora_rank * h)
+          : 2.0 * qd * h;
+  if (c.compress_ratio > 0) f.compressor = 2.0 * h * 2.0 * c.overlap() * d;
+  f.local_keys = keys_per_query(a, seq_len, options);
+  f.pool_keys = pool_keys_per_query(c, seq_len, halve, c.csa() ? c.index_topk : 0);
+  // QK^T and PV on every head over the shared latent (K = V, head_dim wide).
+  f.core = 4.0 * qd * (f.local_keys + f.pool_keys);
+  if (c.csa()) {
+    const double ihd = c.index_head_dim, ih = c.index_n_heads;
+    f.indexer = 2.0 * (h * (ihd + ih) + ihd * ih * ihd + h * 2.0 * 2.0 * ihd);
+    // ReLU(q_I . K_I) per indexer head over every visible pool entry (a dense batched GEMM).
+    f.indexer += 2.0 * ih * ihd * pool_keys_per_query(c, seq_len, halve, 0);
+  }
+  return f;
+}
 
 // The chunked delta rule (MG16 gdn.py:422-530 torch_chunk_gated_delta_rule, the reference of FLA's
 // chunk_gated_delta_rule; Yang et al. 2024, arXiv:2412.06464 sec. 3.3) per chunk of C tokens and
@@ -125,7 +176,29 @@ LayerFlops layer_forward_flops_per_token(const ModelSpec& model, const LayerSpec
     f.modulation_flops =
         layer.dit.streams * 2.0 * h * layer.dit.adaln_chunks * h / static_cast<double>(seq_len);
   }
+  if (model.hc_mult > 1) {
+    // Each sublayer's mixer: fn over the K flattened streams, K h -> (2 + K) K.
+    const double k = model.hc_mult;
+    const double sublayers = (layer.has_attention() ? 1.0 : 0.0) + (layer.has_ffn() ? 1.0 : 0.0);
+    f.hyper_flops = sublayers * 2.0 * k * h * (2.0 + k) * k;
+  }
   if (!layer.has_attention()) return f;
+  if (a.kind == AttentionKind::kCompressed) {
+    const CompressedAttentionFlops c =
+        compressed_attention_flops(model.hidden_size, a, seq_len, options);
+    // The compressor and the indexer are projections of the layer input, beside q and kv.
+    f.qkv_flops = c.projections + c.compressor + c.indexer;
+    const double qd = heads * a.head_dim;
+    const double out =
+        a.compressed.o_lora_rank > 0
+            ? 2.0 * (qd * a.compressed.o_lora_rank +
+                     static_cast<double>(a.compressed.o_groups) * a.compressed.o_lora_rank * h)
+            : 2.0 * qd * h;
+    f.qkv_flops -= out;
+    f.attn_out_flops = out;
+    f.attn_core_flops = c.core;
+    return f;
+  }
   if (a.kind == AttentionKind::kMla) {
     const double qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
     const double v = a.v_head_dim;
@@ -203,14 +276,17 @@ ForwardFlops forward_flops_per_token(const ModelSpec& model, std::int64_t seq_le
   }
   f.logits_flops = 2.0 * h * static_cast<double>(padded_vocab);
   if (model.diffusion.enabled()) diffusion_io_flops(model, seq_len, f);
+  // A HyperHead (K h -> K) collapses the streams before the final norm and in each MTP depth.
+  const double hyper_head = model.hc_mult > 1 ? 2.0 * model.hc_mult * h * model.hc_mult : 0.0;
   if (model.mtp_num_layers > 0 && !model.layers.empty()) {
     // Each MTP module: project [h_prev; emb] (2h -> h), one decoder layer, shared output head.
     const double per_module =
-        2.0 * (2.0 * h) * h +
+        2.0 * (2.0 * h) * h + hyper_head +
         layer_forward_flops_per_token(model, model.layers.back(), seq_len, options).total() +
         f.logits_flops;
     f.mtp_flops = model.mtp_num_layers * per_module;
   }
+  f.logits_flops += hyper_head;
   return f;
 }
 
@@ -328,6 +404,12 @@ double palm_flops_per_token(const ModelSpec& model, std::int64_t seq_len) {
   for (const LayerSpec& l : model.layers) {
     if (l.has_linear_attention()) continue;  // no s^2 term: its kernel is linear in s
     const AttentionSpec& a = l.attention;
+    if (a.kind == AttentionKind::kCompressed) {
+      // Keys seen instead of the sequence: the window plus the compressed entries.
+      const CompressedAttentionFlops c = compressed_attention_flops(model.hidden_size, a, seq_len);
+      attention += 6.0 * a.num_heads * 2.0 * a.head_dim * (c.local_keys + c.pool_keys);
+      continue;
+    }
     const double dims = a.kind == AttentionKind::kMla
                             ? a.qk_head_dim + a.qk_pos_emb_head_dim + a.v_head_dim
                             : 2.0 * a.head_dim;

@@ -53,11 +53,55 @@ std::int64_t linear_attention_params(std::int64_t h, const LinearAttentionSpec& 
   return p;
 }
 
+// PR11 hyper_connection.py:294-298 (HyperMixer: fn, scale[3], base) and :439-441 (HyperHead).
+std::int64_t hyper_mixer_params(const ModelSpec& model) {
+  const std::int64_t k = model.hc_mult;
+  if (k <= 1) return 0;
+  return k * model.hidden_size * (2 + k) * k + 3 + (2 + k) * k;
+}
+
+std::int64_t hyper_head_params(const ModelSpec& model) {
+  const std::int64_t k = model.hc_mult;
+  if (k <= 1) return 0;
+  return k * model.hidden_size * k + 1 + k;
+}
+
+// PR11 deepseek_v4_attention.py:580-665 (q down / norm / up, the single-latent wkv and its norm,
+// wo_a / wo_b, the per-head sink), compressor.py (wkv_gate h -> 2 x coff x head_dim fused, ape
+// (coff x ratio) x head_dim, the pool norm) and indexer.py (w_dq_w h -> index_head_dim + heads,
+// w_iuq index_head_dim -> heads x index_head_dim, its own overlapping compressor). No biases.
+CompressedAttentionParams compressed_attention_params(std::int64_t h, const AttentionSpec& a) {
+  const CompressedAttentionSpec& c = a.compressed;
+  const std::int64_t d = a.head_dim;
+  const std::int64_t qd = static_cast<std::int64_t>(a.num_heads) * d;
+  CompressedAttentionParams p;
+  p.attention = h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * qd + h * d + d;
+  p.attention += c.o_lora_rank > 0 ? qd * c.o_lora_rank +
+                                         static_cast<std::int64_t>(c.o_groups) * c.o_lora_rank * h
+                                   : qd * h;
+  if (c.attn_sink) p.attention += a.num_heads;
+  if (c.compress_ratio > 0) {
+    const std::int64_t coff = c.overlap();
+    p.compressor = h * 2 * coff * d + coff * c.compress_ratio * d + d;
+  }
+  if (c.csa()) {
+    const std::int64_t ihd = c.index_head_dim;
+    const std::int64_t ih = c.index_n_heads;
+    p.indexer = h * (ihd + ih) + ihd * ih * ihd;
+    p.indexer += h * 2 * 2 * ihd + 2 * c.compress_ratio * ihd + ihd;  // its compressor (coff 2)
+  }
+  return p;
+}
+
 namespace {
 
 void attention_params(const ModelSpec& model, const AttentionSpec& a, LayerParams& p) {
   const std::int64_t h = model.hidden_size;
   p.attention_norms = norm_params(model, h);
+  if (a.kind == AttentionKind::kCompressed) {
+    p.attention += compressed_attention_params(h, a).total();
+    return;
+  }
   if (a.kind == AttentionKind::kMla) {
     const std::int64_t heads = a.num_heads;
     const std::int64_t qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
@@ -144,6 +188,9 @@ LayerParams layer_params(const ModelSpec& model, const LayerSpec& layer) {
   const std::int64_t h = model.hidden_size;
   LayerParams p;
   if (layer.has_attention()) attention_params(model, layer.attention, p);
+  // One mixer per sublayer (PR11 deepseek_v4_block.py attn_hc / ffn_hc).
+  p.hyper =
+      hyper_mixer_params(model) * ((layer.has_attention() ? 1 : 0) + (layer.has_ffn() ? 1 : 0));
   if (layer.has_mamba()) {
     p.attention_norms = norm_params(model, h);
     p.attention = mamba_mixer_params(h, layer.mamba);
@@ -178,7 +225,10 @@ std::int64_t mtp_module_params(const ModelSpec& model) {
   const std::int64_t h = model.hidden_size;
   const std::int64_t eh_proj = 2 * h * h;
   const std::int64_t norms = 3 * norm_params(model, h);  // enorm, hnorm, final norm
-  return eh_proj + norms + layer_params(model, model.layers.back()).total();
+  // With hyper-connections each MTP depth collapses its streams with its own HyperHead (PR11
+  // deepseek_v4_mtp_layer.py:94-111, mtp_use_separate_hc_head).
+  return eh_proj + norms + layer_params(model, model.layers.back()).total() +
+         hyper_head_params(model);
 }
 
 ModelParams model_params(const ModelSpec& model, std::int64_t padded_vocab) {
@@ -198,7 +248,8 @@ ModelParams model_params(const ModelSpec& model, std::int64_t padded_vocab) {
     p.embedding += model.max_position_embeddings * h;
   }
   p.output_layer = model.tied_embeddings ? 0 : padded_vocab * h;
-  p.final_norm = norm_params(model, h);
+  // The trunk's HyperHead sits beside the final norm on the last stage.
+  p.final_norm = norm_params(model, h) + hyper_head_params(model);
   if (model.diffusion.enabled()) {
     p.embedding += diffusion_embedder_params(model);
     p.output_layer += diffusion_head_params(model);

@@ -71,7 +71,8 @@ bool same_layer_shape(const LayerSpec& a, const LayerSpec& b) {
       x.qk_pos_emb_head_dim == y.qk_pos_emb_head_dim && x.v_head_dim == y.v_head_dim &&
       x.qk_layernorm == y.qk_layernorm && x.add_qkv_bias == y.add_qkv_bias &&
       x.add_bias_linear == y.add_bias_linear && x.sliding_window == y.sliding_window &&
-      x.chunk_window == y.chunk_window && x.causal == y.causal && x.output_gate == y.output_gate;
+      x.chunk_window == y.chunk_window && x.causal == y.causal && x.output_gate == y.output_gate &&
+      x.compressed == y.compressed;
   const bool mlp_same = a.mlp.ffn_hidden_size == b.mlp.ffn_hidden_size &&
                         a.mlp.activation == b.mlp.activation && a.mlp.gated == b.mlp.gated &&
                         a.mlp.add_bias == b.mlp.add_bias;
@@ -83,7 +84,8 @@ bool same_layer_shape(const LayerSpec& a, const LayerSpec& b) {
         a.moe.shared_expert_ffn_hidden_size == b.moe.shared_expert_ffn_hidden_size &&
         a.moe.capacity_factor == b.moe.capacity_factor && a.moe.router_bias == b.moe.router_bias &&
         a.moe.grouped_gemm == b.moe.grouped_gemm && a.moe.latent_size == b.moe.latent_size &&
-        a.moe.shared_expert_gate == b.moe.shared_expert_gate));
+        a.moe.shared_expert_gate == b.moe.shared_expert_gate &&
+        a.moe.hash_routing == b.moe.hash_routing));
   return attention_same && mlp_same && moe_same;
 }
 
@@ -107,8 +109,8 @@ StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel,
     const double gemm = static_cast<double>(lp.attention - rep.attention) / tp +
                         static_cast<double>(rep.attention) +
                         static_cast<double>(lp.mlp - rep.mlp) / tp + static_cast<double>(rep.mlp);
-    const double dense =
-        gemm + static_cast<double>(lp.attention_norms + lp.mlp_norm + lp.router + lp.modulation);
+    const double dense = gemm + static_cast<double>(lp.attention_norms + lp.mlp_norm + lp.router +
+                                                    lp.modulation + lp.hyper);
     double expert = 0.0;
     if (layer.is_moe && layer.moe.num_experts > 0) {
       const int local_experts = (layer.moe.num_experts + ep - 1) / ep;  // most loaded EP rank
@@ -142,7 +144,9 @@ StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel,
     holds_word_embedding = true;
   }
   if (stage.has_output && !model.layers.empty()) {
-    const double final_norm = static_cast<double>(layer_params(model, model.layers[0]).mlp_norm);
+    // The final norm and, with hyper-connections, the trunk's HyperHead.
+    const double final_norm = static_cast<double>(layer_params(model, model.layers[0]).mlp_norm +
+                                                  hyper_head_params(model));
     s.dense_params += final_norm;
     // Untied: its own output layer. Tied: the last stage keeps a copy of the word embedding
     // unless the same rank already holds it (PP = 1).

@@ -48,6 +48,16 @@ void check_attention(Checker& c, const AttentionSpec& a) {
     c.range("qk_pos_emb_head_dim", a.qk_pos_emb_head_dim, 0, kMaxHeadDim);
     c.range("v_head_dim", a.v_head_dim, 1, kMaxHeadDim);
   }
+  if (a.kind == AttentionKind::kCompressed) {
+    const CompressedAttentionSpec& x = a.compressed;
+    c.range("q_lora_rank", a.q_lora_rank, 1, kMaxWidth);
+    c.range("qk_pos_emb_head_dim", a.qk_pos_emb_head_dim, 0, a.head_dim);
+    c.range("o_groups", x.o_groups, 1, kMaxHeads);
+    c.range("o_lora_rank", x.o_lora_rank, 0, kMaxWidth);
+    c.range("index_topk", x.index_topk, 0, kMaxCount);
+    c.range("index_head_dim", x.index_head_dim, 0, kMaxHeadDim);
+    c.range("index_n_heads", x.index_n_heads, 0, kMaxHeads);
+  }
   c.range("kv_channels", a.head_dim, 1, kMaxHeadDim);
   c.range("window_size", a.sliding_window, 0, kMaxCount);
 }
@@ -85,6 +95,7 @@ double layer_weights_estimate(double h, const LayerSpec& l) {
 
 void check_decoder(Checker& c, const ModelSpec& m) {
   c.range("hidden_size", m.hidden_size, 1, kMaxWidth);
+  c.range("hc_mult", m.hc_mult, 1, kMaxHeads);
   c.range("vocab_size", m.vocab_size, 1, kMaxWidth);
   c.range("make_vocab_size_divisible_by", m.make_vocab_size_divisible_by, 1, kMaxWidth);
   c.range("max_position_embeddings", m.max_position_embeddings, 0, kMaxSeqLength);

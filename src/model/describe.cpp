@@ -27,6 +27,14 @@ std::string describe_layer(const LayerSpec& layer) {
     if (!layer.has_ffn()) return out;
   } else if (!layer.has_attention()) {
     out = "FFN only";
+  } else if (a.kind == AttentionKind::kCompressed) {
+    const CompressedAttentionSpec& x = a.compressed;
+    const char* branch = x.compress_ratio == 4 ? "CSA" : x.compress_ratio > 0 ? "HCA" : "local";
+    out = fmt::format("V4 attention {} heads x {} (one K = V latent), {}", a.num_heads, a.head_dim,
+                      branch);
+    if (x.compress_ratio > 0) out += fmt::format(" ratio {}", x.compress_ratio);
+    if (x.csa()) out += fmt::format(" top-{}", x.index_topk);
+    if (x.o_lora_rank > 0) out += fmt::format(", o {} x {}", x.o_groups, x.o_lora_rank);
   } else if (a.kind == AttentionKind::kMla) {
     out = fmt::format("MLA {} heads, q_lora {}, kv_lora {}, qk {}+{}, v {}", a.num_heads,
                       a.q_lora_rank, a.kv_lora_rank, a.qk_head_dim, a.qk_pos_emb_head_dim,
@@ -67,6 +75,7 @@ std::string describe_layer(const LayerSpec& layer) {
       out += fmt::format(", shared ffn {}", e.shared_expert_ffn_hidden_size);
     }
     if (e.capacity_factor > 0) out += fmt::format(", capacity {}", e.capacity_factor);
+    if (e.hash_routing) out += ", hash-routed";
     if (e.router_group_topk > 0) {
       out +=
           fmt::format(", routed within {} of {} groups", e.router_group_topk, e.router_num_groups);

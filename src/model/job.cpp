@@ -401,7 +401,10 @@ double expected_max_normal(int n) {
 double moe_rank_load_factor(const JobSpec& job, const MoeSpec& moe) {
   const int ep = job.parallel.ep;
   const double cv = job.runtime.moe_expert_load_cv;
-  if (ep <= 1 || cv <= 0.0 || moe.capacity_factor > 0.0 || moe.num_experts < ep || moe.topk <= 0) {
+  // Hash routing draws each token's experts from a uniform token-id table: balanced by
+  // construction whatever a learned router's skew.
+  if (ep <= 1 || cv <= 0.0 || moe.capacity_factor > 0.0 || moe.num_experts < ep || moe.topk <= 0 ||
+      moe.hash_routing) {
     return 1.0;
   }
   const int local_experts = moe.num_experts / ep;

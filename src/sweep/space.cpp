@@ -372,6 +372,12 @@ std::vector<std::pair<ScheduleKind, int>> schedule_variants(const Facts& f, cons
 // Megatron's granularities, or for a per-tensor-policy job (MaxText) its own policy and every
 // named remat_policy (none / minimal_flash / the quantization variants repeat others).
 std::vector<RecomputeOption> default_recompute(const JobSpec& base) {
+  // DeepSeek-V4's block checkpoints whole layers only (docs/deepseek-v4.md): no selective set.
+  for (const LayerSpec& l : base.model.layers) {
+    if (l.has_attention() && l.attention.kind == AttentionKind::kCompressed) {
+      return {{RecomputeKind::kNone, 0}, {RecomputeKind::kFull, 0}};
+    }
+  }
   if (base.runtime.recompute.granularity != RecomputeGranularity::kTensors) {
     return {{RecomputeKind::kNone, 0}, {RecomputeKind::kSelective, 0}, {RecomputeKind::kFull, 0}};
   }

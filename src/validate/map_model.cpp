@@ -271,6 +271,47 @@ void map_decoder_lm(Mapper& m, int seq_len) {
   m.out_.moe = moe;
 }
 
+// DeepSeek-V4 attention from the compressed_attention block (docs/deepseek-v4.md): the same
+// settings Primus' V4 builder reads; the layers keep their MoE blocks, the first num_hash_layers
+// route by token id.
+void map_compressed_attention(Mapper& m) {
+  const RunEntry::CompressedAttention& x = *m.e_.model.compressed_attention;
+  ModelSpec& ms = m.d_.model;
+  if (!x.q_lora_rank || !x.o_groups || !x.o_lora_rank || !x.index_topk || !x.index_head_dim ||
+      !x.index_n_heads || !m.e_.model.head_dim) {
+    return m.fail(
+        "model.compressed_attention: q_lora_rank, o_groups, o_lora_rank, index_topk, "
+        "index_head_dim, index_n_heads and model.head_dim are required");
+  }
+  if (static_cast<int>(x.compress_ratios.size()) != ms.num_layers()) {
+    return m.fail("model.compressed_attention.compress_ratios: one entry per layer is required");
+  }
+  for (int i = 0; i < ms.num_layers(); ++i) {
+    LayerSpec& layer = ms.layers[static_cast<std::size_t>(i)];
+    AttentionSpec& a = layer.attention;
+    a.kind = AttentionKind::kCompressed;
+    a.num_query_groups = 1;
+    a.head_dim = *m.e_.model.head_dim;
+    a.q_lora_rank = *x.q_lora_rank;
+    a.qk_pos_emb_head_dim = x.qk_rope_head_dim.value_or(0);
+    a.sliding_window = x.sliding_window.value_or(0);
+    CompressedAttentionSpec& c = a.compressed;
+    c.compress_ratio = static_cast<int>(x.compress_ratios[static_cast<std::size_t>(i)]);
+    if (c.compress_ratio != 0 && c.compress_ratio != 4 && c.compress_ratio != 128) {
+      return m.fail("model.compressed_attention.compress_ratios: entries are 0, 4 or 128");
+    }
+    c.attn_sink = x.attn_sink.value_or(false);
+    c.o_groups = *x.o_groups;
+    c.o_lora_rank = *x.o_lora_rank;
+    c.index_topk = *x.index_topk;
+    c.index_head_dim = *x.index_head_dim;
+    c.index_n_heads = *x.index_n_heads;
+    if (layer.is_moe && i < x.num_hash_layers.value_or(0)) layer.moe.hash_routing = true;
+  }
+  ms.hc_mult = x.hc_mult.value_or(1);
+  ms.hc_sinkhorn_iters = x.hc_sinkhorn_iters.value_or(0);
+}
+
 }  // namespace
 
 void map_model(Mapper& m, int seq_len) {
@@ -278,15 +319,15 @@ void map_model(Mapper& m, int seq_len) {
   const std::string type = to_lower(m.e_.model.type);
   if (type == "dlrm" || m.e_.model.dlrm) return map_recommendation(m);
   const std::string family = to_lower(m.e_.model.family);
-  if (has(family, "deepseek-v4") || has(family, "deepseek_v4")) {
-    // The same refusal as the Megatron front-end's for model_type deepseek_v4 (hybrid.cpp):
-    // read as a GPT it would be a 64-head MHA of head dim 512 (ten times the attention weights).
+  if ((has(family, "deepseek-v4") || has(family, "deepseek_v4")) &&
+      !m.e_.model.compressed_attention) {
+    // Read as a GPT it would be a 64-head MHA of head dim 512 (ten times the attention weights).
     m.out_.not_modelled =
-        "DeepSeek-V4 is not modelled: compressed sparse attention (CSA / HCA with the indexer), "
-        "manifold-constrained hyper-connections (hc_mult 4), the grouped low-rank output "
-        "projection and hash routing";
+        "DeepSeek-V4 needs its model.compressed_attention block (compress ratios, indexer, "
+        "grouped output projection, hyper-connections)";
   }
   map_decoder_lm(m, seq_len);
+  if (m.e_.model.compressed_attention && !m.d_.model.layers.empty()) map_compressed_attention(m);
 }
 
 }  // namespace projector::validate_detail

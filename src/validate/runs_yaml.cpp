@@ -240,6 +240,24 @@ void read_model_blocks(EntryReader& r, const YAML::Node& m, RunEntry::Model& mo)
     x.v_head_dim = r.integer<int>(mla, "v_head_dim", "model.mla");
     mo.mla = x;
   }
+  const std::string ca_path = "model.compressed_attention";
+  if (const YAML::Node ca = r.section(m, "compressed_attention", ca_path); ca.IsDefined()) {
+    RunEntry::CompressedAttention x;
+    x.q_lora_rank = r.integer<int>(ca, "q_lora_rank", ca_path);
+    x.qk_rope_head_dim = r.integer<int>(ca, "qk_rope_head_dim", ca_path);
+    x.sliding_window = r.integer<int>(ca, "sliding_window", ca_path);
+    x.attn_sink = r.boolean(ca, "attn_sink", ca_path);
+    x.o_groups = r.integer<int>(ca, "o_groups", ca_path);
+    x.o_lora_rank = r.integer<int>(ca, "o_lora_rank", ca_path);
+    x.index_topk = r.integer<int>(ca, "index_topk", ca_path);
+    x.index_head_dim = r.integer<int>(ca, "index_head_dim", ca_path);
+    x.index_n_heads = r.integer<int>(ca, "index_n_heads", ca_path);
+    x.hc_mult = r.integer<int>(ca, "hc_mult", ca_path);
+    x.hc_sinkhorn_iters = r.integer<int>(ca, "hc_sinkhorn_iters", ca_path);
+    x.num_hash_layers = r.integer<int>(ca, "num_hash_layers", ca_path);
+    x.compress_ratios = r.integers(ca, "compress_ratios", ca_path);
+    mo.compressed_attention = x;
+  }
 }
 
 void read_model(EntryReader& r, const YAML::Node& node, RunEntry& e) {

@@ -57,6 +57,42 @@ TEST(Flops, SlidingWindow) {
       4.0 * 126 * 4096);
 }
 
+// One DeepSeek-V4-Flash layer per attention branch at seq 4096 (h 4096, q rank 1024, 64 heads x
+// 512 = 32768, kv 512, 8 groups x 1024, window 128; full count, no causal halving):
+//   projections 2*(4096*1024 + 1024*32768 + 4096*512) = 79,691,776; output o_a + o_b
+//   2*(32768*1024 + 8*1024*4096) = 134,217,728.
+//   dense (0): core 4*32768*128 = 16,777,216.
+//   HCA (128): compressor 2*4096*1024 = 8,388,608; 32 pool keys: core 4*32768*160 = 20,971,520.
+//   CSA (4): compressor 2*4096*2048 = 16,777,216; indexer 2*(4096*192 + 128*8192 + 4096*512)
+//     = 7,864,320 plus scores 2*64*128*1024 = 16,777,216; 128 + 512 keys: core 83,886,080.
+//   Hyper-connections: 2 mixers x 2*(4*4096)*24 = 1,572,864.
+TEST(Flops, DeepSeekV4LayerPerBranch) {
+  const ModelSpec m = testing::deepseek_v4_flash();
+  const LayerFlops dense = layer_forward_flops_per_token(m, m.layers[0], 4096);
+  EXPECT_DOUBLE_EQ(dense.qkv_flops, 79691776.0);
+  EXPECT_DOUBLE_EQ(dense.attn_out_flops, 134217728.0);
+  EXPECT_DOUBLE_EQ(dense.attn_core_flops, 16777216.0);
+  EXPECT_DOUBLE_EQ(dense.hyper_flops, 1572864.0);
+  const LayerFlops hca = layer_forward_flops_per_token(m, m.layers[3], 4096);
+  EXPECT_DOUBLE_EQ(hca.qkv_flops, 79691776.0 + 8388608.0);
+  EXPECT_DOUBLE_EQ(hca.attn_core_flops, 20971520.0);
+  const CompressedAttentionFlops csa =
+      compressed_attention_flops(4096, m.layers[2].attention, 4096);
+  EXPECT_DOUBLE_EQ(csa.compressor, 16777216.0);
+  EXPECT_DOUBLE_EQ(csa.indexer, 7864320.0 + 16777216.0);
+  EXPECT_DOUBLE_EQ(csa.pool_keys, 512.0);
+  EXPECT_DOUBLE_EQ(csa.core, 83886080.0);
+  // Causal count: the window averages 128 - 128^2/8192 = 126 keys; a query at token t sees
+  // floor((t + 1) / 4) pool entries, capped at 512: summed over 4096 tokens 1,572,352, 383.875
+  // per query; the indexer scores every visible entry, 2,096,128 / 4096 = 511.75 per query.
+  const CompressedAttentionFlops half = compressed_attention_flops(
+      4096, m.layers[2].attention, 4096, {.causal_attention_half = true});
+  EXPECT_DOUBLE_EQ(half.local_keys, 126.0);
+  EXPECT_DOUBLE_EQ(half.pool_keys, 383.875);
+  EXPECT_DOUBLE_EQ(half.core, 4.0 * 32768 * (126.0 + 383.875));
+  EXPECT_DOUBLE_EQ(half.indexer, 7864320.0 + 2.0 * 64 * 128 * 511.75);
+}
+
 // Mixtral 8x7B per token: router 2*4096*8 = 65,536; two experts 2 * 6*4096*14336 = 704,643,072;
 // no shared expert.
 TEST(Flops, MixtralMoeLayer) {

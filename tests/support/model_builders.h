@@ -2,6 +2,8 @@
 // catalogue or the front-end.
 #pragma once
 
+#include <vector>
+
 #include "projector/model/job.h"
 
 namespace projector::testing {
@@ -106,6 +108,68 @@ inline ModelSpec llama32_1b() {
   s.tied = true;
   s.head_dim = 64;
   return make_dense(s);
+}
+
+// DeepSeek-V4 as Primus' presets state it (deepseek_v4_base.yaml + deepseek_v4_flash.yaml /
+// deepseek_v4_pro.yaml @fd1eeabb): head dim 512 shared K = V latent, rope tail 64, window 128
+// with sinks, indexer 64 heads x 128, o_lora_rank 1024, hc_mult 4, every layer MoE with one
+// shared expert of the routed width, the first 3 layers hash-routed, vocabulary 129280 untied.
+struct V4Shape {
+  int layers;
+  std::int64_t hidden;
+  int heads;
+  int q_lora_rank;
+  int o_groups;
+  int experts;
+  std::int64_t expert_ffn;
+  int index_topk;
+  std::vector<int> ratios;  // compress ratio per layer
+};
+
+inline ModelSpec deepseek_v4(const V4Shape& s) {
+  ModelSpec m = make_dense({s.layers, s.hidden, s.expert_ffn, s.heads, 1, 129280});
+  m.hc_mult = 4;
+  m.hc_sinkhorn_iters = 20;
+  m.mtp_num_layers = 1;
+  for (int i = 0; i < s.layers; ++i) {
+    LayerSpec& l = m.layers[static_cast<std::size_t>(i)];
+    AttentionSpec& a = l.attention;
+    a.kind = AttentionKind::kCompressed;
+    a.head_dim = 512;
+    a.qk_pos_emb_head_dim = 64;
+    a.q_lora_rank = s.q_lora_rank;
+    a.sliding_window = 128;
+    a.compressed.compress_ratio = s.ratios[static_cast<std::size_t>(i)];
+    a.compressed.index_topk = s.index_topk;
+    a.compressed.index_head_dim = 128;
+    a.compressed.index_n_heads = 64;
+    a.compressed.o_groups = s.o_groups;
+    a.compressed.o_lora_rank = 1024;
+    a.compressed.attn_sink = true;
+    l.is_moe = true;
+    l.moe.num_experts = s.experts;
+    l.moe.topk = 6;
+    l.moe.expert_ffn_hidden_size = s.expert_ffn;
+    l.moe.shared_expert_ffn_hidden_size = s.expert_ffn;
+    l.moe.hash_routing = i < 3;
+  }
+  return m;
+}
+
+// The schedules of deepseek_v4_flash.yaml (43 layers: 0, 0, then 4 / 128 alternating, a final 4)
+// and deepseek_v4_pro.yaml (61 layers: 128, 128, then 4 / 128 alternating, a final 4); each
+// preset lists one more entry for the MTP layer, which Primus drops.
+inline std::vector<int> v4_ratios(int layers, int first) {
+  std::vector<int> r(static_cast<std::size_t>(layers));
+  for (int i = 0; i < layers; ++i)
+    r[static_cast<std::size_t>(i)] = i < 2 ? first : (i % 2 ? 128 : 4);
+  return r;
+}
+inline ModelSpec deepseek_v4_flash() {
+  return deepseek_v4({43, 4096, 64, 1024, 8, 256, 2048, 512, v4_ratios(43, 0)});
+}
+inline ModelSpec deepseek_v4_pro() {
+  return deepseek_v4({61, 7168, 128, 1536, 16, 384, 3072, 1024, v4_ratios(61, 128)});
 }
 
 }  // namespace projector::testing

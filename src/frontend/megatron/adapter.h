@@ -41,8 +41,8 @@ void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d);
 std::optional<ScheduleKind> parse_schedule_name(std::string_view text);
 
 // Refuses a model type or layer kind this tool does not model (diffusion transformers,
-// attention variants other than GatedDeltaNet, DeepSeek-V4
-// attention, heterogeneous layers) with "model type X is not supported" (megatron/hybrid.cpp).
+// attention variants other than GatedDeltaNet, Kimi-K3, heterogeneous layers) with "model type X is
+// not supported" (megatron/hybrid.cpp).
 void refuse_unmodelled_models(ArgReader& r);
 // The layer symbols of a Mamba / hybrid stack ('M' Mamba-2, '*' or '+' attention, '-' MLP, 'E'
 // MoE), or nullopt for a GPT (megatron/hybrid.cpp).
@@ -65,6 +65,12 @@ void check_linear_attention_parallel(ArgReader& r, const ModelSpec& model, const
 bool is_flux_model(ArgReader& r);
 ModelSpec build_flux_model(ArgReader& r);
 void check_flux_parallel(ArgReader& r, const JobDraft& d);
+// Primus' DeepSeek-V4 (model_type deepseek_v4): gives the GPT layers V4's hybrid compressed
+// attention, hyper-connections and hash routing; refuses the layouts and keys not modelled
+// (megatron/deepseek_v4.cpp, docs/deepseek-v4.md).
+bool is_deepseek_v4(ArgReader& r);
+void apply_deepseek_v4(ArgReader& r, ModelSpec& m);
+void check_deepseek_v4_parallel(ArgReader& r, const ModelSpec& model, const JobDraft& d);
 // The Mamba-2 mixer's d_inner / hidden_size, which the layer spec fixes (megatron/hybrid.cpp).
 int mamba_expand(ArgReader& r);
 

@@ -143,11 +143,13 @@ std::string stated_pattern(ArgReader& r, const std::string& key, const std::stri
 void refuse_unmodelled_models(ArgReader& r) {
   if (is_flux_model(r)) return;  // Primus' Flux (megatron/flux.cpp)
   const std::string type = to_lower(r.string_or("model_type", "gpt", ""));
-  if (type != "gpt" && type != "mamba") {
+  // deepseek_v4: Primus' V4 builder (megatron/deepseek_v4.cpp).
+  if (type != "gpt" && type != "mamba" && type != "deepseek_v4") {
     not_supported(r, "model_type", type,
                   type.find("diffusion") != std::string::npos
                       ? "diffusion transformers (DiT) other than Flux are not modelled"
-                      : "only GPT (decoder transformer) and Mamba / hybrid models are modelled");
+                      : "only GPT (decoder transformer), DeepSeek-V4 and Mamba / hybrid models are "
+                        "modelled");
   }
   if (r.has("experimental_attention_variant")) {
     const std::string v = to_lower(r.string_or("experimental_attention_variant", "", ""));
@@ -158,7 +160,7 @@ void refuse_unmodelled_models(ArgReader& r) {
                     "only the GatedDeltaNet (gated_delta_net) variant is modelled");
     }
   }
-  if (r.bool_quiet("hybrid_attention_enabled", false)) {
+  if (r.bool_quiet("hybrid_attention_enabled", false) && type != "deepseek_v4") {
     not_supported(r, "hybrid_attention_enabled", type,
                   "DeepSeek-V4 hybrid (compressed / sparse) attention is not modelled");
   }

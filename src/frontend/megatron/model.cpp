@@ -178,7 +178,9 @@ AttentionSpec read_attention(ArgReader& r, const ModelSpec& m, int heads,
       }
     } else {
       attn.num_query_groups = heads;
-      if (r.has("num_query_groups") && r.int_quiet("num_query_groups", heads) != heads) {
+      // DeepSeek-V4 states its single latent as num_query_groups 1 (megatron/deepseek_v4.cpp).
+      if (r.has("num_query_groups") && r.int_quiet("num_query_groups", heads) != heads &&
+          !frontend_detail::is_deepseek_v4(r)) {
         warnings.push_back(fmt::format(
             "num_query_groups {} ignored because group_query_attention is false (Megatron uses "
             "one group per head)",
@@ -496,6 +498,7 @@ ModelSpec build_model(const ConfigValue& args, const std::string& data_dir,
   }
   m.mtp_num_layers = static_cast<int>(r.int_quiet("mtp_num_layers", 0));
   if (m.mtp_num_layers < 0) r.fail("mtp_num_layers", "must not be negative");
+  if (frontend_detail::is_deepseek_v4(r)) frontend_detail::apply_deepseek_v4(r, m);
   return m;
 }
 

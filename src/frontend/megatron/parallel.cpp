@@ -87,6 +87,9 @@ void read_layer_split(ArgReader& r, JobDraft& d) {
   }
   s.embedding_in_split = emb;
   s.loss_in_split = loss;
+  // Named when the layers do not divide by PP x VPP (MG2 transformer_config.py uneven splits).
+  s.first_stage_key = "decoder_first_pipeline_num_layers";
+  s.layout_key = "pipeline_model_parallel_layout";
   name_field(r, d, DraftField::kLayerSplit, emb || loss ? account_key : "num_layers");
 }
 

@@ -100,6 +100,9 @@ struct LayerSplit {
   // account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split).
   bool embedding_in_split = false;
   bool loss_in_split = false;
+  // The framework's keys that state an uneven split (Megatron: decoder_first_pipeline_num_layers,
+  // pipeline_model_parallel_layout), named when the layers do not divide; empty: generic words.
+  std::string first_stage_key, layout_key;
 };
 
 struct JobDraft {

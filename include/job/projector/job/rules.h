@@ -50,7 +50,9 @@ struct RuleFacts {
   int heads_gcd = 0;         // every layer's attention heads are a multiple of this
   int kv_gcd = 0;            // standard-attention KV heads (0: none)
   int linear_heads_gcd = 0;  // GDN / KDA key and value heads (0: no such layer)
-  bool tp_one = false;       // a layer that runs at TP 1 only (Primus' KDA, LFM2 short conv)
+  bool tp_one = false;       // a layer that runs at TP 1 only (Primus' KDA, LFM2 short conv, V4)
+  bool cp_one = false;       // a layer whose CP split is not modelled (DeepSeek-V4 attention)
+  int seq_multiple = 1;      // the sequence must be a multiple of this (V4's compressor windows)
   int experts_gcd = 0;       // routed experts (0: dense model)
   int seq = 0;
   int gbs = 0;
@@ -118,7 +120,8 @@ inline LayoutRule check_model_fit(const RuleFacts& f, const LayoutChoice& c) {
       return LayoutRule::kWorldExpert;
     }
   }
-  if (c.cp > 1 && f.seq % (2 * c.cp) != 0) return LayoutRule::kSeqCp;
+  if (c.cp > 1 && (f.seq % (2 * c.cp) != 0 || f.cp_one)) return LayoutRule::kSeqCp;
+  if (f.seq_multiple > 1 && f.seq % f.seq_multiple != 0) return LayoutRule::kSeqCp;
   return LayoutRule::kLegal;
 }
 

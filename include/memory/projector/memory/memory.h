@@ -68,6 +68,7 @@ struct LayerActivation {
   double moe_bytes = 0.0;        // router, dispatched tokens, expert GEMM inputs, combine
   double shared_expert_bytes = 0.0;
   double dropout_mask_bytes = 0.0;
+  double hyper_bytes = 0.0;  // hyper-connection mixers: the K-stream inputs, fp32 norms, outputs
   double offloaded_bytes = 0.0;   // moved to host memory (module-level activation offloading)
   double total_bytes = 0.0;       // sum of the above after the recompute policy, less offloaded
   double full_bytes = 0.0;        // the saved set without any recompute (recompute working set)

@@ -19,18 +19,35 @@ struct LayerParams {
   std::int64_t expert_each = 0;  // one routed expert
   std::int64_t experts = 0;      // all routed experts (sharded over EP x ETP)
   std::int64_t modulation = 0;   // DiT blocks: adaLN modulation Linear(h -> chunks x h) per stream
+  std::int64_t hyper = 0;  // hyper-connection mixers of both sublayers (fp32, replicated over TP)
 
   std::int64_t total() const {
-    return attention + attention_norms + mlp + mlp_norm + router + experts + modulation;
+    return attention + attention_norms + mlp + mlp_norm + router + experts + modulation + hyper;
   }
   // Weights touched by one token: the routed experts count topk times, not num_experts times.
   std::int64_t active(int topk) const {
-    return attention + attention_norms + mlp + mlp_norm + router + expert_each * topk + modulation;
+    return attention + attention_norms + mlp + mlp_norm + router + expert_each * topk + modulation +
+           hyper;
   }
 };
 
 LayerParams layer_params(const ModelSpec& model, const LayerSpec& layer);
 
+// Hyper-connections (ModelSpec::hc_mult = K > 1; PR11 hyper_connection.py): one HyperMixer per
+// sublayer, fn (K h -> (2 + K) K), 3 scales and (2 + K) K biases; the HyperHead that collapses the
+// K streams at the end of the trunk (and, with its own copy, after each MTP layer): fn (K h -> K),
+// one scale, K biases. 0 when K is 1.
+std::int64_t hyper_mixer_params(const ModelSpec& model);
+std::int64_t hyper_head_params(const ModelSpec& model);
+// DeepSeek-V4 attention (AttentionKind::kCompressed) without the layer's input norm, split into
+// the attention proper, its compressor and its lightning indexer (CSA layers only).
+struct CompressedAttentionParams {
+  std::int64_t attention = 0;   // q down / up, q norm, kv, kv norm, output projection, sinks
+  std::int64_t compressor = 0;  // wkv_gate, the window position bias (ape), the pool norm
+  std::int64_t indexer = 0;     // w_dq_w, w_iuq and the indexer's own compressor
+  std::int64_t total() const { return attention + compressor + indexer; }
+};
+CompressedAttentionParams compressed_attention_params(std::int64_t hidden, const AttentionSpec& a);
 // Flux (docs/diffusion.md): the conditioning embedders beside img_in's weight (img_in's bias,
 // txt_in, time_in, vector_in, guidance_in) and the output head beside proj_out's weight (its bias
 // and norm_out's modulation Linear(h -> 2h)). 0 for other models.
@@ -113,13 +130,32 @@ struct LayerFlops {
   double linear_attn_flops = 0.0;
   // DiT blocks: the adaLN modulation GEMMs, once per sample, spread over its tokens.
   double modulation_flops = 0.0;
+  // Hyper-connections: the two mixers' fn GEMMs (K h -> (2 + K) K each, fp32).
+  double hyper_flops = 0.0;
 
   double attention() const { return qkv_flops + attn_core_flops + attn_out_flops; }
   double total() const {
     return attention() + mlp_flops + router_flops + experts_flops + mamba_flops +
-           linear_attn_flops + modulation_flops;
+           linear_attn_flops + modulation_flops + hyper_flops;
   }
 };
+
+// DeepSeek-V4 attention per token, by branch (AttentionKind::kCompressed; docs/deepseek-v4.md).
+// GEMMs: the projections, the compressor's wkv_gate and the indexer's projections; the core is the
+// sliding-window keys plus the compressed keys (HCA: the visible pool; CSA: the top-k chosen),
+// QK^T and PV over the shared 512-wide latent; the indexer scores every visible pool entry.
+struct CompressedAttentionFlops {
+  double projections = 0.0;  // q down / up, kv, output o_a + o_b
+  double compressor = 0.0;   // wkv_gate of the attention's compressor
+  double indexer = 0.0;      // w_dq_w, w_iuq, the indexer's compressor and its scores
+  double core = 0.0;         // QK^T and PV over local + compressed keys
+  double local_keys = 0.0;   // keys per query of the sliding-window branch
+  double pool_keys = 0.0;    // keys per query of the compressed branch
+  double total() const { return projections + compressor + indexer + core; }
+};
+CompressedAttentionFlops compressed_attention_flops(std::int64_t hidden, const AttentionSpec& a,
+                                                    std::int64_t seq_len,
+                                                    const FlopOptions& options = {});
 
 // Parameters of one GDN / KDA mixer (without the layer's input norm): in_proj, the conv, the
 // per-head decay parameters, the gate projections (KDA), the output norm and out_proj.

@@ -28,7 +28,28 @@ namespace projector {
 enum class NormKind { kLayerNorm, kRmsNorm };
 enum class ActivationKind { kGelu, kRelu, kSquaredRelu, kSilu };
 enum class PositionEmbeddingKind { kRope, kLearnedAbsolute, kNone };
-enum class AttentionKind { kStandard, kMla };  // kStandard covers MHA, GQA and MQA
+// kStandard covers MHA, GQA and MQA; kCompressed is DeepSeek-V4's hybrid attention
+// (docs/deepseek-v4.md): one shared latent K = V, a sliding-window branch with sinks and, per
+// layer, a compressed branch (CSA: top-k of a 4x pool chosen by the lightning indexer; HCA: the
+// whole 128x pool), and a grouped low-rank output projection.
+enum class AttentionKind { kStandard, kMla, kCompressed };
+
+// DeepSeek-V4 attention settings (PR11 deepseek_v4_attention.py; AttentionKind::kCompressed).
+// Reuses AttentionSpec::num_heads, head_dim (the shared K = V latent), q_lora_rank,
+// qk_pos_emb_head_dim (the rotated tail) and sliding_window (the local branch).
+struct CompressedAttentionSpec {
+  int compress_ratio = 0;  // 0: local branch only; 4: CSA (overlapping windows); 128: HCA
+  int index_topk = 0;      // CSA: pool entries each query attends
+  int index_head_dim = 0;  // the lightning indexer's head dim (also its query rank)
+  int index_n_heads = 0;
+  int o_groups = 1;     // grouped low-rank output projection: groups
+  int o_lora_rank = 0;  // its rank per group; 0: one flat projection heads x head_dim -> h
+  bool attn_sink = false;
+  bool csa() const { return compress_ratio == 4; }
+  // Compressor windows overlap for CSA (coff 2: twice the channels), not for HCA.
+  int overlap() const { return compress_ratio == 4 ? 2 : 1; }
+  friend bool operator==(const CompressedAttentionSpec&, const CompressedAttentionSpec&) = default;
+};
 
 struct AttentionSpec {
   AttentionKind kind = AttentionKind::kStandard;
@@ -52,6 +73,7 @@ struct AttentionSpec {
   // attention_output_gate (MG18 attention.py:1689-1691, 1635): linear_qkv also produces a gate of
   // heads x head_dim, and sigmoid(gate) scales the core output before linear_proj.
   bool output_gate = false;
+  CompressedAttentionSpec compressed;  // kind == kCompressed only
 };
 
 struct MlpSpec {
@@ -78,6 +100,10 @@ struct MoeSpec {
   // top-k experts come from its best `router_group_topk` groups. 0: routing over all experts.
   int router_num_groups = 0;
   int router_group_topk = 0;
+  // Hash routing (DeepSeek-V4's first num_hash_layers MoE layers, PR11 v4_hash_router.py): each
+  // token's experts come from a fixed token-id table drawn uniformly, so the load is balanced by
+  // construction; the router GEMM still runs (its scores weight the chosen experts).
+  bool hash_routing = false;
 };
 
 // A Mamba-2 mixer (MG11 ssm/mamba_mixer.py): in_proj h -> [z, x, B, C, dt] = 2 d_inner +
@@ -223,6 +249,11 @@ struct ModelSpec {
   bool tied_embeddings = false;   // share_embeddings_and_output_weights
   std::vector<LayerSpec> layers;  // decoder layers, in order; one entry per layer
   int mtp_num_layers = 0;  // multi-token-prediction depth; each MTP layer is layers.back()-shaped
+  // Manifold-constrained hyper-connections (DeepSeek-V4, PR11 hyper_connection.py): the residual
+  // stream is hc_mult copies of the hidden state; each sublayer reads a mix of them and writes
+  // back through a Sinkhorn-normalised hc_mult x hc_mult matrix. 1: a plain residual stream.
+  int hc_mult = 1;
+  int hc_sinkhorn_iters = 0;
   double attention_dropout = 0.0;
   double hidden_dropout = 0.0;
   RecommendationSpec recommendation;  // family == kRecommendation only

@@ -54,6 +54,23 @@ struct RunEntry {
     std::optional<int> qk_rope_head_dim;
     std::optional<int> v_head_dim;
   };
+  // DeepSeek-V4's hybrid attention and hyper-connections (docs/deepseek-v4.md), in Primus'
+  // argument names; one compress ratio per layer.
+  struct CompressedAttention {
+    std::optional<int> q_lora_rank;
+    std::optional<int> qk_rope_head_dim;
+    std::optional<int> sliding_window;
+    std::optional<bool> attn_sink;
+    std::optional<int> o_groups;
+    std::optional<int> o_lora_rank;
+    std::optional<int> index_topk;
+    std::optional<int> index_head_dim;
+    std::optional<int> index_n_heads;
+    std::optional<int> hc_mult;
+    std::optional<int> hc_sinkhorn_iters;
+    std::optional<int> num_hash_layers;
+    std::vector<std::int64_t> compress_ratios;
+  };
   // A recommendation model (model.type dlrm), in TorchRec dlrm_main.py's argument names.
   struct Dlrm {
     std::optional<int> dense_features;
@@ -90,6 +107,7 @@ struct RunEntry {
     std::string arch_source;  // free text: where the architecture came from (a config file)
     std::optional<Moe> moe;
     std::optional<Mla> mla;
+    std::optional<CompressedAttention> compressed_attention;
     std::optional<Dlrm> dlrm;
   } model;
 

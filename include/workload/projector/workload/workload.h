@@ -64,6 +64,7 @@ struct Op {
   double bwd_bytes = -1.0;  // memory-bound / collective: bytes of its backward (< 0: default)
   bool weightless = false;  // GEMM of two activations (unfused attention): no weight gradient;
                             // its backward is two input-gradient GEMMs
+  bool forward_only = false;  // no backward: frozen weights fed a detached input (V4's indexer)
 };
 
 struct LayerWork {
