@@ -50,6 +50,7 @@ void check_attention(Checker& c, const AttentionSpec& a) {
   }
   c.range("kv_channels", a.head_dim, 1, kMaxHeadDim);
   c.range("window_size", a.sliding_window, 0, kMaxCount);
+  c.range("chunk_attn_window_size", a.chunk_window, 0, kMaxCount);
 }
 
 void check_layer(Checker& c, const LayerSpec& l) {

@@ -16,6 +16,8 @@
 #include "projector/frontend/adapter.h"
 #include "projector/frontend/loader.h"
 #include "projector/job/builder.h"
+#include "projector/memory/memory.h"
+#include "projector/model/accounting.h"
 #include "projector/report/job_report.h"
 #include "support/adapter_input.h"
 #include "support/config_text.h"
@@ -346,6 +348,38 @@ TEST(MaxTextAdapter, MoeAndAttentionArchitecture) {
                                     "compile_topology: v5p-16\n");
   EXPECT_DOUBLE_EQ(dropped.model.layers[0].moe.capacity_factor, 1.25);
   EXPECT_EQ(dropped.runtime.moe_dispatch, MoeDispatchKind::kDenseCapacity);
+}
+
+// Local / global attention by decoder block. gemma2.py Gemma2DecoderLayer holds a local and a
+// global attention, each with its own MLP: base_num_decoder_layers 2 is four transformer layers,
+// the even ones with the 4096-token window. Per token at seq 8192 (heads x head_dim = 8 x 128 =
+// 1024): a local core is 4 x 4096 x 1024 = 16,777,216 FLOPs, a global one 4 x 8192 x 1024 =
+// 33,554,432; QKV 2 x 1024 x (8 + 2 x 4) x 128 = 4,194,304, out 2 x 1024 x 1024 = 2,097,152, the
+// gated MLP 3 x 2 x 1024 x 4096 = 25,165,824 per layer. gemma3 (and gemma4) cycle five local
+// layers and one global (gemma3.py:37-49): 12 layers have 10 windowed.
+TEST(MaxTextAdapter, LocalGlobalAttentionPatterns) {
+  testing::TempDir dir;
+  const std::string arch =
+      "base_emb_dim: 1024\nbase_num_query_heads: 8\nbase_num_kv_heads: 4\nhead_dim: 128\n"
+      "base_mlp_dim: 4096\nmlp_activations: [gelu, linear]\nvocab_size: 32000\n"
+      "sliding_window_size: 4096\nper_device_batch_size: 1\nmax_target_length: 8192\n"
+      "compile_topology: v5p-8\n";
+  const JobSpec g2 = load_text(dir, arch + "decoder_block: gemma2\nbase_num_decoder_layers: 2\n");
+  ASSERT_EQ(g2.model.num_layers(), 4);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(g2.model.layers[i].attention.sliding_window, i % 2 == 0 ? 4096 : 0) << i;
+  }
+  const LayerFlops local = layer_forward_flops_per_token(g2.model, g2.model.layers[0], 8192);
+  const LayerFlops global = layer_forward_flops_per_token(g2.model, g2.model.layers[1], 8192);
+  EXPECT_DOUBLE_EQ(local.attn_core_flops, 16777216.0);
+  EXPECT_DOUBLE_EQ(global.attn_core_flops, 33554432.0);
+  EXPECT_DOUBLE_EQ(forward_flops_per_token(g2.model, 8192, 32000).decoder_flops,
+                   4 * (4194304.0 + 2097152.0 + 25165824.0) + 2 * 16777216.0 + 2 * 33554432.0);
+  const JobSpec g3 = load_text(dir, arch + "decoder_block: gemma3\nbase_num_decoder_layers: 12\n");
+  ASSERT_EQ(g3.model.num_layers(), 12);
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(g3.model.layers[i].attention.sliding_window, i % 6 == 5 ? 0 : 4096) << i;
+  }
 }
 
 // Group-limited routing (n_routing_groups / topk_routing_group, -1 = off, base.yml:296-298):
