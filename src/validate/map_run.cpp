@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "projector/frontend/layer_pattern.h"
 #include "projector/hardware/catalog.h"
@@ -241,8 +242,10 @@ void map_batches(Mapper& m) {
   const MicrobatchRule rule =
       d.profile.microbatch_rule.value.value_or(MicrobatchRule::kGlobalBatch);
   std::optional<int> replica;
-  if (rule == MicrobatchRule::kPerDeviceBatch && t.per_device_batch_size) {
-    replica = t.per_device_batch_size;
+  if (rule == MicrobatchRule::kPerDeviceBatch && t.per_device_batch_size &&
+      *t.per_device_batch_size >= 1.0 && *t.per_device_batch_size <= kMaxGlobalBatch &&
+      std::floor(*t.per_device_batch_size) == *t.per_device_batch_size) {
+    replica = static_cast<int>(*t.per_device_batch_size);  // a whole per-replica batch
   }
   if (rule == MicrobatchRule::kGlobalBatch && t.batch_size_per_gpu) replica = t.batch_size_per_gpu;
   d.micro_batch_size = t.micro_batch_size;

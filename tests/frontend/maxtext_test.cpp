@@ -382,6 +382,34 @@ TEST(MaxTextAdapter, LocalGlobalAttentionPatterns) {
   }
 }
 
+// Fractional per_device_batch_size (types.py:3458-3466): the step batch is int(devices x pdbs).
+// 0.125 on 64 v5p chips with ici_context_parallelism 8 and fsdp -1 (= 8): 8 sequences, one per
+// batch-sharded rank, each split over 8 context ranks. 0.2578125 x 64 = 16.5 trains on 16 (2
+// per rank); 0.09375 x 64 = 6 sequences do not split over 8 ranks; 0.0078125 x 64 = 0.5 is less
+// than one sequence.
+TEST(MaxTextAdapter, FractionalPerDeviceBatchWithContextParallelism) {
+  testing::TempDir dir;
+  const std::string base =
+      "model_name: llama3-8b\nmax_target_length: 8192\nici_context_parallelism: 8\n"
+      "ici_fsdp_parallelism: -1\ncompile_topology: v5p-128\n";
+  const JobSpec j = load_text(dir, base + "per_device_batch_size: 0.125\n");
+  EXPECT_EQ(j.cluster.world_size(), 64);
+  EXPECT_EQ(j.parallel.cp, 8);
+  EXPECT_EQ(j.parallel.dp, 8);
+  EXPECT_EQ(j.runtime.global_batch_size, 8);
+  EXPECT_EQ(j.runtime.micro_batch_size, 1);
+  EXPECT_EQ(j.tokens_per_iteration(), 8 * 8192);
+  const JobSpec t = load_text(dir, base + "per_device_batch_size: 0.2578125\n");
+  EXPECT_EQ(t.runtime.global_batch_size, 16);
+  EXPECT_EQ(t.runtime.micro_batch_size, 2);
+  const bool noted = std::any_of(t.defaults.begin(), t.defaults.end(), [](const auto& d) {
+    return d.key == "global_batch_size" && d.reason.find("truncated") != std::string::npos;
+  });
+  EXPECT_TRUE(noted);
+  EXPECT_THROW(load_text(dir, base + "per_device_batch_size: 0.09375\n"), InputError);
+  EXPECT_THROW(load_text(dir, base + "per_device_batch_size: 0.0078125\n"), InputError);
+}
+
 // Group-limited routing (n_routing_groups / topk_routing_group, -1 = off, base.yml:296-298):
 // MaxText routes DeepSeek-V3 / V4 models within the best topk_routing_group groups (layers/moe.py
 // deepseek_routing), with pyconfig's checks; other models and random routing ignore the keys.
