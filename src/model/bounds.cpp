@@ -143,6 +143,7 @@ std::optional<BoundViolation> check_runtime_bounds(const JobSpec& job) {
   c.range("micro_batch_size", rt.micro_batch_size, 1, kMaxGlobalBatch);
   c.range("global_batch_size", rt.global_batch_size, 1, kMaxGlobalBatch);
   c.range("seq_length", rt.seq_length, 1, kMaxSeqLength);
+  c.range("num_vocab_tiling", rt.vocab_tiles, 1, kMaxCount);
   if (!c.ok()) return c.result();
   const std::int64_t tokens = static_cast<std::int64_t>(rt.micro_batch_size) * rt.seq_length;
   if (tokens > kMaxMicrobatchTokens) {

@@ -386,7 +386,8 @@ TEST(MaxTextAdapter, LocalGlobalAttentionPatterns) {
 // 0.125 on 64 v5p chips with ici_context_parallelism 8 and fsdp -1 (= 8): 8 sequences, one per
 // batch-sharded rank, each split over 8 context ranks. 0.2578125 x 64 = 16.5 trains on 16 (2
 // per rank); 0.09375 x 64 = 6 sequences do not split over 8 ranks; 0.0078125 x 64 = 0.5 is less
-// than one sequence.
+// than one sequence; 0.26 x 8192 = 2129.92 is not a whole number of tokens per device, which
+// MaxText refuses (types.py:3999-4002, with the default single vocab tile).
 TEST(MaxTextAdapter, FractionalPerDeviceBatchWithContextParallelism) {
   testing::TempDir dir;
   const std::string base =
@@ -408,6 +409,40 @@ TEST(MaxTextAdapter, FractionalPerDeviceBatchWithContextParallelism) {
   EXPECT_TRUE(noted);
   EXPECT_THROW(load_text(dir, base + "per_device_batch_size: 0.09375\n"), InputError);
   EXPECT_THROW(load_text(dir, base + "per_device_batch_size: 0.0078125\n"), InputError);
+  try {
+    load_text(dir, base + "per_device_batch_size: 0.26\n");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "per_device_batch_size");
+  }
+}
+
+// num_vocab_tiling (vocabulary_tiling.py): the forward keeps no logits and the backward
+// recomputes them. llama3-8b on 4 v5p chips, pdbs 1, seq 4096: a microbatch of 4096 tokens keeps
+// 4096 x 128256 bf16 logits = 1,050,673,152 bytes untiled; tiled, the backward replays the logits
+// GEMM, 2 x 4096 x 128256 = 1,050,673,152 FLOPs per token over 4 x 4096 tokens =
+// 17,214,228,922,368 more hardware FLOPs. The tiles must divide pdbs x max_target_length.
+TEST(MaxTextAdapter, VocabTiling) {
+  testing::TempDir dir;
+  const std::string base =
+      "model_name: llama3-8b\nper_device_batch_size: 1\nmax_target_length: 4096\n"
+      "compile_topology: v5p-8\n";
+  const JobSpec whole = load_text(dir, base);
+  const JobSpec tiled = load_text(dir, base + "num_vocab_tiling: 4\n");
+  EXPECT_EQ(whole.runtime.vocab_tiles, 1);
+  EXPECT_EQ(tiled.runtime.vocab_tiles, 4);
+  const double saved_whole = project_memory(whole).ranks[0].activation_per_microbatch_bytes;
+  const double saved_tiled = project_memory(tiled).ranks[0].activation_per_microbatch_bytes;
+  EXPECT_DOUBLE_EQ(saved_whole - saved_tiled, 1050673152.0);
+  EXPECT_DOUBLE_EQ(model_flops(tiled).recompute_flops - model_flops(whole).recompute_flops,
+                   17214228922368.0);
+  EXPECT_DOUBLE_EQ(model_flops(tiled).model_flops, model_flops(whole).model_flops);
+  try {
+    load_text(dir, base + "num_vocab_tiling: 3\n");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "num_vocab_tiling");
+  }
 }
 
 // Group-limited routing (n_routing_groups / topk_routing_group, -1 = off, base.yml:296-298):
