@@ -641,6 +641,41 @@ struct LayerActCache {
   }
 };
 
+// The embedding's dropout mask, the output head's saved tensors and loss temporaries, and the MTP
+// modules' of one chunk, for one microbatch.
+void add_head_activations(const JobSpec& job, const Geometry& geo, const VirtualStage& st,
+                          const LayerActivation& mtp_act, double vocab_local, ChunkActivation& c) {
+  const double seq_in = geo.tokens * geo.h / geo.sp;
+  if (st.has_embedding && job.model.hidden_dropout > 0.0) c.per_microbatch += seq_in;  // mask
+  // Loss temporaries: the params-dtype logits (forward) / their grad (backward), plus a new fp32
+  // grad when the loss does not reuse its saved softmax.
+  const bool compiled = job.runtime.whole_step_compiled;
+  const double logits_tmp =
+      compiled
+          ? 0.0
+          : geo.tokens * vocab_local *
+                (geo.e +
+                 (job.runtime.loss_grad_in_place || job.runtime.cross_entropy_fusion ? 0.0 : 4.0));
+  if (st.has_output) {
+    const double head = output_head_bytes(job, geo, vocab_local, true);
+    c.per_microbatch += head;
+    // The head's saved tensors are freed by the loss and output-layer backward (a compiled step
+    // at their last use, eager autograd as each node's backward completes), before any layer's
+    // backward or recompute builds its working set: the two peaks do not add.
+    c.transient = std::max(0.0, c.transient - head);
+    c.transient_floor = std::max(0.0, c.transient_floor - head);
+    consider_transient(c, logits_tmp, "logits and loss backward");
+    consider_transient(c, vocab_tile_bytes(job, geo, vocab_local), "vocab tile logits");
+  }
+  for (int k = 0; k < st.mtp_layers; ++k) {
+    // MTP module: enorm/hnorm inputs, eh_proj input (2h), one layer, its own head and loss.
+    c.per_microbatch += mtp_act.total_bytes + 2.0 * seq_in * geo.e + 2.0 * seq_in * geo.g +
+                        output_head_bytes(job, geo, vocab_local, false);
+    c.w_retained += mtp_act.w_retained_bytes;
+    consider_transient(c, logits_tmp, "logits and loss backward");
+  }
+}
+
 ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const VirtualStage& st,
                                  LayerActCache& acts, const LayerActivation& mtp_act,
                                  double vocab_local) {
@@ -705,35 +740,8 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
       }
     }
   }
-  const double seq_in = geo.tokens * geo.h / geo.sp;
-  if (st.has_embedding && job.model.hidden_dropout > 0.0) c.per_microbatch += seq_in;  // mask
-  // Loss temporaries: the params-dtype logits (forward) / their grad (backward), plus a new fp32
-  // grad when the loss does not reuse its saved softmax.
+  add_head_activations(job, geo, st, mtp_act, vocab_local, c);
   const bool compiled = job.runtime.whole_step_compiled;
-  const double logits_tmp =
-      compiled
-          ? 0.0
-          : geo.tokens * vocab_local *
-                (geo.e +
-                 (job.runtime.loss_grad_in_place || job.runtime.cross_entropy_fusion ? 0.0 : 4.0));
-  if (st.has_output) {
-    const double head = output_head_bytes(job, geo, vocab_local, true);
-    c.per_microbatch += head;
-    // The head's saved tensors are freed by the loss and output-layer backward (a compiled step
-    // at their last use, eager autograd as each node's backward completes), before any layer's
-    // backward or recompute builds its working set: the two peaks do not add.
-    c.transient = std::max(0.0, c.transient - head);
-    c.transient_floor = std::max(0.0, c.transient_floor - head);
-    consider_transient(c, logits_tmp, "logits and loss backward");
-    consider_transient(c, vocab_tile_bytes(job, geo, vocab_local), "vocab tile logits");
-  }
-  for (int k = 0; k < st.mtp_layers; ++k) {
-    // MTP module: enorm/hnorm inputs, eh_proj input (2h), one layer, its own head and loss.
-    c.per_microbatch += mtp_act.total_bytes + 2.0 * seq_in * geo.e + 2.0 * seq_in * geo.g +
-                        output_head_bytes(job, geo, vocab_local, false);
-    c.w_retained += mtp_act.w_retained_bytes;
-    consider_transient(c, logits_tmp, "logits and loss backward");
-  }
   c.transient_floor = compiled ? std::min(c.transient, c.transient_floor) : c.transient;
   return c;
 }
