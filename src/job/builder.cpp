@@ -541,27 +541,35 @@ void Builder::mesh_layout(const ClusterRequest& req) {
   mesh_sequence_parallel_ = s.tp > 1;
 }
 
-// MaxText's per_device_batch_size: global batch = pdbs x devices x accumulation steps; one
+// MaxText's per_device_batch_size (may be fractional, e.g. 0.125 with context parallelism): the
+// batch of one accumulation step is int(devices x pdbs), truncated, and the global batch that
+// times the accumulation steps (MX types.py:3458-3466 calculate_global_batch_sizes); one
 // microbatch per accumulation step (and per pipeline microbatch with PP) of each DP rank.
 bool Builder::per_device_batches() {
   if (!d_.per_device_batch) return false;
   RuntimeSpec& rt = job_.runtime;
   const ParallelSpec& p = job_.parallel;
-  const double exact =
-      *d_.per_device_batch * static_cast<double>(world_) * std::max(1, d_.gradient_accumulation);
-  // A NaN, infinite or huge batch is refused before it is rounded to an integer.
-  const bool in_range = exact >= 0.5 && exact <= static_cast<double>(kMaxGlobalBatch);
-  const std::int64_t gbs = in_range ? static_cast<std::int64_t>(std::llround(exact)) : 0;
-  if (gbs < 1 || std::abs(exact - static_cast<double>(gbs)) > 1e-6) {
+  const int ga = std::max(1, d_.gradient_accumulation);
+  const double exact = *d_.per_device_batch * static_cast<double>(world_);
+  // A NaN, infinite or huge batch is refused before it is truncated to an integer.
+  if (!(exact * ga <= static_cast<double>(kMaxGlobalBatch))) {
     fail(LayoutRule::kSizes, DraftField::kMicroBatchSize,
-         fmt::format("{} x {} devices x {} accumulation steps = {} is not a whole number of "
-                     "sequences",
-                     *d_.per_device_batch, world_, d_.gradient_accumulation, exact));
+         fmt::format("{} x {} devices x {} accumulation steps is more than the {} sequences this "
+                     "tool models",
+                     *d_.per_device_batch, world_, ga, kMaxGlobalBatch));
   }
+  if (!(exact >= 1.0)) {
+    fail(LayoutRule::kSizes, DraftField::kMicroBatchSize,
+         fmt::format("{} x {} devices = {} is less than one sequence per step (MaxText trains on "
+                     "int(devices x per_device_batch_size))",
+                     *d_.per_device_batch, world_, exact));
+  }
+  const auto step_batch = static_cast<std::int64_t>(exact);  // int(): truncated
+  const std::int64_t gbs = step_batch * ga;
+  const bool truncated = static_cast<double>(step_batch) != exact;
   const int pipeline =
       p.pp > 1 ? (d_.pipeline_microbatches > 0 ? d_.pipeline_microbatches : p.pp) : 1;
-  const std::int64_t steps =
-      static_cast<std::int64_t>(std::max(1, d_.gradient_accumulation)) * std::max(1, pipeline);
+  const std::int64_t steps = static_cast<std::int64_t>(ga) * std::max(1, pipeline);
   // Past the global batch no rank gets a whole sequence (and the product stays in 64 bits).
   const std::int64_t per_rank =
       bounded_product(std::max(1, p.dp), steps, kMaxGlobalBatch).value_or(kMaxGlobalBatch + 1);
@@ -574,11 +582,12 @@ bool Builder::per_device_batches() {
   }
   rt.global_batch_size = static_cast<int>(gbs);
   rt.micro_batch_size = static_cast<int>(gbs / per_rank);
-  job_.defaults.push_back({"global_batch_size", show(rt.global_batch_size),
-                           fmt::format("{} {} x {} devices x {} accumulation steps",
-                                       d_.key(DraftField::kGlobalBatchSize), *d_.per_device_batch,
-                                       world_, d_.gradient_accumulation),
-                           ""});
+  job_.defaults.push_back(
+      {"global_batch_size", show(rt.global_batch_size),
+       fmt::format("{}int({} {} x {} devices) x {} accumulation steps",
+                   truncated ? "truncated as MaxText does: " : "",
+                   d_.key(DraftField::kGlobalBatchSize), *d_.per_device_batch, world_, ga),
+       ""});
   job_.defaults.push_back(
       {"micro_batch_size", show(rt.micro_batch_size),
        fmt::format("global batch {} / ({} batch-sharded ranks x {} microbatches)", gbs, p.dp,

@@ -654,12 +654,29 @@ bool in_layer_ids(const RecomputeSpec& rc, int layer) {
   return false;
 }
 
-// Saved bytes of the last stage's head for one microbatch: final norm input, output-layer input,
-// the logits kept by the loss (fp32 softmax without fusion, params dtype with fusion).
-double output_head_bytes(const JobSpec& job, const Geometry& geo, double vocab_local) {
+// The logits the loss keeps for its backward (fp32 softmax without fusion, params dtype with
+// fusion) over `tokens`.
+double loss_logits_bytes(const JobSpec& job, double tokens, const Geometry& geo,
+                         double vocab_local) {
+  return tokens * vocab_local * (job.runtime.cross_entropy_fusion ? geo.e : 4.0);
+}
+
+// Saved bytes of a head for one microbatch: final norm input, output-layer input, the logits
+// kept by the loss. The main head's vocab-tiled loss (RuntimeSpec::vocab_tiles; `main_head`)
+// keeps no logits: its backward recomputes them tile by tile (vocab_tile_bytes). MaxText's MTP
+// heads compute their full logits (multi_token_prediction.py:460).
+double output_head_bytes(const JobSpec& job, const Geometry& geo, double vocab_local,
+                         bool main_head) {
   const double seq_in = geo.tokens * geo.h / geo.sp;
-  const double logits = geo.tokens * vocab_local * (job.runtime.cross_entropy_fusion ? geo.e : 4.0);
+  const bool tiled = main_head && job.runtime.vocab_tiles > 1;
+  const double logits = tiled ? 0.0 : loss_logits_bytes(job, geo.tokens, geo, vocab_local);
   return 2.0 * seq_in * geo.e + logits;
+}
+
+// One tile's logits, live while a vocab-tiled loss runs (forward and backward); 0 untiled.
+double vocab_tile_bytes(const JobSpec& job, const Geometry& geo, double vocab_local) {
+  if (job.runtime.vocab_tiles <= 1) return 0.0;
+  return loss_logits_bytes(job, geo.tokens / job.runtime.vocab_tiles, geo, vocab_local);
 }
 
 // Per-layer activations, computed once per run of identically shaped layers.
@@ -680,6 +697,41 @@ struct LayerActCache {
     return act;
   }
 };
+
+// The embedding's dropout mask, the output head's saved tensors and loss temporaries, and the MTP
+// modules' of one chunk, for one microbatch.
+void add_head_activations(const JobSpec& job, const Geometry& geo, const VirtualStage& st,
+                          const LayerActivation& mtp_act, double vocab_local, ChunkActivation& c) {
+  const double seq_in = geo.tokens * geo.h / geo.sp;
+  if (st.has_embedding && job.model.hidden_dropout > 0.0) c.per_microbatch += seq_in;  // mask
+  // Loss temporaries: the params-dtype logits (forward) / their grad (backward), plus a new fp32
+  // grad when the loss does not reuse its saved softmax.
+  const bool compiled = job.runtime.whole_step_compiled;
+  const double logits_tmp =
+      compiled
+          ? 0.0
+          : geo.tokens * vocab_local *
+                (geo.e +
+                 (job.runtime.loss_grad_in_place || job.runtime.cross_entropy_fusion ? 0.0 : 4.0));
+  if (st.has_output) {
+    const double head = output_head_bytes(job, geo, vocab_local, true);
+    c.per_microbatch += head;
+    // The head's saved tensors are freed by the loss and output-layer backward (a compiled step
+    // at their last use, eager autograd as each node's backward completes), before any layer's
+    // backward or recompute builds its working set: the two peaks do not add.
+    c.transient = std::max(0.0, c.transient - head);
+    c.transient_floor = std::max(0.0, c.transient_floor - head);
+    consider_transient(c, logits_tmp, "logits and loss backward");
+    consider_transient(c, vocab_tile_bytes(job, geo, vocab_local), "vocab tile logits");
+  }
+  for (int k = 0; k < st.mtp_layers; ++k) {
+    // MTP module: enorm/hnorm inputs, eh_proj input (2h), one layer, its own head and loss.
+    c.per_microbatch += mtp_act.total_bytes + 2.0 * seq_in * geo.e + 2.0 * seq_in * geo.g +
+                        output_head_bytes(job, geo, vocab_local, false);
+    c.w_retained += mtp_act.w_retained_bytes;
+    consider_transient(c, logits_tmp, "logits and loss backward");
+  }
+}
 
 ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const VirtualStage& st,
                                  LayerActCache& acts, const LayerActivation& mtp_act,
@@ -745,34 +797,8 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
       }
     }
   }
-  const double seq_in = geo.tokens * geo.h / geo.sp;
-  if (st.has_embedding && job.model.hidden_dropout > 0.0) c.per_microbatch += seq_in;  // mask
-  // Loss temporaries: the params-dtype logits (forward) / their grad (backward), plus a new fp32
-  // grad when the loss does not reuse its saved softmax.
+  add_head_activations(job, geo, st, mtp_act, vocab_local, c);
   const bool compiled = job.runtime.whole_step_compiled;
-  const double logits_tmp =
-      compiled
-          ? 0.0
-          : geo.tokens * vocab_local *
-                (geo.e +
-                 (job.runtime.loss_grad_in_place || job.runtime.cross_entropy_fusion ? 0.0 : 4.0));
-  if (st.has_output) {
-    const double head = output_head_bytes(job, geo, vocab_local);
-    c.per_microbatch += head;
-    // The head's saved tensors are freed by the loss and output-layer backward (a compiled step
-    // at their last use, eager autograd as each node's backward completes), before any layer's
-    // backward or recompute builds its working set: the two peaks do not add.
-    c.transient = std::max(0.0, c.transient - head);
-    c.transient_floor = std::max(0.0, c.transient_floor - head);
-    consider_transient(c, logits_tmp, "logits and loss backward");
-  }
-  for (int k = 0; k < st.mtp_layers; ++k) {
-    // MTP module: enorm/hnorm inputs, eh_proj input (2h), one layer, its own head and loss.
-    c.per_microbatch += mtp_act.total_bytes + 2.0 * seq_in * geo.e + 2.0 * seq_in * geo.g +
-                        output_head_bytes(job, geo, vocab_local);
-    c.w_retained += mtp_act.w_retained_bytes;
-    consider_transient(c, logits_tmp, "logits and loss backward");
-  }
   c.transient_floor = compiled ? std::min(c.transient, c.transient_floor) : c.transient;
   return c;
 }

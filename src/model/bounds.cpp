@@ -60,6 +60,7 @@ void check_attention(Checker& c, const AttentionSpec& a) {
   }
   c.range("kv_channels", a.head_dim, 1, kMaxHeadDim);
   c.range("window_size", a.sliding_window, 0, kMaxCount);
+  c.range("chunk_attn_window_size", a.chunk_window, 0, kMaxCount);
 }
 
 void check_layer(Checker& c, const LayerSpec& l) {
@@ -153,6 +154,7 @@ std::optional<BoundViolation> check_runtime_bounds(const JobSpec& job) {
   c.range("micro_batch_size", rt.micro_batch_size, 1, kMaxGlobalBatch);
   c.range("global_batch_size", rt.global_batch_size, 1, kMaxGlobalBatch);
   c.range("seq_length", rt.seq_length, 1, kMaxSeqLength);
+  c.range("num_vocab_tiling", rt.vocab_tiles, 1, kMaxCount);
   if (!c.ok()) return c.result();
   const std::int64_t tokens = static_cast<std::int64_t>(rt.micro_batch_size) * rt.seq_length;
   if (tokens > kMaxMicrobatchTokens) {

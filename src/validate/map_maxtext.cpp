@@ -282,7 +282,9 @@ void map_batch(Mapper& m, const ClusterSpec& cl) {
   m.d_.per_device_batch = *t.per_device_batch_size;
   const std::int64_t devices = static_cast<std::int64_t>(m.e_.hardware.count.value_or(0)) *
                                std::max(1, cl.accelerator.devices_per_chip);
-  const std::int64_t per_step = static_cast<std::int64_t>(*t.per_device_batch_size) * devices;
+  // MaxText trains on int(devices x per_device_batch_size) per step (types.py:3458-3466).
+  const auto per_step =
+      static_cast<std::int64_t>(*t.per_device_batch_size * static_cast<double>(devices));
   if (t.global_batch_size && per_step > 0 && *t.global_batch_size % per_step == 0 &&
       *t.global_batch_size / per_step > 1) {
     m.d_.gradient_accumulation = static_cast<int>(*t.global_batch_size / per_step);

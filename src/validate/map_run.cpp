@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "projector/frontend/layer_pattern.h"
 #include "projector/hardware/catalog.h"
@@ -138,6 +139,15 @@ void map_parallel(Mapper& m) {
   d.cp = t.cp;
   d.ep = t.ep;
   d.etp = t.etp;
+  // A published run ran: where its framework's ETP default (Megatron: TP, no fall-back) would not
+  // divide its world, it must have used ETP 1, the documented alternative for fine-grained
+  // experts. Configs get no such inference (job/builder.cpp).
+  ProfileDefault<std::vector<EtpChoice>>& etp = d.profile.expert_tensor_parallel;
+  if (!d.etp && etp.value &&
+      std::find(etp.value->begin(), etp.value->end(), EtpChoice{false, 1}) == etp.value->end()) {
+    etp.value->push_back(EtpChoice{false, 1});
+    etp.source += "; a run that ran with that layout illegal used ETP 1";
+  }
   if (!m.out_.moe && t.ep.value_or(1) > 1) {
     m.note("training.ep > 1 on a dense model ignored");
     d.ep = 1;
@@ -241,8 +251,10 @@ void map_batches(Mapper& m) {
   const MicrobatchRule rule =
       d.profile.microbatch_rule.value.value_or(MicrobatchRule::kGlobalBatch);
   std::optional<int> replica;
-  if (rule == MicrobatchRule::kPerDeviceBatch && t.per_device_batch_size) {
-    replica = t.per_device_batch_size;
+  if (rule == MicrobatchRule::kPerDeviceBatch && t.per_device_batch_size &&
+      *t.per_device_batch_size >= 1.0 && *t.per_device_batch_size <= kMaxGlobalBatch &&
+      std::floor(*t.per_device_batch_size) == *t.per_device_batch_size) {
+    replica = static_cast<int>(*t.per_device_batch_size);  // a whole per-replica batch
   }
   if (rule == MicrobatchRule::kGlobalBatch && t.batch_size_per_gpu) replica = t.batch_size_per_gpu;
   d.micro_batch_size = t.micro_batch_size;

@@ -337,7 +337,7 @@ void read_training(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   tr.moe_token_balance = r.text(t, "moe_token_balance", "training");
   tr.features = r.text(t, "features", "training");
   tr.local_batch_size = r.integer<int>(t, "local_batch_size", "training");
-  tr.per_device_batch_size = r.integer<int>(t, "per_device_batch_size", "training");
+  tr.per_device_batch_size = r.number(t, "per_device_batch_size", "training");  // may be < 1
   tr.fsdp_shard_degree = r.integer<int>(t, "fsdp_shard_degree", "training");
   tr.batch_size_per_gpu = r.integer<int>(t, "batch_size_per_gpu", "training");
   tr.optimizer = r.text(t, "optimizer", "training");

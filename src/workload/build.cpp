@@ -1235,12 +1235,32 @@ void add_output_head(const Ctx& c, std::vector<Op>& fwd, const std::string& pref
   }
 }
 
+// A vocab-tiled loss (RuntimeSpec::vocab_tiles; MaxText utils/vocabulary_tiling.py:197-277)
+// replays each tile's logits GEMM and loss forward in its backward: the whole head's forward
+// once more, placed before the head's backward ops (priced as one GEMM over all the tokens).
+void add_vocab_tile_recompute(const JobSpec& job, const std::vector<Op>& fwd, LayerWork& lw) {
+  if (job.runtime.vocab_tiles <= 1) return;
+  std::vector<Op> replay;
+  for (const Op& f : fwd) {
+    if (f.name != "output.logits" && f.name != "output.cross_entropy") continue;
+    Op r = f;
+    r.phase = WorkPhase::kB;
+    r.recompute = true;
+    r.name = f.name + ".recompute";
+    replay.push_back(r);
+  }
+  const auto first_b = std::find_if(lw.ops.begin(), lw.ops.end(),
+                                    [](const Op& op) { return op.phase != WorkPhase::kF; });
+  lw.ops.insert(first_b, replay.begin(), replay.end());
+}
+
 LayerWork output_work(const Ctx& c) {
   std::vector<Op> fwd;
   add_output_head(c, fwd, "output");
   LayerWork lw;
   lw.label = "output";
   finish_block(c.job, fwd, false, lw, c.sp);
+  add_vocab_tile_recompute(c.job, fwd, lw);
   // The output layer (a tied one is the embedding, gathered again here).
   const int layers = c.job.model.num_layers();
   add_fsdp_ops(c.job, VirtualStage{layers, 0, false, true, 0}, lw);

@@ -472,6 +472,72 @@ TEST(InlineModel, SlidingWindowAlternation) {
   EXPECT_EQ(job.model.layers[23].attention.sliding_window, 0);
 }
 
+// Megatron's window_attn_skip_freq (utils.py:531-545 is_layer_window_attention): an int N makes
+// every N-th layer (1-based) full; a list (or list expression) marks each layer 1 = sliding window,
+// 0 = full. With [1, 0, 0, 1] at seq 4096 (heads x head_dim = 8 x 128), layers 0 and 3 see 128
+// keys: the forward attention core drops by 2 x 4 x (4096 - 128) x 1024 = 32,505,856 FLOPs per
+// token against full attention everywhere.
+TEST(InlineModel, WindowAttnSkipFreqPatterns) {
+  testing::TempDir dir;
+  const auto job_with = [&dir](const std::string& extra) {
+    return load_job(request(dir.write(
+        "w.yaml",
+        "modules:\n  pre_trainer:\n    overrides:\n      num_layers: 4\n      hidden_size: 1024\n"
+        "      num_attention_heads: 8\n      vocab_size: 32000\n      seq_length: 4096\n"
+        "      micro_batch_size: 1\n" +
+            extra)));
+  };
+  const auto windows = [](const JobSpec& j) {
+    std::vector<int> w;
+    for (const LayerSpec& l : j.model.layers) w.push_back(l.attention.sliding_window);
+    return w;
+  };
+  const JobSpec list =
+      job_with("      window_size: [128, 0]\n      window_attn_skip_freq: [1, 0, 0, 1]\n");
+  EXPECT_EQ(windows(list), (std::vector<int>{128, 0, 0, 128}));
+  const JobSpec expr =
+      job_with("      window_size: [128, 0]\n      window_attn_skip_freq: \"([1]*3+[0])\"\n");
+  EXPECT_EQ(windows(expr), (std::vector<int>{128, 128, 128, 0}));
+  const JobSpec every2 = job_with("      window_size: [128, 0]\n      window_attn_skip_freq: 2\n");
+  EXPECT_EQ(windows(every2), (std::vector<int>{128, 0, 128, 0}));
+  const JobSpec full = job_with("");
+  const double d = forward_flops_per_token(full.model, 4096, 32000).decoder_flops -
+                   forward_flops_per_token(list.model, 4096, 32000).decoder_flops;
+  EXPECT_DOUBLE_EQ(d, 32505856.0);
+  expect_input_error(
+      [&] { job_with("      window_size: [128, 0]\n      window_attn_skip_freq: [1, 0]\n"); },
+      "window_attn_skip_freq", -1, "lists 2 layers");
+}
+
+// Primus-Turbo attention (primus_turbo.py:741-950) windows sink_sliding_window tokens on the even
+// layers (every layer without sink_window_even_layers_only) when use_sink_attention is on and CP is
+// 1; Megatron's window_size is not run under it (warned).
+TEST(InlineModel, PrimusTurboSinkWindow) {
+  testing::TempDir dir;
+  const auto job_with = [&dir](const std::string& extra) {
+    return load_job(request(dir.write(
+        "t.yaml",
+        "modules:\n  pre_trainer:\n    overrides:\n      num_layers: 4\n      hidden_size: 1024\n"
+        "      num_attention_heads: 8\n      vocab_size: 32000\n      seq_length: 4096\n"
+        "      micro_batch_size: 1\n      enable_primus_turbo: true\n"
+        "      use_turbo_attention: true\n      use_sink_attention: true\n"
+        "      sink_sliding_window: 128\n" +
+            extra)));
+  };
+  const auto windows = [](const JobSpec& j) {
+    std::vector<int> w;
+    for (const LayerSpec& l : j.model.layers) w.push_back(l.attention.sliding_window);
+    return w;
+  };
+  EXPECT_EQ(windows(job_with("")), (std::vector<int>{128, 0, 128, 0}));
+  EXPECT_EQ(windows(job_with("      sink_window_even_layers_only: false\n")),
+            (std::vector<int>{128, 128, 128, 128}));
+  EXPECT_EQ(windows(job_with("      context_parallel_size: 2\n")), (std::vector<int>{0, 0, 0, 0}));
+  const JobSpec both = job_with("      window_size: [64, 0]\n");
+  EXPECT_EQ(windows(both), (std::vector<int>{128, 0, 128, 0}));
+  EXPECT_TRUE(has_warning(both, "does not run Megatron's sliding window"));
+}
+
 TEST(Pipeline, FirstLastAndLayersPerVirtualStage) {
   testing::TempDir dir;
   const std::string a = dir.write(

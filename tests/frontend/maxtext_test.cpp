@@ -16,6 +16,8 @@
 #include "projector/frontend/adapter.h"
 #include "projector/frontend/loader.h"
 #include "projector/job/builder.h"
+#include "projector/memory/memory.h"
+#include "projector/model/accounting.h"
 #include "projector/report/job_report.h"
 #include "support/adapter_input.h"
 #include "support/config_text.h"
@@ -346,6 +348,101 @@ TEST(MaxTextAdapter, MoeAndAttentionArchitecture) {
                                     "compile_topology: v5p-16\n");
   EXPECT_DOUBLE_EQ(dropped.model.layers[0].moe.capacity_factor, 1.25);
   EXPECT_EQ(dropped.runtime.moe_dispatch, MoeDispatchKind::kDenseCapacity);
+}
+
+// Local / global attention by decoder block. gemma2.py Gemma2DecoderLayer holds a local and a
+// global attention, each with its own MLP: base_num_decoder_layers 2 is four transformer layers,
+// the even ones with the 4096-token window. Per token at seq 8192 (heads x head_dim = 8 x 128 =
+// 1024): a local core is 4 x 4096 x 1024 = 16,777,216 FLOPs, a global one 4 x 8192 x 1024 =
+// 33,554,432; QKV 2 x 1024 x (8 + 2 x 4) x 128 = 4,194,304, out 2 x 1024 x 1024 = 2,097,152, the
+// gated MLP 3 x 2 x 1024 x 4096 = 25,165,824 per layer. gemma3 (and gemma4) cycle five local
+// layers and one global (gemma3.py:37-49): 12 layers have 10 windowed.
+TEST(MaxTextAdapter, LocalGlobalAttentionPatterns) {
+  testing::TempDir dir;
+  const std::string arch =
+      "base_emb_dim: 1024\nbase_num_query_heads: 8\nbase_num_kv_heads: 4\nhead_dim: 128\n"
+      "base_mlp_dim: 4096\nmlp_activations: [gelu, linear]\nvocab_size: 32000\n"
+      "sliding_window_size: 4096\nper_device_batch_size: 1\nmax_target_length: 8192\n"
+      "compile_topology: v5p-8\n";
+  const JobSpec g2 = load_text(dir, arch + "decoder_block: gemma2\nbase_num_decoder_layers: 2\n");
+  ASSERT_EQ(g2.model.num_layers(), 4);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(g2.model.layers[i].attention.sliding_window, i % 2 == 0 ? 4096 : 0) << i;
+  }
+  const LayerFlops local = layer_forward_flops_per_token(g2.model, g2.model.layers[0], 8192);
+  const LayerFlops global = layer_forward_flops_per_token(g2.model, g2.model.layers[1], 8192);
+  EXPECT_DOUBLE_EQ(local.attn_core_flops, 16777216.0);
+  EXPECT_DOUBLE_EQ(global.attn_core_flops, 33554432.0);
+  EXPECT_DOUBLE_EQ(forward_flops_per_token(g2.model, 8192, 32000).decoder_flops,
+                   4 * (4194304.0 + 2097152.0 + 25165824.0) + 2 * 16777216.0 + 2 * 33554432.0);
+  const JobSpec g3 = load_text(dir, arch + "decoder_block: gemma3\nbase_num_decoder_layers: 12\n");
+  ASSERT_EQ(g3.model.num_layers(), 12);
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(g3.model.layers[i].attention.sliding_window, i % 6 == 5 ? 0 : 4096) << i;
+  }
+}
+
+// Fractional per_device_batch_size (types.py:3458-3466): the step batch is int(devices x pdbs).
+// 0.125 on 64 v5p chips with ici_context_parallelism 8 and fsdp -1 (= 8): 8 sequences, one per
+// batch-sharded rank, each split over 8 context ranks. 0.2578125 x 64 = 16.5 trains on 16 (2
+// per rank); 0.09375 x 64 = 6 sequences do not split over 8 ranks; 0.0078125 x 64 = 0.5 is less
+// than one sequence; 0.26 x 8192 = 2129.92 is not a whole number of tokens per device, which
+// MaxText refuses (types.py:3999-4002, with the default single vocab tile).
+TEST(MaxTextAdapter, FractionalPerDeviceBatchWithContextParallelism) {
+  testing::TempDir dir;
+  const std::string base =
+      "model_name: llama3-8b\nmax_target_length: 8192\nici_context_parallelism: 8\n"
+      "ici_fsdp_parallelism: -1\ncompile_topology: v5p-128\n";
+  const JobSpec j = load_text(dir, base + "per_device_batch_size: 0.125\n");
+  EXPECT_EQ(j.cluster.world_size(), 64);
+  EXPECT_EQ(j.parallel.cp, 8);
+  EXPECT_EQ(j.parallel.dp, 8);
+  EXPECT_EQ(j.runtime.global_batch_size, 8);
+  EXPECT_EQ(j.runtime.micro_batch_size, 1);
+  EXPECT_EQ(j.tokens_per_iteration(), 8 * 8192);
+  const JobSpec t = load_text(dir, base + "per_device_batch_size: 0.2578125\n");
+  EXPECT_EQ(t.runtime.global_batch_size, 16);
+  EXPECT_EQ(t.runtime.micro_batch_size, 2);
+  const bool noted = std::any_of(t.defaults.begin(), t.defaults.end(), [](const auto& d) {
+    return d.key == "global_batch_size" && d.reason.find("truncated") != std::string::npos;
+  });
+  EXPECT_TRUE(noted);
+  EXPECT_THROW(load_text(dir, base + "per_device_batch_size: 0.09375\n"), InputError);
+  EXPECT_THROW(load_text(dir, base + "per_device_batch_size: 0.0078125\n"), InputError);
+  try {
+    load_text(dir, base + "per_device_batch_size: 0.26\n");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "per_device_batch_size");
+  }
+}
+
+// num_vocab_tiling (vocabulary_tiling.py): the forward keeps no logits and the backward
+// recomputes them. llama3-8b on 4 v5p chips, pdbs 1, seq 4096: a microbatch of 4096 tokens keeps
+// 4096 x 128256 bf16 logits = 1,050,673,152 bytes untiled; tiled, the backward replays the logits
+// GEMM, 2 x 4096 x 128256 = 1,050,673,152 FLOPs per token over 4 x 4096 tokens =
+// 17,214,228,922,368 more hardware FLOPs. The tiles must divide pdbs x max_target_length.
+TEST(MaxTextAdapter, VocabTiling) {
+  testing::TempDir dir;
+  const std::string base =
+      "model_name: llama3-8b\nper_device_batch_size: 1\nmax_target_length: 4096\n"
+      "compile_topology: v5p-8\n";
+  const JobSpec whole = load_text(dir, base);
+  const JobSpec tiled = load_text(dir, base + "num_vocab_tiling: 4\n");
+  EXPECT_EQ(whole.runtime.vocab_tiles, 1);
+  EXPECT_EQ(tiled.runtime.vocab_tiles, 4);
+  const double saved_whole = project_memory(whole).ranks[0].activation_per_microbatch_bytes;
+  const double saved_tiled = project_memory(tiled).ranks[0].activation_per_microbatch_bytes;
+  EXPECT_DOUBLE_EQ(saved_whole - saved_tiled, 1050673152.0);
+  EXPECT_DOUBLE_EQ(model_flops(tiled).recompute_flops - model_flops(whole).recompute_flops,
+                   17214228922368.0);
+  EXPECT_DOUBLE_EQ(model_flops(tiled).model_flops, model_flops(whole).model_flops);
+  try {
+    load_text(dir, base + "num_vocab_tiling: 3\n");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "num_vocab_tiling");
+  }
 }
 
 // Group-limited routing (n_routing_groups / topk_routing_group, -1 = off, base.yml:296-298):

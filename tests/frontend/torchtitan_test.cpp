@@ -186,6 +186,37 @@ TEST(TorchtitanToml, Llama4_17Bx16E) {
   EXPECT_EQ(j.model.vocab_size, 202048);
 }
 
+// iRoPE (models/llama4/model/model.py:374-383): block i % every_n_layers_nope == 0 is global
+// (NoPE), the others attend within fixed blocks of 8192 tokens under FlexAttention. At seq 16384
+// with causal halving (heads x head_dim = 40 x 128 = 5120): a chunked block's query sees 8192 / 2
+// keys on average, 4 x 4096 x 5120 = 83,886,080 FLOPs per token; a global one 16384 / 2, twice
+// that. (A sliding window of 8192 would be 8192 - 8192^2 / (2 x 16384) = 6144 keys.) With SDPA
+// the block mask is not applied: every block is causal, and a warning says so.
+TEST(TorchtitanToml, Llama4IropeChunkedAttention) {
+  const JobSpec j =
+      upstream("llama4_17bx16e.toml",
+               {"model.flavor=17bx16e_irope", "model.n_layers=8", "training.seq_len=16384"}, 2);
+  ASSERT_EQ(j.model.num_layers(), 8);
+  for (int i = 0; i < 8; ++i) {
+    const AttentionSpec& a = j.model.layers[i].attention;
+    EXPECT_EQ(a.chunk_window, i % 4 == 0 ? 0 : 8192) << i;
+    EXPECT_EQ(a.sliding_window, 0) << i;
+  }
+  const FlopOptions causal{.causal_attention_half = true};
+  EXPECT_DOUBLE_EQ(
+      layer_forward_flops_per_token(j.model, j.model.layers[1], 16384, causal).attn_core_flops,
+      83886080.0);
+  EXPECT_DOUBLE_EQ(
+      layer_forward_flops_per_token(j.model, j.model.layers[0], 16384, causal).attn_core_flops,
+      167772160.0);
+  const JobSpec sdpa = upstream("llama4_17bx16e.toml",
+                                {"model.flavor=17bx16e_irope", "model.n_layers=8",
+                                 "model.attn_type=sdpa", "training.seq_len=16384"},
+                                2);
+  for (const LayerSpec& l : sdpa.model.layers) EXPECT_EQ(l.attention.chunk_window, 0);
+  EXPECT_TRUE(has_warning(sdpa, "only under FlexAttention"));
+}
+
 // qwen3_0.6b.toml: head_dim 128 with 16 heads (2048 wide queries on a 1024 model), q/k norms,
 // tied embeddings.
 TEST(TorchtitanToml, Qwen3_0_6B) {

@@ -186,20 +186,33 @@ TEST(Builder, MinimumNodes) {
   ASSERT_NE(find_default(j, "nodes"), nullptr);
 }
 
-// ETP when unstated follows the profile's preference ([tp, 1] for Megatron): TP 2 x EP 8 x PP 1
-// does not divide 8 GPUs, so the other documented choice, 1, is taken and recorded.
-TEST(Builder, EtpFallsBackToTheOtherDocumentedChoice) {
+// ETP when unstated is Megatron's: TP (arguments.py:587-588, MG19), with no fall-back. TP 2 x
+// EP 8 x PP 1 = 16 GPUs does not divide a world of 8 and is refused, as Megatron refuses it; a
+// stated ETP 1 is honoured (expert DP 8 / (1 x 8) = 1); EP 4 fits (ETP 2 x 4 = 8), recorded with
+// the megatron-lm profile. A profile listing [tp, 1] (`unknown`) still takes its second choice.
+TEST(Builder, EtpDefaultsToTpAsMegatronDoes) {
   JobDraft d = make_draft(testing::mixtral_8x7b(), {.tp = 2, .ep = 8, .gbs = 32});
   d.etp.reset();
-  const JobSpec j = finalize_job(d, make_cluster({}));
-  EXPECT_EQ(j.parallel.etp, 1);
-  const AppliedDefault* a = find_default(j, "etp");
-  ASSERT_NE(a, nullptr);
-  EXPECT_NE(a->reason.find("other documented choice"), std::string::npos);
-  EXPECT_EQ(a->source, "megatron-lm");
+  EXPECT_THROW(finalize_job(d, make_cluster({})), JobRuleError);
+  d.etp = 1;
+  const JobSpec stated = finalize_job(d, make_cluster({}));
+  EXPECT_EQ(stated.parallel.etp, 1);
+  EXPECT_EQ(stated.parallel.expert_dp, 1);
   JobDraft fits = make_draft(testing::mixtral_8x7b(), {.tp = 2, .ep = 4, .gbs = 32});
   fits.etp.reset();
-  EXPECT_EQ(finalize_job(fits, make_cluster({})).parallel.etp, 2);  // 2 x 4 divides 8
+  const JobSpec j = finalize_job(fits, make_cluster({}));
+  EXPECT_EQ(j.parallel.etp, 2);
+  const AppliedDefault* a = find_default(j, "etp");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->source, "megatron-lm");
+  JobDraft other = make_draft(testing::mixtral_8x7b(), {.tp = 2, .ep = 8, .gbs = 32});
+  other.etp.reset();
+  other.profile = load_framework_profile(default_data_dir() + "/frameworks/unknown.yaml");
+  const JobSpec fallback = finalize_job(other, make_cluster({}));
+  EXPECT_EQ(fallback.parallel.etp, 1);
+  ASSERT_NE(find_default(fallback, "etp"), nullptr);
+  EXPECT_NE(find_default(fallback, "etp")->reason.find("other documented choice"),
+            std::string::npos);
 }
 
 // Unstated behaviour comes from the profile and is recorded with it.

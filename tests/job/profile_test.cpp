@@ -65,7 +65,9 @@ TEST(Profiles, KnownValues) {
   EXPECT_DOUBLE_EQ(*m.dropout.value, 0.1);
   EXPECT_EQ(*m.vocab_padding.value, 128);
   EXPECT_EQ(*m.selective_recompute.value, RecomputeModules{RecomputeModule::kCoreAttn});
-  EXPECT_EQ(*m.expert_tensor_parallel.value, (std::vector<EtpChoice>{{true, 1}, {false, 1}}));
+  // ETP = TP with no fall-back (arguments.py:587-588); nemo / primus inherit it.
+  EXPECT_EQ(*m.expert_tensor_parallel.value, (std::vector<EtpChoice>{{true, 1}}));
+  EXPECT_EQ(*c.find("nemo")->expert_tensor_parallel.value, (std::vector<EtpChoice>{{true, 1}}));
   const FrameworkProfile& primus = *c.find("primus");
   EXPECT_TRUE(*primus.distributed_optimizer.value);
   EXPECT_EQ(*primus.sequence_parallel.value, WhenRule::kWithTp);

@@ -49,6 +49,24 @@ TEST(MapMaxText, MeshTextAndCustomMesh) {
   EXPECT_TRUE(j.runtime.recompute.tensors.any_on_host());  // offloaded tensors
 }
 
+// A fractional per_device_batch_size (read as a number) maps as MaxText counts it: the step batch
+// is int(devices x pdbs) = int(128 x 0.25) = 32 sequences (types.py:3458-3466), one per rank of
+// the 32-way fsdp axis (the 4-way tensor axis does not shard the batch).
+TEST(MapMaxText, FractionalPerDeviceBatch) {
+  RunEntry e = run("v5p-llama4-maverick-128chips-fsdp32-tp4");
+  e.training.per_device_batch_size = 0.25;
+  e.training.global_batch_size = 32;
+  const MappedRun m = map_run(e, kDataDir);
+  ASSERT_TRUE(m.mapped) << m.reason;
+  EXPECT_EQ(m.job.runtime.global_batch_size, 32);
+  EXPECT_EQ(m.job.parallel.dp, 32);
+  EXPECT_EQ(m.job.runtime.micro_batch_size, 1);
+  const std::vector<RunEntry> parsed = parse_runs(
+      "- id: f\n  framework: MaxText\n  training: {per_device_batch_size: 0.125}\n", "f.yaml");
+  ASSERT_TRUE(parsed.at(0).training.per_device_batch_size.has_value());
+  EXPECT_DOUBLE_EQ(*parsed.at(0).training.per_device_batch_size, 0.125);
+}
+
 // TPU7x: two devices per chip; the entry counts chips and its figures are per chip.
 TEST(MapMaxText, Tpu7xDevicesPerChip) {
   const MappedRun m = map_run(run("tpu7x-dsv3-671b-128chips-bf16"), kDataDir);

@@ -29,8 +29,12 @@ int axis_size(MaxTextReader& r, const std::string& key) {
 void read_pipeline(MaxTextReader& r, JobDraft& d, bool staged) {
   if (!staged) return;
   const std::int64_t per_stage = r.integer("num_layers_per_pipeline_stage", 1);
-  if (per_stage < 1) r.fail("num_layers_per_pipeline_stage", "must be at least 1");
+  if (per_stage < 1 || per_stage > kMaxLayers) {
+    r.fail("num_layers_per_pipeline_stage", fmt::format("must be in 1..{}", kMaxLayers));
+  }
   d.layers_per_virtual_stage = static_cast<int>(per_stage);
+  // A gemma2 MaxText layer is two transformer layers (model.cpp, gemma2.py Gemma2DecoderLayer).
+  if (to_lower(r.text("decoder_block", "llama2")) == "gemma2") *d.layers_per_virtual_stage *= 2;
   const std::int64_t micro = r.integer("num_pipeline_microbatches", -1);
   if (micro > 0) d.pipeline_microbatches = static_cast<int>(micro);
   if (r.integer("pipeline_parallel_layers", -1) > 0) {

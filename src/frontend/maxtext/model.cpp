@@ -109,7 +109,11 @@ AttentionSpec base_attention(MaxTextReader& r, const Dims& dims) {
   return a;
 }
 
-// The attention of layer i under the block's local / global / chunked pattern.
+// The attention of (projector) layer i under the block's local / global / chunked pattern:
+// gpt_oss.py and gemma2 alternate (local, global); gemma3.py:37-49 / gemma4.py:42-54
+// get_attention_type cycle five LOCAL_SLIDING layers and one GLOBAL; llama4.py:267-278
+// determine_is_nope_layer makes every nope_layer_interval-th layer GLOBAL (no RoPE), the others
+// CHUNK (:386, chunk_attn_window_size).
 AttentionSpec layer_attention(MaxTextReader& r, const std::string& block, const AttentionSpec& base,
                               int i) {
   AttentionSpec a = base;
@@ -137,7 +141,7 @@ AttentionSpec layer_attention(MaxTextReader& r, const std::string& block, const 
       }
     }
   } else if (block == "gemma2") {
-    if (i % 2 == 0) a.sliding_window = window;
+    if (i % 2 == 0) a.sliding_window = window;  // the local half of a MaxText layer
   } else if (block == "llama4") {
     const std::int64_t nope = r.integer("nope_layer_interval", -1);
     const bool global = nope > 0 && (i + 1) % nope == 0;  // llama4.py determine_is_nope_layer
@@ -255,9 +259,17 @@ void read_maxtext_model(MaxTextReader& r, JobDraft& d) {
   const bool moe_model = r.integer("num_experts", 1) > 1;
   MoeSpec moe = moe_model ? read_moe(r, block, dims) : MoeSpec{};
   if (moe_model) read_group_limited_routing(r, moe, d.warnings);
+  // gemma2.py:38-300 Gemma2DecoderLayer holds a local (LOCAL_SLIDING) and a global attention,
+  // each with its own MLP and norms: one MaxText layer is two transformer layers
+  // (configs/models/gemma2-2b.yml:21, "half of the real number of layers").
+  const int layers = block == "gemma2" ? 2 * dims.layers : dims.layers;
+  if (layers > kMaxLayers) {
+    r.fail("base_num_decoder_layers",
+           fmt::format("{} layers is more than the {} this tool models", layers, kMaxLayers));
+  }
   m.layers.clear();
-  m.layers.reserve(static_cast<std::size_t>(dims.layers));
-  for (int i = 0; i < dims.layers; ++i) {
+  m.layers.reserve(static_cast<std::size_t>(layers));
+  for (int i = 0; i < layers; ++i) {
     LayerSpec l;
     l.attention = layer_attention(r, block, attention, i);
     l.mlp = mlp;

@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
+
 #include "frontend/maxtext/adapter.h"
 #include "projector/util/text.h"
 
@@ -25,6 +27,26 @@ void read_batches(MaxTextReader& r, JobDraft& d) {
   const std::int64_t seq = r.integer("max_target_length", 2048);
   if (seq < 1 || seq > kMaxCount) r.fail("max_target_length", "must be a positive integer");
   d.seq_length = static_cast<int>(seq);
+  // num_vocab_tiling (base.yml:700-705; types.py:586-589): the loss runs over this many tiles of
+  // the batch x sequence tokens (utils/vocabulary_tiling.py:136-277: a custom VJP saves only the
+  // head's input, and its backward recomputes each tile's logits); decoders.py:1310-1312 skips
+  // the full logits. MaxText requires the tiles to divide pdbs x max_target_length
+  // (types.py:3999-4002).
+  const std::int64_t tiles = r.integer("num_vocab_tiling", 1);
+  if (tiles < 1 || tiles > kMaxCount) r.fail("num_vocab_tiling", "must be a positive integer");
+  if (std::fmod(pdbs * static_cast<double>(seq), static_cast<double>(tiles)) != 0.0) {
+    r.fail(tiles > 1 ? "num_vocab_tiling" : "per_device_batch_size",
+           fmt::format("per_device_batch_size x max_target_length = {} x {} is not divisible by "
+                       "{} vocab tiles (MaxText types.py:3999-4002)",
+                       pdbs, seq, tiles));
+  }
+  d.runtime.vocab_tiles = static_cast<int>(tiles);
+  if (tiles > 1 && r.boolean("vocab_tiling_ag_once", false)) {
+    d.warnings.push_back(
+        "vocab_tiling_ag_once: gathering the output head once for the tiled loss "
+        "(base.yml:706-709) "
+        "is not modelled; its gathers and memory are projected as without it");
+  }
 }
 
 // dtype (activations, GEMM inputs), weight_dtype (stored weights, no master copy: optax updates

@@ -219,9 +219,41 @@ MlpSpec read_mlp(ArgReader& r, const ModelSpec& m) {
   return mlp;
 }
 
-// Sliding-window attention: window_size [left, right] (or an int), with every
-// window_attn_skip_freq-th layer (1-based) using full attention (gpt-oss alternates). Returns the
-// window and, per layer, whether it attends fully.
+// window_attn_skip_freq (MG transformer_config.py:251-253; arguments.py moe_freq_type): per
+// layer, 1 where the layer keeps the sliding window. An int N: every N-th layer (1-based) attends
+// fully (utils.py:540, layer_number % N != 0 keeps the window); a list or a list expression: 1 =
+// sliding window, 0 = full attention, indexed by layer (utils.py:541-542).
+std::vector<int> window_layers(ArgReader& r, int num_layers) {
+  const std::string key = "window_attn_skip_freq";
+  std::vector<int> windowed(static_cast<std::size_t>(num_layers), 1);
+  const ConfigValue* skip = r.get(key);
+  if (skip == nullptr) return windowed;
+  std::string error;
+  std::optional<PyValue> value;
+  if (skip->is_list()) {
+    value = PyValue{true, 0, {}};
+    for (const ConfigValue& item : skip->items) value->list.push_back(r.as_int(key, item));
+  } else if (skip->kind == ConfigValue::Kind::kString) {
+    value = eval_list_expression(skip->s, error);
+    if (!value) r.fail(key, error);
+  } else {
+    value = PyValue{false, r.as_int(key, *skip), {}};
+  }
+  if (!value->is_list) {
+    if (value->integer < 1) r.fail(key, fmt::format("must be positive, got {}", value->integer));
+    for (int i = 0; i < num_layers; ++i) windowed[i] = (i + 1) % value->integer != 0 ? 1 : 0;
+    return windowed;
+  }
+  if (value->list.size() < windowed.size()) {
+    r.fail(key, fmt::format("lists {} layers, the model has {}", value->list.size(), num_layers));
+  }
+  for (int i = 0; i < num_layers; ++i) windowed[i] = value->list[i] != 0 ? 1 : 0;
+  return windowed;
+}
+
+// Sliding-window attention: window_size [left, right] (or an int; -1 is unbounded), on the layers
+// window_attn_skip_freq leaves windowed (window_layers). Returns the window and, per layer,
+// whether it attends fully.
 int read_window(ArgReader& r, int num_layers, std::vector<int>& full_attention_layer) {
   int window = 0;
   if (const ConfigValue* w = r.get("window_size")) {
@@ -239,21 +271,43 @@ int read_window(ArgReader& r, int num_layers, std::vector<int>& full_attention_l
     }
     if (window < 0) window = 0;  // Megatron uses -1 for "unbounded"
   }
-  full_attention_layer.assign(static_cast<std::size_t>(num_layers), window > 0 ? 0 : 1);
+  full_attention_layer.assign(static_cast<std::size_t>(num_layers), 1);
   if (window > 0) {
-    if (const ConfigValue* skip = r.get("window_attn_skip_freq")) {
-      if (skip->is_list()) {
-        for (int i = 0; i < num_layers && i < static_cast<int>(skip->items.size()); ++i) {
-          full_attention_layer[i] = r.as_int("window_attn_skip_freq", skip->items[i]) != 0;
-        }
-      } else {
-        const std::int64_t f = r.as_int("window_attn_skip_freq", *skip);
-        for (int i = 0; i < num_layers; ++i) full_attention_layer[i] = f > 0 && (i + 1) % f == 0;
-      }
-    }
+    const std::vector<int> windowed = window_layers(r, num_layers);
+    for (int i = 0; i < num_layers; ++i) full_attention_layer[i] = windowed[i] == 0 ? 1 : 0;
   }
-
   return window;
+}
+
+// Primus-Turbo attention (PR primus_turbo.py:741-950 PrimusTurboAttention, the core attention
+// when use_turbo_attention is on, transformer_engine_spec_provider.py:224-232) asserts that
+// Megatron's window_size is unset (:847) and applies its own window: sink_sliding_window tokens
+// on the even layers (0-based; on every layer with sink_window_even_layers_only false,
+// :936-942) when use_sink_attention is on and CP is 1 (:795-802 disables sinks with CP).
+// Returns the window, 0 when none; full_attention_layer marks the layers without it.
+int read_turbo_sink_window(ArgReader& r, int num_layers, int megatron_window,
+                           std::vector<int>& full_attention_layer,
+                           std::vector<std::string>& warnings) {
+  const bool turbo_attention =
+      r.bool_quiet("enable_primus_turbo", false) && r.bool_quiet("use_turbo_attention", false);
+  if (!turbo_attention) return megatron_window;
+  std::fill(full_attention_layer.begin(), full_attention_layer.end(), 1);
+  if (megatron_window > 0) {
+    warnings.push_back(fmt::format(
+        "window_size {}: Primus-Turbo attention (use_turbo_attention) does not run Megatron's "
+        "sliding window (Primus asserts it is unset, primus_turbo.py:847); projected with the "
+        "Turbo attention's own window (sink_sliding_window)",
+        megatron_window));
+  }
+  const std::int64_t window = r.int_quiet("sink_sliding_window", 0);
+  if (window < 0 || window > kMaxCount) {
+    r.fail("sink_sliding_window", fmt::format("must be in 0..{}, got {}", kMaxCount, window));
+  }
+  const bool sinks = r.bool_quiet("use_sink_attention", false);
+  if (window == 0 || !sinks || r.int_quiet("context_parallel_size", 1) > 1) return 0;
+  const bool even_only = r.bool_quiet("sink_window_even_layers_only", true);
+  for (int i = 0; i < num_layers; ++i) full_attention_layer[i] = even_only && i % 2 != 0 ? 1 : 0;
+  return static_cast<int>(window);
 }
 
 // Group-limited routing (MG2 moe_utils.py group_limited_topk): experts in moe_router_num_groups
@@ -450,7 +504,9 @@ ModelSpec build_model(const ConfigValue& args, const std::string& data_dir,
   const AttentionSpec attn = read_attention(r, m, heads, warnings);
   const MlpSpec mlp = read_mlp(r, m);
   std::vector<int> full_attention_layer;
-  const int window = read_window(r, num_layers, full_attention_layer);
+  const int window =
+      read_turbo_sink_window(r, num_layers, read_window(r, num_layers, full_attention_layer),
+                             full_attention_layer, warnings);
   if (const std::optional<std::string> hybrid =
           frontend_detail::hybrid_layer_pattern(r, num_layers)) {
     if (hybrid->empty()) r.fail("num_layers", "the hybrid stack has no layers");

@@ -167,6 +167,10 @@ std::vector<LayerSpec> llama_layers(const Args& a, bool llama4, std::vector<std:
   const Args moe = a.moe();
   const int step = llama4 ? static_cast<int>(a.integer("interleave_moe_layer_step")) : 0;
   const std::int64_t nope = llama4 ? a.integer_or("every_n_layers_nope", 0) : 0;
+  if (llama4 && a.get("every_n_layers_nope") != nullptr && nope <= 1) {
+    a.fail("every_n_layers_nope", "must be greater than 1 (models/llama4/model/model.py:377-378)");
+  }
+  const bool chunked = nope > 0 && a.text("attn_type", "sdpa") == "flex";
   for (int i = 0; i < n; ++i) {
     LayerSpec l = base_layer(a, static_cast<int>(dim / heads));
     l.mlp.ffn_hidden_size =
@@ -177,17 +181,21 @@ std::vector<LayerSpec> llama_layers(const Args& a, bool llama4, std::vector<std:
       const std::int64_t e = llama4_expert_ffn(a, top_k, shared);
       set_moe(l, moe, e, e);
     }
-    if (nope > 0 && i % nope != 0) {
-      // iRoPE: RoPE layers attend within fixed blocks; priced as a window of the block size.
-      l.attention.sliding_window = static_cast<int>(a.integer("fixed_attn_block_size"));
+    // iRoPE (models/llama4/model/model.py:374-383): block layer_id % every_n_layers_nope == 0
+    // is global without RoPE, the others attend causally within fixed blocks of
+    // fixed_attn_block_size tokens (attention.py:242-263 get_fixed_block_mask_mod, and-ed with
+    // the causal mask, model.py:560-564). The masks exist only under FlexAttention
+    // (model.py:276-285): with SDPA every block is plain causal.
+    if (chunked && i % nope != 0) {
+      l.attention.chunk_window = static_cast<int>(a.integer("fixed_attn_block_size"));
     }
     layers.push_back(l);
   }
-  if (nope > 0) {
+  if (nope > 0 && !chunked) {
     notes.push_back(fmt::format(
-        "iRoPE: chunked attention of {} tokens on the RoPE layers is projected as a sliding "
-        "window of that size (a chunk's first queries see fewer keys)",
-        a.integer("fixed_attn_block_size")));
+        "every_n_layers_nope {} with attn_type '{}': the fixed-block (chunked) mask is applied "
+        "only under FlexAttention, so every block is projected with full causal attention",
+        nope, a.text("attn_type", "sdpa")));
   }
   return layers;
 }

@@ -572,6 +572,10 @@ struct RuntimeSpec {
   // torch.nn.functional.cross_entropy (torchtitan, HF) keeps an fp32 log-softmax and allocates
   // a new fp32 gradient for it (memory: 4 more bytes per logit during the loss backward).
   bool loss_grad_in_place = true;
+  // The loss computes the logits in this many tiles of the tokens (MaxText num_vocab_tiling,
+  // utils/vocabulary_tiling.py): the forward keeps only the head's input, one tile's logits live
+  // at a time, and the backward recomputes each tile's logits GEMM. 1: all logits at once.
+  int vocab_tiles = 1;
   bool deepep = false;
   // Token dispatch deduplicated per destination (DeepEP, HybridEP, Megatron's flex dispatcher): a
   // token crosses to each remote node (or, within one node, each GPU) once however many of its

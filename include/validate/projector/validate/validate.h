@@ -133,8 +133,8 @@ struct RunEntry {
                                     // from moe_dispatch)
     std::string moe_token_balance;  // free text: "forced balanced routing", ...
     std::string features;           // free text: FSDP2, torch.compile, Float8, ...
-    std::optional<int> local_batch_size;       // torchtitan per-rank batch
-    std::optional<int> per_device_batch_size;  // MaxText per-chip batch
+    std::optional<int> local_batch_size;          // torchtitan per-rank batch
+    std::optional<double> per_device_batch_size;  // MaxText per-chip batch (may be fractional)
     std::optional<int> fsdp_shard_degree;
     std::optional<int> batch_size_per_gpu;  // TorchRec --batch_size (per rank)
     std::string optimizer;                  // free text: sgd, adagrad, adam, ...
