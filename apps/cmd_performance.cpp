@@ -253,12 +253,8 @@ int run_performance(const PerfCliOptions& o, const CLI::App& cmd, bool both) {
       load_residuals(o.job.data_dir.empty() ? default_data_dir() : o.job.data_dir);
   if (rep.has_memory) attach_memory_range(residuals, job, rep.memory);
   rep.range = calibrated_range(residuals, job, rep);
-  if (!o.train_tokens.empty()) {
-    rep.plan = plan_training(
-        job, rep, {parse_token_count(o.train_tokens, "--train-tokens"), o.gpu_hour_cost_usd});
-  } else if (o.gpu_hour_cost_usd > 0.0) {
-    throw InputError({}, "--gpu-hour-cost", "needs --train-tokens (the run it prices)");
-  }
+  const PlanInputs plan = make_plan_inputs(o.train_tokens, o.gpu_hour_cost_usd);
+  if (plan.train_tokens > 0.0) rep.plan = plan_training(job, rep, plan);
   const std::vector<ScalingPoint> scan =
       o.scan_nodes.empty() ? std::vector<ScalingPoint>{} : scan_nodes(o, residuals);
   const bool doc_to_stdout = o.json_path == "-" || o.csv_path == "-";

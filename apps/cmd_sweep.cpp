@@ -16,7 +16,6 @@
 #include "projector/report/job_report.h"
 #include "projector/sweep/recsys_sweep.h"
 #include "projector/sweep/sweep.h"
-#include "projector/util/bounds.h"
 #include "projector/util/error.h"
 #include "report_outputs.h"
 
@@ -244,13 +243,7 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
   }
   sweep::Grid grid = o.grid.empty() ? sweep::Grid{} : sweep::parse_grid(o.grid);
   const sweep::Objective objective = sweep::parse_objective(o.objective);
-  PlanInputs plan;
-  if (!o.train_tokens.empty())
-    plan.train_tokens = parse_token_count(o.train_tokens, "--train-tokens");
-  if (o.gpu_hour_cost_usd > 0.0 && plan.train_tokens == 0.0) {
-    throw InputError({}, "--gpu-hour-cost", "needs --train-tokens (the run it prices)");
-  }
-  plan.gpu_hour_cost_usd = o.gpu_hour_cost_usd;
+  const PlanInputs plan = make_plan_inputs(o.train_tokens, o.gpu_hour_cost_usd);
   if (objective == sweep::Objective::kCost && plan.train_tokens == 0.0) {
     throw InputError({}, "--rank-by", "cost needs --train-tokens (and --gpu-hour-cost for USD)");
   }
@@ -279,19 +272,6 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
 
   sweep::SpaceOptions space;
   space.nodes = o.job.nodes > 0 ? static_cast<int>(o.job.nodes) : base.cluster.nodes;
-  // A step's tokens spread over more GPUs than there are tokens leave GPUs with nothing to do,
-  // whatever the layout: say so instead of ranking layouts at ~0 tokens/s/GPU.
-  const double step_tokens =
-      static_cast<double>(base.runtime.global_batch_size) * base.runtime.seq_length;
-  const double world = static_cast<double>(space.nodes) * base.cluster.gpus_per_node;
-  if (step_tokens < world && world <= static_cast<double>(kMaxCount)) {  // larger: refused below
-    throw InputError(
-        {}, "--nodes",
-        fmt::format("GBS {} x seq {} = {:.0f} tokens per step over {:.0f} GPUs is "
-                    "less than one token per GPU: the batch cannot use this cluster "
-                    "(raise --gbs or lower --nodes)",
-                    base.runtime.global_batch_size, base.runtime.seq_length, step_tokens, world));
-  }
   space.include_vshape = o.include_vshape;
   space.allow_uneven_layers = o.allow_uneven_layers;
   space.allow_tp_beyond_node = o.job.allow_tp_beyond_node;

@@ -60,16 +60,8 @@ py::object memory(const Job& job) {
 
 // train_tokens: a count or text ("15T"); gpu_hour_cost in USD (needs train_tokens).
 PlanInputs plan_inputs(const py::object& train_tokens, double gpu_hour_cost) {
-  PlanInputs plan;
-  if (!train_tokens.is_none()) {
-    plan.train_tokens = parse_token_count(std::string(py::str(train_tokens)), "train_tokens");
-  }
-  if (!(gpu_hour_cost >= 0.0 && gpu_hour_cost <= 1e9) ||
-      (gpu_hour_cost > 0.0 && plan.train_tokens == 0.0)) {
-    throw InputError({}, "gpu_hour_cost", "needs train_tokens and a price in [0, 1e9]");
-  }
-  plan.gpu_hour_cost_usd = gpu_hour_cost;
-  return plan;
+  return make_plan_inputs(train_tokens.is_none() ? "" : std::string(py::str(train_tokens)),
+                          gpu_hour_cost);
 }
 
 py::object performance(const Job& job, const py::object& train_tokens, double gpu_hour_cost) {

@@ -68,6 +68,23 @@ double parse_token_count(std::string_view text, std::string_view key) {
   return v;
 }
 
+PlanInputs make_plan_inputs(std::string_view train_tokens_text, double gpu_hour_cost_usd) {
+  PlanInputs in;
+  if (!train_tokens_text.empty()) {
+    in.train_tokens = parse_token_count(train_tokens_text, "--train-tokens");
+  }
+  if (!(gpu_hour_cost_usd >= 0.0 && gpu_hour_cost_usd <= 1e9)) {
+    throw InputError(
+        {"", 0, 0}, "--gpu-hour-cost",
+        fmt::format("{} is not a price per GPU-hour in (0, 1e9] USD", gpu_hour_cost_usd));
+  }
+  if (gpu_hour_cost_usd > 0.0 && in.train_tokens == 0.0) {
+    throw InputError({"", 0, 0}, "--gpu-hour-cost", "needs --train-tokens (the run it prices)");
+  }
+  in.gpu_hour_cost_usd = gpu_hour_cost_usd;
+  return in;
+}
+
 TrainingPlan plan_from_rate(const JobSpec& job, int world_size, double tokens_per_s_per_gpu,
                             double tokens_lo, double tokens_hi, const PlanInputs& in) {
   TrainingPlan p;

@@ -137,6 +137,18 @@ Facts facts_of(const JobSpec& base, const SpaceOptions& o) {
         fmt::format("{} nodes x {} GPUs = {} GPUs is more than the {} this tool models", f.nodes,
                     base.cluster.gpus_per_node, f.world, kMaxWorldSize));
   }
+  // A step's tokens spread over more GPUs than there are tokens leave GPUs with nothing to do,
+  // whatever the layout: say so instead of ranking layouts at ~0 tokens/s/GPU.
+  const double step_tokens =
+      static_cast<double>(base.runtime.global_batch_size) * base.runtime.seq_length;
+  if (step_tokens < static_cast<double>(f.world)) {
+    throw InputError(
+        SourceLocation{"--nodes", 0, 0}, "nodes",
+        fmt::format("GBS {} x seq {} = {:.0f} tokens per step over {} GPUs is less "
+                    "than one token per GPU: the batch cannot use this cluster "
+                    "(raise the global batch or lower the nodes)",
+                    base.runtime.global_batch_size, base.runtime.seq_length, step_tokens, f.world));
+  }
   f.tp_beyond_node = o.allow_tp_beyond_node || base.parallel.allow_tp_beyond_node;
   f.uneven_layers = o.allow_uneven_layers;
   f.search = true;

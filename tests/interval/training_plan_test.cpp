@@ -26,6 +26,17 @@ TEST(TokenCount, SuffixesAndRefusals) {
   }
 }
 
+// The one reading of --train-tokens / --gpu-hour-cost every command and the Python module share.
+TEST(TokenCount, PlanInputs) {
+  const PlanInputs p = make_plan_inputs("2T", 3.5);
+  EXPECT_DOUBLE_EQ(p.train_tokens, 2e12);
+  EXPECT_DOUBLE_EQ(p.gpu_hour_cost_usd, 3.5);
+  EXPECT_DOUBLE_EQ(make_plan_inputs("", 0.0).train_tokens, 0.0);
+  EXPECT_THROW(make_plan_inputs("", 2.0), InputError);     // a price with nothing to price
+  EXPECT_THROW(make_plan_inputs("1T", -1.0), InputError);  // a negative price
+  EXPECT_THROW(make_plan_inputs("1T", 2e9), InputError);   // beyond (0, 1e9]
+}
+
 // 8 H100 (700 W board power in the catalogue) at 80,000 tokens/s, 80 % range 8,000 - 12,500
 // tokens/s/GPU, 10^12 tokens: 1.25e7 s = 144.68 days (115.74 - 180.84), 27,777.8 GPU-hours,
 // 55,555.6 USD at 2 USD, 8 x 700 W x 1.25e7 s = 7e10 J = 19.44 MWh.

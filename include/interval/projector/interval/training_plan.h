@@ -19,6 +19,10 @@ struct PlanInputs {
 // insensitive). InputError naming `key` otherwise.
 double parse_token_count(std::string_view text, std::string_view key);
 
+// --train-tokens / --gpu-hour-cost as every command (and the Python module) reads them: empty
+// text is no plan; a price needs a token count and lies in (0, 1e9] USD. InputError otherwise.
+PlanInputs make_plan_inputs(std::string_view train_tokens_text, double gpu_hour_cost_usd);
+
 // Time to train at rep's throughput (rep.range, when set, gives the lo / hi of each figure):
 // days = tokens / (tokens/s) / 86,400, GPU-hours = days x 24 x devices, cost = GPU-hours x price,
 // energy = devices x board power x wall time (the catalogue's board power: the draw a training
