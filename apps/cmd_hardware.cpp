@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -32,12 +33,20 @@ std::string tflops_cell(const AcceleratorSpec& a, Dtype d) {
   return fmt::format("{}{:.1f}", est ? "~" : "", v);
 }
 
-// The citation part of a source ("NV1: FP16/BF16 ..." -> "NV1"), or "estimate".
+// The citation part of a source ("NV1: FP16/BF16 ..." -> "NV1", "S1, T1, GK (...)" -> "S1, T1,
+// GK"), "estimate", or "see show" when the source is prose without an id (never cut mid-word).
 std::string source_id(const std::string& source) {
   if (source.rfind("estimate", 0) == 0) return "estimate";
   std::string id = source.substr(0, source.find(':'));
   id = id.substr(0, id.find(" ("));
-  return id.size() > 16 ? id.substr(0, 15) + "." : id;
+  bool ids = !id.empty();
+  std::size_t token = 0;
+  for (const char c : id) {
+    const bool sep = c == ',' || c == '/' || c == ' ';
+    token = sep ? 0 : token + 1;
+    ids = ids && (sep || std::isalnum(static_cast<unsigned char>(c)) || c == '-') && token <= 11;
+  }
+  return ids && id.size() <= 24 ? id : "see show";
 }
 
 void print_list(const std::string& data_dir) {
@@ -47,18 +56,35 @@ void print_list(const std::string& data_dir) {
         SourceLocation{}, "data-dir",
         fmt::format("no accelerator files under '{}/hardware/accelerators'", data_dir));
   }
-  fmt::print("{:<19} {:<9} {:<7} {:>10} {:>10} {:>7} {:>8}  {:<16} {:<16} {:<22} {}\n", "name",
-             "status", "vendor", "bf16 TF/s", "fp8 TF/s", "HBM GiB", "HBM TB/s", "peaks from",
-             "HBM from", "efficiencies", "default network");
+  const std::vector<std::string> head = {"name",     "status",       "vendor",         "bf16 TF/s",
+                                         "fp8 TF/s", "HBM GiB",      "HBM TB/s",       "peaks from",
+                                         "HBM from", "efficiencies", "default network"};
+  std::vector<std::vector<std::string>> rows = {head};
   for (const auto& a : accs) {
-    fmt::print("{:<19} {:<9} {:<7} {:>10} {:>10} {:>7.0f} {:>8.2f}  {:<16} {:<16} {:<22} {}\n",
-               a.name, a.status, a.vendor, tflops_cell(a, Dtype::kBf16),
-               tflops_cell(a, Dtype::kFp8), a.hbm_bytes / kGiB, a.hbm_bw_bytes_per_s / 1e12,
-               source_id(a.source_of("peak_tflops.fp8").empty() ||
-                                 a.peak_tflops[static_cast<int>(Dtype::kFp8)] <= 0.0
-                             ? a.source_of("peak_tflops.bf16")
-                             : a.source_of("peak_tflops.fp8")),
-               source_id(a.source_of("hbm_capacity")), calibration_origin(a), a.default_network);
+    const bool fp8 = !a.source_of("peak_tflops.fp8").empty() &&
+                     a.peak_tflops[static_cast<int>(Dtype::kFp8)] > 0.0;
+    rows.push_back({a.name, a.status, a.vendor, tflops_cell(a, Dtype::kBf16),
+                    tflops_cell(a, Dtype::kFp8), fmt::format("{:.0f}", a.hbm_bytes / kGiB),
+                    fmt::format("{:.2f}", a.hbm_bw_bytes_per_s / 1e12),
+                    source_id(a.source_of(fp8 ? "peak_tflops.fp8" : "peak_tflops.bf16")),
+                    source_id(a.source_of("hbm_capacity")), calibration_origin(a),
+                    a.default_network});
+  }
+  // Every column as wide as its widest cell; the numbers right-aligned.
+  std::vector<std::size_t> width(head.size(), 0);
+  for (const auto& r : rows) {
+    for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  }
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < r.size(); ++c) {
+      const bool number = c >= 3 && c <= 6;
+      const bool last = c + 1 == r.size();
+      line += number ? fmt::format("{:>{}}", r[c], width[c])
+                     : (last ? r[c] : fmt::format("{:<{}}", r[c], width[c]));
+      if (!last) line += c == 6 ? "  " : " ";
+    }
+    fmt::print("{}\n", line);
   }
   fmt::print(
       "\n'~' marks an estimate. Source ids are listed in docs/hardware.md; `projector hardware "

@@ -6,7 +6,9 @@
 #include <atomic>
 #include <csignal>
 #include <sstream>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "commands.h"
 #include "job_options.h"
@@ -57,19 +59,34 @@ std::string exposed_text(const sweep::Entry& e) {
                      e.exposed.dp_s * 1e3);
 }
 
-void print_header_row(std::FILE* out) {
-  fmt::print(out, "  {:>4}  {:<68} {:>9} {:>17} {:>8} {:>6} {:>8} {:>8} {:>7}  {}\n", "#", "layout",
-             "tok/s/GPU", "80 % range", "iter s", "MFU %", "peak GiB", "upper", "bubble%",
-             "exposed ms TP/CP/EP/PP/DP");
+// The width of the layout cells, from the rows a table prints (layouts differ in length with
+// the axes a model has: ETP, recompute sets, schedules); the exposed-time cell comes last.
+struct RowWidths {
+  std::size_t layout = 6;
+};
+constexpr std::string_view kExposedHeader = "exposed ms TP/CP/EP/PP/DP";
+
+RowWidths widths_of(const std::vector<const sweep::Entry*>& rows) {
+  RowWidths w;
+  for (const sweep::Entry* e : rows) {
+    w.layout = std::max(w.layout, sweep::describe(e->candidate).size());
+  }
+  return w;
 }
 
-void print_row(std::FILE* out, std::size_t rank, const sweep::Entry& e) {
+void print_header_row(std::FILE* out, const RowWidths& w) {
+  fmt::print(out, "  {:>4}  {:<{}} {:>9} {:>17} {:>8} {:>6} {:>8} {:>8} {:>7}  {}\n", "#", "layout",
+             w.layout, "tok/s/GPU", "80 % range", "iter s", "MFU %", "peak GiB", "upper", "bubble%",
+             kExposedHeader);
+}
+
+void print_row(std::FILE* out, std::size_t rank, const sweep::Entry& e, const RowWidths& w) {
   const std::string range =
       e.tokens_lo > 0.0 ? fmt::format("{:.0f}-{:.0f}", e.tokens_lo, e.tokens_hi) : "-";
   fmt::print(out,
-             "  {:>4}  {:<68} {:>9.1f} {:>17} {:>8.3f} {:>6.1f} {:>8.2f} {:>8.2f} {:>7.1f}  {}\n",
-             rank, sweep::describe(e.candidate), e.tokens_per_s_per_gpu, range, e.iteration_s,
-             e.mfu * 100.0, e.peak_point_bytes / kGiB, e.peak_upper_bytes / kGiB,
+             "  {:>4}  {:<{}} {:>9.1f} {:>17} {:>8.3f} {:>6.1f} {:>8.2f} {:>8.2f} {:>7.1f}  {}\n",
+             rank, sweep::describe(e.candidate), w.layout, e.tokens_per_s_per_gpu, range,
+             e.iteration_s, e.mfu * 100.0, e.peak_point_bytes / kGiB, e.peak_upper_bytes / kGiB,
              e.bubble_fraction * 100.0, exposed_text(e));
 }
 
@@ -215,19 +232,25 @@ int print_results(std::FILE* text_out, const SweepCliOptions& o, const sweep::Re
   }
   const std::size_t top =
       std::min<std::size_t>(static_cast<std::size_t>(std::max(o.top, 1)), r.ranked.size());
-  fmt::print(text_out, "\nTop {} by {}:\n", top, sweep::to_string(objective));
-  print_header_row(text_out);
-  for (std::size_t i = 0; i < top; ++i) print_row(text_out, i + 1, r.ranked[i]);
-  if (r.plan.train_tokens > 0.0) print_plans(text_out, o, r, base, top);
   // The front's fastest `top` layouts (lightest first); --json / --csv / --html keep the whole
-  // front.
+  // front. Both tables share one set of column widths.
   const std::size_t shown = std::min(top, r.pareto.size());
+  std::vector<const sweep::Entry*> printed;
+  for (std::size_t i = 0; i < top; ++i) printed.push_back(&r.ranked[i]);
+  for (std::size_t k = r.pareto.size() - shown; k < r.pareto.size(); ++k) {
+    printed.push_back(&r.ranked[r.pareto[k]]);
+  }
+  const RowWidths w = widths_of(printed);
+  fmt::print(text_out, "\nTop {} by {}:\n", top, sweep::to_string(objective));
+  print_header_row(text_out, w);
+  for (std::size_t i = 0; i < top; ++i) print_row(text_out, i + 1, r.ranked[i], w);
+  if (r.plan.train_tokens > 0.0) print_plans(text_out, o, r, base, top);
   fmt::print(
       text_out, "\nPareto front, throughput vs peak memory ({} layouts{}, lightest first):\n",
       r.pareto.size(), shown < r.pareto.size() ? fmt::format("; the {} fastest", shown) : "");
-  print_header_row(text_out);
+  print_header_row(text_out, w);
   for (std::size_t k = r.pareto.size() - shown; k < r.pareto.size(); ++k) {
-    print_row(text_out, r.pareto[k] + 1, r.ranked[r.pareto[k]]);
+    print_row(text_out, r.pareto[k] + 1, r.ranked[r.pareto[k]], w);
   }
   if (shown < r.pareto.size()) {
     fmt::print(text_out, "  ... {} lighter, slower layouts on the front (--top, --json, --csv)\n",

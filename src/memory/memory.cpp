@@ -833,6 +833,55 @@ constexpr std::size_t idx(MemoryComponent c) {
   return static_cast<std::size_t>(c);
 }
 
+// The largest micro batch below the job's that still divides each data-parallel rank's share of
+// the global batch (0: none).
+int smaller_micro_batch(const JobSpec& job) {
+  const int dp = std::max(1, job.parallel.dp);
+  const int per_rank = job.runtime.global_batch_size / dp;
+  for (int m = job.runtime.micro_batch_size - 1; m >= 1; --m) {
+    if (per_rank % m == 0) return m;
+  }
+  return 0;
+}
+
+// MaxText's own knobs (docs/maxtext.md): the remat policy, the per-device batch with gradient
+// accumulation (the global batch kept), optimizer state in host memory, a pipeline axis.
+template <typename Attempt>
+void add_maxtext_remedies(const JobSpec& job, const Attempt& attempt) {
+  const RecomputeSpec& rc = job.runtime.recompute;
+  if (!(rc.granularity == RecomputeGranularity::kTensors && rc.tensors == TensorPolicy{})) {
+    JobSpec j = job;
+    j.runtime.recompute = RecomputeSpec{};
+    j.runtime.recompute.granularity = RecomputeGranularity::kTensors;
+    attempt("remat_policy: full", j);
+  }
+  if (const int mbs = smaller_micro_batch(job); mbs > 0) {
+    JobSpec j = job;
+    j.runtime.micro_batch_size = mbs;
+    const int dp = std::max(1, job.parallel.dp);
+    const int accumulation = job.runtime.global_batch_size / (j.runtime.micro_batch_size * dp);
+    const double per_device = static_cast<double>(job.runtime.global_batch_size) /
+                              (static_cast<double>(job.cluster.world_size()) * accumulation);
+    attempt(fmt::format("per_device_batch_size: {:g}, gradient_accumulation_steps: {}", per_device,
+                        accumulation),
+            j);
+  }
+  if (!job.runtime.optimizer_host_offload) {
+    JobSpec j = job;
+    j.runtime.optimizer_host_offload = true;
+    attempt("optimizer_memory_host_offload: true", j);
+  }
+  if (job.parallel.pp == 1 && job.parallel.dp % 2 == 0) {
+    JobSpec j = job;
+    LayoutChoice deeper = layout_choice(job);
+    deeper.pp = 2;
+    apply_layout(j, deeper);
+    attempt(fmt::format("{}_pipeline_parallelism: 2 (balanced layers)",
+                        job.cluster.nodes > 1 ? "dcn" : "ici"),
+            j);
+  }
+}
+
 void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport& report) {
   MemoryOptions inner = options;
   inner.suggest_remedies = false;
@@ -846,12 +895,18 @@ void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport
     c.schedule = schedule::select_schedule(c.schedule, c.pp, c.vpp, false).algorithm;
     return check_layout(facts, c) == LayoutRule::kLegal;
   };
+  // Only what lowers the peak by at least 1 % is worth a line.
   auto attempt = [&](std::string change, const JobSpec& changed) {
     if (!legal(layout_choice(changed))) return;
     const MemoryReport r = project_memory(changed, inner);
+    if (r.peak_point_bytes >= 0.99 * report.peak_point_bytes) return;
     report.remedies.push_back(
         {std::move(change), r.peak_point_bytes, r.peak_upper_bytes, r.verdict});
   };
+  if (job.runtime.backend == "maxtext") {
+    add_maxtext_remedies(job, attempt);
+    return;
+  }
   const ParallelSpec& p = job.parallel;
   const RecomputeSpec& rc = job.runtime.recompute;
   if (rc.granularity == RecomputeGranularity::kNone) {
@@ -884,10 +939,10 @@ void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport
     j.parallel.sequence_parallel = true;
     attempt("sequence parallel", j);
   }
-  if (job.runtime.micro_batch_size > 1) {
+  if (const int mbs = smaller_micro_batch(job); mbs > 0) {
     JobSpec j = job;
-    j.runtime.micro_batch_size = job.runtime.micro_batch_size / 2;
-    attempt("micro batch size " + std::to_string(j.runtime.micro_batch_size), j);
+    j.runtime.micro_batch_size = mbs;
+    attempt("micro batch size " + std::to_string(mbs), j);
   }
   // Twice the pipeline stages, balanced, when the rule set allows that layout.
   LayoutChoice deeper = layout_choice(job);

@@ -166,6 +166,15 @@ BenchmarkProjection project_benchmark(const JobSpec& target, const MeasuredProfi
                                  "ratios do not carry across accelerators",
                                  p.model.bench.accelerator, target.cluster.accelerator.name));
   }
+  // Ratios are per op shape family: a profile of another model (another hidden size) says
+  // nothing about this one's GEMMs.
+  if (p.model.bench.hidden != target.model.hidden_size) {
+    throw InputError(
+        {target.source, 0, 0}, "hidden_size",
+        fmt::format("the profile ({}) was measured on a model of hidden size {} but "
+                    "the job's is {}; profile this model (fewer layers will do)",
+                    p.model.bench.config, p.model.bench.hidden, target.model.hidden_size));
+  }
   BenchmarkProjection b;
   b.restored = restoration_steps(p, target);
   CostCache cache(target.cluster.accelerator, target.cluster.network, 1024, measured_scale(p));

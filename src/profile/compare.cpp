@@ -20,6 +20,10 @@
 namespace projector::profile {
 namespace {
 
+bool usable_ratio(double r) {
+  return r >= kMinMeasuredRatio && r <= kMaxMeasuredRatio;
+}
+
 double ms(double s) {
   return s * 1e3;
 }
@@ -338,8 +342,15 @@ void compare_with_job(MeasuredProfile& p, const JobSpec& bench, const CompareOpt
   for (int c = 0; c < kNumCostClasses; ++c) {
     const auto i = static_cast<std::size_t>(c);
     mc.model_step_ms += mc.model_ms[i];
-    if (mc.measured_ms[i] > 0.0 && mc.model_ms[i] > 0.0) {
-      mc.ratio[i] = mc.measured_ms[i] / mc.model_ms[i];
+    const double r = mc.model_ms[i] > 0.0 ? mc.measured_ms[i] / mc.model_ms[i] : 0.0;
+    if (mc.measured_ms[i] > 0.0 && mc.model_ms[i] > 0.0 && usable_ratio(r)) {
+      mc.ratio[i] = r;
+    } else if (mc.measured_ms[i] > 0.0 && mc.model_ms[i] > 0.0) {
+      mc.warnings.push_back(fmt::format(
+          "{}: measured {:.3f} ms against {:.3f} ms modelled, a ratio outside [{}, {}] (kept as "
+          "modelled)",
+          to_string(static_cast<CostClass>(c)), mc.measured_ms[i], mc.model_ms[i],
+          kMinMeasuredRatio, kMaxMeasuredRatio));
     } else if (mc.measured_ms[i] > 0.0) {
       mc.unmapped_ms += mc.measured_ms[i];
     } else if (mc.model_ms[i] > 0.0) {
@@ -351,7 +362,9 @@ void compare_with_job(MeasuredProfile& p, const JobSpec& bench, const CompareOpt
   }
   for (CollectiveRatio& cr : mt.coll) {
     mc.model_step_ms += cr.model_ms;
-    if (cr.measured_ms > 0.0 && cr.model_ms > 0.0) cr.ratio = cr.measured_ms / cr.model_ms;
+    if (cr.measured_ms > 0.0 && cr.model_ms > 0.0 && usable_ratio(cr.measured_ms / cr.model_ms)) {
+      cr.ratio = cr.measured_ms / cr.model_ms;
+    }
   }
   mc.collectives = mt.coll;
   mc.host_idle_ms = p.host_idle_ms;

@@ -207,13 +207,36 @@ struct Reader {
     if (!j.is_object() || !j.contains(key)) fail(path + key, "missing");
     return j.at(key);
   }
+  // Every number a profile holds is a count, bytes, milliseconds or a ratio: non-negative and
+  // below 1e15 (a petabyte; 30 years in milliseconds).
   double num(const Json& j, const std::string& key, const std::string& path) const {
     const Json& v = at(j, key, path);
     if (!v.is_number()) fail(path + key, "not a number");
-    return v.get<double>();
+    const double x = v.get<double>();
+    if (!(x >= -1.0 && x <= 1e15)) fail(path + key, fmt::format("{:g} is out of range", x));
+    return x;
+  }
+  // A step or class time: at most 10^7 ms (2.8 hours) per iteration.
+  double ms(const Json& j, const std::string& key, const std::string& path) const {
+    const double x = num(j, key, path);
+    if (!(x >= 0.0 && x <= 1e7)) fail(path + key, fmt::format("{:g} ms is not a step time", x));
+    return x;
+  }
+  // Measured over modelled time of one class: 0 (not measured) or within kMin/kMaxMeasuredRatio.
+  double ratio(const Json& j, const std::string& key, const std::string& path) const {
+    const double x = num(j, key, path);
+    if (x != 0.0 && !(x >= kMinMeasuredRatio && x <= kMaxMeasuredRatio)) {
+      fail(path + key, fmt::format("{:g} is outside [{}, {}] (0: not measured)", x,
+                                   kMinMeasuredRatio, kMaxMeasuredRatio));
+    }
+    return x;
   }
   int integer(const Json& j, const std::string& key, const std::string& path) const {
-    return static_cast<int>(num(j, key, path));
+    const double x = num(j, key, path);
+    if (x != static_cast<double>(static_cast<std::int64_t>(x)) || x > 1e9) {
+      fail(path + key, fmt::format("{:g} is not a count", x));
+    }
+    return static_cast<int>(x);
   }
   std::string str(const Json& j, const std::string& key, const std::string& path) const {
     const Json& v = at(j, key, path);
@@ -272,11 +295,10 @@ ModelComparison read_model(const Reader& r, const Json& j) {
   for (const Json& c : r.at(j, "classes", p)) {
     const auto i = static_cast<std::size_t>(
         cost_class_named(r, r.str(c, "class", "model.classes[]."), "model.classes[].class"));
-    m.measured_ms[i] = r.num(c, "measured_ms", "model.classes[].");
-    m.measured_kernel_ms[i] = r.num(c, "measured_kernel_ms", "model.classes[].");
-    m.model_ms[i] = r.num(c, "model_ms", "model.classes[].");
-    m.ratio[i] = r.num(c, "ratio", "model.classes[].");
-    if (m.ratio[i] < 0.0) r.fail("model.classes[].ratio", "negative");
+    m.measured_ms[i] = r.ms(c, "measured_ms", "model.classes[].");
+    m.measured_kernel_ms[i] = r.ms(c, "measured_kernel_ms", "model.classes[].");
+    m.model_ms[i] = r.ms(c, "model_ms", "model.classes[].");
+    m.ratio[i] = r.ratio(c, "ratio", "model.classes[].");
   }
   for (const Json& c : r.at(j, "collectives", p)) {
     const std::string q = "model.collectives[].";
@@ -286,14 +308,14 @@ ModelComparison read_model(const Reader& r, const Json& j) {
     cr.group = {r.integer(g, "size", q + "group."), r.integer(g, "ranks_per_node", q + "group."),
                 r.integer(g, "nodes", q + "group."), r.integer(g, "pods", q + "group."),
                 r.integer(g, "gpus_per_node", q + "group.")};
-    cr.measured_ms = r.num(c, "measured_ms", q);
-    cr.model_ms = r.num(c, "model_ms", q);
-    cr.ratio = r.num(c, "ratio", q);
+    cr.measured_ms = r.ms(c, "measured_ms", q);
+    cr.model_ms = r.ms(c, "model_ms", q);
+    cr.ratio = r.ratio(c, "ratio", q);
     m.collectives.push_back(cr);
   }
-  m.unmapped_ms = r.num(j, "unmapped_ms", p);
-  m.host_idle_ms = r.num(j, "host_idle_ms", p);
-  m.model_step_ms = r.num(j, "model_step_ms", p);
+  m.unmapped_ms = r.ms(j, "unmapped_ms", p);
+  m.host_idle_ms = r.ms(j, "host_idle_ms", p);
+  m.model_step_ms = r.ms(j, "model_step_ms", p);
   m.model_allocated_bytes = r.num(j, "model_allocated_bytes", p);
   m.model_fragmentation_bytes = r.num(j, "model_fragmentation_bytes", p);
   for (const Json& f : r.at(j, "fitted", p)) {
@@ -332,19 +354,19 @@ MeasuredProfile parse_profile(const std::string& text, const std::string& label)
   const Json& s = r.at(j, "steps", "");
   p.step_source = r.str(s, "source", "steps.");
   p.steps_used = r.integer(s, "used", "steps.");
-  p.step_ms = r.num(s, "step_ms", "steps.");
-  p.reference_step_ms = r.num(s, "reference_step_ms", "steps.");
+  p.step_ms = r.ms(s, "step_ms", "steps.");
+  p.reference_step_ms = r.ms(s, "reference_step_ms", "steps.");
   p.reference = r.str(s, "reference", "steps.");
-  p.kernel_ms = r.num(s, "kernel_ms", "steps.");
-  p.busy_ms = r.num(s, "busy_ms", "steps.");
-  p.host_idle_ms = r.num(s, "host_idle_ms", "steps.");
+  p.kernel_ms = r.ms(s, "kernel_ms", "steps.");
+  p.busy_ms = r.ms(s, "busy_ms", "steps.");
+  p.host_idle_ms = r.ms(s, "host_idle_ms", "steps.");
   const Json& ph = r.at(j, "phases", "");
   p.phase_source = r.str(ph, "source", "phases.");
   p.has_backward = r.flag(ph, "backward", "phases.");
   p.has_optimizer = r.flag(ph, "optimizer", "phases.");
   const Json& a = r.at(j, "attribution", "");
   p.attributed_fraction = r.num(a, "attributed_fraction", "attribution.");
-  p.residual_ms = r.num(a, "residual_ms", "attribution.");
+  p.residual_ms = r.ms(a, "residual_ms", "attribution.");
   const Json& mem = r.at(j, "memory", "");
   if (!mem.is_null()) {
     p.memory.present = true;

@@ -22,10 +22,64 @@ namespace {
 
 using Json = nlohmann::json;
 
+// The longest JSON token so far, measured on the raw bytes before the parser buffers it (the
+// lexer keeps a whole string or number in memory). A token is a string (quotes to quote, escapes
+// honoured) or a run of bytes outside strings that are neither whitespace nor structural.
+class TokenBound {
+ public:
+  explicit TokenBound(std::uint64_t max_bytes) : max_bytes_(max_bytes) {}
+  // The offset of the first byte of [p, p + n) that makes a token longer than the bound, or n.
+  std::size_t scan(const char* p, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const char c = p[i];
+      if (in_string_) {
+        if (escape_) {
+          escape_ = false;
+        } else if (c == '\\') {
+          escape_ = true;
+        } else if (c == '"') {
+          in_string_ = false;
+          run_ = 0;
+          continue;
+        }
+      } else if (c == '"') {
+        in_string_ = true;
+        run_ = 0;
+        continue;
+      } else if (separator(c)) {
+        run_ = 0;
+        continue;
+      }
+      if (++run_ > max_bytes_) return i;
+    }
+    return n;
+  }
+
+ private:
+  static bool separator(char c) {
+    return c == ',' || c == ':' || c == '{' || c == '}' || c == '[' || c == ']' || c == ' ' ||
+           c == '\n' || c == '\r' || c == '\t';
+  }
+  std::uint64_t max_bytes_;
+  std::uint64_t run_ = 0;
+  bool in_string_ = false;
+  bool escape_ = false;
+};
+
+std::string token_message(std::uint64_t max_bytes) {
+  return "a JSON string or number longer than " + std::to_string(max_bytes >> 20) +
+         " MiB (TraceLimits::max_token_bytes); not a profiler trace a projection can use";
+}
+
 // gzread-backed stream buffer; counts bytes (limit) and newlines (error lines).
 class GzBuf : public std::streambuf {
  public:
-  GzBuf(const std::string& path, std::uint64_t limit) : path_(path), limit_(limit), buf_(1 << 18) {
+  GzBuf(const std::string& path, const TraceLimits& limits)
+      : path_(path),
+        limit_(limits.max_json_bytes),
+        token_(limits.max_token_bytes),
+        max_token_bytes_(limits.max_token_bytes),
+        buf_(1 << 18) {
     file_ = gzopen(path.c_str(), "rb");
     if (file_ == nullptr) throw InputError({path, 0, 0}, "", "cannot open the trace file");
     gzbuffer(file_, 1 << 18);
@@ -62,6 +116,16 @@ class GzBuf : public std::streambuf {
                        "the trace decompresses to more than " + std::to_string(limit_ >> 20) +
                            " MiB (TraceLimits::max_json_bytes); trim it to a few steps");
     }
+    const auto got = static_cast<std::size_t>(n);
+    const std::size_t over = token_.scan(buf_.data(), got);
+    if (over < got) {
+      const std::uint64_t line =
+          lines_before_ +
+          static_cast<std::uint64_t>(std::count(buf_.data(), buf_.data() + over, '\n')) + 1;
+      const auto max_line = static_cast<std::uint64_t>(std::numeric_limits<int>::max());
+      throw InputError({path_, static_cast<int>(std::min(line, max_line)), 0}, "",
+                       token_message(max_token_bytes_));
+    }
     setg(buf_.data(), buf_.data(), buf_.data() + n);
     return traits_type::to_int_type(*gptr());
   }
@@ -73,6 +137,8 @@ class GzBuf : public std::streambuf {
   }
   std::string path_;
   std::uint64_t limit_;
+  TokenBound token_;
+  std::uint64_t max_token_bytes_;
   std::vector<char> buf_;
   gzFile file_ = nullptr;
   std::uint64_t total_ = 0;
@@ -243,6 +309,7 @@ class Handler {
     if (!array && depth_ == event_depth && in_events_array()) {
       in_event_ = true;
       ev_.reset();
+      event_bytes_ = 0;
     }
     if (in_event_ && array && depth_ == event_depth + 3 &&
         key_at(event_depth + 1) == "Input Dims") {
@@ -277,10 +344,12 @@ class Handler {
           v.kind == Scalar::kNumber) {
         if (ev_.dims.empty() || depth_ == event_depth + 2) ev_.dims.emplace_back();
         ev_.dims.back().push_back(v.integer);
+        event_bytes(sizeof(std::int64_t));
       }
       if (depth_ == event_depth + 2 && key_at(event_depth + 1) == "Input type" &&
           v.kind == Scalar::kString) {
         ev_.types.push_back(*v.text);
+        event_bytes(v.text->size());
       }
       return true;
     }
@@ -336,6 +405,7 @@ class Handler {
   std::uint32_t intern(const std::string& s) {
     auto it = interned_.find(s);
     if (it != interned_.end()) return it->second;
+    keep_bytes(s.size());
     const auto id = static_cast<std::uint32_t>(out_.names.size());
     out_.names.push_back(s);
     interned_.emplace(s, id);
@@ -348,6 +418,27 @@ class Handler {
                        "more than " + std::to_string(limits_.max_kept_events) +
                            " GPU and annotation events (TraceLimits::max_kept_events); trim the "
                            "trace to a few steps");
+    }
+  }
+
+  // One event's operator shapes and types are held until the event closes: bounded like a token.
+  void event_bytes(std::uint64_t bytes) {
+    event_bytes_ += bytes;
+    if (event_bytes_ > limits_.max_token_bytes) {
+      throw InputError({out_.path, 0, 0}, "Input Dims",
+                       "one event's operator shapes exceed " +
+                           std::to_string(limits_.max_token_bytes >> 20) +
+                           " MiB (TraceLimits::max_token_bytes); not a profiler trace");
+    }
+  }
+
+  void keep_bytes(std::uint64_t bytes) {
+    kept_bytes_ += bytes;
+    if (kept_bytes_ > limits_.max_kept_bytes) {
+      throw InputError({out_.path, 0, 0}, "traceEvents",
+                       "the kept names and operator shapes exceed " +
+                           std::to_string(limits_.max_kept_bytes >> 20) +
+                           " MiB (TraceLimits::max_kept_bytes); trim the trace to a few steps");
     }
   }
 
@@ -413,6 +504,10 @@ class Handler {
       out_.backward_spans.push_back(span());
     } else if (shape_operator(n) && !ev_.dims.empty()) {
       keep();
+      std::uint64_t bytes = 0;
+      for (const auto& d : ev_.dims) bytes += d.size() * sizeof(std::int64_t);
+      for (const auto& ty : ev_.types) bytes += ty.size();
+      keep_bytes(bytes);
       out_.shapes.push_back(
           {ev_.external_id, intern(n), std::move(ev_.dims), std::move(ev_.types)});
       ev_.dims.clear();
@@ -432,6 +527,8 @@ class Handler {
   bool in_event_ = false;
   bool device_open_ = false;
   std::uint64_t kept_ = 0;
+  std::uint64_t kept_bytes_ = 0;
+  std::uint64_t event_bytes_ = 0;
   RawEvent ev_;
   std::string error_;
   std::size_t error_pos_ = 0;
@@ -451,7 +548,7 @@ TraceData read_trace(const std::string& path, const TraceLimits& limits) {
   t.path = path;
   // A regular file (not /dev/zero or a FIFO) within TraceLimits::max_file_bytes.
   check_input_file(path, limits.max_file_bytes);
-  GzBuf buf(path, limits.max_json_bytes);
+  GzBuf buf(path, limits);
   std::istream in(&buf);
   Handler h(t, limits);
   const bool ok = Json::sax_parse(in, &h, nlohmann::json::input_format_t::json, true, false);
@@ -470,6 +567,11 @@ TraceData parse_trace_text(const std::string& json, const std::string& label,
   TraceData t;
   t.path = label;
   t.json_bytes = json.size();
+  TokenBound token(limits.max_token_bytes);
+  if (const std::size_t over = token.scan(json.data(), json.size()); over < json.size()) {
+    const auto line = 1 + std::count(json.begin(), json.begin() + static_cast<long>(over), '\n');
+    throw InputError({label, static_cast<int>(line), 0}, "", token_message(limits.max_token_bytes));
+  }
   Handler h(t, limits);
   if (!Json::sax_parse(json, &h, nlohmann::json::input_format_t::json, true, false)) {
     const std::size_t pos = std::min(h.error_pos(), json.size());

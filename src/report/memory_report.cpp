@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "json_common.h"
 #include "recsys_report.h"
 
@@ -135,8 +137,10 @@ std::string summary_text(const JobSpec& job, const MemoryReport& rep, bool all_d
     }
     out += fmt::format("Largest components: {}\n", largest);
     if (!rep.remedies.empty()) out += fmt::format("What would change it (re-projected):\n");
+    std::size_t width = 0;
+    for (const MemoryRemedy& m : rep.remedies) width = std::max(width, m.change.size());
     for (const MemoryRemedy& m : rep.remedies) {
-      out += fmt::format("  {:<52} peak {:>8} GiB (upper {:>8}) -> {}\n", m.change,
+      out += fmt::format("  {:<{}}  peak {:>8} GiB (upper {:>8}) -> {}\n", m.change, width,
                          gib(m.peak_point_bytes), gib(m.peak_upper_bytes), to_string(m.verdict));
     }
   }

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "projector/hardware/catalog.h"
@@ -79,6 +80,31 @@ TEST(HardwareCli, ListShowsStatusAndProvenance) {
   EXPECT_NE(row("rubin").find("announced"), std::string::npos) << row("rubin");
   EXPECT_NE(row("rubin").find("~8333.0"), std::string::npos) << row("rubin");  // estimated bf16
   EXPECT_NE(row("h100_sxm").find("own"), std::string::npos) << row("h100_sxm");
+}
+
+// Issue 30: cells were cut to 16 characters ("package 383 bf1."). Now every column is as wide as
+// its widest cell: each header starts where its column's cells start, and no cell ends in a cut.
+TEST(HardwareCli, ListCutsNoCellAndAlignsTheColumns) {
+  const CliResult r = run("hardware list");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::istringstream in(r.out);
+  std::string header;
+  std::getline(in, header);
+  const std::size_t peaks = header.find("peaks from");
+  const std::size_t hbm = header.find("HBM from");
+  ASSERT_NE(peaks, std::string::npos);
+  int rows = 0;
+  for (std::string line; std::getline(in, line) && !line.empty(); ++rows) {
+    EXPECT_EQ(line.find(". "), std::string::npos) << "a cut cell: " << line;
+    ASSERT_GT(line.size(), hbm) << line;
+    EXPECT_NE(line[peaks], ' ') << line;  // a source id starts under its header
+    EXPECT_EQ(line[peaks - 1], ' ') << line;
+    EXPECT_NE(line[hbm], ' ') << line;
+    EXPECT_EQ(line[hbm - 1], ' ') << line;
+  }
+  EXPECT_GE(rows, 20);
+  // A prose source without an id is pointed to `show`, not cut.
+  EXPECT_NE(r.out.find("see show"), std::string::npos) << r.out;
 }
 
 TEST(HardwareCli, ShowReportsBorrowedEfficiency) {

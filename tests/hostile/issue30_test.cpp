@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -87,6 +89,24 @@ TEST(Issue30, ProfileOfEpochScaleAndHugeTimestampsDoesNotCrash) {
     // Analysed (it used to die there); then refused as no step of the 24-layer Qwen job.
     expect_clean_error(r, trace + ": traceEvents:", "no transformer layer");
   }
+}
+
+// An 18 MB gzip file holding one 1 GiB JSON string once took 3.1 GB of RAM and died with
+// bad_alloc (exit 3). The token bound refuses it after reading 16 MiB of the string; here a
+// 64 MiB string (0.1 MB compressed) on line 2.
+TEST(Issue30, AGzipTraceHoldingOneHugeStringIsRefusedWithoutReadingIt) {
+  TempDir dir;
+  const std::string path = dir.path() + "/huge.json.gz";
+  gzFile out = gzopen(path.c_str(), "wb1");
+  ASSERT_NE(out, nullptr);
+  const std::string head = "{\"traceEvents\": [\n{\"ph\": \"X\", \"name\": \"";
+  gzwrite(out, head.data(), static_cast<unsigned>(head.size()));
+  const std::string block(1 << 20, 'a');
+  for (int i = 0; i < 64; ++i) gzwrite(out, block.data(), static_cast<unsigned>(block.size()));
+  gzwrite(out, "\"}]}", 4);
+  gzclose(out);
+  const CliResult r = run("profile --trace " + path + " --config " + kQwenConfig);
+  expect_clean_error(r, path + ":2:", "max_token_bytes");
 }
 
 // ------------------------------------------------------------------------ 2: non-UTF-8 input
@@ -344,6 +364,41 @@ TEST(Issue30, LongExtendsChainsAndNodeScansAreBounded) {
   for (int i = 2; i <= 65; ++i) nodes += "," + std::to_string(i);
   expect_clean_error(run("performance --config " + kLlama + " --scan-nodes " + nodes),
                      "--scan-nodes", "more than 64 node counts");
+}
+
+// ---------------------------------------------------------------------------- readability
+
+// `sweep --top 3`: both tables print at most 3 rows, every number ends under the end of its
+// header, and the exposed-time cell starts under its header.
+TEST(Issue30, SweepTablesAreAlignedAndBoundedByTop) {
+  const CliResult r =
+      run("sweep --config " + kLlama + " --nodes 2 --grid 'tp=1,2;pp=1,2;cp=1' --top 3");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::istringstream in(r.out);
+  std::string header;
+  int tables = 0, rows = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("tok/s/GPU") != std::string::npos && line.find("layout") != std::string::npos) {
+      header = line;
+      ++tables;
+      continue;
+    }
+    if (header.empty() || line.empty() || line.rfind("  ", 0) != 0 || line.find("...") == 2 ||
+        !std::isdigit(static_cast<unsigned char>(line[line.find_first_not_of(' ')]))) {
+      if (line.empty()) header.clear();
+      continue;
+    }
+    ++rows;
+    const std::size_t tok_end = header.find("tok/s/GPU") + 9;
+    EXPECT_NE(line[tok_end - 1], ' ') << header << "\n" << line;
+    EXPECT_EQ(line[tok_end], ' ') << header << "\n" << line;
+    const std::size_t exposed = header.find("exposed ms");
+    EXPECT_NE(line[exposed], ' ') << header << "\n" << line;
+    EXPECT_EQ(line[exposed - 1], ' ') << header << "\n" << line;
+  }
+  EXPECT_EQ(tables, 2) << r.out;
+  EXPECT_GE(rows, 2) << r.out;
+  EXPECT_LE(rows, 6) << r.out;
 }
 
 }  // namespace

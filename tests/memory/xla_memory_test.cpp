@@ -140,5 +140,32 @@ TEST(XlaMemory, MaxTextFlopConvention) {
               p.logged_tflops_per_gpu * 1e-6);
 }
 
+// Issue 30: a MaxText job that does not fit is told what to change in MaxText's own keys, and
+// only changes that lower the peak are listed (a Megatron "full recompute (uniform, 1 layer)"
+// once raised a fully rematerialised MaxText job's peak). 8B with per_device_batch_size 6 on
+// 8 x 16 GiB v5e chips.
+TEST(XlaMemory, RemediesSpeakMaxTextAndLowerThePeak) {
+  testing::TempDir dir;
+  const JobSpec j = load(dir,
+                         "model_name: llama3-8b\nper_device_batch_size: 6\n"
+                         "max_target_length: 4096\nremat_policy: minimal\n"
+                         "compile_topology: v5e-8\n",
+                         "tpu_v5e");
+  const MemoryReport m = project_memory(j);
+  ASSERT_NE(m.verdict, MemoryVerdict::kFits);
+  ASSERT_FALSE(m.remedies.empty());
+  bool remat = false, batch = false;
+  for (const MemoryRemedy& r : m.remedies) {
+    EXPECT_LT(r.peak_point_bytes, 0.99 * m.peak_point_bytes) << r.change;
+    EXPECT_EQ(r.change.find("recompute"), std::string::npos) << r.change;
+    EXPECT_EQ(r.change.find("distributed optimizer"), std::string::npos) << r.change;
+    remat = remat || r.change == "remat_policy: full";
+    // 6 per device -> 3 per device with 2 accumulation steps (the global batch 48 kept).
+    batch = batch || r.change == "per_device_batch_size: 3, gradient_accumulation_steps: 2";
+  }
+  EXPECT_TRUE(remat);
+  EXPECT_TRUE(batch);
+}
+
 }  // namespace
 }  // namespace projector

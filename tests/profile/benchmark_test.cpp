@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+
 #include "fixtures.h"
 #include "projector/cost/cost_cache.h"
 #include "projector/util/error.h"
@@ -129,6 +132,49 @@ TEST(BenchmarkProjection, RefusesAProfileOfAnotherAcceleratorOrWithoutAJob) {
   EXPECT_THROW(project_benchmark(fixture_job(kQwenConfig, "mi300x", 1), p, PerfOptions{}, false),
                InputError);
   EXPECT_THROW(measured_scale(testing::fixture_profile(testing::kQwenH100)), InputError);
+}
+
+// A hand-edited ratio of 1e300 once printed 300-digit times: a profile's ratios, step times and
+// counts are read within physical bounds, the key path named.
+TEST(BenchmarkProjection, ProfileNumbersOutsidePhysicalBoundsAreRefused) {
+  const MeasuredProfile p = testing::qwen_profile(testing::kQwenH100, "h100_sxm");
+  const std::string text = profile_json(p);
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    const std::size_t at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? t : t.replace(at, from.size(), to);
+  };
+  const std::string first_ratio = [&] {
+    const std::size_t at = text.find("\"ratio\": ");
+    return text.substr(at, text.find_first_of(",}\n", at) - at);
+  }();
+  for (const auto& [from, to, key] :
+       {std::tuple{first_ratio, std::string("\"ratio\": 1e300"), "ratio"},
+        std::tuple{first_ratio, std::string("\"ratio\": 250.0"), "ratio"},
+        std::tuple{std::string("\"step_ms\": "), std::string("\"step_ms\": 1e12, \"x\": "),
+                   "steps.step_ms"},
+        std::tuple{std::string("\"tp\": 1"), std::string("\"tp\": 1e300"), "model.bench.tp"}}) {
+    try {
+      parse_profile(edited(from, to), "edited.json");
+      ADD_FAILURE() << to << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(e.key().find(key), std::string::npos) << e.key() << " for " << to;
+    }
+  }
+}
+
+// Measured ratios are per op shape: a profile of a model with another hidden size is refused.
+TEST(BenchmarkProjection, RefusesAProfileOfAnotherModel) {
+  MeasuredProfile p = testing::qwen_profile(testing::kQwenH100, "h100_sxm");
+  const JobSpec job = fixture_job(kQwenConfig, "h100_sxm", 1);
+  p.model.bench.hidden = static_cast<int>(job.model.hidden_size) * 2;
+  try {
+    project_benchmark(job, p, PerfOptions{}, false);
+    FAIL() << "a profile of hidden size " << p.model.bench.hidden << " was used";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "hidden_size");
+  }
 }
 
 // Synthetic numbers (no trace): the residual decomposition by hand.

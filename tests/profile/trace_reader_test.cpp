@@ -124,6 +124,34 @@ TEST(TraceReader, EnforcesTheLimits) {
   EXPECT_THROW(read_trace(testing::profile_data(testing::kHtaMi250), small_json), InputError);
 }
 
+// A token is one string (escaped quotes and commas inside it included) or one bare number; many
+// short tokens add up to nothing.
+TEST(TraceReader, BoundsTheLongestTokenNotTheDocument) {
+  TraceLimits limits;
+  limits.max_token_bytes = 64;
+  const std::string forty(40, 'x');
+  const std::string fine = R"({"traceEvents": [{"ph": "X", "name": ")" + forty + R"(", "cat": ")" +
+                           forty + R"(", "ts": 1, "dur": 2}]})";
+  EXPECT_NO_THROW(parse_trace_text(fine, "fine.json", limits));
+  // 40 + 4 + 40 = 84 bytes in one string: the escaped quote and the commas do not end it.
+  const std::string quoted =
+      "{\"traceEvents\": [\n{\"name\": \"" + forty + "\\\",, " + forty + "\"}]}";
+  try {
+    parse_trace_text(quoted, "quoted.json", limits);
+    FAIL() << "a 84-byte string passed a 64-byte bound";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().line, 2);
+    EXPECT_NE(e.message().find("max_token_bytes"), std::string::npos) << e.message();
+  }
+  const std::string number = R"({"traceEvents": [{"ts": 1)" + std::string(70, '0') + "}]}";
+  EXPECT_THROW(parse_trace_text(number, "number.json", limits), InputError);
+  // One event's operator shapes are bounded alike (8 bytes per dimension: 9 dims > 64 bytes).
+  const std::string dims =
+      R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "args": )"
+      R"({"Input Dims": [[1, 2, 3, 4, 5], [6, 7, 8, 9]]}}]})";
+  EXPECT_THROW(parse_trace_text(dims, "dims.json", limits), InputError);
+}
+
 TEST(TraceReader, ReadsPlainAndGzipAlikeAndRefusesTruncatedGzip) {
   testing::TempDir dir;
   const std::string src = testing::profile_data(testing::kHtaMi250);

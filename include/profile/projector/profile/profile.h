@@ -100,6 +100,12 @@ struct FittedValue {
   std::string source;
 };
 
+// The range a measured / modelled time ratio may take; further out is a broken trace or profile,
+// not a kernel's efficiency (such a class is kept as modelled; a profile file holding one is
+// refused).
+inline constexpr double kMinMeasuredRatio = 0.01;
+inline constexpr double kMaxMeasuredRatio = 100.0;
+
 // Measured against the cost models on the bench job's ops (present only with a job).
 struct ModelComparison {
   bool present = false;

@@ -15,6 +15,11 @@ struct TraceLimits {
   std::uint64_t max_file_bytes = 2ull << 30;   // on disk (compressed or not): 2 GiB
   std::uint64_t max_json_bytes = 16ull << 30;  // decompressed JSON: 16 GiB
   std::uint64_t max_kept_events = 20'000'000;  // events kept in memory (about 1.5 GiB)
+  // One JSON token (a string or a bare number / literal): the parser buffers a whole token, so
+  // without this bound one 1 GiB string in an 18 MB gzip file costs gigabytes.
+  std::uint64_t max_token_bytes = 16ull << 20;  // 16 MiB
+  // Names, operator types and shapes the kept events hold (interned strings, dims).
+  std::uint64_t max_kept_bytes = 1ull << 30;  // 1 GiB
 };
 
 enum class GpuActivity : std::uint8_t { kKernel, kMemcpy, kMemset };
