@@ -314,15 +314,23 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
   opts.prune_on_upper_bound = o.prune_upper;
   opts.threads = o.threads;
   opts.stop = &g_sweep_stop;
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  if (tty) opts.progress = print_progress;
+  // A progress line on a terminal, once the sweep has run a second; erased when it ends (the
+  // summary states the time).
+  bool progress_shown = false;
+  if (isatty(STDERR_FILENO) != 0) {
+    opts.progress = [&progress_shown](const sweep::Progress& p) {
+      if (p.elapsed_s < 1.0) return;
+      print_progress(p);
+      progress_shown = true;
+    };
+  }
 
   g_sweep_stop.store(false);
   using Handler = void (*)(int);
   const Handler previous = std::signal(SIGINT, on_sigint);
   const sweep::Result r = sweep::run_sweep(base, grid, space, opts);
   std::signal(SIGINT, previous == SIG_ERR ? SIG_DFL : previous);
-  if (tty) fmt::print(stderr, "\n");
+  if (progress_shown) fmt::print(stderr, "\r\033[K");
 
   // With --json - the JSON owns stdout; the human report goes to stderr.
   std::FILE* const text_out = o.json_path == "-" ? stderr : stdout;
