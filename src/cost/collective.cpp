@@ -255,6 +255,15 @@ std::string_view to_string(GroupKind k) {
   return "?";
 }
 
+int collective_node_gpus(const AcceleratorSpec& acc, const NetworkSpec& net, int gpus_per_node) {
+  const int gpn = std::max(1, gpus_per_node);
+  if (acc.torus_dims > 0 || acc.scaleup_domain <= gpn || net.node_size <= gpn ||
+      net.node_size % gpn != 0) {
+    return gpn;
+  }
+  return std::min(acc.scaleup_domain, net.node_size);
+}
+
 CommGroup make_group(int size, int stride, int gpus_per_node, int pod_size_gpus) {
   CommGroup g;
   g.gpus_per_node = std::max(1, gpus_per_node);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "projector/cost/collective.h"
 #include "projector/interval/interval.h"
 
 namespace projector {
@@ -25,9 +26,11 @@ std::string model_of(const JobSpec& job) {
   const ParallelSpec& p = job.parallel;
   if (p.ep <= 1) return "moe";
   const int etp = p.etp > 0 ? p.etp : p.tp;
-  // The EP group spans nodes when its members (etp x ep consecutive ranks) outgrow a node.
-  return static_cast<std::int64_t>(p.ep) * etp > job.cluster.gpus_per_node ? "moe-ep-internode"
-                                                                           : "moe-ep";
+  // The EP group spans nodes when its members (etp x ep consecutive ranks) outgrow the
+  // collective model's node (a multi-host NVLink domain counts as one).
+  const int node =
+      collective_node_gpus(job.cluster.accelerator, job.cluster.network, job.cluster.gpus_per_node);
+  return static_cast<std::int64_t>(p.ep) * etp > node ? "moe-ep-internode" : "moe-ep";
 }
 
 std::string precision_of(const RuntimeSpec& rt) {

@@ -158,11 +158,14 @@ Priced price_permute(const AcceleratorSpec& acc, const KernelRow& r) {
   return p;
 }
 
-CommGroup row_group(const AcceleratorSpec& acc, int ranks, int nodes, int gpus_per_node) {
+// The row's hosts, folded into the network's node tier as a job's groups are (a multi-host
+// NVLink domain is one node).
+CommGroup row_group(const AcceleratorSpec& acc, const NetworkSpec& net, int ranks, int nodes,
+                    int gpus_per_node) {
   const int gpn = gpus_per_node > 0 ? gpus_per_node
                   : nodes > 1       ? (ranks + nodes - 1) / nodes
                                     : std::max(acc.default_gpus_per_node, ranks);
-  return make_group(ranks, 1, gpn);
+  return make_group(ranks, 1, collective_node_gpus(acc, net, gpn));
 }
 
 Priced price_dispatch(const AcceleratorSpec& acc, const NetworkSpec& net, const KernelRow& r) {
@@ -173,7 +176,7 @@ Priced price_dispatch(const AcceleratorSpec& acc, const NetworkSpec& net, const 
   const double wire = r.dtype == Dtype::kFp8 ? kFp8WireBytes : bytes_per_element(r.dtype);
   const double bytes =
       static_cast<double>(s.tokens) * std::max<std::int64_t>(s.topk, 1) * s.hidden * wire;
-  const CommGroup g = row_group(acc, s.ep, s.nodes, s.gpus_per_node);
+  const CommGroup g = row_group(acc, net, s.ep, s.nodes, s.gpus_per_node);
   const CollectiveEstimate e = collective_estimate(net, CollectiveKind::kAllToAll, bytes, g);
   Priced p;
   p.bytes = bytes;
@@ -199,7 +202,7 @@ Priced price_collective(const AcceleratorSpec& acc, const NetworkSpec& net, cons
   if (kind == nullptr) return skip("unknown collective op '" + s.op + "'");
   if (s.ranks < 2 || s.bytes <= 0.0) return skip("collective needs ranks >= 2 and bytes");
   if (!acc.torus_wraparound.empty()) return skip("collectives on a torus need the slice placement");
-  const CommGroup g = row_group(acc, s.ranks, s.nodes, s.gpus_per_node);
+  const CommGroup g = row_group(acc, net, s.ranks, s.nodes, s.gpus_per_node);
   const CollectiveEstimate e = collective_estimate(net, *kind, s.bytes, g);
   Priced p;
   p.bytes = s.bytes;

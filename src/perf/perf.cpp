@@ -14,14 +14,15 @@ namespace {
 using schedule::Phase;
 
 CommGroup group_for(const JobSpec& job, const Op& op) {
+  const int node_gpus =
+      collective_node_gpus(job.cluster.accelerator, job.cluster.network, job.cluster.gpus_per_node);
   if (op.group_stride > 0) {
-    return make_group(op.group_size, op.group_stride, job.cluster.gpus_per_node,
-                      job.cluster.network.pod_size);
+    return make_group(op.group_size, op.group_stride, node_gpus, job.cluster.network.pod_size);
   }
   if (op.collective == CollectiveKind::kSendRecv) {
     // A pipeline hop is the cost module's kPpPeer pair; a CP ring neighbour is tp ranks away.
     if (op.group == GroupKind::kPp) return job_group(job, GroupKind::kPpPeer);
-    return make_group(2, job.parallel.tp, job.cluster.gpus_per_node, job.cluster.network.pod_size);
+    return make_group(2, job.parallel.tp, node_gpus, job.cluster.network.pod_size);
   }
   return job_group(job, op.group);
 }
@@ -73,8 +74,38 @@ struct PhaseAccumulator {
   double ep_total_s = 0.0;          // every EP collective of the phase, priced
   double ep_shared_hidden_s = 0.0;  // the part the shared experts hid
   double expert_wgrad_s = 0.0;      // W phase: the routed experts' weight-gradient GEMMs
+  // Of ep_hideable_s, what a paired microbatch cannot hide in Megatron's combined 1F1B order
+  // (PairParts): subtracted from the hideable part the simulator pairs.
+  double ep_pair_exposed_s = 0.0;
   ExposedComm by_group;
 };
+
+// One phase of a MoE layer as Megatron's combined 1F1B interleaves it with the partner's other
+// phase (MG9 combined_1f1b.py: the forward's attention beside the backward's combine, its
+// dispatch beside the backward's experts, its experts beside the backward's dispatch, its combine
+// beside the backward's attention): the compute outside the expert section, the first EP
+// transfer (F: dispatch; B: the combine's backward), the experts' compute and the later transfers
+// (F: combine; B: the dispatch's backward).
+struct PairParts {
+  double outer_s = 0.0;
+  double first_s = 0.0;
+  double inner_s = 0.0;
+  double second_s = 0.0;
+  int transfers = 0;
+  void add_compute(double t) { (transfers == 1 ? inner_s : outer_s) += t; }
+  void add_transfer(double t) {
+    (transfers == 0 ? first_s : second_s) += t;
+    ++transfers;
+  }
+};
+
+// Each transfer hides only behind the partner's compute of the same step; what sticks out stays
+// exposed. Returns {forward, backward} exposed seconds for one layer.
+std::pair<double, double> pair_exposed(const PairParts& f, const PairParts& b) {
+  const double fwd = std::max(0.0, f.first_s - b.inner_s) + std::max(0.0, f.second_s - b.outer_s);
+  const double bwd = std::max(0.0, b.first_s - f.outer_s) + std::max(0.0, b.second_s - f.inner_s);
+  return {fwd, bwd};
+}
 
 void add_exposed(ExposedComm& e, GroupKind g, double t) {
   switch (g) {
@@ -216,6 +247,9 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
   budgets.comm[0] = budgets.host[0] = block_compute[0];
   // The W of a combined backward runs with it (only zero-bubble schedules split them).
   budgets.comm[1] = budgets.host[1] = block_compute[1] + block_compute[2];
+  PairParts parts[2];  // F and B
+  const bool delayed_wgrad = job.runtime.moe_overlap.has(MoeOverlap::kDelayedWgrad);
+  double delayed_w_s = 0.0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Op& op = ops[i];
     const int ph = static_cast<int>(op.phase);
@@ -231,12 +265,22 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
       }
       if (op.group == GroupKind::kEp || op.group == GroupKind::kEtpEp) {
         acc[ph].ep_hideable_s += n * exposed;  // what a paired microbatch's compute can hide
+        if (ph < 2) parts[ph].add_transfer(exposed);
         acc[ph].ep_total_s += n * t;
         if (op.overlap == Overlap::kWithSharedExperts)
           acc[ph].ep_shared_hidden_s += n * (t - exposed);
       }
     } else {
       acc[ph].compute_s += n * t;
+      if (ph < 2) {
+        parts[ph].add_compute(t);
+      } else if (op.name.starts_with("moe.experts.")) {
+        // Expert weight gradients: in the backward's expert step, or with delay_wgrad_compute
+        // beside its own dispatch backward.
+        (delayed_wgrad ? delayed_w_s : parts[1].inner_s) += t;
+      } else {
+        parts[1].outer_s += t;  // the attention's weight gradients, in its backward step
+      }
       if (op.phase == WorkPhase::kW && op.name.starts_with("moe.experts.")) {
         acc[ph].expert_wgrad_s += n * t;
       }
@@ -252,6 +296,12 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
       po.repeat = lw.count;
       table->push_back(std::move(po));
     }
+  }
+  if (parts[0].transfers > 0 && parts[1].transfers > 0) {
+    parts[1].second_s = std::max(0.0, parts[1].second_s - delayed_w_s);
+    const auto [fwd, bwd] = pair_exposed(parts[0], parts[1]);
+    acc[0].ep_pair_exposed_s += n * fwd;
+    acc[1].ep_pair_exposed_s += n * bwd;
   }
 }
 
@@ -303,8 +353,8 @@ std::vector<ExposedComm> price_chunks(const JobSpec& job, CostCache& cache,
       ct.f_s = acc[0].compute_s + acc[0].exposed_s;
       ct.b_s = acc[1].compute_s + acc[1].exposed_s;
       ct.w_s = acc[2].compute_s + acc[2].exposed_s;
-      ct.f_comm_s = acc[0].ep_hideable_s;
-      ct.b_comm_s = acc[1].ep_hideable_s;
+      ct.f_comm_s = std::max(0.0, acc[0].ep_hideable_s - acc[0].ep_pair_exposed_s);
+      ct.b_comm_s = std::max(0.0, acc[1].ep_hideable_s - acc[1].ep_pair_exposed_s);
       // Combined 1F1B without delay_wgrad_compute: the backward's next dispatch waits for the
       // expert weight gradients, so they cannot cover the partner's communication (MG2
       // model_parallel_config.py:348-349).

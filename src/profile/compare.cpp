@@ -36,7 +36,10 @@ int min_gpus(const ParallelSpec& p) {
 CommGroup group_of(const JobSpec& job, const Op& op) {
   if (op.collective == CollectiveKind::kSendRecv) {
     if (op.group == GroupKind::kPp) return job_group(job, GroupKind::kPpPeer);
-    return make_group(2, job.parallel.tp, job.cluster.gpus_per_node, job.cluster.network.pod_size);
+    return make_group(2, job.parallel.tp,
+                      collective_node_gpus(job.cluster.accelerator, job.cluster.network,
+                                           job.cluster.gpus_per_node),
+                      job.cluster.network.pod_size);
   }
   return job_group(job, op.group);
 }

@@ -288,6 +288,44 @@ void map_batches(Mapper& m) {
   }
 }
 
+// The recipe's MoE switches, read as the Megatron adapter reads overlap_moe_expert_parallel_comm,
+// delay_wgrad_compute and moe_permute_fusion (frontend/megatron/runtime.cpp read_moe_overlap),
+// with the conditions Megatron asserts: a run whose layout cannot have the overlap keeps it off
+// and says so.
+void map_moe_flags(Mapper& m) {
+  const RunEntry::Training& t = m.e_.training;
+  RuntimeSpec& rt = m.d_.runtime;
+  if (t.moe_permute_fusion) {
+    rt.moe_permute_fusion = *t.moe_permute_fusion;
+    m.note(fmt::format("training.moe_permute_fusion: {}", *t.moe_permute_fusion
+                                                              ? "TE's fused token permute"
+                                                              : "PyTorch's sort / index permute"));
+  }
+  if (!t.moe_a2a_overlap || !*t.moe_a2a_overlap) return;
+  const int pp = t.pp.value_or(1);
+  const int vpp = t.vpp.value_or(1);
+  std::string why_not;
+  if (t.ep.value_or(1) <= 1) why_not = "no expert parallelism";
+  if (rt.moe_dispatcher == MoeDispatcher::kAllGather) why_not = "the allgather dispatcher";
+  if (pp > 1 && vpp < 2) why_not = "a pipeline without virtual stages";
+  if (rt.recompute.granularity == RecomputeGranularity::kFull ||
+      rt.recompute.modules.has(RecomputeModule::kMoe)) {
+    why_not = "full or MoE recompute";
+  }
+  if (!why_not.empty()) {
+    m.note("training.moe_a2a_overlap: true, but Megatron allows it not with " + why_not +
+           " (kept off)");
+    return;
+  }
+  rt.moe_overlap.add(MoeOverlap::kOtherMicrobatch);
+  const bool delayed = has(to_lower(t.overlap), "delay_wgrad");
+  if (delayed) rt.moe_overlap.add(MoeOverlap::kDelayedWgrad);
+  m.note(fmt::format(
+      "training.moe_a2a_overlap: combined 1F1B, one microbatch's dispatch / combine beside "
+      "another's compute{}",
+      delayed ? ", expert weight gradients delayed (training.overlap: delay_wgrad_compute)" : ""));
+}
+
 void map_runtime(Mapper& m) {
   const RunEntry::Training& t = m.e_.training;
   JobDraft& d = m.d_;
@@ -308,6 +346,7 @@ void map_runtime(Mapper& m) {
                        t.flash_attention_text, *t.flash_attention ? "fused (flash)" : "unfused"));
   }
   if (m.out_.moe && t.ep.value_or(1) > 1) validate_detail::read_dispatcher(m, t.moe_dispatcher);
+  if (m.out_.moe) map_moe_flags(m);
   if (m.out_.moe) validate_detail::read_token_balance(m, t.moe_token_balance);
 }
 

@@ -1087,7 +1087,10 @@ CommGroup job_group(const JobSpec& job, GroupKind kind) {
   sizes.ep = p.ep;
   sizes.etp = p.etp;
   sizes.dp_replicate = p.dp_replicate;
-  return make_group(kind, sizes, job.cluster.gpus_per_node, job.cluster.network.pod_size);
+  return make_group(
+      kind, sizes,
+      collective_node_gpus(job.cluster.accelerator, job.cluster.network, job.cluster.gpus_per_node),
+      job.cluster.network.pod_size);
 }
 
 namespace {

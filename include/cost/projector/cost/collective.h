@@ -86,6 +86,12 @@ enum class GroupKind {
 };
 std::string_view to_string(GroupKind k);
 
+// The GPUs one "node" tier of the collective model holds: the host's GPUs, or a scale-up domain
+// that spans hosts when both the accelerator and the network declare one (GB200 / GB300 NVL72:
+// 18 hosts of 4 GPUs on one NVLink fabric, network node_size 72). Groups inside such a domain
+// never touch a NIC; torus fabrics (TPU) are placed by the torus model instead.
+int collective_node_gpus(const AcceleratorSpec& acc, const NetworkSpec& net, int gpus_per_node);
+
 // A group of `size` ranks at rank distance `stride`, nodes of `gpus_per_node` GPUs, pods of
 // `pod_size_gpus` GPUs (0: one pod). Assumes the group starts at a node boundary (rank 0's group).
 CommGroup make_group(int size, int stride, int gpus_per_node, int pod_size_gpus = 0);

@@ -132,7 +132,11 @@ struct RunEntry {
     std::string moe_dispatcher;     // free text: alltoall, allgather, flex, deepep, ... (also read
                                     // from moe_dispatch)
     std::string moe_token_balance;  // free text: "forced balanced routing", ...
-    std::string features;           // free text: FSDP2, torch.compile, Float8, ...
+    // Megatron-Core's combined 1F1B EP overlap (overlap_moe_expert_parallel_comm) and TE's fused
+    // token permute (moe_permute_fusion), as the recipe the run used set them.
+    std::optional<bool> moe_a2a_overlap;
+    std::optional<bool> moe_permute_fusion;
+    std::string features;                         // free text: FSDP2, torch.compile, Float8, ...
     std::optional<int> local_batch_size;          // torchtitan per-rank batch
     std::optional<double> per_device_batch_size;  // MaxText per-chip batch (may be fractional)
     std::optional<int> fsdp_shard_degree;
