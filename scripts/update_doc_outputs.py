@@ -14,7 +14,8 @@ after `:` is the command line without the program name (shell-quoted, as typed).
 
   prompt         the block starts with the line `$ projector ARGS` (the command as written)
   section=TEXT   keep only the section that starts at the first line beginning with TEXT
-                 (leading spaces ignored) and ends before the next empty line
+                 (leading spaces ignored) and ends before the next empty line; the lines left
+                 out before and after it are shown as one line `...` each
   lines=RANGES   keep only these 1-based lines of the (section of the) output, e.g. `1-12,20-24`;
                  every run of omitted lines (at the start, between ranges, at the end) is shown
                  as one line `...`
@@ -107,6 +108,8 @@ def program_env():
 def normalise(text, root, binary):
     text = text.replace(os.path.abspath(binary), "projector")
     text = text.replace(root.rstrip("/") + "/", "./").replace(root.rstrip("/"), ".")
+    if not text.strip():
+        return []
     lines = [line.rstrip() for line in text.rstrip("\n").split("\n")]
     for i, line in enumerate(lines):
         if SWEEP_LINE.match(line):
@@ -116,6 +119,7 @@ def normalise(text, root, binary):
 
 
 def select(lines, opts, where):
+    before = after = False  # whether section= left out lines before / after it
     if opts["section"] is not None:
         start = next((i for i, line in enumerate(lines)
                       if line.lstrip().startswith(opts["section"])), None)
@@ -124,6 +128,7 @@ def select(lines, opts, where):
         end = start
         while end < len(lines) and lines[end].strip():
             end += 1
+        before, after = start > 0, end < len(lines)
         lines = lines[start:end]
     if opts["lines"] is not None:
         out = []
@@ -138,6 +143,10 @@ def select(lines, opts, where):
         if pos <= len(lines):
             out.append("...")
         lines = out
+    if before:
+        lines = ["..."] + lines
+    if after and (not lines or lines[-1] != "..."):
+        lines = lines + ["..."]
     return lines
 
 
@@ -155,7 +164,7 @@ def run_block(binary, root, cmd, opts, where):
 
 
 def process(path, rel, binary, root):
-    """Returns (old text, new text, [(line number, old block, new block)])."""
+    """Returns (old text, new text, [(first line of a stale block, its command)])."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
     lines = text.split("\n")
@@ -184,7 +193,7 @@ def process(path, rel, binary, root):
         if any(line.startswith(fence[:3]) for line in new):
             raise DocError(f"{where}: the output contains a code fence")
         if new != old:
-            changes.append((i + 2, old, new))
+            changes.append((i + 3, m.group("cmd")))
         out.append(lines[i + 1])
         out.extend(new)
         out.append(lines[end])
@@ -219,11 +228,12 @@ def main():
                 continue
             stale += len(changes)
             if a.check:
-                for line_no, old, new in changes:
-                    sys.stdout.writelines(difflib.unified_diff(
-                        [s + "\n" for s in old], [s + "\n" for s in new],
-                        fromfile=f"{rel}:{line_no} (in the doc)",
-                        tofile=f"{rel}:{line_no} (what the program prints)"))
+                for line_no, cmd in changes:
+                    print(f"{rel}:{line_no}: the output of `projector {cmd}` differs")
+                # One diff of the whole file: its hunk headers give the doc's own line numbers.
+                sys.stdout.writelines(difflib.unified_diff(
+                    old_text.splitlines(keepends=True), new_text.splitlines(keepends=True),
+                    fromfile=f"{rel} (in the doc)", tofile=f"{rel} (what the program prints)"))
             else:
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(new_text)
