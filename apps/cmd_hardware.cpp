@@ -1,15 +1,17 @@
-// `projector hardware list` and `projector hardware show NAME [--json]` (`compare` lives in
-// cmd_hardware_compare.cpp).
+// `projector hardware list [--json]` and `projector hardware show NAME [--json]` (`compare` lives
+// in cmd_hardware_compare.cpp).
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cctype>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "projector/commands/catalog.h"
 #include "projector/hardware/catalog.h"
 #include "projector/hardware/compare.h"
 #include "projector/util/error.h"
@@ -248,142 +250,6 @@ std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {
   return rows;
 }
 
-nlohmann::json sourced_json(const Sourced& s) {
-  return {{"value", s.value}, {"source", s.source}};
-}
-
-nlohmann::json accelerator_json(const AcceleratorSpec& a) {
-  nlohmann::json j;
-  j["name"] = a.name;
-  j["display_name"] = a.display_name;
-  j["vendor"] = a.vendor;
-  j["arch"] = a.arch;
-  j["aliases"] = a.aliases;
-  j["file"] = a.file;
-  j["status"] = {{"value", a.status}, {"source", a.source_of("status")}};
-  j["derived_from"] = {
-      {"value", a.derived_from.empty() ? nlohmann::json() : nlohmann::json(a.derived_from)},
-      {"source", a.source_of("derived_from")}};
-  j["calibration_note"] = a.calibration_note();
-  auto fact = [&](const std::string& f, const nlohmann::json& v) {
-    return nlohmann::json{{"value", v}, {"source", a.source_of(f)}};
-  };
-  nlohmann::json peaks = nlohmann::json::object();
-  for (Dtype d : kAllDtypes) {
-    const std::string k(to_string(d));
-    const double v = a.peak_tflops[static_cast<int>(d)];
-    peaks[k] = fact("peak_tflops." + k, v > 0.0 ? nlohmann::json(v) : nlohmann::json());
-  }
-  for (const auto& e : a.extra_peak_tflops) {
-    peaks[e.format] = fact("peak_tflops." + e.format,
-                           e.tflops > 0.0 ? nlohmann::json(e.tflops) : nlohmann::json());
-  }
-  j["peak_tflops"] = peaks;
-  j["devices_per_chip"] = fact("devices_per_chip", a.devices_per_chip);
-  j["compute_units"] = fact("compute_units", a.compute_units);
-  j["dies"] = fact("dies", a.dies);
-  j["boost_clock_mhz"] = fact("boost_clock_mhz", a.boost_clock_mhz);
-  j["sustained_clock_mhz"] = fact("sustained_clock_mhz", a.sustained_clock_mhz);
-  j["hbm_bytes"] = fact("hbm_capacity", a.hbm_bytes);
-  j["hbm_bw_bytes_per_s"] = fact("hbm_bandwidth", a.hbm_bw_bytes_per_s);
-  j["l2_bytes"] = fact("l2", a.l2_bytes);
-  j["llc_bytes"] = fact("llc", a.llc_bytes);
-  j["lds_bytes_per_cu"] = fact("lds_per_cu", a.lds_bytes_per_cu);
-  j["default_gpus_per_node"] = fact("default_gpus_per_node", a.default_gpus_per_node);
-  j["scaleup_bw_bytes_per_s"] = fact("scaleup_bandwidth", a.scaleup_bw_bytes_per_s);
-  j["scaleup_topology"] = fact("scaleup_topology", a.scaleup_topology);
-  j["scaleup_domain"] = fact("scaleup_domain", a.scaleup_domain);
-  j["scaleup_links"] = fact("scaleup_links", a.scaleup_links);
-  j["scaleup_link_bw_bytes_per_s"] = fact("scaleup_link_bandwidth", a.scaleup_link_bw_bytes_per_s);
-  j["torus_dims"] = fact("torus_dims", a.torus_dims);
-  j["torus_wraparound"] = fact("torus_wraparound", a.torus_wraparound);
-  j["scaleout_bw_bytes_per_s"] = fact("scaleout_bandwidth", a.scaleout_bw_bytes_per_s);
-  j["default_network"] = a.default_network;
-  const auto& c = a.calibration;
-  nlohmann::json cal;
-  nlohmann::json gemm = nlohmann::json::object();
-  for (Dtype d : kAllDtypes) {
-    const int i = static_cast<int>(d);
-    gemm[std::string(to_string(d))] = {
-        {"value",
-         a.peak_tflops[i] > 0.0 ? nlohmann::json(c.gemm_peak_fraction[i]) : nlohmann::json()},
-        {"source", c.gemm_peak_fraction_source[i]}};
-  }
-  cal["gemm_peak_fraction"] = gemm;
-  cal["attention_fwd_fraction"] = sourced_json(c.attention_fwd_fraction);
-  cal["attention_bwd_fraction"] = sourced_json(c.attention_bwd_fraction);
-  cal["attention_fa2_fwd_fraction"] = sourced_json(c.attention_fa2_fwd_fraction);
-  cal["attention_fa2_bwd_fraction"] = sourced_json(c.attention_fa2_bwd_fraction);
-  cal["hbm_elementwise_fraction"] = sourced_json(c.hbm_elementwise_fraction);
-  cal["hbm_permute_fraction"] = sourced_json(c.hbm_permute_fraction);
-  cal["hbm_gather_fraction"] = sourced_json(c.hbm_gather_fraction);
-  cal["hbm_optimizer_fraction"] = sourced_json(c.hbm_optimizer_fraction);
-  cal["hbm_loss_fraction"] = sourced_json(c.hbm_loss_fraction);
-  cal["kernel_launch_s"] = sourced_json(c.kernel_launch_s);
-  cal["runtime_context_bytes"] = sourced_json(c.runtime_context_bytes);
-  cal["comm_buffer_bytes_per_group"] = sourced_json(c.comm_buffer_bytes_per_group);
-  cal["workspace_bytes"] = sourced_json(c.workspace_bytes);
-  cal["fragmentation_fraction"] = sourced_json(c.fragmentation_fraction);
-  cal["fragmentation_upper_fraction"] = sourced_json(c.fragmentation_upper_fraction);
-  cal["comm_compute_interference"] = sourced_json(c.comm_compute_interference);
-  cal["grouped_gemm_fraction"] = sourced_json(c.grouped_gemm_fraction);
-  cal["kernel_fixed_s"] = sourced_json(c.kernel_fixed_s);
-  cal["grouped_gemm_fraction_fp8"] = sourced_json(c.grouped_gemm_fraction_fp8);
-  cal["gemm_fp8_blockwise_fraction"] = sourced_json(c.gemm_fp8_blockwise_fraction);
-  j["calibration"] = cal;
-  return j;
-}
-
-// Ordered so the keys print in Primus' documentation order.
-nlohmann::ordered_json network_json(const NetworkSpec& n) {
-  return {{"name", n.name},
-          {"source", n.source},
-          {"file", n.file},
-          {"hardware_config",
-           {{"node_bw", n.node_bw_gb_per_s},
-            {"node_lat", n.node_lat_us},
-            {"pod_bw", n.pod_bw_gb_per_s},
-            {"pod_lat", n.pod_lat_us},
-            {"cluster_bw", n.cluster_bw_gb_per_s},
-            {"cluster_lat", n.cluster_lat_us},
-            {"node_size", n.node_size},
-            {"pod_size", n.pod_size},
-            {"nics_per_node", n.nics_per_node},
-            {"switch_topology", n.switch_topology},
-            {"node_topology", n.node_topology},
-            {"bw_eff", n.bw_eff},
-            {"p2p_bw_eff", n.p2p_bw_eff},
-            {"hbm_latency", n.hbm_latency_us},
-            {"write_latency", n.write_latency_us},
-            {"write_resp", n.write_resp_us},
-            {"kernel_launch_latency", n.kernel_launch_latency_us},
-            {"vector_flops", n.vector_flops},
-            {"rccl_overhead_us", n.rccl_overhead_us},
-            {"ar_overlap_factor", n.ar_overlap_factor},
-            {"ar_warmup_chunk_bytes", n.ar_warmup_chunk_bytes},
-            {"nic_rdma_setup_us", n.nic_rdma_setup_us},
-            {"nic_warmup_bytes", n.nic_warmup_bytes},
-            {"a2a_peer_lat", n.a2a_peer_lat_us},
-            {"a2a_intra_sync_overhead", n.a2a_intra_sync_overhead_us},
-            {"a2a_intra_node_peer_lat", n.a2a_intra_node_peer_lat_us},
-            {"a2a_mesh_contention", n.a2a_mesh_contention},
-            {"a2a_rccl_overhead_us", n.a2a_rccl_overhead_us},
-            {"a2a_remote_contention", n.a2a_remote_contention},
-            {"gpus_per_tray", n.gpus_per_tray},
-            {"coll_base_lat_us", n.coll_base_lat_us},
-            {"ll_step_lat_us", n.ll_step_lat_us},
-            {"ll128_step_lat_us", n.ll128_step_lat_us},
-            {"simple_step_lat_us", n.simple_step_lat_us},
-            {"ll128_enabled", n.ll128_enabled},
-            {"scaleup_bw_eff", n.scaleup_bw_eff},
-            {"scaleout_bw_eff", n.scaleout_bw_eff},
-            {"scaleout_step_lat_us", n.scaleout_step_lat_us},
-            {"scaleout_base_lat_us", n.scaleout_base_lat_us},
-            {"nvls_algbw_eff", n.nvls_algbw_eff},
-            {"hier_overlap", n.hier_overlap}}},
-          {"unknown_keys", n.unknown_keys}};
-}
-
 void warn_unknown(const NetworkSpec& n) {
   for (const auto& k : n.unknown_keys) {
     fmt::print(stderr, "projector: warning: {}: unknown hardware parameter '{}' (ignored)\n",
@@ -392,7 +258,7 @@ void warn_unknown(const NetworkSpec& n) {
 }
 
 void print_network(const NetworkSpec& n) {
-  const nlohmann::ordered_json j = network_json(n);
+  const auto j = nlohmann::ordered_json::parse(network_json(n));
   fmt::print("{}  ({})\nsource: {}\n\n", n.name, n.file, n.source.empty() ? "-" : n.source);
   for (const auto& [k, v] : j["hardware_config"].items()) {
     fmt::print("  {:<24} {}\n", k, v.dump());
@@ -400,23 +266,22 @@ void print_network(const NetworkSpec& n) {
 }
 
 void show(const std::string& name, bool as_json, const std::string& data_dir) {
+  if (as_json) {
+    std::optional<NetworkSpec> network;
+    const std::string doc = hardware_show_json(name, data_dir, &network);
+    if (network) warn_unknown(*network);
+    fmt::print("{}\n", doc);
+    return;
+  }
   // A network file name wins over free-text accelerator matching ("h100_ib400" is a network).
   const std::vector<std::string> nets = list_networks(data_dir);
   if (std::find(nets.begin(), nets.end(), name) != nets.end()) {
     const NetworkSpec n = load_network(name, data_dir);
     warn_unknown(n);
-    if (as_json) {
-      fmt::print("{}\n", network_json(n).dump(2));
-    } else {
-      print_network(n);
-    }
+    print_network(n);
     return;
   }
   const AcceleratorSpec a = load_accelerator(name, data_dir);
-  if (as_json) {
-    fmt::print("{}\n", accelerator_json(a).dump(2));
-    return;
-  }
   std::string aliases;
   for (const auto& al : a.aliases) aliases += (aliases.empty() ? "" : ", ") + al;
   fmt::print("{}: {} ({}, {}; {})\nfile: {}\naliases: {}\n", a.name, a.display_name, a.vendor,
@@ -451,8 +316,13 @@ void add_hardware_command(CLI::App& app, int& exit_code) {
   auto* list = cmd->add_subcommand(
       "list", "Accelerators (status, peaks, HBM, where they come from) and networks");
   list->add_option("--data-dir", opts->data_dir, "Catalogue directory (default: bundled data/)");
+  list->add_flag("--json", opts->json, "Print JSON");
   list->callback([opts, &exit_code] {
-    print_list(data_dir_or_default(opts->data_dir));
+    if (opts->json) {
+      fmt::print("{}\n", hardware_list_json(data_dir_or_default(opts->data_dir)));
+    } else {
+      print_list(data_dir_or_default(opts->data_dir));
+    }
     exit_code = kExitOk;
   });
 

@@ -3,12 +3,11 @@
 #include <fmt/core.h>
 
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 
 #include "commands.h"
 #include "job_options.h"
+#include "projector/commands/catalog.h"
 #include "projector/hardware/catalog.h"
 #include "projector/hardware/compare.h"
 #include "projector/perf/perf.h"
@@ -30,42 +29,16 @@ struct CompareOptions {
   bool json = false;
 };
 
-// The job of `config` on one accelerator, or why it could not be projected there.
-struct Projection {
-  std::string accelerator;
-  std::optional<JobSpec> job;
-  PerfReport report;
-  std::string error;                  // "file:line: key: message"
-  std::optional<InputError> failure;  // the error itself, to rethrow
-};
-
-Projection project_on(const CompareOptions& o, const AcceleratorSpec& acc) {
-  Projection p;
-  p.accelerator = acc.name;
-  JobOptions jo;  // the shared loading path of `performance` (apps/job_options.h)
+// The job of `o.config` on one accelerator, through the shared loading path of `performance`
+// (apps/job_options.h).
+JobSpec job_on(const CompareOptions& o, const AcceleratorSpec& acc) {
+  JobOptions jo;
   jo.config = o.config;
   jo.data_dir = o.data_dir;
   jo.hardware = acc.file;
   jo.nodes = o.nodes;
   jo.gpus_per_node = o.gpus_per_node;
-  try {
-    p.job = build_job(jo);
-    PerfOptions po;
-    po.keep_op_table = false;
-    p.report = project_performance(*p.job, po);
-  } catch (const InputError& e) {
-    p.job.reset();
-    p.error = e.what();
-    p.failure = e;
-  }
-  return p;
-}
-
-// tokens/s per GPU of B over A: the per-GPU speed-up (equal to the job speed-up when both run
-// on the same number of GPUs).
-double speedup(const Projection& a, const Projection& b) {
-  if (!a.job || !b.job || a.report.tokens_per_s_per_gpu <= 0.0) return 0.0;
-  return b.report.tokens_per_s_per_gpu / a.report.tokens_per_s_per_gpu;
+  return build_job(jo);
 }
 
 void print_facts(const AcceleratorSpec& a, const AcceleratorSpec& b) {
@@ -89,11 +62,12 @@ void print_facts(const AcceleratorSpec& a, const AcceleratorSpec& b) {
   }
 }
 
-void print_projection(const CompareOptions& o, const Projection& pa, const Projection& pb) {
+void print_projection(const CompareOptions& o, const AcceleratorProjection& pa,
+                      const AcceleratorProjection& pb) {
   fmt::print("\n-- {} projected on each --\n", o.config);
   fmt::print("  {:<14} {:>8} {:>12} {:>14} {:>8} {:>10}  {}\n", "accelerator", "GPUs", "iter ms",
              "tokens/s/GPU", "MFU %", "peak GiB", "memory");
-  for (const Projection* p : {&pa, &pb}) {
+  for (const AcceleratorProjection* p : {&pa, &pb}) {
     if (!p->job) {
       fmt::print("  {:<14} not projected: {}\n", p->accelerator, p->error);
       continue;
@@ -103,7 +77,7 @@ void print_projection(const CompareOptions& o, const Projection& pa, const Proje
                r.world_size, r.iteration_s * 1e3, r.tokens_per_s_per_gpu, 100.0 * r.mfu,
                r.memory.peak_point_bytes / kGiB, to_string(r.memory.verdict));
   }
-  const double s = speedup(pa, pb);
+  const double s = comparison_speedup(pa, pb);
   if (s > 0.0) {
     fmt::print("  speed-up of {} over {}: {:.2f}x tokens/s per GPU", pb.accelerator, pa.accelerator,
                s);
@@ -118,69 +92,16 @@ void print_projection(const CompareOptions& o, const Projection& pa, const Proje
   }
 }
 
-nlohmann::ordered_json projection_json(const Projection& p) {
-  if (!p.job) return {{"accelerator", p.accelerator}, {"error", p.error}};
-  const PerfReport& r = p.report;
-  return {{"accelerator", p.accelerator},
-          {"world_size", r.world_size},
-          {"iteration_time_ms", r.iteration_s * 1e3},
-          {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
-          {"mfu_pct", 100.0 * r.mfu},
-          {"peak_memory_bytes", r.memory.peak_point_bytes},
-          {"memory_verdict", std::string(to_string(r.memory.verdict))}};
-}
-
-nlohmann::ordered_json compare_json(const CompareOptions& o, const AcceleratorSpec& a,
-                                    const AcceleratorSpec& b, const Projection* pa,
-                                    const Projection* pb) {
-  nlohmann::ordered_json j;
-  for (const auto& [key, acc] : {std::pair{"a", &a}, std::pair{"b", &b}}) {
-    j[key] = {{"name", acc->name},
-              {"status", acc->status},
-              {"calibration", calibration_origin(*acc)},
-              {"calibration_note", acc->calibration_note()}};
-  }
-  nlohmann::ordered_json facts = nlohmann::ordered_json::array();
-  for (const auto& f : compare_accelerators(a, b)) {
-    facts.push_back({{"field", f.field},
-                     {"label", f.label},
-                     {"a", f.a},
-                     {"b", f.b},
-                     {"ratio", f.ratio > 0.0 ? nlohmann::ordered_json(f.ratio) : nullptr}});
-  }
-  j["facts"] = facts;
-  if (pa != nullptr && pb != nullptr) {
-    const double s = speedup(*pa, *pb);
-    j["projection"] = {{"config", o.config},
-                       {"a", projection_json(*pa)},
-                       {"b", projection_json(*pb)},
-                       {"speedup_tokens_per_s_per_gpu",
-                        s > 0.0 ? nlohmann::ordered_json(s) : nlohmann::ordered_json()}};
-  }
-  return j;
-}
-
 void run_compare(const CompareOptions& o) {
   const std::string dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
-  const AcceleratorIndex index(dir);
-  const AcceleratorSpec a = index.load(o.a);
-  const AcceleratorSpec b = index.load(o.b);
-  std::optional<Projection> pa;
-  std::optional<Projection> pb;
-  if (!o.config.empty()) {
-    pa = project_on(o, a);
-    pb = project_on(o, b);
-    // The same error on both parts is the config's (malformed, a bad value, a missing file), not
-    // a difference between the parts: exit 2 with its location instead of two "not projected".
-    if (pa->failure && pb->failure && pa->error == pb->error) throw *pa->failure;
-  }
+  const HardwareComparison c = compare_hardware(
+      o.a, o.b, dir, o.config, [&o](const AcceleratorSpec& acc) { return job_on(o, acc); });
   if (o.json) {
-    fmt::print("{}\n", compare_json(o, a, b, pa ? &*pa : nullptr, pb ? &*pb : nullptr)
-                           .dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    fmt::print("{}\n", hardware_compare_json(c));
     return;
   }
-  print_facts(a, b);
-  if (pa && pb) print_projection(o, *pa, *pb);
+  print_facts(c.a, c.b);
+  if (c.pa && c.pb) print_projection(o, *c.pa, *c.pb);
 }
 
 }  // namespace

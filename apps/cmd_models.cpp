@@ -1,9 +1,12 @@
-// `projector models list|show NAME`: the bundled model catalogue.
+// `projector models list [--json]|show NAME`: the bundled model catalogue.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "projector/commands/catalog.h"
 #include "projector/frontend/loader.h"
 #include "projector/hardware/catalog.h"
 #include "projector/model/accounting.h"
@@ -17,6 +20,7 @@ struct ModelsOptions {
   std::string data_dir;
   std::string primus_path;
   std::string name;
+  bool json = false;
 };
 
 std::string data_dir_of(const ModelsOptions& o) {
@@ -40,19 +44,23 @@ void add_models_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--primus-path", opts->primus_path, "Primus checkout (also searched by show)");
 
   auto* list = cmd->add_subcommand("list", "List the bundled model presets");
+  list->add_flag("--json", opts->json, "Print JSON");
   list->callback([opts, &exit_code] {
     const std::string dir = data_dir_of(*opts);
+    if (opts->json) {
+      fmt::print("{}\n", models_list_json(dir));
+      exit_code = kExitOk;
+      return;
+    }
+    // The table is the JSON document's rows (one reading of the catalogue).
+    const auto doc = nlohmann::json::parse(models_list_json(dir));
     fmt::print("{:<22} {:>7} {:>7} {:>8} {:>12} {:>12}\n", "name", "layers", "hidden", "experts",
                "params (B)", "active (B)");
-    for (const std::string& name : list_model_presets(dir)) {
-      const ModelSpec m = load_model_preset(name, dir);
-      const ModelParams p = model_params(m);
-      int experts = 0;
-      for (const LayerSpec& l : m.layers) {
-        if (l.is_moe) experts = l.moe.num_experts;
-      }
-      fmt::print("{:<22} {:>7} {:>7} {:>8} {:>12.2f} {:>12.2f}\n", name, m.num_layers(),
-                 m.hidden_size, experts, p.total / 1e9, p.active / 1e9);
+    for (const auto& m : doc["models"]) {
+      fmt::print("{:<22} {:>7} {:>7} {:>8} {:>12.2f} {:>12.2f}\n", m["name"].get<std::string>(),
+                 m["layers"].get<int>(), m["hidden_size"].get<std::int64_t>(),
+                 m["experts"].get<int>(), m["params"].get<double>() / 1e9,
+                 m["active_params"].get<double>() / 1e9);
     }
     exit_code = kExitOk;
   });

@@ -2,15 +2,11 @@
 // projection with it), with the Primus projection command's options.
 #include <fmt/core.h>
 
-#include <cstdlib>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "commands.h"
 #include "job_options.h"
-#include "projector/hardware/catalog.h"
-#include "projector/interval/interval.h"
+#include "projector/commands/projection.h"
 #include "projector/interval/training_plan.h"
 #include "projector/perf/perf.h"
 #include "projector/profile/benchmark.h"
@@ -20,7 +16,6 @@
 #include "projector/report/memory_report.h"
 #include "projector/report/perf_report.h"
 #include "projector/schedule/schedule.h"
-#include "projector/util/bounds.h"
 #include "projector/util/error.h"
 #include "report_outputs.h"
 
@@ -68,29 +63,6 @@ JobSpec make_job(const PerfCliOptions& o) {
   return build_projection_job(o.job, o.proj);
 }
 
-constexpr std::size_t kMaxScanPoints = 64;
-
-std::vector<int> parse_node_list(const std::string& text) {
-  std::vector<int> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    // Each size is a whole projection; a scaling table has a handful of rows.
-    if (out.size() >= kMaxScanPoints) {
-      throw InputError({}, "--scan-nodes",
-                       fmt::format("more than {} node counts; scan fewer sizes", kMaxScanPoints));
-    }
-    char* end = nullptr;
-    const long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v <= 0 || v > kMaxCount) {
-      throw InputError({}, "--scan-nodes",
-                       fmt::format("'{}' is not a node count in 1..{}", item, kMaxCount));
-    }
-    out.push_back(static_cast<int>(v));
-  }
-  return out;
-}
-
 void print_warnings(const JobSpec& job) {
   for (const std::string& w : job.warnings) fmt::print(stderr, "projector: warning: {}\n", w);
 }
@@ -121,39 +93,6 @@ void print_schedule_comparison(const PerfCliOptions& o) {
                  "-", "-", "-", e.message());
     }
   }
-}
-
-// `--scan-nodes`: the same job re-projected at each node count.
-std::vector<ScalingPoint> scan_nodes(const PerfCliOptions& o, const ResidualTable& residuals) {
-  std::vector<ScalingPoint> points;
-  for (int n : parse_node_list(o.scan_nodes)) {
-    PerfCliOptions attempt = o;
-    attempt.job.nodes = n;
-    ScalingPoint p;
-    p.nodes = n;
-    try {
-      const JobSpec job = make_job(attempt);
-      PerfOptions po;
-      po.keep_op_table = false;
-      po.with_memory = false;
-      const PerfReport rep = project_performance(job, po);
-      p.world_size = rep.world_size;
-      p.dp = job.parallel.dp;
-      p.num_microbatches = rep.num_microbatches;
-      p.iteration_s = rep.iteration_s;
-      p.tokens_per_s = rep.tokens_per_s;
-      p.tokens_per_s_per_gpu = rep.tokens_per_s_per_gpu;
-      p.mfu = rep.mfu;
-      if (const auto c = calibrated_range(residuals, job, rep)) {
-        p.tokens_per_s_per_gpu_lo = c->tokens_per_s_per_gpu_lo;
-        p.tokens_per_s_per_gpu_hi = c->tokens_per_s_per_gpu_hi;
-      }
-    } catch (const InputError& e) {
-      p.error = e.message();
-    }
-    points.push_back(std::move(p));
-  }
-  return points;
 }
 
 // Recommendation jobs keep TorchRec's per-rank batch: the global batch grows with the GPUs.
@@ -197,19 +136,6 @@ void print_node_scan(const std::vector<ScalingPoint>& points, const JobSpec& job
   }
 }
 
-// The `performance --json` / `both --json` document, with `scaling` when the nodes were scanned.
-std::string performance_document(const JobSpec& job, const PerfReport& rep, bool both,
-                                 const std::vector<ScalingPoint>& scan) {
-  if (!both && scan.empty()) return perf_json(job, rep);
-  auto j = nlohmann::ordered_json::parse(perf_json(job, rep));
-  if (both) {
-    j["kind"] = "both";
-    j["memory"] = nlohmann::ordered_json::parse(memory_json(job, rep.memory));
-  }
-  if (!scan.empty()) j["scaling"] = nlohmann::ordered_json::parse(scaling_json(scan));
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 void write_html(const PerfCliOptions& o, const CLI::App& cmd, const JobSpec& job,
                 const PerfReport& rep, bool both, const std::string& doc) {
   HtmlReportInput in;
@@ -233,58 +159,41 @@ int run_performance(const PerfCliOptions& o, const CLI::App& cmd, bool both) {
   check_output(o.proj.export_config, "--export-config");
   print_warnings(job);
   export_config(o.job, o.proj, job);
-  PerfOptions po;
-  po.record_timeline = !o.trace_path.empty() || !o.html_path.empty();
-  po.routing_skew_bracket = true;
-  const bool measured = o.proj.profiling_mode != "simulate";
-  profile::MeasuredProfile prof;
-  profile::BenchmarkProjection bench;
-  if (!o.proj.profile_path.empty()) prof = profile::read_profile(o.proj.profile_path);
-  if (o.proj.benchmark_gpus > 0 && measured && o.proj.benchmark_gpus != prof.model.bench.world) {
-    throw InputError({o.proj.profile_path, 0, 0}, "--benchmark-gpus",
-                     fmt::format("{} GPUs, but the profile's bench ran on {}",
-                                 o.proj.benchmark_gpus, prof.model.bench.world));
-  }
-  if (measured) bench = profile::project_benchmark(job, prof, po, o.proj.profiling_mode == "both");
-  PerfReport rep = measured ? bench.report : project_performance(job, po);
-  // The calibrated 80 % ranges from the published runs of the job's regime (docs/validation.md):
-  // the memory one first (it may change the verdict), then throughput, then the plan.
-  const ResidualTable residuals =
-      load_residuals(o.job.data_dir.empty() ? default_data_dir() : o.job.data_dir);
-  if (rep.has_memory) attach_memory_range(residuals, job, rep.memory);
-  rep.range = calibrated_range(residuals, job, rep);
-  const PlanInputs plan = make_plan_inputs(o.train_tokens, o.gpu_hour_cost_usd);
-  if (plan.train_tokens > 0.0) rep.plan = plan_training(job, rep, plan);
-  const std::vector<ScalingPoint> scan =
-      o.scan_nodes.empty() ? std::vector<ScalingPoint>{} : scan_nodes(o, residuals);
+  ProjectionSettings s;
+  s.both = both;
+  s.profiling_mode = o.proj.profiling_mode;
+  s.memory_mode = o.proj.memory_mode;
+  s.profile_path = o.proj.profile_path;
+  s.benchmark_gpus = o.proj.benchmark_gpus;
+  s.plan = make_plan_inputs(o.train_tokens, o.gpu_hour_cost_usd);
+  s.data_dir = o.job.data_dir;
+  s.record_timeline = !o.trace_path.empty() || !o.html_path.empty();
+  if (!o.scan_nodes.empty()) s.scan_nodes = parse_node_list(o.scan_nodes, "--scan-nodes");
+  s.job_at_nodes = [&o](int nodes) {
+    PerfCliOptions attempt = o;
+    attempt.job.nodes = nodes;
+    return make_job(attempt);
+  };
+  const Projection p = run_projection(job, s);
+  const PerfReport& rep = p.report;
   const bool doc_to_stdout = o.json_path == "-" || o.csv_path == "-";
   if (!doc_to_stdout) {
     if (both) fmt::print("{}\n", memory_summary_text(job, rep.memory, o.job.verbose));
     fmt::print("{}", perf_summary_text(job, rep));
-    if (measured) fmt::print("{}", profile::benchmark_text(bench, prof));
+    if (p.measured) fmt::print("{}", profile::benchmark_text(p.bench, p.profile));
     if (o.proj.memory_mode == "benchmark") {
-      fmt::print("{}", profile::memory_anchor_text(profile::anchor_memory(prof, rep.memory), prof));
+      fmt::print("{}", profile::memory_anchor_text(profile::anchor_memory(p.profile, rep.memory),
+                                                   p.profile));
     }
     if (o.job.pipeline_schedule == "all") print_schedule_comparison(o);
-    if (!scan.empty()) print_node_scan(scan, job);
+    if (!p.scaling.empty()) print_node_scan(p.scaling, job);
     if (!job.defaults.empty()) {
       fmt::print("\n{} default(s) applied (see `projector config` or the JSON output)\n",
                  job.defaults.size());
     }
   }
   if (!o.json_path.empty() || !o.csv_path.empty() || !o.html_path.empty()) {
-    std::string doc = performance_document(job, rep, both, scan);
-    if (measured || o.proj.memory_mode == "benchmark") {
-      auto j = nlohmann::ordered_json::parse(doc);
-      if (measured) {
-        j["benchmark"] = nlohmann::ordered_json::parse(profile::benchmark_json(bench, prof));
-      }
-      if (o.proj.memory_mode == "benchmark") {
-        j["memory_benchmark"] = nlohmann::ordered_json::parse(
-            profile::memory_anchor_json(profile::anchor_memory(prof, rep.memory), prof));
-      }
-      doc = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
-    }
+    const std::string doc = projection_json(job, s, p);
     if (!o.json_path.empty()) write_output(o.json_path, doc, "--json");
     if (!o.csv_path.empty()) write_output(o.csv_path, performance_csv(doc), "--csv");
     if (!o.html_path.empty()) write_html(o, cmd, job, rep, both, doc);

@@ -9,7 +9,7 @@
 
 #include "commands.h"
 #include "job_options.h"
-#include "projector/hardware/catalog.h"
+#include "projector/commands/projection.h"
 #include "projector/profile/profile.h"
 #include "projector/util/error.h"
 #include "report_outputs.h"
@@ -27,25 +27,27 @@ struct ProfileOptions {
   double launch_gap_us = 100.0;
 };
 
-int run_profile(ProfileOptions o) {
-  const profile::TraceData trace = profile::read_trace(o.trace);
-  profile::AnalyzeOptions ao;
-  ao.launch_gap_us = o.launch_gap_us;
-  profile::MeasuredProfile p = profile::analyze_trace(trace, ao);
-  // No --hardware and no PRIMUS_GPU_ARCH: the accelerator the trace was recorded on.
-  const char* env_arch = std::getenv("PRIMUS_GPU_ARCH");
-  if (o.job.hardware.empty() && (env_arch == nullptr || *env_arch == '\0') && !p.device.empty()) {
-    const std::string dir = o.job.data_dir.empty() ? default_data_dir() : o.job.data_dir;
-    if (auto name = match_accelerator_name(p.device, dir)) o.job.hardware = *name;
-  }
-  const JobSpec target = build_job(o.job);
-  for (const std::string& w : target.warnings) fmt::print(stderr, "projector: warning: {}\n", w);
-  const JobSpec bench =
-      profile::reduce_to_bench(target, o.benchmark_gpus, p.model.bench.reductions);
-  profile::CompareOptions co;
-  co.pp_rank = o.pp_rank;
-  co.data_dir = o.job.data_dir;
-  profile::compare_with_job(p, bench, co);
+int run_profile(const ProfileOptions& o) {
+  ProfileSettings s;
+  s.trace = o.trace;
+  s.launch_gap_us = o.launch_gap_us;
+  s.pp_rank = o.pp_rank;
+  s.benchmark_gpus = o.benchmark_gpus;
+  s.data_dir = o.job.data_dir;
+  const profile::MeasuredProfile p =
+      measure_profile(s, [&o](const std::optional<std::string>& trace_hardware) {
+        // No --hardware and no PRIMUS_GPU_ARCH: the accelerator the trace was recorded on.
+        JobOptions jo = o.job;
+        const char* env_arch = std::getenv("PRIMUS_GPU_ARCH");
+        if (jo.hardware.empty() && (env_arch == nullptr || *env_arch == '\0') && trace_hardware) {
+          jo.hardware = *trace_hardware;
+        }
+        const JobSpec target = build_job(jo);
+        for (const std::string& w : target.warnings) {
+          fmt::print(stderr, "projector: warning: {}\n", w);
+        }
+        return target;
+      });
   if (o.json_path != "-") fmt::print("{}", profile::profile_text(p));
   if (!o.json_path.empty()) write_output(o.json_path, profile::profile_json(p), "--json");
   if (!o.fitted_path.empty()) write_output(o.fitted_path, profile::fitted_yaml(p), "--fitted");

@@ -6,7 +6,7 @@
 
 #include "commands.h"
 #include "job_options.h"
-#include "projector/perf/perf.h"
+#include "projector/commands/projection.h"
 #include "projector/report/perf_report.h"
 #include "projector/util/error.h"
 #include "report_outputs.h"
@@ -22,9 +22,7 @@ struct WorkloadCliOptions {
 int run_workload(const WorkloadCliOptions& o) {
   const JobSpec job = build_job(o.job);
   for (const std::string& w : job.warnings) fmt::print(stderr, "projector: warning: {}\n", w);
-  PerfOptions po;
-  po.with_memory = false;
-  const PerfReport rep = project_performance(job, po);
+  const PerfReport rep = project_workload(job);
   if (o.json_path.empty() || o.json_path != "-") {
     fmt::print(
         "Per-microbatch ops of every pipeline rank (times from the cost models; 'exposed' "

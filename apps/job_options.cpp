@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 
+#include "projector/commands/projection.h"
 #include "projector/frontend/export_config.h"
 #include "projector/report/job_report.h"
 #include "projector/util/bounds.h"
@@ -171,35 +172,13 @@ double requested_clock_mhz(const ProjectionOptions& o) {
 }  // namespace
 
 JobSpec build_projection_job(const JobOptions& jo, const ProjectionOptions& o) {
-  if ((o.profiling_mode != "simulate" || o.memory_mode != "simulate") && o.profile_path.empty()) {
-    throw InputError({}, "--profile",
-                     fmt::format("--profiling-mode {} --memory-mode {} needs a measured profile: "
-                                 "write one with `projector profile --trace TRACE.json.gz --config "
-                                 "X --json PROFILE.json`, then pass --profile PROFILE.json",
-                                 o.profiling_mode, o.memory_mode));
-  }
+  ProjectionSettings settings;
+  settings.profiling_mode = o.profiling_mode;
+  settings.memory_mode = o.memory_mode;
+  settings.profile_path = o.profile_path;
+  check_projection_settings(settings);
   JobSpec job = build_job(jo);
-  const double clock = requested_clock_mhz(o);
-  const double boost = job.cluster.accelerator.boost_clock_mhz;
-  if (clock > 0.0 && boost > 0.0 && clock > boost) {
-    throw InputError({}, "--gpu-clock-mhz",
-                     fmt::format("{} MHz is above the {} boost clock ({} MHz)", clock,
-                                 job.cluster.accelerator.name, boost));
-  }
-  // Power management keeps a training GPU well above a tenth of its boost clock; below that the
-  // value is a typo or a unit error (GHz, Hz), not a clock.
-  const double floor_mhz = boost > 0.0 ? boost / 10.0 : 100.0;
-  if (clock > 0.0 && clock < floor_mhz) {
-    throw InputError({}, "--gpu-clock-mhz",
-                     fmt::format("{:g} MHz is below {:g} MHz, a tenth of the {} boost clock: not a "
-                                 "clock a training GPU runs at (the value is in MHz)",
-                                 clock, floor_mhz, job.cluster.accelerator.name));
-  }
-  if (clock > 0.0) {
-    job.cluster.accelerator.sustained_clock_mhz = clock;
-    job.defaults.push_back({"gpu_clock_mhz", fmt::format("{}", clock),
-                            "compute clock set by --gpu-clock-mhz / PRIMUS_GPU_CLOCK_MHZ"});
-  }
+  apply_compute_clock(job, requested_clock_mhz(o), "--gpu-clock-mhz");
   if (!o.data_path.empty()) {
     job.defaults.push_back({"data_path", o.data_path,
                             "--data_path is accepted for Primus compatibility; a projection "

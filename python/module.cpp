@@ -6,8 +6,14 @@
 #include <pybind11/pybind11.h>
 
 #include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "job_loading.h"
+#include "projector/commands/catalog.h"
+#include "projector/commands/projection.h"
+#include "projector/frontend/loader.h"
 #include "projector/hardware/catalog.h"
 #include "projector/interval/interval.h"
 #include "projector/interval/training_plan.h"
@@ -17,6 +23,7 @@
 #include "projector/report/memory_report.h"
 #include "projector/report/perf_report.h"
 #include "projector/sweep/sweep.h"
+#include "projector/util/bounds.h"
 #include "projector/util/error.h"
 #include "projector/validate/validate.h"
 #include "to_python.h"
@@ -29,6 +36,7 @@ namespace {
 // The loaded job (opaque; `to_dict()` gives `projector config --json`).
 struct Job {
   JobSpec spec;
+  LoadRequest request;   // how it was loaded (a scan or a profile reloads it with one change)
   std::string data_dir;  // the catalogue it was loaded with ("": the bundled one)
 };
 
@@ -59,27 +67,172 @@ py::object memory(const Job& job) {
 }
 
 // train_tokens: a count or text ("15T"); gpu_hour_cost in USD (needs train_tokens).
-PlanInputs plan_inputs(const py::object& train_tokens, double gpu_hour_cost) {
-  return make_plan_inputs(train_tokens.is_none() ? "" : std::string(py::str(train_tokens)),
-                          gpu_hour_cost);
+PlanInputs plan_inputs(const py::object& train_tokens, const py::object& gpu_hour_cost) {
+  std::string tokens;
+  if (py::isinstance<py::str>(train_tokens)) {
+    tokens = str_argument("train_tokens", train_tokens);
+  } else if (!train_tokens.is_none()) {
+    // A count (an int or a float), as the CLI would read its text.
+    number_argument("train_tokens", train_tokens, 0.0, 1e300);
+    tokens = py::str(train_tokens);
+  }
+  return make_plan_inputs(tokens, number_argument("gpu_hour_cost", gpu_hour_cost, 0.0, 1e9));
 }
 
-py::object performance(const Job& job, const py::object& train_tokens, double gpu_hour_cost) {
-  const PlanInputs plan = plan_inputs(train_tokens, gpu_hour_cost);
+// One of `allowed` (a str): InputError naming `key` otherwise.
+std::string choice(const std::string& key, const py::object& v,
+                   const std::vector<std::string>& allowed) {
+  const std::string text = str_argument(key, v);
+  std::string list;
+  for (const std::string& a : allowed) {
+    if (a == text) return text;
+    list += (list.empty() ? "" : ", ") + a;
+  }
+  throw InputError({}, key, fmt::format("'{}' is not one of {}", text, list));
+}
+
+// scan_nodes: [1, 2, 4] or "1,2,4", as --scan-nodes.
+std::vector<int> node_list(const py::object& v) {
+  if (v.is_none()) return {};
+  if (py::isinstance<py::str>(v))
+    return parse_node_list(str_argument("scan_nodes", v), "scan_nodes");
+  if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v)) {
+    throw InputError({}, "scan_nodes", "expected a list of node counts or a string '1,2,4'");
+  }
+  std::vector<int> out;
+  for (const py::handle n : v) {
+    if (out.size() >= 64) {
+      throw InputError({}, "scan_nodes", "more than 64 node counts; scan fewer sizes");
+    }
+    out.push_back(static_cast<int>(int_argument("scan_nodes", n, 1, kMaxCount)));
+  }
+  return out;
+}
+
+// `performance` and `both`: the keyword arguments are the CLI's flags of the same names.
+py::object projection(const Job& job, bool both, const py::object& train_tokens,
+                      const py::object& gpu_hour_cost, const py::object& gpu_clock_mhz,
+                      const py::object& profiling_mode, const py::object& memory_mode,
+                      const py::object& profile_path, const py::object& benchmark_gpus,
+                      const py::object& scan_nodes) {
+  ProjectionSettings s;
+  s.keys = {"profiling_mode", "memory_mode", "profile", "benchmark_gpus", "="};
+  s.both = both;
+  s.plan = plan_inputs(train_tokens, gpu_hour_cost);
+  s.profiling_mode = choice("profiling_mode", profiling_mode, {"simulate", "benchmark", "both"});
+  s.memory_mode = choice("memory_mode", memory_mode, {"simulate", "benchmark"});
+  s.profile_path = profile_path.is_none() ? "" : path_argument("profile", profile_path);
+  s.benchmark_gpus = int_argument("benchmark_gpus", benchmark_gpus, 0, kMaxCount);
+  s.data_dir = job.data_dir;
+  s.scan_nodes = node_list(scan_nodes);
+  check_projection_settings(s);
+  const double clock =
+      gpu_clock_mhz.is_none() ? 0.0 : number_argument("gpu_clock_mhz", gpu_clock_mhz, 1e-9, 1e5);
+  JobSpec spec = job.spec;
+  apply_compute_clock(spec, clock, "gpu_clock_mhz");
+  const LoadRequest request = job.request;
+  s.job_at_nodes = [&request, clock](int nodes) {
+    LoadRequest r = request;
+    r.cli.nodes = nodes;
+    JobSpec at = load_job(r);
+    apply_compute_clock(at, clock, "gpu_clock_mhz");
+    return at;
+  };
   std::string doc;
   {
     py::gil_scoped_release unlocked;
-    PerfOptions po;
-    po.routing_skew_bracket = true;  // as `projector performance` (the same document)
-    PerfReport rep = project_performance(job.spec, po);
-    // The calibrated 80 % ranges and the plan, as the CLI attaches them (docs/validation.md).
-    const ResidualTable residuals = residuals_of(job);
-    if (rep.has_memory) attach_memory_range(residuals, job.spec, rep.memory);
-    rep.range = calibrated_range(residuals, job.spec, rep);
-    if (plan.train_tokens > 0.0) rep.plan = plan_training(job.spec, rep, plan);
-    doc = perf_json(job.spec, rep);
+    doc = projection_json(spec, s, run_projection(spec, s));
   }
   return document_to_python(doc);
+}
+
+py::object workload(const Job& job) {
+  std::string doc;
+  {
+    py::gil_scoped_release unlocked;
+    doc = perf_json(job.spec, project_workload(job.spec));
+  }
+  return document_to_python(doc);
+}
+
+py::object config(const Job& job) {
+  return document_to_python(job_json(job.spec));
+}
+
+py::object measured_profile(const Job& job, const py::object& trace, const py::object& pp_rank,
+                            const py::object& benchmark_gpus, const py::object& launch_gap_us) {
+  ProfileSettings s;
+  s.trace = path_argument("trace", trace);
+  s.pp_rank = static_cast<int>(int_argument("pp_rank", pp_rank, 0, kMaxCount));
+  s.benchmark_gpus = static_cast<int>(int_argument("benchmark_gpus", benchmark_gpus, 0, kMaxCount));
+  s.launch_gap_us = number_argument("launch_gap_us", launch_gap_us, 0.0, 1e12);
+  s.data_dir = job.data_dir;
+  std::string doc;
+  {
+    py::gil_scoped_release unlocked;
+    // As `projector profile`: with no hardware named, the accelerator the trace was recorded on.
+    const profile::MeasuredProfile p =
+        measure_profile(s, [&job](const std::optional<std::string>& trace_hardware) {
+          if (!job.request.hardware.empty() || !trace_hardware) return job.spec;
+          LoadRequest r = job.request;
+          r.hardware = *trace_hardware;
+          return load_job(r);
+        });
+    doc = profile::profile_json(p);
+  }
+  return document_to_python(doc);
+}
+
+std::string catalogue(const py::object& data_dir) {
+  return data_dir.is_none() ? default_data_dir() : path_argument("data_dir", data_dir);
+}
+
+// `hardware list`, `hardware show NAME`, `hardware compare A B [config=...]`.
+py::object hardware(const py::object& command, const py::args& names, const py::object& config,
+                    const py::object& nodes, const py::object& gpus_per_node,
+                    const py::object& data_dir) {
+  const std::string cmd = choice("command", command, {"list", "show", "compare"});
+  const std::size_t wanted = cmd == "list" ? 0 : cmd == "show" ? 1 : 2;
+  if (names.size() != wanted) {
+    throw InputError(
+        {}, "names",
+        fmt::format("`hardware {}` takes {} name(s), got {}", cmd, wanted, names.size()));
+  }
+  if (cmd != "compare" && !(config.is_none() && nodes.is_none() && gpus_per_node.is_none())) {
+    throw InputError({}, "config",
+                     fmt::format("config, nodes and gpus_per_node are options of "
+                                 "`hardware compare`, not of `hardware {}`",
+                                 cmd));
+  }
+  std::vector<std::string> n;
+  for (const py::handle name : names) n.push_back(path_argument("names", name));
+  const std::string dir = catalogue(data_dir);
+  if (cmd == "list") return document_to_python(hardware_list_json(dir));
+  if (cmd == "show") return document_to_python(hardware_show_json(n[0], dir));
+  LoadRequest base;
+  base.config_path = config.is_none() ? "" : path_argument("config", config);
+  base.data_dir = data_dir.is_none() ? "" : dir;
+  if (!nodes.is_none())
+    base.cli.nodes = static_cast<int>(int_argument("nodes", nodes, 1, kMaxCount));
+  if (!gpus_per_node.is_none()) {
+    base.cli.gpus_per_node =
+        static_cast<int>(int_argument("gpus_per_node", gpus_per_node, 1, kMaxCount));
+  }
+  std::string doc;
+  {
+    py::gil_scoped_release unlocked;
+    doc = hardware_compare_json(
+        compare_hardware(n[0], n[1], dir, base.config_path, [&base](const AcceleratorSpec& acc) {
+          LoadRequest r = base;
+          r.hardware = acc.file;
+          return load_job(r);
+        }));
+  }
+  return document_to_python(doc);
+}
+
+py::object models(const py::object& data_dir) {
+  return document_to_python(models_list_json(catalogue(data_dir)));
 }
 
 // A grid as `sweep --grid` text: a string as is, a dict {"tp": [1, 2], "recompute": "full"}.
@@ -103,27 +256,31 @@ std::string grid_text(const py::object& grid) {
 }
 
 py::object sweep_layouts(const Job& job, const py::object& nodes, const py::object& grid,
-                         const std::string& objective, double memory_limit, int threads,
-                         bool include_vshape, bool allow_uneven_layers, bool prune_upper_bound,
-                         const py::object& train_tokens, double gpu_hour_cost) {
+                         const py::object& objective, const py::object& memory_limit_arg,
+                         const py::object& threads, const py::object& include_vshape,
+                         const py::object& allow_uneven_layers, const py::object& prune_upper_bound,
+                         const py::object& train_tokens, const py::object& gpu_hour_cost) {
+  const double memory_limit = number_argument("memory_limit", memory_limit_arg, 0.0, 1e300);
   if (memory_limit <= 0.0 || memory_limit > 1.5) {
     throw InputError({}, "memory_limit",
                      fmt::format("{} is not a fraction of HBM in (0, 1.5]", memory_limit));
   }
   const sweep::Grid g = sweep::parse_grid(grid_text(grid));
   sweep::SpaceOptions space;
-  space.nodes = nodes.is_none() ? job.spec.cluster.nodes : nodes.cast<int>();
-  space.include_vshape = include_vshape;
-  space.allow_uneven_layers = allow_uneven_layers;
+  space.nodes = nodes.is_none() ? job.spec.cluster.nodes
+                                : static_cast<int>(int_argument("nodes", nodes, 1, kMaxCount));
+  space.include_vshape = bool_argument("include_vshape", include_vshape);
+  space.allow_uneven_layers = bool_argument("allow_uneven_layers", allow_uneven_layers);
   sweep::Options opts;
-  opts.objective = sweep::parse_objective(objective);
+  opts.objective = sweep::parse_objective(str_argument("objective", objective));
   opts.plan = plan_inputs(train_tokens, gpu_hour_cost);
   if (opts.objective == sweep::Objective::kCost && opts.plan.train_tokens == 0.0) {
     throw InputError({}, "objective", "cost needs train_tokens");
   }
   opts.memory_limit = memory_limit;
-  opts.prune_on_upper_bound = prune_upper_bound;
-  opts.threads = threads;
+  opts.prune_on_upper_bound = bool_argument("prune_upper_bound", prune_upper_bound);
+  // As -j / --threads: 0 is every core.
+  opts.threads = static_cast<int>(int_argument("threads", threads, 0, 4096));
   // Each layout's calibrated 80 % range, as `projector sweep` gives it.
   const ResidualTable residuals =
       load_residuals(job.data_dir.empty() ? default_data_dir() : job.data_dir);
@@ -148,14 +305,10 @@ py::object sweep_layouts(const Job& job, const py::object& nodes, const py::obje
   return document_to_python(doc);
 }
 
-// A str or any os.PathLike (pathlib.Path) as a path string.
-std::string path_text(const py::object& path) {
-  return py::str(py::module_::import("os").attr("fspath")(path));
-}
-
 py::object validate_runs(const py::object& runs_path, const py::object& data_dir_path) {
-  const std::string path = path_text(runs_path);
-  const std::string data_dir = data_dir_path.is_none() ? "" : path_text(data_dir_path);
+  const std::string path = path_argument("path", runs_path);
+  const std::string data_dir =
+      data_dir_path.is_none() ? "" : path_argument("data_dir", data_dir_path);
   std::string doc;
   {
     py::gil_scoped_release unlocked;
@@ -205,19 +358,72 @@ PYBIND11_MODULE(projector, m) {
   m.def(
       "load",
       [](const py::object& path, const py::object& overrides) {
-        const py::dict o = overrides.is_none() ? py::dict() : overrides.cast<py::dict>();
-        std::string data_dir = o.contains("data_dir") ? std::string(py::str(o["data_dir"])) : "";
-        return Job{python::load(path_text(path), o), std::move(data_dir)};
+        LoadRequest request = python::load_request(path_argument("path", path), overrides);
+        JobSpec spec = load_job(request);
+        std::string data_dir = request.data_dir;
+        return Job{std::move(spec), std::move(request), std::move(data_dir)};
       },
       py::arg("path"), py::arg("overrides") = py::none(),
       "Loads a Primus / Megatron experiment YAML. overrides: {'tp': 2, 'nodes': 4, "
       "'hardware': 'h100', 'recompute_granularity': 'full', ...}: the CLI's layout flags by "
       "name, any other key a Megatron argument (as --set).");
   m.def("memory", &memory, py::arg("job"), "`projector memory --json` as a dict.");
-  m.def("performance", &performance, py::arg("job"), py::kw_only(),
-        py::arg("train_tokens") = py::none(), py::arg("gpu_hour_cost") = 0.0,
-        "`projector performance --json` as a dict; train_tokens (e.g. '15T' or 1.5e13) and "
-        "gpu_hour_cost (USD) add results['time_to_train'] as --train-tokens / --gpu-hour-cost.");
+  // pybind11 keeps a copy of each docstring.
+  static const std::string projection_doc =
+      "; train_tokens (e.g. '15T' or 1.5e13) and gpu_hour_cost (USD) add "
+      "results['time_to_train'], gpu_clock_mhz sets the compute clock, profiling_mode / "
+      "memory_mode 'benchmark' anchor on a measured `profile` (benchmark_gpus checks its bench), "
+      "scan_nodes ([1, 2, 4]) adds the `scaling` table: the CLI's flags of the same names.";
+  m.def(
+      "performance",
+      [](const Job& job, const py::object& train_tokens, const py::object& gpu_hour_cost,
+         const py::object& gpu_clock_mhz, const py::object& profiling_mode,
+         const py::object& memory_mode, const py::object& profile, const py::object& benchmark_gpus,
+         const py::object& scan_nodes) {
+        return projection(job, false, train_tokens, gpu_hour_cost, gpu_clock_mhz, profiling_mode,
+                          memory_mode, profile, benchmark_gpus, scan_nodes);
+      },
+      py::arg("job"), py::kw_only(), py::arg("train_tokens") = py::none(),
+      py::arg("gpu_hour_cost") = 0.0, py::arg("gpu_clock_mhz") = py::none(),
+      py::arg("profiling_mode") = "simulate", py::arg("memory_mode") = "simulate",
+      py::arg("profile") = py::none(), py::arg("benchmark_gpus") = 0,
+      py::arg("scan_nodes") = py::none(),
+      (std::string("`projector performance --json` as a dict") + projection_doc).c_str());
+  m.def(
+      "both",
+      [](const Job& job, const py::object& train_tokens, const py::object& gpu_hour_cost,
+         const py::object& gpu_clock_mhz, const py::object& profiling_mode,
+         const py::object& memory_mode, const py::object& profile, const py::object& benchmark_gpus,
+         const py::object& scan_nodes) {
+        return projection(job, true, train_tokens, gpu_hour_cost, gpu_clock_mhz, profiling_mode,
+                          memory_mode, profile, benchmark_gpus, scan_nodes);
+      },
+      py::arg("job"), py::kw_only(), py::arg("train_tokens") = py::none(),
+      py::arg("gpu_hour_cost") = 0.0, py::arg("gpu_clock_mhz") = py::none(),
+      py::arg("profiling_mode") = "simulate", py::arg("memory_mode") = "simulate",
+      py::arg("profile") = py::none(), py::arg("benchmark_gpus") = 0,
+      py::arg("scan_nodes") = py::none(),
+      (std::string("`projector both --json` as a dict (the performance document with the "
+                   "memory one under 'memory')") +
+       projection_doc)
+          .c_str());
+  m.def("workload", &workload, py::arg("job"),
+        "`projector workload --json` as a dict: the op tables of every rank class.");
+  m.def("config", &config, py::arg("job"),
+        "`projector config --json` as a dict (the same as job.to_dict()).");
+  m.def("profile", &measured_profile, py::arg("job"), py::arg("trace"), py::kw_only(),
+        py::arg("pp_rank") = 0, py::arg("benchmark_gpus") = 0, py::arg("launch_gap_us") = 100.0,
+        "`projector profile --trace TRACE --config ... --json` as a dict: the measured profile of "
+        "a PyTorch profiler trace compared with the cost models on the job (with no 'hardware' "
+        "override, on the accelerator the trace was recorded on).");
+  m.def("hardware", &hardware, py::arg("command") = "list", py::arg("config") = py::none(),
+        py::arg("nodes") = py::none(), py::arg("gpus_per_node") = py::none(),
+        py::arg("data_dir") = py::none(),
+        "`projector hardware list --json` (hardware() or hardware('list')), `hardware show NAME "
+        "--json` (hardware('show', NAME)) or `hardware compare A B [--config X] --json` "
+        "(hardware('compare', A, B, config=X, nodes=..., gpus_per_node=...)) as a dict.");
+  m.def("models", &models, py::kw_only(), py::arg("data_dir") = py::none(),
+        "`projector models list --json` as a dict.");
   m.def("sweep", &sweep_layouts, py::arg("job"), py::kw_only(), py::arg("nodes") = py::none(),
         py::arg("grid") = py::none(), py::arg("objective") = "tokens_per_s_per_gpu",
         py::arg("memory_limit") = 0.9, py::arg("threads") = 0, py::arg("include_vshape") = false,

@@ -13,6 +13,7 @@
 #include "projector/util/bounds.h"
 #include "projector/util/error.h"
 #include "projector/util/input_file.h"
+#include "projector/util/text.h"
 #include "projector/validate/validate.h"
 #include "validate/phrases.h"
 
@@ -403,6 +404,22 @@ RunEntry read_entry(const YAML::Node& node, std::size_t index) {
 }  // namespace
 
 std::vector<RunEntry> parse_runs(const std::string& yaml_text, const std::string& file) {
+  // Every text of a runs file reaches the report (ids, notes, sources): refuse bytes that are
+  // not UTF-8 at their line, as the experiment loader does, instead of passing them on.
+  if (!is_valid_utf8(yaml_text)) {
+    std::size_t begin = 0;
+    for (int line = 1; begin <= yaml_text.size(); ++line) {
+      std::size_t end = yaml_text.find('\n', begin);
+      if (end == std::string::npos) end = yaml_text.size();
+      const std::string_view text(yaml_text.data() + begin, end - begin);
+      if (!is_valid_utf8(text)) {
+        throw InputError({file, line, 0}, "",
+                         fmt::format("'{}' is not valid UTF-8 (save the file as UTF-8)",
+                                     escape_invalid_utf8(text)));
+      }
+      begin = end + 1;
+    }
+  }
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
