@@ -20,6 +20,7 @@ echo "pip-check: pip install --no-build-isolation took $(($(date +%s) - start)) 
 
 cd "$work"  # not the source tree: the installed files only
 mkdir elsewhere && cd elsewhere
+unset PYTHONPATH
 
 # The module, from the venv, with its catalogues.
 "$venv/bin/python" - "$example" "$venv" <<'PY'
@@ -53,7 +54,12 @@ grep -q "vega" report.html && [ "$(stat -c %s report.html)" -gt 500000 ] ||
 echo "pip-check: projector both / hardware list ($(wc -l < hardware.txt) lines) / --html" \
      "($(stat -c %s report.html) bytes) ran from $PWD"
 
-# No path of this tree in the installed binary or module (PROJECTOR_RELOCATABLE).
+# tests/python against the installed module and the installed CLI (pytest: python3-pytest).
+PROJECTOR_BINARY="$projector" PYTHONDONTWRITEBYTECODE=1 \
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider "$repo/tests/python"
+
+# No path of this tree in the installed binary or module (PROJECTOR_RELOCATABLE). GCC may store a
+# short string constant as immediates, split into pieces, so this grep alone proves little ...
 site="$("$venv/bin/python" -c 'import os, projector; print(os.path.dirname(projector.__file__))')"
 for f in "$site/bin/projector" "$site"/projector.*.so; do
   n=$(grep -c -a -F "$repo" "$f" || true)
@@ -62,4 +68,33 @@ for f in "$site/bin/projector" "$site"/projector.*.so; do
     exit 1
   fi
 done
-echo "pip-check: OK (no source-tree path in bin/projector or the module)"
+# ... hence: a copy of the package in another folder reads its own data/ and web/, and fails
+# without them (no fallback to this tree).
+mkdir moved && cp -r "$site" moved/
+moved="$PWD/moved/projector"
+"$moved/bin/projector" both --config "$example" --html moved.html > /dev/null
+PYTHONPATH="$PWD/moved" "$python" -c "
+import os, sys, projector
+assert os.path.dirname(projector.__file__) == sys.argv[2], projector.__file__
+projector.memory(projector.load(sys.argv[1]))" "$example" "$moved"
+mv "$moved/data" "$moved/data.off"
+mv "$moved/web/report.css" "$moved/report.css.off"
+if "$moved/bin/projector" both --config "$example" > /dev/null 2>&1; then
+  echo "pip-check: $moved/bin/projector ran without its data/" >&2
+  exit 1
+fi
+if PYTHONPATH="$PWD/moved" "$python" -c "
+import sys, projector
+projector.load(sys.argv[1])" "$example" > /dev/null 2>&1; then
+  echo "pip-check: the module in $moved loaded a job without its data/" >&2
+  exit 1
+fi
+mv "$moved/data.off" "$moved/data"
+err=$("$moved/bin/projector" both --config "$example" --html none.html 2>&1 > /dev/null) &&
+  { echo "pip-check: --html worked without $moved/web/report.css" >&2; exit 1; }
+case "$err" in
+  *"$moved/web/report.css"*) ;;
+  *) echo "pip-check: --html without report.css did not name $moved/web: $err" >&2; exit 1 ;;
+esac
+echo "pip-check: OK (no source-tree path in bin/projector or the module; a moved copy reads" \
+     "its own data/ and web/)"
