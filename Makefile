@@ -5,7 +5,8 @@ BUILD  := build/$(PRESET)
 JOBS   ?= $(shell nproc)
 EXAMPLE ?= examples/llama3.1_8B-BF16-pretrain.yaml
 
-.PHONY: all deps configure build cli run test bench asan tsan fuzz fuzz-long mutation-fuzz format clean
+.PHONY: all deps configure build cli run test pip-check bench asan tsan fuzz fuzz-long mutation-fuzz \
+        format clean
 
 all: build
 
@@ -27,6 +28,11 @@ run: cli
 
 test: build
 	ctest --preset $(PRESET) -j $(JOBS)
+
+# `pip install --no-build-isolation .` into a fresh venv, then the module and the `projector` command
+# from another directory (docs/python.md). CMAKE_BUILD_PARALLEL_LEVEL sets the package build's jobs.
+pip-check: deps
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) bash scripts/check_pip_install.sh
 
 bench: build
 	$(BUILD)/projector_bench --benchmark_min_time=0.2

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need, when it is missing. Idempotent.
-#  - Debian bookworm packages: the toolchain and libraries (toml++ reads torchtitan job TOMLs); pybind11, the Python headers and pytest
-#    for the Python module; Chromium (and a font for its screenshots) for the HTML report tests;
-#    npm for the next step; clang with libFuzzer (libclang-rt-14-dev) for the `fuzz` preset.
+#  - Debian bookworm packages: the toolchain and libraries (toml++ reads torchtitan job TOMLs);
+#    pybind11, the Python headers and pytest for the Python module; venv, pip, setuptools and wheel
+#    for `pip install --no-build-isolation .` (make pip-check); Chromium (and a font for its
+#    screenshots) for the HTML report tests; npm for the next step; clang with libFuzzer
+#    (libclang-rt-14-dev) for the `fuzz` preset.
 #  - The HTML report's chart bundles (vega, vega-lite, vega-embed), pinned in web/package-lock.json,
 #    from the npm registry into web/node_modules (npm ci). Nothing else is downloaded.
 set -euo pipefail
@@ -11,6 +13,7 @@ cd "$(dirname "$0")/.."
 pkgs=(cmake ninja-build g++ make libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libtomlplusplus-dev
       pybind11-dev python3-dev python3-pytest
+      python3-venv python3-pip python3-setuptools python3-wheel
       chromium fonts-liberation clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -10,9 +10,12 @@
 #include <utility>
 
 #include "hardware/yaml_read.h"
+#include "projector/util/install_dir.h"
 
-#ifndef PROJECTOR_DEFAULT_DATA_DIR
-#error "PROJECTOR_DEFAULT_DATA_DIR must be defined by the build"
+// The developer build compiles in the source tree's data/; a relocatable build (the pip package)
+// looks beside its own binary at run time (projector/util/install_dir.h).
+#if !defined(PROJECTOR_RELOCATABLE) && !defined(PROJECTOR_DEFAULT_DATA_DIR)
+#error "PROJECTOR_DEFAULT_DATA_DIR (or PROJECTOR_RELOCATABLE) must be defined by the build"
 #endif
 
 namespace projector {
@@ -229,7 +232,12 @@ std::optional<std::string> match_name(const std::string& text,
 }  // namespace
 
 std::string default_data_dir() {
+#ifdef PROJECTOR_RELOCATABLE
+  static const std::string dir = installed_dir("data");
+  return dir;
+#else
   return PROJECTOR_DEFAULT_DATA_DIR;
+#endif
 }
 
 std::vector<std::string> list_accelerators(const std::string& data_dir) {

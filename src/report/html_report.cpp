@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "projector/util/error.h"
+#include "projector/util/install_dir.h"
 
 #ifndef PROJECTOR_DEFAULT_WEB_DIR
 #define PROJECTOR_DEFAULT_WEB_DIR "web"
@@ -136,7 +137,12 @@ std::string data_island(const HtmlReportInput& in) {
 }  // namespace
 
 std::string default_web_dir() {
+#ifdef PROJECTOR_RELOCATABLE
+  static const std::string dir = installed_dir("web");  // beside the binary (util/install_dir.h)
+  return dir;
+#else
   return PROJECTOR_DEFAULT_WEB_DIR;
+#endif
 }
 
 std::string html_report(const HtmlReportInput& input, const std::string& web_dir) {

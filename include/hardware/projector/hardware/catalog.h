@@ -10,7 +10,8 @@
 
 namespace projector {
 
-// The bundled data directory (compiled in); callers may pass another one.
+// The bundled data directory: this source tree's data/ (compiled in), or in a relocatable build
+// (the pip package) the data/ installed beside the binary. Callers may pass another one.
 std::string default_data_dir();
 
 // A catalogue name ("mi300x"), an alias ("gfx942", "h100") or a path to a YAML file.

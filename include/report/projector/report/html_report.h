@@ -29,7 +29,8 @@ struct HtmlReportInput {
 // front); `--json` and `--csv` keep all.
 inline constexpr int kHtmlMaxSweepCandidates = 20000;
 
-// The bundled web/ directory (report.js, report.css, node_modules/).
+// The bundled web/ directory (report.js, report.css, node_modules/): this source tree's, or in a
+// relocatable build (the pip package) the web/ installed beside the binary.
 std::string default_web_dir();
 
 // The page. Throws InputError (key "--html") naming the missing file when the assets are not

@@ -1,0 +1,4 @@
+"""`python -m projector ARGS` = `projector ARGS`."""
+from projector._cli import main
+
+main()
