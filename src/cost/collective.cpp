@@ -257,7 +257,10 @@ std::string_view to_string(GroupKind k) {
 
 int collective_node_gpus(const AcceleratorSpec& acc, const NetworkSpec& net, int gpus_per_node) {
   const int gpn = std::max(1, gpus_per_node);
-  if (acc.torus_dims > 0 || acc.scaleup_domain <= gpn || net.node_size <= gpn ||
+  // Only a domain the part's own hosts are smaller than spans hosts (an MI300X job on nodes of 4
+  // GPUs has two separate 4-GPU groups, not one xGMI domain of 8).
+  const bool multi_host = acc.scaleup_domain > acc.default_gpus_per_node;
+  if (acc.torus_dims > 0 || !multi_host || acc.scaleup_domain <= gpn || net.node_size <= gpn ||
       net.node_size % gpn != 0) {
     return gpn;
   }

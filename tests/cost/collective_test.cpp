@@ -188,5 +188,27 @@ TEST(MakeGroup, MegatronRankOrder) {
   EXPECT_EQ(make_group(GroupKind::kDp, e, 8, 32).pods, 2);
 }
 
+// A multi-host NVLink domain is one node of the collective model: 8 GB200 on two 4-GPU trays are
+// one NVLink group. HybridEP's kernel measures an 8-rank bf16 dispatch of 4.698e8 B at 614.8 us
+// on GB200 (data/kernels/ep_dispatch.yaml); the all-to-all priced over the NVL72 node is within
+// 10 % of it. An 8-GPU HGX node stays its host; a TPU is left to the torus model.
+TEST(CollectiveNodes, Nvl72IsOneNodeTier) {
+  const AcceleratorSpec& gb200 = testing::accelerator("gb200");
+  const NetworkSpec& nvl72 = testing::network("gb200_nvl72");
+  EXPECT_EQ(collective_node_gpus(gb200, nvl72, 4), 72);
+  EXPECT_EQ(
+      collective_node_gpus(testing::accelerator("h100_sxm"), testing::network("h100_ib400"), 8), 8);
+  EXPECT_EQ(
+      collective_node_gpus(testing::accelerator("tpu_v5p"), testing::network("tpu_v5p_ici"), 4), 4);
+  // An MI300X job on nodes of 4 GPUs: two separate xGMI groups, not one domain of 8.
+  EXPECT_EQ(
+      collective_node_gpus(testing::accelerator("mi300x"), testing::network("mi300x_ib400"), 4), 4);
+  const CommGroup g = make_group(8, 1, collective_node_gpus(gb200, nvl72, 4));
+  EXPECT_EQ(g.nodes, 1);
+  EXPECT_EQ(g.ranks_per_node, 8);
+  const double t = collective_estimate(nvl72, CollectiveKind::kAllToAll, 4.698e8, g).cost.time_s;
+  EXPECT_NEAR(t, 614.8e-6, 0.10 * 614.8e-6);
+}
+
 }  // namespace
 }  // namespace projector

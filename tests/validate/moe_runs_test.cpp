@@ -71,5 +71,33 @@ TEST(MoeRuns, Gb200ScoutRunsFitWithBatchOne) {
   }
 }
 
+// calibration_runs_4.yaml states the recipe's MoE switches: moe_a2a_overlap (Megatron-Core's
+// combined 1F1B) and moe_permute_fusion (TE's fused permute) reach the job as the Megatron
+// adapter's keys would; a run whose layout Megatron would not allow the overlap keeps it off.
+TEST(MoeRuns, RecipeOverlapAndPermuteFusionAreRead) {
+  const std::vector<RunEntry> all = load_runs(kDataDir + "/validation/calibration_runs_4.yaml");
+  int overlapped = 0, fused = 0;
+  for (const RunEntry& e : all) {
+    const MappedRun m = map_run(e, kDataDir);
+    if (!m.mapped) continue;
+    const RuntimeSpec& rt = m.job.runtime;
+    const bool stated_overlap = e.training.moe_a2a_overlap.value_or(false);
+    const bool allowed = e.training.pp.value_or(1) == 1 || e.training.vpp.value_or(1) >= 2;
+    EXPECT_EQ(combined_forward_backward(m.job), stated_overlap && allowed) << e.id;
+    if (combined_forward_backward(m.job)) ++overlapped;
+    if (e.training.moe_permute_fusion) {
+      EXPECT_EQ(rt.moe_permute_fusion, *e.training.moe_permute_fusion) << e.id;
+      fused += rt.moe_permute_fusion ? 1 : 0;
+    }
+    if (e.id.find("delay") != std::string::npos ||
+        e.training.overlap.find("delay_wgrad") != std::string::npos) {
+      EXPECT_EQ(rt.moe_overlap.has(MoeOverlap::kDelayedWgrad), combined_forward_backward(m.job))
+          << e.id;
+    }
+  }
+  EXPECT_GE(overlapped, 4);  // 6 entries state it; two of them are not mapped (free text)
+  EXPECT_GE(fused, 20);
+}
+
 }  // namespace
 }  // namespace projector
