@@ -834,12 +834,13 @@ constexpr std::size_t idx(MemoryComponent c) {
 }
 
 // The largest micro batch below the job's that still divides each data-parallel rank's share of
-// the global batch (0: none).
+// the global batch into whole accumulation rounds (torchtitan's local batch; 0: none).
 int smaller_micro_batch(const JobSpec& job) {
   const int dp = std::max(1, job.parallel.dp);
   const int per_rank = job.runtime.global_batch_size / dp;
+  const int rounds = std::max(1, job.runtime.accumulation_rounds);
   for (int m = job.runtime.micro_batch_size - 1; m >= 1; --m) {
-    if (per_rank % m == 0) return m;
+    if (per_rank % m == 0 && (per_rank / m) % rounds == 0) return m;
   }
   return 0;
 }

@@ -338,5 +338,24 @@ TEST(Verdict, FitsAtRiskOom) {
   EXPECT_EQ(oom.largest_components.size(), 3u);
 }
 
+// A smaller micro batch is offered only when each rank's batch still splits into whole
+// accumulation rounds: 24 samples per rank at MBS 3 in 8 rounds (8 microbatches) -> MBS 2 would
+// make 12 microbatches, not a multiple of 8; MBS 1 makes 24. (A Primus torchtitan 405B config
+// once failed its projection on the malformed MBS-2 remedy.)
+TEST(Verdict, SmallerMicroBatchKeepsWholeAccumulationRounds) {
+  // DP 8: 24 samples per rank.
+  JobSpec j = with_overheads(make_job(testing::llama31_8b(), {.dp = 8}, 3, 4096, 192));
+  j.runtime.accumulation_rounds = 8;
+  j.cluster.accelerator.hbm_bytes = 0.5 * project_memory(j).peak_point_bytes;
+  const MemoryReport m = project_memory(j);
+  ASSERT_EQ(m.verdict, MemoryVerdict::kOom);
+  bool mbs1 = false;
+  for (const MemoryRemedy& r : m.remedies) {
+    EXPECT_NE(r.change, "micro batch size 2");
+    mbs1 = mbs1 || r.change == "micro batch size 1";
+  }
+  EXPECT_TRUE(mbs1);
+}
+
 }  // namespace
 }  // namespace projector
