@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace projector::schedule {
 namespace {
@@ -99,7 +100,23 @@ InFlightProfile::InFlightProfile(const ScheduleTable& table) : chunks_(table.vpp
     int* const w_only = full + v;
     int total = 0;
     int peak = 0;
-    const std::span<const Action> list = table.rank_actions(r);
+    std::span<const Action> list = table.rank_actions(r);
+    // Combined 1F1B (Megatron overlap_moe_expert_parallel_comm) runs a paired F and B layer by
+    // layer, the forward's layer i beside the backward's layer L - 1 - i (MG9 combined_1f1b.py,
+    // schedule_chunk_1f1b): the backward frees a layer as the forward saves one, so the pair
+    // holds one microbatch, not two. Counted as the B before its partner F.
+    std::vector<Action> paired;
+    if (table.combined_forward_backward) {
+      paired.assign(list.begin(), list.end());
+      for (std::size_t i = 0; i + 1 < paired.size(); ++i) {
+        if (paired[i].overlap_with_next && paired[i].phase == Phase::kF &&
+            paired[i + 1].phase != Phase::kF) {
+          std::swap(paired[i], paired[i + 1]);
+          ++i;
+        }
+      }
+      list = paired;
+    }
     const Action* const end = list.data() + list.size();
     // Only F and B can raise a count, and only an F adds without taking away, so a state is kept
     // when an F or B is followed by something other than an F (or ends the list).

@@ -547,7 +547,14 @@ void Simulation::advance(int r) {
       work_s = std::max(compute + in_.pair_comm_compute_share * comm, comm) + serial1 + serial2;
     }
     const double end = stretched_end(start, work_s, in_.interference, comm_iv_[r], scratch_);
-    for (int h = g; h < g + n; ++h) finish(r, h, start, end, pred);
+    // Combined 1F1B frees the backward's layers as the forward saves its own (in_flight.cpp): the
+    // partner's release is counted first.
+    if (pair && table_.combined_forward_backward) {
+      finish(r, g + 1, start, end, pred);
+      finish(r, g, start, end, pred);
+    } else {
+      for (int h = g; h < g + n; ++h) finish(r, h, start, end, pred);
+    }
     RankStats& st = res_.ranks[r];
     st.busy_s += end - start;
     st.ideal_compute_s += work_s;
