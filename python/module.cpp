@@ -8,6 +8,7 @@
 #include <atomic>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "job_loading.h"
@@ -374,39 +375,32 @@ PYBIND11_MODULE(projector, m) {
       "results['time_to_train'], gpu_clock_mhz sets the compute clock, profiling_mode / "
       "memory_mode 'benchmark' anchor on a measured `profile` (benchmark_gpus checks its bench), "
       "scan_nodes ([1, 2, 4]) adds the `scaling` table: the CLI's flags of the same names.";
-  m.def(
-      "performance",
-      [](const Job& job, const py::object& train_tokens, const py::object& gpu_hour_cost,
-         const py::object& gpu_clock_mhz, const py::object& profiling_mode,
-         const py::object& memory_mode, const py::object& profile, const py::object& benchmark_gpus,
-         const py::object& scan_nodes) {
-        return projection(job, false, train_tokens, gpu_hour_cost, gpu_clock_mhz, profiling_mode,
-                          memory_mode, profile, benchmark_gpus, scan_nodes);
-      },
-      py::arg("job"), py::kw_only(), py::arg("train_tokens") = py::none(),
-      py::arg("gpu_hour_cost") = 0.0, py::arg("gpu_clock_mhz") = py::none(),
-      py::arg("profiling_mode") = "simulate", py::arg("memory_mode") = "simulate",
-      py::arg("profile") = py::none(), py::arg("benchmark_gpus") = 0,
-      py::arg("scan_nodes") = py::none(),
-      (std::string("`projector performance --json` as a dict") + projection_doc).c_str());
-  m.def(
-      "both",
-      [](const Job& job, const py::object& train_tokens, const py::object& gpu_hour_cost,
-         const py::object& gpu_clock_mhz, const py::object& profiling_mode,
-         const py::object& memory_mode, const py::object& profile, const py::object& benchmark_gpus,
-         const py::object& scan_nodes) {
-        return projection(job, true, train_tokens, gpu_hour_cost, gpu_clock_mhz, profiling_mode,
-                          memory_mode, profile, benchmark_gpus, scan_nodes);
-      },
-      py::arg("job"), py::kw_only(), py::arg("train_tokens") = py::none(),
-      py::arg("gpu_hour_cost") = 0.0, py::arg("gpu_clock_mhz") = py::none(),
-      py::arg("profiling_mode") = "simulate", py::arg("memory_mode") = "simulate",
-      py::arg("profile") = py::none(), py::arg("benchmark_gpus") = 0,
-      py::arg("scan_nodes") = py::none(),
-      (std::string("`projector both --json` as a dict (the performance document with the "
-                   "memory one under 'memory')") +
-       projection_doc)
-          .c_str());
+  // performance and both take the same arguments; both adds the memory document.
+  static const std::string performance_doc =
+      std::string("`projector performance --json` as a dict") + projection_doc;
+  static const std::string both_doc =
+      std::string(
+          "`projector both --json` as a dict (the performance document with the memory one under "
+          "'memory')") +
+      projection_doc;
+  for (const auto& [name, with_memory, doc] :
+       {std::tuple{"performance", false, &performance_doc}, std::tuple{"both", true, &both_doc}}) {
+    m.def(
+        name,
+        [with_memory](const Job& job, const py::object& train_tokens,
+                      const py::object& gpu_hour_cost, const py::object& gpu_clock_mhz,
+                      const py::object& profiling_mode, const py::object& memory_mode,
+                      const py::object& profile, const py::object& benchmark_gpus,
+                      const py::object& scan_nodes) {
+          return projection(job, with_memory, train_tokens, gpu_hour_cost, gpu_clock_mhz,
+                            profiling_mode, memory_mode, profile, benchmark_gpus, scan_nodes);
+        },
+        py::arg("job"), py::kw_only(), py::arg("train_tokens") = py::none(),
+        py::arg("gpu_hour_cost") = 0.0, py::arg("gpu_clock_mhz") = py::none(),
+        py::arg("profiling_mode") = "simulate", py::arg("memory_mode") = "simulate",
+        py::arg("profile") = py::none(), py::arg("benchmark_gpus") = 0,
+        py::arg("scan_nodes") = py::none(), doc->c_str());
+  }
   m.def("workload", &workload, py::arg("job"),
         "`projector workload --json` as a dict: the op tables of every rank class.");
   m.def("config", &config, py::arg("job"),
