@@ -20,6 +20,7 @@
 #include "projector/interval/training_plan.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
+#include "projector/profile/benchmark.h"
 #include "projector/report/job_report.h"
 #include "projector/report/memory_report.h"
 #include "projector/report/perf_report.h"
@@ -56,17 +57,6 @@ ResidualTable residuals_of(const Job& job) {
   return load_residuals(job.data_dir.empty() ? default_data_dir() : job.data_dir);
 }
 
-py::object memory(const Job& job) {
-  std::string doc;
-  {
-    py::gil_scoped_release unlocked;
-    MemoryReport rep = project_memory(job.spec);
-    attach_memory_range(residuals_of(job), job.spec, rep);  // as `projector memory`
-    doc = memory_json(job.spec, rep);
-  }
-  return document_to_python(doc);
-}
-
 // train_tokens: a count or text ("15T"); gpu_hour_cost in USD (needs train_tokens).
 PlanInputs plan_inputs(const py::object& train_tokens, const py::object& gpu_hour_cost) {
   std::string tokens;
@@ -90,6 +80,29 @@ std::string choice(const std::string& key, const py::object& v,
     list += (list.empty() ? "" : ", ") + a;
   }
   throw InputError({}, key, fmt::format("'{}' is not one of {}", text, list));
+}
+
+// `projector memory [--memory-mode benchmark --profile P] --json -`: the projection with its
+// calibrated range, or its anchor on a measured profile's allocator peak.
+py::object memory(const Job& job, const py::object& memory_mode, const py::object& profile_path) {
+  const std::string mode = choice("memory_mode", memory_mode, {"simulate", "benchmark"});
+  const std::string path = profile_path.is_none() ? "" : path_argument("profile", profile_path);
+  if (mode == "benchmark" && path.empty()) {
+    throw InputError({}, "profile", "memory_mode 'benchmark' needs a measured profile");
+  }
+  std::string doc;
+  {
+    py::gil_scoped_release unlocked;
+    MemoryReport rep = project_memory(job.spec);
+    attach_memory_range(residuals_of(job), job.spec, rep);  // as `projector memory`
+    if (mode == "benchmark") {
+      const profile::MeasuredProfile prof = profile::read_profile(path);
+      doc = profile::memory_anchor_json(profile::anchor_memory(prof, rep), prof);
+    } else {
+      doc = memory_json(job.spec, rep);
+    }
+  }
+  return document_to_python(doc);
 }
 
 // scan_nodes: [1, 2, 4] or "1,2,4", as --scan-nodes.
@@ -368,7 +381,10 @@ PYBIND11_MODULE(projector, m) {
       "Loads a Primus / Megatron experiment YAML. overrides: {'tp': 2, 'nodes': 4, "
       "'hardware': 'h100', 'recompute_granularity': 'full', ...}: the CLI's layout flags by "
       "name, any other key a Megatron argument (as --set).");
-  m.def("memory", &memory, py::arg("job"), "`projector memory --json` as a dict.");
+  m.def("memory", &memory, py::arg("job"), py::kw_only(), py::arg("memory_mode") = "simulate",
+        py::arg("profile") = py::none(),
+        "`projector memory --json` as a dict; memory_mode 'benchmark' with a measured `profile` "
+        "anchors the peak on its allocator peak (--memory-mode benchmark --profile).");
   // pybind11 keeps a copy of each docstring.
   static const std::string projection_doc =
       "; train_tokens (e.g. '15T' or 1.5e13) and gpu_hour_cost (USD) add "

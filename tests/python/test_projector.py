@@ -218,10 +218,24 @@ def test_benchmark_mode_is_the_cli_document(cli_json, tmp_path):
                                "--hardware", "h100", "--profiling-mode", mode,
                                "--profile", str(profile))
         assert "benchmark" in doc
-    # A forward-only trace cannot anchor training memory: refused as by the CLI.
+    # A forward-only trace cannot anchor training memory: refused as by the CLI, by both() and
+    # by memory() alike; memory() in benchmark mode needs the profile.
     with pytest.raises(projector.InputError) as err:
         projector.both(target, memory_mode="benchmark", profile=profile)
     assert err.value.key == "memory"
+    with pytest.raises(projector.InputError) as err:
+        projector.memory(target, memory_mode="benchmark", profile=profile)
+    assert err.value.key == "memory"
+    binary = os.environ.get("PROJECTOR_BINARY", os.path.join(ROOT, "build", "release", "projector"))
+    cli = subprocess.run([binary, "memory", "--config", QWEN,
+                          "--gpus-per-node", "1", "--hardware", "h100", "--memory-mode",
+                          "benchmark", "--profile", str(profile), "--json", "-"],
+                         capture_output=True, text=True)
+    assert cli.returncode == 2 and "memory" in cli.stderr + cli.stdout
+    with pytest.raises(projector.InputError) as err:
+        projector.memory(target, memory_mode="benchmark")
+    assert err.value.key == "profile"
+    assert projector.memory(target, memory_mode="simulate") == projector.memory(target)
 
 
 def test_hardware_list_is_the_cli_document(cli_json):
