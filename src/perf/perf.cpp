@@ -275,9 +275,9 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
       if (ph < 2) {
         parts[ph].add_compute(t);
       } else if (op.name.starts_with("moe.experts.")) {
-        // Expert weight gradients: in the backward's expert step, or with delay_wgrad_compute
-        // beside its own dispatch backward.
-        (delayed_wgrad ? delayed_w_s : parts[1].inner_s) += t;
+        // Expert weight gradients: with delay_wgrad_compute beside the backward's own dispatch
+        // backward; without it they hold that dispatch back and cover nothing (w_serial_s).
+        if (delayed_wgrad) delayed_w_s += t;
       } else {
         parts[1].outer_s += t;  // the attention's weight gradients, in its backward step
       }
