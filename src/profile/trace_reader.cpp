@@ -421,25 +421,26 @@ class Handler {
     }
   }
 
-  // One event's operator shapes and types are held until the event closes: bounded like a token.
-  void event_bytes(std::uint64_t bytes) {
-    event_bytes_ += bytes;
-    if (event_bytes_ > limits_.max_token_bytes) {
-      throw InputError({out_.path, 0, 0}, "Input Dims",
-                       "one event's operator shapes exceed " +
-                           std::to_string(limits_.max_token_bytes >> 20) +
-                           " MiB (TraceLimits::max_token_bytes); not a profiler trace");
+  // Adds `bytes` to `used`; past `limit` the trace is refused with `what` (key `key`).
+  void charge(std::uint64_t& used, std::uint64_t bytes, std::uint64_t limit, const char* key,
+              const std::string& what) const {
+    used += bytes;
+    if (used > limit) {
+      throw InputError({out_.path, 0, 0}, key,
+                       what + " exceed " + std::to_string(limit >> 20) + " MiB");
     }
   }
 
+  // One event's operator shapes and types are held until the event closes: bounded like a token.
+  void event_bytes(std::uint64_t bytes) {
+    charge(event_bytes_, bytes, limits_.max_token_bytes, "Input Dims",
+           "one event's operator shapes (TraceLimits::max_token_bytes; not a profiler trace)");
+  }
+
   void keep_bytes(std::uint64_t bytes) {
-    kept_bytes_ += bytes;
-    if (kept_bytes_ > limits_.max_kept_bytes) {
-      throw InputError({out_.path, 0, 0}, "traceEvents",
-                       "the kept names and operator shapes exceed " +
-                           std::to_string(limits_.max_kept_bytes >> 20) +
-                           " MiB (TraceLimits::max_kept_bytes); trim the trace to a few steps");
-    }
+    charge(kept_bytes_, bytes, limits_.max_kept_bytes, "traceEvents",
+           "the kept names and operator shapes (TraceLimits::max_kept_bytes; trim the trace to a "
+           "few steps)");
   }
 
   Span span() { return Span{ev_.ts, ev_.dur, ev_.tid, intern(ev_.name)}; }
