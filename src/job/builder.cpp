@@ -1189,6 +1189,9 @@ std::string Builder::rule_message(LayoutRule rule) const {
   const LayerSpec* layer = job_.model.layers.empty() ? nullptr : &job_.model.layers.front();
   const std::int64_t per_step = static_cast<std::int64_t>(rt.micro_batch_size) * p.dp;
   const std::int64_t m = per_step > 0 ? rt.global_batch_size / per_step : 0;
+  const int rounds = std::max(1, rt.accumulation_rounds);
+  const std::string per_round =
+      rounds > 1 ? fmt::format(" per pipeline flush ({} accumulation rounds)", rounds) : "";
   switch (rule) {
     case LayoutRule::kTpHeads:
       return fmt::format("{} attention heads are not divisible by TP {}",
@@ -1234,11 +1237,12 @@ std::string Builder::rule_message(LayoutRule rule) const {
           to_string(rt.schedule), p.vpp);
     case LayoutRule::kInterleavedMicrobatches:
       return fmt::format(
-          "{} microbatches are not a multiple of PP {}: the interleaved schedule "
+          "{} microbatches{} are not a multiple of PP {}: the interleaved schedule "
           "requires it",
-          m, p.pp);
+          m / rounds, per_round, p.pp);
     case LayoutRule::kDualPipeMicrobatches:
-      return fmt::format("dualpipev needs at least 2 x PP = {} microbatches, got {}", 2 * p.pp, m);
+      return fmt::format("dualpipev needs at least 2 x PP = {} microbatches{}, got {}", 2 * p.pp,
+                         per_round, m / rounds);
     case LayoutRule::kSplitBackwardRecompute:
       return fmt::format(
           "schedule {} splits the backward into B and W and cannot be combined "

@@ -61,6 +61,7 @@ LayoutChoice layout_choice(const JobSpec& job) {
   c.etp = p.etp;
   c.mbs = job.runtime.micro_batch_size;
   c.schedule = job.runtime.schedule;
+  c.accumulation_rounds = job.runtime.accumulation_rounds;
   c.full_recompute = rc.granularity == RecomputeGranularity::kFull;
   c.recompute_block_layers =
       c.full_recompute && rc.method == RecomputeMethod::kBlock ? rc.num_layers : 0;

@@ -340,6 +340,25 @@ TEST(TorchtitanPipeline, InterleavedSplit) {
   EXPECT_EQ(j.num_microbatches(), 8);        // local 8 / microbatch 1
 }
 
+// Gradient accumulation runs the schedule once per round: local batch 2 with a global batch of 16
+// on DP 2 is 4 rounds of 2 microbatches, fewer than PP 4, which the interleaved schedule cannot
+// take. The builder refuses it naming the schedule key (a fuzzer finding: the schedule itself
+// used to throw without a location).
+TEST(TorchtitanPipeline, InterleavedRulesApplyPerAccumulationRound) {
+  try {
+    upstream("llama3_8b.toml",
+             {"parallelism.pipeline_parallel_degree=4",
+              "parallelism.pipeline_parallel_schedule=Interleaved1F1B",
+              "training.local_batch_size=2", "training.global_batch_size=16"},
+             1);
+    FAIL() << "2 microbatches per flush with PP 4 interleaved must be refused";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "parallelism.pipeline_parallel_schedule");
+    EXPECT_FALSE(e.where().file.empty());
+    EXPECT_NE(std::string(e.what()).find("4 accumulation rounds"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TorchtitanPipeline, VShapeAndSingleStage) {
   const JobSpec v = upstream("llama3_8b.toml",
                              {"parallelism.pipeline_parallel_degree=4",

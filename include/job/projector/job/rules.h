@@ -77,6 +77,9 @@ struct LayoutChoice {
   ScheduleKind schedule = ScheduleKind::k1F1B;  // resolved (kAuto breaks kScheduleVpp)
   bool full_recompute = false;
   int recompute_block_layers = 0;  // full recompute, block method: layers per chunk; 0: uniform
+  // Gradient accumulation outside the schedule (torchtitan): each round is its own pipeline flush
+  // of microbatches / rounds, and the schedule rules apply to one round.
+  int accumulation_rounds = 1;
 };
 LayoutChoice layout_choice(const JobSpec& job);
 
@@ -143,6 +146,7 @@ inline LayoutRule check_schedule(const RuleFacts& f, const LayoutChoice& c, std:
       if (c.vpp != 2) return LayoutRule::kScheduleVpp;
       break;
   }
+  if (c.accumulation_rounds > 1) m /= c.accumulation_rounds;
   if (c.schedule == ScheduleKind::kInterleaved && m % c.pp != 0) {
     return LayoutRule::kInterleavedMicrobatches;
   }
