@@ -115,11 +115,16 @@ def rules(rows_by_id):
 
 def training_shape(op_class, s):
     """Whether a row's problem is of the size a training step runs (the fits use only these; the
-    gate checks every row): GEMMs with tokens, hidden and K of 1024 or more per group, attention
-    over 2048 tokens or more, memory-bound kernels moving 32 MiB or more."""
-    if op_class in ("gemm", "grouped_gemm"):
-        g = s.get("groups", 1.0)
-        return min(s.get("m", 0) / g, s.get("n", 0), s.get("k", 0)) >= 1024
+    gate checks every row): GEMMs with tokens, hidden and K of 1024 or more; grouped (expert)
+    GEMMs with hidden and K of 1024 or more and 512 or more rows per group, since a fine-grained
+    MoE at MBS 1 gives each local expert only a few hundred to a few thousand rows (DeepSeek-V3 /
+    Qwen3 at seq 4096, EP 8: 512-1024); attention over 2048 tokens or more, memory-bound kernels
+    moving 32 MiB or more."""
+    if op_class == "gemm":
+        return min(s.get("m", 0), s.get("n", 0), s.get("k", 0)) >= 1024
+    if op_class == "grouped_gemm":
+        rows = s.get("m", 0) / s.get("groups", 1.0)
+        return rows >= 512 and min(s.get("n", 0), s.get("k", 0)) >= 1024
     if op_class == "attention":
         return s.get("seq_q", 0) >= 2048
     if op_class == "memory":
