@@ -665,12 +665,17 @@ double loss_logits_bytes(const JobSpec& job, double tokens, const Geometry& geo,
 // kept by the loss. The main head's vocab-tiled loss (RuntimeSpec::vocab_tiles; `main_head`)
 // keeps no logits: its backward recomputes them tile by tile (vocab_tile_bytes). MaxText's MTP
 // heads compute their full logits (multi_token_prediction.py:460).
+// A loss that computes its gradients in the forward (RuntimeSpec::loss_grad_in_forward) keeps the
+// input gradient in place of the head's input and an fp32 weight gradient (FLA's fused linear
+// cross entropy accumulates it in fp32).
 double output_head_bytes(const JobSpec& job, const Geometry& geo, double vocab_local,
                          bool main_head) {
   const double seq_in = geo.tokens * geo.h / geo.sp;
   const bool tiled = main_head && job.runtime.vocab_tiles > 1;
   const double logits = tiled ? 0.0 : loss_logits_bytes(job, geo.tokens, geo, vocab_local);
-  return 2.0 * seq_in * geo.e + logits;
+  const double weight_grad =
+      tiled && job.runtime.loss_grad_in_forward ? vocab_local * geo.h * 4.0 : 0.0;
+  return 2.0 * seq_in * geo.e + logits + weight_grad;
 }
 
 // One tile's logits, live while a vocab-tiled loss runs (forward and backward); 0 untiled.
@@ -721,7 +726,8 @@ void add_head_activations(const JobSpec& job, const Geometry& geo, const Virtual
     // backward or recompute builds its working set: the two peaks do not add.
     c.transient = std::max(0.0, c.transient - head);
     c.transient_floor = std::max(0.0, c.transient_floor - head);
-    consider_transient(c, logits_tmp, "logits and loss backward");
+    // A vocab-tiled loss never holds the whole logits: one tile's at a time.
+    if (job.runtime.vocab_tiles <= 1) consider_transient(c, logits_tmp, "logits and loss backward");
     consider_transient(c, vocab_tile_bytes(job, geo, vocab_local), "vocab tile logits");
   }
   for (int k = 0; k < st.mtp_layers; ++k) {

@@ -378,7 +378,9 @@ ModelFlops model_flops(const JobSpec& job, const FlopOptions& options) {
                           job.parallel.pp * job.parallel.vpp, options, job.runtime.precision) *
                       r.tokens;
   // A vocab-tiled loss recomputes every tile's logits in its backward (RuntimeSpec::vocab_tiles).
-  if (job.runtime.vocab_tiles > 1) r.recompute_flops += r.forward_per_token.logits_flops * r.tokens;
+  if (job.runtime.vocab_tiles > 1 && !job.runtime.loss_grad_in_forward) {
+    r.recompute_flops += r.forward_per_token.logits_flops * r.tokens;
+  }
   r.hardware_flops = r.model_flops + r.recompute_flops;
   return r;
 }

@@ -148,12 +148,17 @@ std::string summary_text(const JobSpec& job) {
     out += fmt::format(" layer ids [{}]", fmt::join(rt.recompute.layer_ids, ","));
   }
   out += fmt::format(
-      "\n  flash attention {}, CE fusion {}, MoE dispatcher {} ({} kernel{}{}), routing {}, EP "
+      "\n  flash attention {}, CE fusion {}{}, MoE dispatcher {} ({} kernel{}{}), routing {}, EP "
       "overlap [{}], sync-free stage {}, schedule {}\n",
-      on_off(rt.flash_attention), on_off(rt.cross_entropy_fusion), to_string(rt.moe_dispatcher),
-      to_string(rt.moe_dispatch_kernel), rt.moe_dedup_dispatch ? ", deduplicated" : "",
-      rt.deepep ? ", DeepEP buffers" : "", to_string(rt.moe_routing),
-      fmt::join(rt.moe_overlap.names(), ", "), rt.sync_free_moe_stage, to_string(rt.schedule));
+      on_off(rt.flash_attention), on_off(rt.cross_entropy_fusion),
+      rt.vocab_tiles > 1
+          ? fmt::format(" ({} token tiles, {})", rt.vocab_tiles,
+                        rt.loss_grad_in_forward ? "gradients in the forward" : "replayed")
+          : "",
+      to_string(rt.moe_dispatcher), to_string(rt.moe_dispatch_kernel),
+      rt.moe_dedup_dispatch ? ", deduplicated" : "", rt.deepep ? ", DeepEP buffers" : "",
+      to_string(rt.moe_routing), fmt::join(rt.moe_overlap.names(), ", "), rt.sync_free_moe_stage,
+      to_string(rt.schedule));
   out += fmt::format(
       "  optimizer {}{} (main grads {}, exp_avg {}, exp_avg_sq {})\n", optimizer_name(rt.optimizer),
       rt.precision_aware_optimizer ? " precision-aware" : "", to_string(rt.main_grads_dtype),
@@ -218,6 +223,8 @@ report_detail::Json to_json(const JobSpec& job) {
       {"recompute_layer_ids", rt.recompute.layer_ids},
       {"flash_attention", rt.flash_attention},
       {"cross_entropy_fusion", rt.cross_entropy_fusion},
+      {"vocab_tiles", rt.vocab_tiles},
+      {"loss_grad_in_forward", rt.loss_grad_in_forward},
       {"deepep", rt.deepep},
       {"moe_dedup_dispatch", rt.moe_dedup_dispatch},
       {"moe_dispatcher", std::string(to_string(rt.moe_dispatcher))},

@@ -1257,13 +1257,30 @@ void add_vocab_tile_recompute(const JobSpec& job, const std::vector<Op>& fwd, La
   lw.ops.insert(first_b, replay.begin(), replay.end());
 }
 
+// A loss that computes its gradients in the forward (RuntimeSpec::loss_grad_in_forward; FLA's
+// fused linear cross entropy): the head's input- and weight-gradient GEMMs and the loss gradient
+// run tile by tile inside the forward; nothing is replayed.
+void move_loss_grad_to_forward(LayerWork& lw) {
+  for (Op& op : lw.ops) {
+    const bool head =
+        op.name.rfind("output.logits", 0) == 0 || op.name.rfind("output.cross_entropy", 0) == 0;
+    if (head && op.phase != WorkPhase::kF) op.phase = WorkPhase::kF;
+  }
+  std::stable_partition(lw.ops.begin(), lw.ops.end(),
+                        [](const Op& op) { return op.phase == WorkPhase::kF; });
+}
+
 LayerWork output_work(const Ctx& c) {
   std::vector<Op> fwd;
   add_output_head(c, fwd, "output");
   LayerWork lw;
   lw.label = "output";
   finish_block(c.job, fwd, false, lw, c.sp);
-  add_vocab_tile_recompute(c.job, fwd, lw);
+  if (c.job.runtime.vocab_tiles > 1 && c.job.runtime.loss_grad_in_forward) {
+    move_loss_grad_to_forward(lw);
+  } else {
+    add_vocab_tile_recompute(c.job, fwd, lw);
+  }
   // The output layer (a tied one is the embedding, gathered again here).
   const int layers = c.job.model.num_layers();
   add_fsdp_ops(c.job, VirtualStage{layers, 0, false, true, 0}, lw);

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "projector/frontend/loader.h"
 #include "projector/memory/memory.h"
@@ -215,10 +217,15 @@ TEST(Hybrid, PrimusExamples) {
   EXPECT_NEAR(layer_activation(zebra, zebra.model.layers[1]).total_bytes, 57344.0 * T, 1.0);
   EXPECT_NEAR(layer_activation(zebra, zebra.model.layers[0]).total_bytes, 30592.0 * T, 1.0);
   // 12 Mamba + 16 MLP + 4 MLA layers: 1,409,280 B per token, 86.0 GiB; the output adds the
-  // final norm's input and output (2 x 4096) and the fp32 softmax (128256 x 4) per token.
+  // final norm's input and the loss's input gradient (2 x 4096 per token). Primus' MambaModel
+  // computes the loss with FLA's fused linear cross entropy (fused_ce_mode 1 by default): no
+  // logits are kept, only the fp32 weight gradient it accumulates in the forward (128256 x 2048
+  // x 4 bytes, once per microbatch).
+  EXPECT_EQ(zebra.runtime.vocab_tiles, 32);
+  EXPECT_TRUE(zebra.runtime.loss_grad_in_forward);
   const MemoryReport zr = project_memory(zebra);
   const double layers = (12 * 30784.0 + 16 * 57344.0 + 4 * 30592.0) * T;
-  const double output = (2 * 4096.0 + 128256.0 * 4) * T;
+  const double output = 2 * 4096.0 * T + 128256.0 * 2048 * 4;
   EXPECT_NEAR(zr.ranks[0].point[static_cast<int>(MemoryComponent::kActivations)], layers + output,
               1e6);
   EXPECT_LT(zr.peak_point_bytes, 192.0 * (1 << 30));
@@ -226,6 +233,82 @@ TEST(Hybrid, PrimusExamples) {
   const JobSpec gdn = load("MI300X/zebra_llama_1B_gdn-pretrain.yaml");
   EXPECT_EQ(gdn.model.layers[0].kind, LayerKind::kLinearAttention);
   EXPECT_EQ(gdn.model.layers[1].kind, LayerKind::kFfn);
+}
+
+// Primus' MambaModel loss (fla_runtime_patches.py): fused_ce_mode / PRIMUS_FUSED_CE (the variable
+// wins), default 1 = FLA's fused linear cross entropy in fused_ce_chunks (default 32) token tiles
+// with its gradients computed in the forward; 2 = a fused cross entropy over the whole logits;
+// 0 = Megatron's loss. By hand for Zebra-Llama 1B (MBS 8 x seq 8192 = 65536 tokens, vocabulary
+// 128256, h 2048, bf16): mode 0 keeps the fp32 softmax, 65536 x 128256 x 4 bytes; mode 1 keeps
+// none and instead the input gradient (65536 x 2048 x 2) and the fp32 weight gradient
+// (128256 x 2048 x 4); its forward runs the head's two gradient GEMMs (the same FLOPs as
+// Megatron's backward: nothing is replayed) and holds one tile's logits, 65536 / 32 x 128256 x 2.
+TEST(Hybrid, PrimusFusedLoss) {
+  const std::string rel = "MI300X/zebra_llama_1B-pretrain.yaml";
+  auto load = [&](std::vector<std::pair<std::string, std::string>> env,
+                  std::vector<std::string> set = {}) {
+    LoadRequest r = testing::bundled_request(
+        std::string(PROJECTOR_TEST_DATA_DIR) + "/primus/examples/megatron/configs/" + rel,
+        "mi300x");
+    r.primus_path = std::string(PROJECTOR_TEST_DATA_DIR) + "/primus";
+    r.env = fixed_environment(env);
+    r.set_overrides = std::move(set);
+    return load_job(r);
+  };
+  const JobSpec tiled = load({});
+  const JobSpec plain = load({{"PRIMUS_FUSED_CE", "0"}});
+  const JobSpec whole = load({}, {"fused_ce_mode=2"});
+  const JobSpec sixteen = load({{"PRIMUS_FUSED_CE_CHUNKS", "16"}});
+  const JobSpec eight = load({{"PRIMUS_FUSED_CE_CHUNKS", "16"}}, {"fused_ce_chunks=8"});
+  EXPECT_EQ(plain.runtime.vocab_tiles, 1);
+  EXPECT_FALSE(plain.runtime.cross_entropy_fusion);
+  EXPECT_TRUE(whole.runtime.cross_entropy_fusion);
+  EXPECT_EQ(whole.runtime.vocab_tiles, 1);
+  EXPECT_EQ(sixteen.runtime.vocab_tiles, 16);  // the environment over the default
+  EXPECT_EQ(eight.runtime.vocab_tiles, 8);     // --set beats the environment
+
+  const double T = 65536.0, V = 128256.0, h = 2048.0;
+  auto act = [](const JobSpec& j) {
+    return project_memory(j).ranks[0].point[static_cast<int>(MemoryComponent::kActivations)];
+  };
+  EXPECT_NEAR(act(plain) - act(tiled), T * V * 4.0 - V * h * 4.0, 1e3);
+  EXPECT_NEAR(act(whole) - act(tiled), T * V * 2.0 - V * h * 4.0, 1e3);
+
+  // Work: the head's gradient GEMMs move into the forward, none is replayed, FLOPs unchanged.
+  auto head = [](const JobSpec& j, bool forward) {
+    double flops = 0.0;
+    const Workload w = build_workload(j);
+    for (const Op& op : w.ranks.back().chunks.back().blocks.back().ops) {
+      if (op.name.rfind("output.logits", 0) != 0) continue;
+      EXPECT_FALSE(op.recompute) << op.name;
+      if ((op.phase == WorkPhase::kF) == forward) flops += op.flops;
+    }
+    return flops;
+  };
+  const double logits_flops = 2.0 * T * V * h;
+  EXPECT_NEAR(head(tiled, true), 3.0 * logits_flops, 1e6);
+  EXPECT_NEAR(head(tiled, false), 0.0, 1e6);
+  EXPECT_NEAR(head(plain, true), logits_flops, 1e6);
+  EXPECT_NEAR(head(plain, false), 2.0 * logits_flops, 1e6);
+  EXPECT_NEAR(model_flops(tiled).hardware_flops, model_flops(plain).hardware_flops, 1e6);
+
+  // Bad values name the key or the variable.
+  try {
+    load({}, {"fused_ce_mode=3"});
+    ADD_FAILURE() << "fused_ce_mode 3 accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "fused_ce_mode");
+  }
+  try {
+    load({{"PRIMUS_FUSED_CE_CHUNKS", "many"}});
+    ADD_FAILURE() << "PRIMUS_FUSED_CE_CHUNKS=many accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, "environment PRIMUS_FUSED_CE_CHUNKS");
+  }
+  // A GPT model under Primus keeps Megatron's loss.
+  const JobSpec gpt = testing::load_bundled_primus_example("MI300X/llama3.1_8B-BF16-pretrain.yaml");
+  EXPECT_EQ(gpt.runtime.vocab_tiles, 1);
+  EXPECT_FALSE(gpt.runtime.loss_grad_in_forward);
 }
 
 }  // namespace

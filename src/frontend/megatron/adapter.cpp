@@ -136,6 +136,7 @@ JobDraft MegatronAdapter::normalize(AdapterInput& in) const {
   check_flux_parallel(r, d);
   if (d.model.diffusion.enabled()) d.vocab_padding = 1;  // proj_out's width is not padded
   read_runtime(r, d.model, d);
+  read_primus_fused_loss(r, in.env, d);
   return d;
 }
 

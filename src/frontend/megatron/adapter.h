@@ -34,6 +34,8 @@ void normalize_megatron_args(ConfigValue& args);
 void read_parallel(ArgReader& r, const ModelSpec& model, JobDraft& d);
 // Batches, precision, recompute, attention, MoE dispatch, schedule, optimizer (runtime.cpp).
 void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d);
+// Primus' MambaModel loss (fused_ce_mode / fused_ce_chunks, PRIMUS_FUSED_CE*; primus_loss.cpp).
+void read_primus_fused_loss(ArgReader& r, const EnvLookup& env, JobDraft& d);
 
 // Megatron / Primus pipeline schedule names (pipeline_schedule_algorithm, Primus pp_algorithm,
 // --pipeline-schedule-algorithm): the shared vocabulary (util/schedule_kind.h) plus "all", the

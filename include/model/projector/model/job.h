@@ -576,6 +576,11 @@ struct RuntimeSpec {
   // utils/vocabulary_tiling.py): the forward keeps only the head's input, one tile's logits live
   // at a time, and the backward recomputes each tile's logits GEMM. 1: all logits at once.
   int vocab_tiles = 1;
+  // The tiled loss computes the head's gradients inside its forward, tile by tile, and keeps the
+  // input gradient and an fp32 weight gradient for the backward instead of replaying the tiles
+  // (FLA's FusedLinearCrossEntropyLoss, Primus' MambaModel fused_ce_mode 1): the head's dgrad and
+  // wgrad GEMMs run in the forward and nothing is recomputed. false: MaxText's replay.
+  bool loss_grad_in_forward = false;
   bool deepep = false;
   // Token dispatch deduplicated per destination (DeepEP, HybridEP, Megatron's flex dispatcher): a
   // token crosses to each remote node (or, within one node, each GPU) once however many of its
