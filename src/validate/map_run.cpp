@@ -326,6 +326,28 @@ void map_moe_flags(Mapper& m) {
       delayed ? ", expert weight gradients delayed (training.overlap: delay_wgrad_compute)" : ""));
 }
 
+// training.optimizer_states as a careful reader takes it: Megatron's precision-aware optimizer
+// (use_precision_aware_optimizer) with the dtypes the text names for the main gradients and the
+// two Adam moments (MG2 main_grads_dtype / exp_avg_dtype / exp_avg_sq_dtype; fp32 unless named);
+// "off", "False" or no such phrase: Megatron's fp32 states.
+void map_optimizer_states(Mapper& m) {
+  const std::string t = to_lower(m.e_.training.optimizer_states);
+  if (!has(t, "precision-aware") || has(t, "off") || has(t, "false")) return;
+  RuntimeSpec& rt = m.d_.runtime;
+  rt.precision_aware_optimizer = true;
+  const bool bf16_grads = has(t, "bf16 main grads");
+  m.d_.main_grads_dtype = bf16_grads ? Dtype::kBf16 : Dtype::kFp32;
+  const bool bf16_avg = has(t, "bf16 exp_avg");
+  const bool bf16_avg_sq = has(t, "bf16 exp_avg / exp_avg_sq") || has(t, "bf16 exp_avg_sq");
+  rt.exp_avg_dtype = bf16_avg ? Dtype::kBf16 : Dtype::kFp32;
+  rt.exp_avg_sq_dtype = bf16_avg_sq ? Dtype::kBf16 : Dtype::kFp32;
+  m.note(fmt::format(
+      "training.optimizer_states: precision-aware optimizer, main grads {}, exp_avg {}, "
+      "exp_avg_sq {}",
+      to_string(*m.d_.main_grads_dtype), to_string(rt.exp_avg_dtype),
+      to_string(rt.exp_avg_sq_dtype)));
+}
+
 void map_runtime(Mapper& m) {
   const RunEntry::Training& t = m.e_.training;
   JobDraft& d = m.d_;
@@ -339,6 +361,7 @@ void map_runtime(Mapper& m) {
     m.assume("training.grad_reduce_dtype", std::string(to_string(*d.main_grads_dtype)),
              "the entry's configuration follows NeMo recipes: " + m.nemo->grad_reduce_dtype.source);
   }
+  map_optimizer_states(m);
   validate_detail::read_schedule(m, t.pipeline_schedule);
   d.flash_attention = t.flash_attention;
   if (t.flash_attention && !t.flash_attention_text.empty()) {

@@ -344,6 +344,7 @@ void read_training(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   tr.fsdp_shard_degree = r.integer<int>(t, "fsdp_shard_degree", "training");
   tr.batch_size_per_gpu = r.integer<int>(t, "batch_size_per_gpu", "training");
   tr.optimizer = r.text(t, "optimizer", "training");
+  tr.optimizer_states = r.text(t, "optimizer_states", "training");
   tr.sharding = r.text(t, "sharding", "training");
   tr.parallelism = r.text(t, "parallelism", "training");
   tr.token_dropping = r.boolean(t, "token_dropping", "training");

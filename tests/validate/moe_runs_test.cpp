@@ -4,6 +4,7 @@
 // README for the same run) and fit the part.
 #include <gtest/gtest.h>
 
+#include "projector/memory/memory.h"
 #include "projector/validate/validate.h"
 
 namespace projector {
@@ -97,6 +98,47 @@ TEST(MoeRuns, RecipeOverlapAndPermuteFusionAreRead) {
   }
   EXPECT_GE(overlapped, 4);  // 6 entries state it; two of them are not mapped (free text)
   EXPECT_GE(fused, 20);
+}
+
+// training.optimizer_states names Megatron's precision-aware optimizer and its dtypes. The AMD
+// Qwen3-30B-A3B run states bf16 main grads and bf16 moments: its gradient buffer is then as large
+// as its bf16 weights, and its Adam moments half of what Megatron's fp32 states take (the same
+// entry with the phrase removed); other phrasings keep what they name, "off" keeps fp32.
+TEST(MoeRuns, PrecisionAwareOptimizerStatesAreRead) {
+  const std::vector<RunEntry> all = load_runs(kDataDir + "/validation/calibration_runs_4.yaml");
+  const RunEntry* amd = nullptr;
+  for (const RunEntry& e : all) {
+    if (e.id == "amd-primus-qwen3-30b-a3b-bf16-mi355x8-ep8-mbs8-recompute5") amd = &e;
+  }
+  ASSERT_NE(amd, nullptr);
+  RunEntry plain = *amd;
+  plain.training.optimizer_states = "fp32 Adam states";
+  const MappedRun stated = map_run(*amd, kDataDir);
+  const MappedRun fp32 = map_run(plain, kDataDir);
+  ASSERT_TRUE(stated.mapped && fp32.mapped);
+  const RuntimeSpec& rt = stated.job.runtime;
+  EXPECT_TRUE(rt.precision_aware_optimizer);
+  EXPECT_EQ(rt.main_grads_dtype, Dtype::kBf16);
+  EXPECT_EQ(rt.exp_avg_dtype, Dtype::kBf16);
+  EXPECT_EQ(rt.exp_avg_sq_dtype, Dtype::kBf16);
+  EXPECT_FALSE(fp32.job.runtime.precision_aware_optimizer);
+  auto part = [](const JobSpec& j, MemoryComponent c) {
+    return project_memory(j).ranks[0].point[static_cast<int>(c)];
+  };
+  EXPECT_NEAR(part(stated.job, MemoryComponent::kGradients),
+              part(stated.job, MemoryComponent::kWeights), 1.0);
+  EXPECT_NEAR(part(stated.job, MemoryComponent::kOptimizerStates),
+              0.5 * part(fp32.job, MemoryComponent::kOptimizerStates), 1.0);
+
+  RunEntry other = *amd;
+  other.training.optimizer_states =
+      "precision-aware optimizer: fp32 main params/grads, bf16 exp_avg / exp_avg_sq";
+  const RuntimeSpec o = map_run(other, kDataDir).job.runtime;
+  EXPECT_EQ(o.main_grads_dtype, Dtype::kFp32);
+  EXPECT_EQ(o.exp_avg_dtype, Dtype::kBf16);
+  EXPECT_EQ(o.exp_avg_sq_dtype, Dtype::kBf16);
+  other.training.optimizer_states = "fp32 Adam states (precision-aware optimizer off)";
+  EXPECT_FALSE(map_run(other, kDataDir).job.runtime.precision_aware_optimizer);
 }
 
 }  // namespace

@@ -142,8 +142,11 @@ struct RunEntry {
     std::optional<int> fsdp_shard_degree;
     std::optional<int> batch_size_per_gpu;  // TorchRec --batch_size (per rank)
     std::string optimizer;                  // free text: sgd, adagrad, adam, ...
-    std::string sharding;                   // free text: a sharding type, or the planner's
-    std::string parallelism;                // free text: MaxText ici_* / dcn_* axes, topology
+    // Free text: "fp32 Adam states", "precision-aware optimizer: bf16 main grads, bf16 exp_avg /
+    // exp_avg_sq", ... (Megatron's use_precision_aware_optimizer and its dtypes).
+    std::string optimizer_states;
+    std::string sharding;     // free text: a sharding type, or the planner's
+    std::string parallelism;  // free text: MaxText ici_* / dcn_* axes, topology
     std::optional<bool> token_dropping;
   } training;
 
