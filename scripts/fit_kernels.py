@@ -47,10 +47,27 @@ START = {"hbm_gather_fraction": 0.30, "grouped_gemm_fraction": 1.0,
 # H200's GH100 die (same SMs and clocks) borrow its cuDNN fractions.
 HOPPER = ["h100_sxm", "h100_sxm_96gb_500w", "h800"]
 BORROW = {
+    # GB200 is the B200's die and HBM3e stack on the NVL72 board: its streaming fraction.
+    "b200": [(("hbm_elementwise_fraction",), ["gb200"])],
     "h200": [(("hbm_permute_fraction", "hbm_gather_fraction"),
               HOPPER + ["h20", "b200", "b300", "gb200", "gb300"]),
              (("attention_fwd_fraction", "attention_bwd_fraction"), HOPPER)],
 }
+
+
+# Norm and softmax forwards as the frameworks run them: one fused kernel (TE, Apex, Liger, QuACK,
+# FlashInfer, hp_rms_norm) that reads and writes each tensor once, a memory-bound pass like the
+# ones hbm_elementwise_fraction prices. PyTorch-eager and HuggingFace providers run several
+# kernels (their traffic is not one pass) and stay out; so do backward passes.
+FUSED_NORM_KINDS = {"rmsnorm_fwd", "layernorm_fwd", "fused_add_rmsnorm_fwd", "softmax"}
+EAGER_PROVIDERS = ("'torch'", "'huggingface'", "torch.compile", "torchcompile")
+
+
+def fused_norm_forward(r):
+    return (r["kind"] in FUSED_NORM_KINDS and r["pass"] == "fwd"
+            and not any(p in r["library"] for p in EAGER_PROVIDERS)
+            and ".backward." not in r["id"] and ".torch." not in r["id"]
+            and ".torchcompile." not in r["id"] and ".huggingface." not in r["id"])
 
 
 def dtype_key(dtype):
@@ -96,8 +113,9 @@ def rules(rows_by_id):
         # their rows do not always say, so they are checked, not fitted.
         out[(a, "hbm_elementwise_fraction")] = (
             lambda r, a=a: r["op_class"] == "memory" and r["accelerator"] == a
-            and (r["kind"] in ("copy", "triad", "stream_add") or r.get("bytes", 0) > 0),
-            "op_class memory, STREAM kinds or a stated byte count")
+            and (r["kind"] in ("copy", "triad", "stream_add") or r.get("bytes", 0) > 0
+                 or fused_norm_forward(r)),
+            "op_class memory, STREAM kinds, a stated byte count or a fused norm / softmax forward")
         out[(a, "hbm_loss_fraction")] = (
             lambda r, a=a: r["op_class"] == "memory" and r["accelerator"] == a
             and r["kind"] == "cross_entropy", "op_class memory, kind cross_entropy")
@@ -146,7 +164,7 @@ def load_rows(kernels_json, kernels_dir):
             if m:
                 cur = meta.setdefault(m.group(1).strip().strip("'\""), {})
                 continue
-            m = re.match(r"^  (scaling): (.+)$", line) or re.match(
+            m = re.match(r"^  (scaling|library): (.+)$", line) or re.match(
                 r"^    (pass|backend|kind|impl): (.+)$", line)
             if cur is not None and m:
                 cur[m.group(1)] = m.group(2).strip().strip("'\"")
@@ -163,6 +181,7 @@ def load_rows(kernels_json, kernels_dir):
         r["kind"] = m.get("kind", "")
         r["impl"] = m.get("impl", "")
         r["scaling"] = m.get("scaling", "")
+        r["library"] = m.get("library", "")
         r["training_shape"] = training_shape(r["op_class"], m)
         r["bytes"] = m.get("bytes", 0.0)
         rows[r["id"]] = r

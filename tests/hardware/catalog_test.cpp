@@ -182,8 +182,15 @@ TEST(Catalog, FittedFractionsCiteTheirKernelRows) {
   EXPECT_DOUBLE_EQ(mi300.hbm_optimizer_fraction.value, 0.21);
   EXPECT_DOUBLE_EQ(mi300.hbm_loss_fraction.value, 0.65);
   EXPECT_NE(mi300.hbm_elementwise_fraction.source.find("data/kernels"), std::string::npos);
-  // A100's one copy row is below the 3 a fit needs: its STREAM copy 1.61 / 2.039 TB/s stays.
-  EXPECT_NEAR(cal("a100_80gb").hbm_elementwise_fraction.value, 1.61 / 2.039, 1e-3);
+  // A100: one STREAM copy row and the fused norm forwards; the fit lands within 2 % of the
+  // STREAM copy alone, 1.61 / 2.039 TB/s (the norm kernels are single memory-bound passes).
+  const Sourced& a100 = cal("a100_80gb").hbm_elementwise_fraction;
+  EXPECT_NEAR(a100.value, 1.61 / 2.039, 0.02 * 1.61 / 2.039);
+  EXPECT_EQ(a100.source.rfind("fit (scripts/fit_kernels.py)", 0), 0u) << a100.source;
+  // GB200 (the B200's die and HBM) borrows the B200 fit, as an estimate that says so.
+  EXPECT_DOUBLE_EQ(cal("gb200").hbm_elementwise_fraction.value,
+                   cal("b200").hbm_elementwise_fraction.value);
+  EXPECT_EQ(cal("gb200").hbm_elementwise_fraction.source.rfind("estimate:", 0), 0u);
   // No permute rows on H100: the H200 kernels' fraction, borrowed and said so.
   EXPECT_DOUBLE_EQ(h100.hbm_permute_fraction.value, cal("h200").hbm_permute_fraction.value);
   EXPECT_EQ(h100.hbm_permute_fraction.source.rfind("estimate:", 0), 0u);
