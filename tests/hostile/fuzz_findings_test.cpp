@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "projector/frontend/config_value.h"
 #include "projector/profile/profile.h"
@@ -36,6 +37,32 @@ TEST(FuzzFindings, ProfileJsonNumberBeyondDoubleIsBadInput) {
     EXPECT_NE(std::string(e.what()).find("not a readable JSON document"), std::string::npos)
         << e.what();
   }
+}
+
+// torchrec_fuzzer: a ',' outside a flow collection made yaml-cpp 0.7's LoadAll return empty
+// documents at the same place for ever (a hang). It is malformed YAML, named at its line; a
+// second real document is still refused as one.
+TEST(FuzzFindings, StrayFlowCommaIsMalformedYaml) {
+  const std::pair<const char*, int> cases[] = {
+      {",", 1}, {"a: [1, 2],\n", 1}, {"a: 1\n---\n, b", 3}};
+  for (const auto& [text, line] : cases) {
+    try {
+      parse_yaml_text(text, "c.yaml", fixed_environment({}));
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().file, "c.yaml");
+      EXPECT_EQ(e.where().line, line) << text;
+      EXPECT_NE(std::string(e.what()).find("malformed YAML"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    parse_yaml_text("a: 1\n---\nb: 2\n", "two.yaml", fixed_environment({}));
+    ADD_FAILURE() << "two documents accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().line, 3);
+    EXPECT_NE(std::string(e.what()).find("2 YAML documents"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parse_yaml_text("a: [1, 2]\n", "ok.yaml", fixed_environment({})).entries.size(), 1u);
 }
 
 // YAML scalars: the hand-written PyYAML matchers agree with the resolver's regular expressions
