@@ -1093,6 +1093,11 @@ void Builder::runtime_defaults() {
 // (MG2 transformer_config.py:3007-3015).
 void Builder::check_moe_overlap() const {
   if (!combined_forward_backward(job_)) return;
+  // Checked here, after the command line's flags (--enable-deepep picks the flex dispatcher).
+  if (job_.runtime.moe_dispatcher == MoeDispatcher::kAllGather) {
+    fail(LayoutRule::kMoeOverlapDispatcher, DraftField::kMoeOverlap,
+         "needs the alltoall or flex dispatcher (Megatron asserts it)");
+  }
   const ParallelSpec& p = job_.parallel;
   if (p.ep <= 1) {
     fail(LayoutRule::kNotMoe, DraftField::kEp,
@@ -1293,7 +1298,8 @@ std::string_view to_string(DraftField f) {
                                                 "gpus_per_node",
                                                 "dp",
                                                 "mesh",
-                                                "kernel_gap_fraction"};
+                                                "kernel_gap_fraction",
+                                                "moe_overlap"};
   static_assert(std::size(kNames) == kNumDraftFields);
   const auto i = static_cast<std::size_t>(f);
   return i < std::size(kNames) ? kNames[i] : "?";
@@ -1329,6 +1335,8 @@ DraftField field_of(LayoutRule rule) {
       return DraftField::kRecompute;
     case LayoutRule::kWorldSize:
       return DraftField::kNodes;
+    case LayoutRule::kMoeOverlapDispatcher:
+      return DraftField::kMoeOverlap;
     case LayoutRule::kSizes:
     case LayoutRule::kLegal:
     case LayoutRule::kCount:

@@ -112,6 +112,8 @@ std::string_view to_string(LayoutRule r) {
       return "world_size";
     case LayoutRule::kLayerSplit:
       return "layer_split";
+    case LayoutRule::kMoeOverlapDispatcher:
+      return "moe_overlap_dispatcher";
     case LayoutRule::kCount:
       break;
   }
@@ -164,6 +166,8 @@ std::string_view explanation(LayoutRule r) {
       return "world size out of range";
     case LayoutRule::kLayerSplit:
       return "stated layout does not place every layer on PP x VPP stages";
+    case LayoutRule::kMoeOverlapDispatcher:
+      return "EP overlap (combined 1F1B) needs the alltoall or flex dispatcher";
     case LayoutRule::kCount:
       break;
   }

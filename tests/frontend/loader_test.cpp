@@ -378,10 +378,28 @@ TEST(MergeOrder, PrimusFlags) {
   EXPECT_EQ(job.parallel.stages[7].num_layers, 7);
   EXPECT_EQ(job.runtime.micro_batch_size, 1);
   EXPECT_TRUE(job.runtime.deepep);  // sync-free stage 2 turns Turbo DeepEP on
+  EXPECT_EQ(job.runtime.moe_dispatch_kernel, MoeDispatchKernel::kTurboDeepEp);
+  EXPECT_EQ(job.runtime.moe_comm_compute_units, 32);  // turbo_deepep_num_cu's default
+  EXPECT_TRUE(job.runtime.moe_permute_fusion);        // every sync-free stage fuses the permute
   EXPECT_EQ(job.runtime.schedule, ScheduleKind::kZbvGreedyHalf);
   EXPECT_EQ(job.cluster.nodes, 8);
   EXPECT_EQ(job.parallel.dp, 16);
   EXPECT_EQ(job.num_microbatches(), 16);  // 256 / (1 x 16)
+}
+
+// --enable-deepep picks the flex dispatcher after the file and --set are read, so a --set
+// overlap_moe_expert_parallel_comm on a config with Megatron's allgather default is checked
+// against the dispatcher the job ends with (the builder's rule), not the file's.
+TEST(MergeOrder, EpOverlapIsCheckedAfterEnableDeepep) {
+  LoadRequest r = request(kRepoData + "/../examples/deepseek_v3-BF16-pretrain.yaml");
+  // (The example recomputes every layer, which the overlap cannot run with: off here.)
+  r.set_overrides = {"overlap_moe_expert_parallel_comm=true", "recompute_granularity=null"};
+  expect_input_error([&] { load_job(r); }, "overlap_moe_expert_parallel_comm", 0,
+                     "alltoall or flex dispatcher");
+  r.cli.enable_deepep = true;
+  const JobSpec job = load_job(r);
+  EXPECT_EQ(job.runtime.moe_dispatcher, MoeDispatcher::kFlex);
+  EXPECT_TRUE(combined_forward_backward(job));
 }
 
 // ------------------------------------------------------------- cluster and hardware

@@ -320,9 +320,10 @@ void read_moe_overlap(ArgReader& r, JobDraft& d) {
     rt.moe_overlap.add(MoeOverlap::kSharedExperts);
   }
   const bool other = r.bool_quiet("overlap_moe_expert_parallel_comm", false);
+  name_field(r, d, DraftField::kMoeOverlap, "overlap_moe_expert_parallel_comm");
   if (other) {
+    // The dispatcher is checked by the job builder, after the command line's --enable-deepep.
     const std::string key = "overlap_moe_expert_parallel_comm";
-    if (!a2a_or_flex) r.fail(key, "needs the alltoall or flex dispatcher (Megatron asserts it)");
     if (rt.moe_overlap.has(MoeOverlap::kSharedExperts)) {
       r.fail(key, "cannot be combined with moe_shared_expert_overlap (Megatron asserts it)");
     }

@@ -95,10 +95,21 @@ void apply_cli(const CliOverrides& c, JobDraft& d) {
   if (c.enable_zero_bubble) d.prefer_zero_bubble = *c.enable_zero_bubble;
   // DeepEP dispatch and combine: the flex dispatcher with the DeepEP kernel (a kernel choice: what
   // hides the communication is decided by the overlap settings, not by DeepEP).
+  // The kernel's compute units when the config named none: Megatron's DeepEP default (20 SMs,
+  // MG2 token_dispatcher.py) and Primus' turbo_deepep_num_cu (32, primus_turbo.yaml).
   auto use_deepep = [&d](MoeDispatchKernel kernel) {
     d.runtime.moe_dispatcher = MoeDispatcher::kFlex;
     d.runtime.moe_dispatch_kernel = kernel;
     d.runtime.deepep = d.runtime.moe_dedup_dispatch = true;
+    if (d.runtime.moe_comm_compute_units == 0) {
+      const bool turbo = kernel == MoeDispatchKernel::kTurboDeepEp;
+      d.runtime.moe_comm_compute_units = turbo ? 32 : 20;
+      d.defaults.push_back(
+          {turbo ? "turbo_deepep_num_cu" : "moe_deepep_num_sms", turbo ? "32" : "20",
+           turbo ? "not stated: Primus default (primus_turbo.yaml)"
+                 : "not stated: Megatron's DeepEP default (MG2 token_dispatcher.py)",
+           ""});
+    }
   };
   if (c.enable_deepep && *c.enable_deepep) use_deepep(MoeDispatchKernel::kDeepEp);
   if (c.moe_expert_load_cv) {
@@ -114,7 +125,11 @@ void apply_cli(const CliOverrides& c, JobDraft& d) {
       throw InputError({"--sync-free-stage", 0, 0}, "turbo_sync_free_moe_stage", "must be 0..3");
     }
     d.runtime.sync_free_moe_stage = *c.sync_free_stage;
-    // Stages 2 and 3 turn Primus Turbo's DeepEP on (PR4 rocm_arg_validation.py).
+    // The flag stands for a Primus Turbo run (without Turbo it means nothing): stage 1 and above
+    // fuse the router and the token permutation, as the config key does with
+    // enable_primus_turbo; stages 2 and 3 also turn Turbo's DeepEP on (PR4
+    // rocm_arg_validation.py _get_sync_free_moe_options).
+    if (*c.sync_free_stage >= 1) d.runtime.moe_permute_fusion = true;
     if (*c.sync_free_stage >= 2) use_deepep(MoeDispatchKernel::kTurboDeepEp);
   }
   if (c.pipeline_schedule) {

@@ -56,6 +56,7 @@ enum class DraftField : std::uint8_t {
   kDp,
   kMesh,
   kKernelGapFraction,
+  kMoeOverlap,  // Megatron overlap_moe_expert_parallel_comm (combined 1F1B)
   kCount
 };
 inline constexpr int kNumDraftFields = static_cast<int>(DraftField::kCount);

@@ -38,6 +38,7 @@ enum class LayoutRule : std::uint8_t {
   kSizes,       // a size, batch or length below 1 or above kMaxCount
   kWorldSize,   // nodes x GPUs per node above kMaxWorldSize
   kLayerSplit,  // a stated layout or first / last stage counts that do not place every layer
+  kMoeOverlapDispatcher,  // combined 1F1B (EP overlap) with the allgather dispatcher
   kCount
 };
 inline constexpr int kNumLayoutRules = static_cast<int>(LayoutRule::kCount);
