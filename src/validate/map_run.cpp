@@ -332,13 +332,19 @@ void map_moe_flags(Mapper& m) {
 // "off", "False" or no such phrase: Megatron's fp32 states.
 void map_optimizer_states(Mapper& m) {
   const std::string t = to_lower(m.e_.training.optimizer_states);
-  if (!has(t, "precision-aware") || has(t, "off") || has(t, "false")) return;
+  if (!has(t, "precision-aware") || has(t, "optimizer off") || has(t, "false")) return;
   RuntimeSpec& rt = m.d_.runtime;
   rt.precision_aware_optimizer = true;
   const bool bf16_grads = has(t, "bf16 main grads");
   m.d_.main_grads_dtype = bf16_grads ? Dtype::kBf16 : Dtype::kFp32;
-  const bool bf16_avg = has(t, "bf16 exp_avg");
-  const bool bf16_avg_sq = has(t, "bf16 exp_avg / exp_avg_sq") || has(t, "bf16 exp_avg_sq");
+  // "bf16 exp_avg / exp_avg_sq" names both moments, "bf16 exp_avg_sq" only the second.
+  const bool both = has(t, "bf16 exp_avg / exp_avg_sq");
+  const bool bf16_avg_sq = both || has(t, "bf16 exp_avg_sq");
+  bool bf16_avg = both;
+  for (std::size_t at = t.find("bf16 exp_avg"); !bf16_avg && at != std::string::npos;
+       at = t.find("bf16 exp_avg", at + 1)) {
+    bf16_avg = t.compare(at, 15, "bf16 exp_avg_sq") != 0;
+  }
   rt.exp_avg_dtype = bf16_avg ? Dtype::kBf16 : Dtype::kFp32;
   rt.exp_avg_sq_dtype = bf16_avg_sq ? Dtype::kBf16 : Dtype::kFp32;
   m.note(fmt::format(

@@ -1264,7 +1264,7 @@ void move_loss_grad_to_forward(LayerWork& lw) {
   for (Op& op : lw.ops) {
     const bool head =
         op.name.rfind("output.logits", 0) == 0 || op.name.rfind("output.cross_entropy", 0) == 0;
-    if (head && op.phase != WorkPhase::kF) op.phase = WorkPhase::kF;
+    if (head) op.phase = WorkPhase::kF;
   }
   std::stable_partition(lw.ops.begin(), lw.ops.end(),
                         [](const Op& op) { return op.phase == WorkPhase::kF; });

@@ -137,7 +137,14 @@ TEST(MoeRuns, PrecisionAwareOptimizerStatesAreRead) {
   EXPECT_EQ(o.main_grads_dtype, Dtype::kFp32);
   EXPECT_EQ(o.exp_avg_dtype, Dtype::kBf16);
   EXPECT_EQ(o.exp_avg_sq_dtype, Dtype::kBf16);
+  other.training.optimizer_states = "precision-aware optimizer: bf16 exp_avg_sq, CPU offload";
+  const RuntimeSpec sq = map_run(other, kDataDir).job.runtime;
+  EXPECT_TRUE(sq.precision_aware_optimizer);  // "offload" is not "off"
+  EXPECT_EQ(sq.exp_avg_dtype, Dtype::kFp32);
+  EXPECT_EQ(sq.exp_avg_sq_dtype, Dtype::kBf16);
   other.training.optimizer_states = "fp32 Adam states (precision-aware optimizer off)";
+  EXPECT_FALSE(map_run(other, kDataDir).job.runtime.precision_aware_optimizer);
+  other.training.optimizer_states = "fp32 Adam states (use_precision_aware_optimizer False)";
   EXPECT_FALSE(map_run(other, kDataDir).job.runtime.precision_aware_optimizer);
 }
 

@@ -66,7 +66,7 @@ void read_primus_fused_loss(ArgReader& r, const EnvLookup& env, JobDraft& d) {
   const Knob chunks = resolve(r, env, "fused_ce_chunks", "PRIMUS_FUSED_CE_CHUNKS", kDefaultChunks);
   check_range(r, chunks, "fused_ce_chunks", 1, 65536);
   if (mode.origin == "default") {
-    d.defaults.push_back({"fused_ce_mode", "1",
+    d.defaults.push_back({"fused_ce_mode", std::to_string(kDefaultMode),
                           "not stated: Primus' MambaModel computes the loss with FLA's "
                           "FusedLinearCrossEntropyLoss (fla_runtime_patches.py default)",
                           ""});
@@ -77,8 +77,8 @@ void read_primus_fused_loss(ArgReader& r, const EnvLookup& env, JobDraft& d) {
   d.runtime.vocab_tiles = static_cast<int>(chunks.value);
   d.runtime.loss_grad_in_forward = true;
   if (chunks.origin == "default") {
-    d.defaults.push_back({"fused_ce_chunks", "32",
-                          "not stated: FLA fused linear cross entropy in 32 token chunks "
+    d.defaults.push_back({"fused_ce_chunks", std::to_string(kDefaultChunks),
+                          "not stated: FLA fused linear cross entropy in token chunks "
                           "(fla_runtime_patches.py default)",
                           ""});
   }

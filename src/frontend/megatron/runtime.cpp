@@ -356,7 +356,7 @@ int flex_dispatcher_sms(ArgReader& r, MoeDispatchKernel kernel) {
   const std::string key =
       r.has(unified) ? unified : (deepep ? "moe_deepep_num_sms" : "moe_hybridep_num_sms");
   const int sms = static_cast<int>(
-      r.int_or(key, deepep ? 20 : 32,
+      r.int_or(key, deepep ? kDeepEpDefaultSms : kHybridEpDefaultSms,
                deepep ? "Megatron's DeepEP default (MG2 transformer_config.py, token_dispatcher.py)"
                       : "HybridEP's own default for dispatch and combine (DeepEP "
                         "hybrid_ep_buffer.py, D3)"));
@@ -391,8 +391,8 @@ void read_moe_wire(ArgReader& r, JobDraft& d) {
       rt.moe_dispatch_kernel == MoeDispatchKernel::kHybridEp) {
     rt.moe_comm_compute_units = flex_dispatcher_sms(r, rt.moe_dispatch_kernel);
   } else if (rt.moe_dispatch_kernel == MoeDispatchKernel::kTurboDeepEp) {
-    rt.moe_comm_compute_units =
-        static_cast<int>(r.int_or("turbo_deepep_num_cu", 32, "Primus default (primus_turbo.yaml)"));
+    rt.moe_comm_compute_units = static_cast<int>(r.int_or(
+        "turbo_deepep_num_cu", kTurboDeepEpDefaultCus, "Primus default (primus_turbo.yaml)"));
     if (rt.moe_comm_compute_units < 0) r.fail("turbo_deepep_num_cu", "must not be negative");
   }
 }

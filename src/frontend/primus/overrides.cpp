@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
 
 #include "frontend/megatron/adapter.h"
 #include "projector/hardware/catalog.h"
@@ -95,17 +96,18 @@ void apply_cli(const CliOverrides& c, JobDraft& d) {
   if (c.enable_zero_bubble) d.prefer_zero_bubble = *c.enable_zero_bubble;
   // DeepEP dispatch and combine: the flex dispatcher with the DeepEP kernel (a kernel choice: what
   // hides the communication is decided by the overlap settings, not by DeepEP).
-  // The kernel's compute units when the config named none: Megatron's DeepEP default (20 SMs,
-  // MG2 token_dispatcher.py) and Primus' turbo_deepep_num_cu (32, primus_turbo.yaml).
+  // The kernel's compute units when the config named none (the Megatron adapter's defaults).
   auto use_deepep = [&d](MoeDispatchKernel kernel) {
     d.runtime.moe_dispatcher = MoeDispatcher::kFlex;
     d.runtime.moe_dispatch_kernel = kernel;
     d.runtime.deepep = d.runtime.moe_dedup_dispatch = true;
     if (d.runtime.moe_comm_compute_units == 0) {
       const bool turbo = kernel == MoeDispatchKernel::kTurboDeepEp;
-      d.runtime.moe_comm_compute_units = turbo ? 32 : 20;
+      const int units =
+          turbo ? frontend_detail::kTurboDeepEpDefaultCus : frontend_detail::kDeepEpDefaultSms;
+      d.runtime.moe_comm_compute_units = units;
       d.defaults.push_back(
-          {turbo ? "turbo_deepep_num_cu" : "moe_deepep_num_sms", turbo ? "32" : "20",
+          {turbo ? "turbo_deepep_num_cu" : "moe_deepep_num_sms", std::to_string(units),
            turbo ? "not stated: Primus default (primus_turbo.yaml)"
                  : "not stated: Megatron's DeepEP default (MG2 token_dispatcher.py)",
            ""});
