@@ -152,6 +152,13 @@ void map_parallel(Mapper& m) {
     m.note("training.ep > 1 on a dense model ignored");
     d.ep = 1;
   }
+  const bool emb_in_split = t.account_for_embedding_in_pipeline_split.value_or(false);
+  const bool loss_in_split = t.account_for_loss_in_pipeline_split.value_or(false);
+  if (!t.pipeline_layout.empty() && (emb_in_split || loss_in_split)) {
+    return m.fail(
+        "training.pipeline_layout cannot be stated with account_for_*_in_pipeline_split "
+        "(Megatron refuses the combination)");
+  }
   if (!t.pipeline_layout.empty()) {
     std::string error;
     const auto parsed = parse_pipeline_layout(t.pipeline_layout, error);
@@ -160,6 +167,11 @@ void map_parallel(Mapper& m) {
     for (const LayoutStage& s : *parsed) {
       d.layer_split.stages.push_back({s.decoder_layers, s.embedding, s.loss, s.mtp_layers});
     }
+  } else if ((emb_in_split || loss_in_split) && t.pp.value_or(1) > 1) {
+    // Megatron's even split with the embedding / loss counted as layers (the builder checks
+    // that they divide).
+    d.layer_split.embedding_in_split = emb_in_split;
+    d.layer_split.loss_in_split = loss_in_split;
   } else {
     // The run ran: its framework split the layers somehow, one more on the first stages.
     d.layer_split.allow_uneven = true;

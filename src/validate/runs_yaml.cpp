@@ -332,6 +332,10 @@ void read_training(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   read_flash_attention(r, t, tr);
   tr.pipeline_schedule = r.text(t, "pipeline_schedule", "training");
   tr.pipeline_layout = r.text(t, "pipeline_layout", "training");
+  tr.account_for_embedding_in_pipeline_split =
+      r.boolean(t, "account_for_embedding_in_pipeline_split", "training");
+  tr.account_for_loss_in_pipeline_split =
+      r.boolean(t, "account_for_loss_in_pipeline_split", "training");
   tr.overlap = r.text(t, "overlap", "training");
   tr.moe_dispatcher = r.text(t, "moe_dispatcher", "training");
   if (tr.moe_dispatcher.empty()) tr.moe_dispatcher = r.text(t, "moe_dispatch", "training");

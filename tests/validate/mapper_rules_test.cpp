@@ -66,6 +66,44 @@ TEST(MapperRules, EtpDefaultFallsBack) {
   EXPECT_EQ(fits.job.parallel.etp, 2);
 }
 
+// Megatron's account_for_embedding / loss_in_pipeline_split: 30 layers + embedding + loss = 32
+// over PP 4 x VPP 2 = 8 virtual stages of 4, so the first builds 3 layers beside the embedding and
+// the last 3 beside the loss (by hand). Without the flags 30 layers do not fill 8 stages evenly.
+TEST(MapperRules, EmbeddingAndLossCountInTheSplit) {
+  const auto map30 = [](const std::string& flags) {
+    std::string text =
+        "- id: t\n  framework: Megatron-Core\n"
+        "  hardware: {accelerator: NVIDIA H100 SXM 80GB, count: 16, per_node: 8}\n"
+        "  model:\n    family: llama3\n    num_layers: 30\n    hidden_size: 4096\n"
+        "    num_attention_heads: 32\n    num_kv_heads: 8\n    vocab_size: 128256\n"
+        "  training: {tp: 1, pp: 4, vpp: 2, micro_batch_size: 1, global_batch_size: 64, "
+        "seq_len: 4096" +
+        flags + "}\n";
+    return map_run(parse_runs(text, "t.yaml").at(0), kData);
+  };
+  const MappedRun m = map30(
+      ", account_for_embedding_in_pipeline_split: true, account_for_loss_in_pipeline_split: true");
+  ASSERT_TRUE(m.mapped) << m.reason;
+  const std::vector<VirtualStage>& st = m.job.parallel.stages;
+  ASSERT_EQ(st.size(), 8u);
+  EXPECT_TRUE(st.front().has_embedding);
+  EXPECT_EQ(st.front().num_layers, 3);
+  EXPECT_TRUE(st.back().has_output);
+  EXPECT_EQ(st.back().num_layers, 3);
+  for (std::size_t i = 1; i + 1 < st.size(); ++i) EXPECT_EQ(st[i].num_layers, 4) << i;
+  // Without the flags the run still maps (it ran): the first 30 mod 8 = 6 stages take one more.
+  const MappedRun plain = map30("");
+  ASSERT_TRUE(plain.mapped) << plain.reason;
+  EXPECT_EQ(plain.job.parallel.stages.front().num_layers, 4);
+  EXPECT_EQ(plain.job.parallel.stages.back().num_layers, 3);
+  // Megatron refuses the flags beside a stated layout; so does the mapper, naming both.
+  const MappedRun both = map30(
+      ", pipeline_layout: 'Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*2L', "
+      "account_for_loss_in_pipeline_split: true");
+  EXPECT_FALSE(both.mapped);
+  EXPECT_NE(both.reason.find("account_for_*_in_pipeline_split"), std::string::npos) << both.reason;
+}
+
 // Units as written: Gb/s (bits) vs GB/s (bytes), per GPU vs per node.
 TEST(MapperRules, BandwidthUnits) {
   using validate_detail::stated_node_gbps;

@@ -128,6 +128,10 @@ struct RunEntry {
     std::string flash_attention_text;
     std::string pipeline_schedule;
     std::string pipeline_layout;
+    // Megatron's account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split:
+    // the embedding / the loss count as one layer each when the layers are split evenly.
+    std::optional<bool> account_for_embedding_in_pipeline_split;
+    std::optional<bool> account_for_loss_in_pipeline_split;
     std::string overlap;            // free text with Megatron overlap flags
     std::string moe_dispatcher;     // free text: alltoall, allgather, flex, deepep, ... (also read
                                     // from moe_dispatch)
