@@ -54,6 +54,18 @@ BORROW = {
              (("attention_fwd_fraction", "attention_bwd_fraction"), HOPPER)],
 }
 
+# Constants fitted on the rows of every part of one die together (same SMs, clocks and kernels;
+# the parts differ in HBM and board power, which the cost model prices separately): the 16-bit
+# grouped GEMM main loop on GH100 is published for torch._grouped_mm on the H100 and the H200,
+# each too few rows alone.
+GH100 = ["h100_sxm", "h100_sxm_96gb_500w", "h200", "h800"]
+POOL = {"grouped_gemm_fraction": GH100}
+
+
+def pool_of(acc, key):
+    members = POOL.get(key, [])
+    return members if acc in members else [acc]
+
 
 # Norm and softmax forwards as the frameworks run them: one fused kernel (TE, Apex, Liger, QuACK,
 # FlashInfer, hp_rms_norm) that reads and writes each tensor once, a memory-bound pass like the
@@ -77,7 +89,8 @@ def dtype_key(dtype):
 def rules(rows_by_id):
     """(accelerator, constant) -> selection predicate and a readable rule."""
     out = {}
-    accs = sorted({r["accelerator"] for r in rows_by_id.values()})
+    accs = {r["accelerator"] for r in rows_by_id.values()}
+    accs = sorted(accs | {m for members in POOL.values() if accs & set(members) for m in members})
     for a in accs:
         for d in ("bf16", "fp16", "tf32", "fp8", "mxfp8", "fp4"):
             out[(a, "gemm_peak_fraction." + d)] = (
@@ -88,9 +101,12 @@ def rules(rows_by_id):
             lambda r, a=a: r["op_class"] == "gemm" and r["accelerator"] == a
             and r["dtype"] == "fp8" and r["scaling"] == "blockwise",
             "op_class gemm, dtype fp8, scaling blockwise")
+        die = pool_of(a, "grouped_gemm_fraction")
         out[(a, "grouped_gemm_fraction")] = (
-            lambda r, a=a: r["op_class"] == "grouped_gemm" and r["accelerator"] == a
-            and r["dtype"] in ("bf16", "fp16"), "op_class grouped_gemm, 16-bit")
+            lambda r, die=die: r["op_class"] == "grouped_gemm" and r["accelerator"] in die
+            and r["dtype"] in ("bf16", "fp16"),
+            "op_class grouped_gemm, 16-bit" + (f" (pooled: {', '.join(die)})"
+                                               if len(die) > 1 else ""))
         out[(a, "grouped_gemm_fraction_fp8")] = (
             lambda r, a=a: r["op_class"] == "grouped_gemm" and r["accelerator"] == a
             and r["dtype"] in ("fp8", "mxfp8", "nvfp4", "mxfp4"), "op_class grouped_gemm, 8/4-bit")
@@ -171,6 +187,11 @@ def load_rows(kernels_json, kernels_dir):
             m = re.match(r"^    (m|n|k|groups|seq_q|bytes|rows|cols): ([0-9.eE+]+)$", line)
             if cur is not None and m:
                 cur[m.group(1)] = float(m.group(2))
+            # Stated group sizes (one flow list on the line): groups and all rows follow.
+            m = re.match(r"^    m_per_group: \[([0-9, ]+)\]$", line)
+            if cur is not None and m:
+                sizes = [float(x) for x in m.group(1).split(",") if x.strip()]
+                cur["m"], cur["groups"] = sum(sizes), float(len(sizes))
     rows = {}
     for r in json.load(open(kernels_json))["rows"]:
         if "error_pct" not in r:
@@ -267,7 +288,9 @@ def fit(projector, data_dir):
         ids = [r["id"] for r in sel]
         shown = ", ".join(ids[:4]) + (f" and {len(ids) - 4} more" if len(ids) > 4 else "")
         source = (f"fit (scripts/fit_kernels.py): median of measured/predicted over the "
-                  f"{len(ids)} rows of data/kernels with accelerator {acc}, {rule} ({shown}); "
+                  f"{len(ids)} rows of data/kernels with "
+                  f"{'an accelerator of the same die' if len(pool_of(acc, key)) > 1 else 'accelerator ' + acc}"
+                  f", {rule} ({shown}); "
                   f"residual median |error| {med:.1f}%, P90 {p90:.1f}%")
         path = os.path.join(acc_dir, acc + ".yaml")
         text = open(path).read()

@@ -1,4 +1,5 @@
 // Reading data/kernels/*.yaml: one list of rows per file, every field checked with its location.
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -90,6 +91,32 @@ Dtype parse_row_dtype(const Reader& r, const YAML::Node& n, int line, std::strin
   r.fail(n["dtype"], line, "dtype", "unknown dtype '" + name + "'");
 }
 
+// shape.m_per_group: each group's rows; groups and m, when also stated, must agree with it.
+void read_group_sizes(const Reader& r, const YAML::Node& s, int line, KernelShape& out) {
+  const YAML::Node list = s["m_per_group"];
+  if (!list.IsDefined() || list.IsNull()) return;
+  if (!list.IsSequence() || list.size() == 0) {
+    r.fail(list, line, "shape.m_per_group", "expected a non-empty list of row counts");
+  }
+  std::int64_t total = 0;
+  for (const YAML::Node& v : list) {
+    const double d = r.number(v, line, "shape.m_per_group");
+    if (d < 0.0 || d > 1.0e12 || d != std::floor(d)) {
+      r.fail(v, line, "shape.m_per_group", "expected non-negative whole numbers");
+    }
+    out.m_per_group.push_back(static_cast<std::int64_t>(d));
+    total += out.m_per_group.back();
+  }
+  const auto groups = static_cast<std::int64_t>(out.m_per_group.size());
+  if ((s["groups"].IsDefined() && out.groups != groups) || (s["m"].IsDefined() && out.m != total)) {
+    r.fail(list, line, "shape.m_per_group",
+           fmt::format("{} groups of {} rows in all disagree with shape.groups {} / shape.m {}",
+                       groups, total, out.groups, out.m));
+  }
+  out.groups = groups;
+  out.m = total;
+}
+
 void read_shape(const Reader& r, const YAML::Node& s, int line, KernelShape& out) {
   if (!s.IsDefined() || s.IsNull()) r.fail(s, line, "shape", "missing");
   if (!s.IsMap()) r.fail(s, line, "shape", "expected a mapping");
@@ -98,6 +125,7 @@ void read_shape(const Reader& r, const YAML::Node& s, int line, KernelShape& out
   r.count(s, "k", out.k, line);
   r.count(s, "batch", out.batch, line);
   r.count(s, "groups", out.groups, line);
+  read_group_sizes(r, s, line, out);
   r.count(s, "seq_q", out.seq_q, line);
   r.count(s, "seq_kv", out.seq_kv, line);
   r.count(s, "window", out.window, line);

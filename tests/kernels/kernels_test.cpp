@@ -66,6 +66,33 @@ TEST(KernelRows, BadRowsNameFileLineAndKey) {
   EXPECT_EQ(message("rows: 3\n"), "k.yaml:1: rows: expected a top-level 'rows:' list");
 }
 
+// Stated group sizes (a benchmark's jagged offsets): groups and rows follow from the list, the
+// price is the projection's uneven-routing grouped GEMM, and a contradicting m is refused.
+TEST(KernelRows, JaggedGroupSizes) {
+  const auto rows = parse_kernel_rows(
+      row_text("grouped_gemm", "{m_per_group: [100, 300, 0, 624], n: 4096, k: 2048}",
+               "{time_us: 100}"),
+      "g.yaml");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].shape.groups, 4);
+  EXPECT_EQ(rows[0].shape.m, 1024);
+  const AcceleratorSpec& acc = testing::accelerator("h100_sxm");
+  const PricedKernelRow p = price_kernel_row(rows[0], acc, testing::network("h100_ib400"));
+  ASSERT_TRUE(p.skipped.empty()) << p.skipped;
+  const std::vector<std::int64_t> sizes{100, 300, 0, 624};
+  EXPECT_DOUBLE_EQ(p.predicted_s, grouped_gemm_time(acc, sizes, 4096, 2048, Dtype::kBf16).time_s);
+  try {
+    parse_kernel_rows(
+        row_text("grouped_gemm", "{m: 1000, m_per_group: [100, 300], n: 8, k: 8}", "{time_us: 1}"),
+        "g.yaml");
+    ADD_FAILURE() << "a contradicting m was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("shape.m_per_group: 2 groups of 400 rows"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // A TFLOP/s row is converted with the GEMM's own FLOPs: 2 x 8192^3 / 500e12 = 2.199 ms; the error
 // is the predicted rate's: measured time / predicted time - 1.
 TEST(KernelPrice, GemmTflopsRow) {

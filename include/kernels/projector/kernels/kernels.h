@@ -29,7 +29,10 @@ enum class KernelMeasure : std::uint8_t { kTflops, kTimeUs, kGbPerS, kBusBwGbPer
 
 // The problem of one row; which fields apply depends on the class (docs/kernels.md).
 struct KernelShape {
-  std::int64_t m = 0, n = 0, k = 0, batch = 1, groups = 1;      // gemm, grouped_gemm
+  std::int64_t m = 0, n = 0, k = 0, batch = 1, groups = 1;  // gemm, grouped_gemm
+  // grouped_gemm with stated, unequal group sizes (a benchmark's jagged offsets): groups and m
+  // follow from it; empty: m / groups rows each.
+  std::vector<std::int64_t> m_per_group;
   std::int64_t seq_q = 0, seq_kv = 0, window = 0;               // attention
   int heads_q = 0, heads_kv = 0, head_dim = 0, head_dim_v = 0;  // attention
   bool causal = false;                                          // attention
