@@ -155,8 +155,12 @@ Best alltoall(const NetworkSpec& net, const Fabric& f, double m, const CommGroup
   const double n = g.size;
   const double k = std::max(1, g.ranks_per_node);
   const double nodes = std::max(1, g.nodes);
-  // Remote streams share the NICs with more peers as the group spans more nodes.
-  const double contention = std::max(0.5, 1.0 - net.a2a_remote_contention * (nodes - 1.0));
+  // Remote streams share the NICs with more peers as the group spans more nodes; a
+  // node-aggregating kernel keeps one stream per node pair (DeepEP's and HybridEP's internode
+  // bandwidth is flat from 4 to 8 nodes: data/kernels/ep_dispatch.yaml).
+  const double contention =
+      g.node_aggregated ? 1.0 : std::max(0.5, 1.0 - net.a2a_remote_contention * (nodes - 1.0));
+  const double remote_peers = g.node_aggregated ? nodes - 1.0 : n - k;
   for (int i = 0; i < f.n_protos; ++i) {
     const Proto& p = f.protos[i];
     const double intra =
@@ -165,7 +169,7 @@ Best alltoall(const NetworkSpec& net, const Fabric& f, double m, const CommGroup
       best.offer(f.base_s + intra, "direct", p.name);
       continue;
     }
-    const double inter = (n - k) * net.a2a_peer_lat_us * 1e-6 + f.out_step_s +
+    const double inter = remote_peers * net.a2a_peer_lat_us * 1e-6 + f.out_step_s +
                          (n - k) / n * m / (f.out_bw_gpu * contention * p.bw_fraction);
     best.offer(f.base_s + f.out_base_s + std::max(intra, inter), "direct", p.name);
   }

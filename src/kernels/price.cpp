@@ -10,6 +10,7 @@
 #include "projector/cost/collective.h"
 #include "projector/cost/gemm.h"
 #include "projector/cost/memory_ops.h"
+#include "projector/cost/moe_routing.h"
 #include "projector/kernels/kernels.h"
 
 namespace projector {
@@ -175,21 +176,44 @@ CommGroup row_group(const AcceleratorSpec& acc, const NetworkSpec& net, int rank
   return make_group(ranks, 1, collective_node_gpus(acc, net, gpn));
 }
 
+// The normal (throughput) kernels of DeepEP and of the libraries built on its tests (HybridEP,
+// UCCL-EP) send a token once per destination node / GPU and report bandwidth on those bytes.
+bool deduplicating(const KernelShape& s) {
+  return s.impl == "deepep_normal" || s.impl == "hybridep" || s.impl == "uccl";
+}
+
 Priced price_dispatch(const AcceleratorSpec& acc, const NetworkSpec& net, const KernelRow& r) {
   const KernelShape& s = r.shape;
   if (s.tokens <= 0 || s.hidden <= 0 || s.ep <= 1)
     return skip("ep_dispatch needs tokens, hidden, ep");
   if (!acc.torus_wraparound.empty()) return skip("EP rows on a torus are not placed");
+  const bool dedup = deduplicating(s);
+  if (dedup && s.experts < s.ep) return skip("a deduplicating dispatch row needs its experts");
   const double wire = r.dtype == Dtype::kFp8 ? kFp8WireBytes : bytes_per_element(r.dtype);
-  const double bytes =
+  const double routed =
       static_cast<double>(s.tokens) * std::max<std::int64_t>(s.topk, 1) * s.hidden * wire;
-  const CommGroup g = row_group(acc, net, s.ep, s.nodes, s.gpus_per_node);
-  const CollectiveEstimate e = collective_estimate(net, CollectiveKind::kAllToAll, bytes, g);
+  CommGroup g = row_group(acc, net, s.ep, s.nodes, s.gpus_per_node);
   Priced p;
-  p.bytes = bytes;
+  p.bytes = routed;
+  double bytes = routed;  // what the workload's moe.dispatch moves for this shape
+  if (dedup) {
+    MoeSpec m;
+    m.num_experts = static_cast<int>(s.experts);
+    m.topk = static_cast<int>(s.topk);
+    m.router_num_groups = s.router_groups;
+    m.router_group_topk = s.group_topk;
+    bytes *= dedup_dispatch_factor(m, s.ep, g.nodes);
+    g.node_aggregated = true;
+    // DeepEP's tests divide by one copy per destination node (RDMA) or GPU (NVLink), the
+    // sender's own included (tests/test_internode.py, test_intranode.py).
+    const int parts = g.nodes > 1 ? g.nodes : s.ep;
+    p.bytes = static_cast<double>(s.tokens) * expected_destinations(m, parts) * s.hidden * wire;
+  }
+  const CollectiveEstimate e = collective_estimate(net, CollectiveKind::kAllToAll, bytes, g);
   p.time_s = e.cost.time_s;
-  p.model = fmt::format("all-to-all {:.4g} B over {} ranks on {} node(s), {} {}", bytes, g.size,
-                        g.nodes, e.algorithm, e.protocol);
+  p.model =
+      fmt::format("all-to-all {:.4g} B over {} ranks on {} node(s){}, {} {}", bytes, g.size,
+                  g.nodes, dedup ? " deduplicated, node-aggregated" : "", e.algorithm, e.protocol);
   return p;
 }
 

@@ -137,6 +137,8 @@ void read_shape(const Reader& r, const YAML::Node& s, int line, KernelShape& out
   r.count(s, "hidden", out.hidden, line);
   r.count(s, "topk", out.topk, line);
   r.count(s, "experts", out.experts, line);
+  r.count(s, "router_groups", out.router_groups, line);
+  r.count(s, "group_topk", out.group_topk, line);
   r.count(s, "ep", out.ep, line);
   r.count(s, "nodes", out.nodes, line);
   r.count(s, "ranks", out.ranks, line);

@@ -24,7 +24,9 @@ CommGroup group_for(const JobSpec& job, const Op& op) {
     if (op.group == GroupKind::kPp) return job_group(job, GroupKind::kPpPeer);
     return make_group(2, job.parallel.tp, node_gpus, job.cluster.network.pod_size);
   }
-  return job_group(job, op.group);
+  CommGroup g = job_group(job, op.group);
+  g.node_aggregated = op.node_aggregated;
+  return g;
 }
 
 // Compute-stream time of a kernel: its busy time and the framework's share of gaps between

@@ -41,7 +41,9 @@ CommGroup group_of(const JobSpec& job, const Op& op) {
                                            job.cluster.gpus_per_node),
                       job.cluster.network.pod_size);
   }
-  return job_group(job, op.group);
+  CommGroup g = job_group(job, op.group);
+  g.node_aggregated = op.node_aggregated;
+  return g;
 }
 
 bool op_class(const Op& op, CostClass& out) {

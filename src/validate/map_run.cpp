@@ -366,12 +366,37 @@ void map_optimizer_states(Mapper& m) {
       to_string(rt.exp_avg_sq_dtype)));
 }
 
+// training.recompute_modules (Megatron's names) decide what a selective recompute replays; a
+// list beside "full" or "none" is noted and left out, an unknown name dropped with a note.
+void read_recompute_modules(Mapper& m, const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  RecomputeSpec& r = m.d_.runtime.recompute;
+  if (r.granularity != RecomputeGranularity::kSelective) {
+    m.note(fmt::format("training.recompute_modules ({}) ignored: the recompute is not selective",
+                       fmt::join(names, ", ")));
+    return;
+  }
+  RecomputeModules stated;
+  for (const std::string& name : names) {
+    if (const auto mod = parse_recompute_module(to_lower(name))) {
+      stated.add(*mod);
+    } else {
+      m.note("training.recompute_modules: unknown module '" + name + "' dropped");
+    }
+  }
+  if (stated.empty()) return;
+  r.modules = stated;
+  m.note(fmt::format("training.recompute_modules: selective recompute of {}",
+                     fmt::join(r.modules.names(), ", ")));
+}
+
 void map_runtime(Mapper& m) {
   const RunEntry::Training& t = m.e_.training;
   JobDraft& d = m.d_;
   // Recommendation runs: their optimizer, dtype and sharding are read by map_recommendation.
   if (d.model.family == ModelFamily::kRecommendation) return;
   validate_detail::read_recompute(m, t.recompute);
+  read_recompute_modules(m, t.recompute_modules);
   validate_detail::read_precision(m, t.precision);
   // The entry says its configuration follows NeMo's recipes: NeMo's gradient-reduce dtype.
   if (d.profile.name != "nemo" && has(to_lower(m.e_.framework), "nemo") && m.nemo != nullptr) {

@@ -113,6 +113,28 @@ class EntryReader {
     return n.Scalar();
   }
 
+  // A list of short names (a text alone is a one-item list); empty when absent or null.
+  std::vector<std::string> names(const YAML::Node& parent, const char* key,
+                                 const std::string& path) {
+    std::vector<std::string> out;
+    if (!parent.IsDefined()) return out;
+    const YAML::Node n = parent[key];
+    if (is_null(n)) return out;
+    if (n.IsScalar()) return {text(parent, key, path)};
+    if (!n.IsSequence() || n.size() > 64) {
+      error_dropped(path + "." + key, "expected a list of names", line_of(n));
+      return out;
+    }
+    for (const YAML::Node& item : n) {
+      if (!item.IsScalar() || item.Scalar().empty() || item.Scalar().size() > 64) {
+        error_dropped(path + "." + key, "expected a list of names", line_of(item));
+        return {};
+      }
+      out.push_back(item.Scalar());
+    }
+    return out;
+  }
+
   template <typename Int>
   std::optional<Int> integer(const YAML::Node& parent, const char* key, const std::string& path) {
     if (!parent.IsDefined()) return std::nullopt;
@@ -328,6 +350,7 @@ void read_training(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   tr.zero_stage = r.text(t, "zero_stage", "training");
   tr.fsdp = r.text(t, "fsdp", "training");
   tr.recompute = r.text(t, "recompute", "training");
+  tr.recompute_modules = r.names(t, "recompute_modules", "training");
   tr.precision = r.text(t, "precision", "training");
   read_flash_attention(r, t, tr);
   tr.pipeline_schedule = r.text(t, "pipeline_schedule", "training");

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "projector/cost/moe_routing.h"
 #include "projector/model/accounting.h"
 #include "projector/model/family.h"
 #include "projector/model/recompute_policy.h"
@@ -451,68 +452,6 @@ void add_flash_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& laye
   }
 }
 
-// Probability that none of a token's `topk` distinct experts (uniform routing over `experts`) is
-// among a given `subset` of them: C(experts - subset, topk) / C(experts, topk).
-double miss_probability(int experts, int subset, int topk) {
-  double p = 1.0;
-  for (int i = 0; i < topk; ++i) {
-    const double hit_free = static_cast<double>(experts - subset - i);
-    if (hit_free <= 0.0) return 0.0;
-    p *= hit_free / static_cast<double>(experts - i);
-  }
-  return p;
-}
-
-// Binomial coefficient C(n, k) as a double (0 outside 0 <= k <= n).
-double choose(int n, int k) {
-  if (k < 0 || k > n) return 0.0;
-  double c = 1.0;
-  for (int i = 1; i <= k; ++i) c = c * (n - k + i) / i;
-  return c;
-}
-
-// Probability that a token reaches a given destination holding `experts / parts` experts. Without
-// group limits: its `topk` distinct experts are uniform over all experts. Group-limited routing
-// (MoeSpec::router_num_groups G, router_group_topk M): the token picks M of the G equal groups and
-// its experts are uniform over those M E/G experts; a destination holding g = G/parts whole groups
-// is hit when j >= 1 of its groups are picked (hypergeometric) and one expert falls in them, one
-// holding part of a group (parts a multiple of G) when its group is picked (M/G) and one expert
-// falls in its share.
-double destination_hit_probability(const MoeSpec& m, int parts) {
-  const int e = m.num_experts;
-  const int groups = m.router_num_groups;
-  const int picked = m.router_group_topk;
-  if (groups <= 0 || picked <= 0 || picked >= groups) {
-    return 1.0 - miss_probability(e, e / parts, m.topk);
-  }
-  const int per_group = e / groups;
-  const int pool = picked * per_group;  // experts of the picked groups
-  if (parts % groups == 0) {
-    return static_cast<double>(picked) / groups * (1.0 - miss_probability(pool, e / parts, m.topk));
-  }
-  if (groups % parts != 0) return 1.0 - miss_probability(e, e / parts, m.topk);
-  const int own = groups / parts;  // whole groups on one destination
-  double hit = 0.0;
-  for (int j = 1; j <= std::min(own, picked); ++j) {
-    // P(j of the destination's groups among the picked): hypergeometric.
-    const double pj = choose(own, j) * choose(groups - own, picked - j) / choose(groups, picked);
-    hit += pj * (1.0 - miss_probability(pool, j * per_group, m.topk));
-  }
-  return hit;
-}
-
-// Bytes a deduplicating dispatcher moves relative to one copy per (token, expert) pair. The
-// expert-parallel group spans `nodes` nodes of equal share; when it spans several, the
-// inter-node copies dominate: (nodes - 1) x P(a remote node is hit) instead of
-// topk x (nodes - 1) / nodes. Within one node the same holds per GPU.
-double dedup_dispatch_factor(const MoeSpec& m, int ep, int nodes) {
-  const int parts = nodes > 1 ? nodes : ep;
-  if (parts <= 1 || m.topk <= 1 || m.num_experts < parts) return 1.0;
-  const double standard = m.topk * static_cast<double>(parts - 1) / parts;
-  const double dedup = (parts - 1) * destination_hit_probability(m, parts);
-  return std::clamp(dedup / standard, 0.0, 1.0);
-}
-
 // A weightless (activation x activation) batched GEMM, e.g. a one-hot dispatch einsum.
 Op einsum_op(const Ctx& c, std::string name, std::int64_t m, std::int64_t n, std::int64_t k,
              int batch) {
@@ -635,6 +574,7 @@ void moe_dispatch(const Ctx& c, std::vector<Op>& f, const MoeSpec& m, const MoeC
       if (p.ep > 1) {
         f.push_back(comm_op("moe.dispatch_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, p.ep,
                             mc.a2a_bytes, ov));
+        f.back().node_aggregated = c.job.runtime.moe_dedup_dispatch;
       }
       if (p.etp > 1) {
         f.push_back(comm_op("moe.etp_all_gather", GroupKind::kEtp, CollectiveKind::kAllGather,
@@ -647,6 +587,7 @@ void moe_dispatch(const Ctx& c, std::vector<Op>& f, const MoeSpec& m, const MoeC
         f.push_back(comm_op("moe.dispatch", GroupKind::kEtpEp, CollectiveKind::kAllToAll, tp_ep,
                             mc.a2a_bytes * p.etp * mc.dispatch_fwd_wire, ov));
         f.back().bwd_bytes = mc.a2a_bytes * p.etp;
+        f.back().node_aggregated = c.job.runtime.moe_dedup_dispatch;
       }
       break;
   }
@@ -674,6 +615,7 @@ void moe_combine(const Ctx& c, std::vector<Op>& f, const MoeComm& mc) {
       if (p.ep > 1) {
         f.push_back(comm_op("moe.combine_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, p.ep,
                             mc.a2a_bytes, ov));
+        f.back().node_aggregated = c.job.runtime.moe_dedup_dispatch;
       }
       break;
     case MoeDispatcher::kFlex:
@@ -681,6 +623,7 @@ void moe_combine(const Ctx& c, std::vector<Op>& f, const MoeComm& mc) {
         f.push_back(comm_op("moe.combine", GroupKind::kEtpEp, CollectiveKind::kAllToAll, tp_ep,
                             mc.a2a_bytes * p.etp, ov));
         f.back().bwd_bytes = mc.a2a_bytes * p.etp * mc.combine_bwd_wire;
+        f.back().node_aggregated = c.job.runtime.moe_dedup_dispatch;
       }
       break;
   }
@@ -964,9 +907,17 @@ bool module_selected(const JobSpec& job, RecomputeModule module) {
   return r.granularity == RecomputeGranularity::kSelective && r.modules.has(module);
 }
 
-// Which forward ops a selective recompute replays.
+// Which forward ops a selective recompute replays. The moe module (and mlp on a MoE layer)
+// checkpoints the MoE layer's whole forward, its token dispatch and combine included (MG8
+// moe_layer.py: custom_forward under tensor_parallel.checkpoint); no other module replays a
+// collective.
 bool selectively_recomputed(const JobSpec& job, const Op& op) {
   const std::string& n = op.name;
+  const bool moe_block = n.rfind("moe.", 0) == 0;
+  if (moe_block && (module_selected(job, RecomputeModule::kMoe) ||
+                    module_selected(job, RecomputeModule::kMlp))) {
+    return true;
+  }
   if (op.kind == OpKind::kCollective) return false;
   if (module_selected(job, RecomputeModule::kCoreAttn) && n == "attn.core") return true;
   if (module_selected(job, RecomputeModule::kLayernorm) &&
@@ -977,7 +928,6 @@ bool selectively_recomputed(const JobSpec& job, const Op& op) {
   if (module_selected(job, RecomputeModule::kMoeAct) && n == "moe.experts.act") return true;
   if (module_selected(job, RecomputeModule::kMlp) && n.rfind("mlp.", 0) == 0 && n != "mlp.residual")
     return true;
-  if (module_selected(job, RecomputeModule::kMoe) && n.rfind("moe.", 0) == 0) return true;
   if (module_selected(job, RecomputeModule::kSharedExperts) && n.rfind("moe.shared", 0) == 0)
     return true;
   return false;

@@ -147,6 +147,25 @@ TEST(Collective, PlacementDrivesCost) {
             collective_time(pods, CollectiveKind::kAllReduce, m, {16, 1, 16, 1, 8}).time_s);
 }
 
+// A node-aggregating all-to-all (DeepEP / HybridEP) keeps one NIC stream per node pair: over 8
+// nodes it escapes the per-node remote contention 1 - 0.04 x 7 = 0.72 of h100_ib400.yaml (Primus'
+// a2a_remote_contention), so with the remote leg dominating the plain all-to-all takes ~1 / 0.72
+// of its time; within one node nothing changes.
+TEST(Collective, NodeAggregatedAllToAllHasNoPeerContention) {
+  const NetworkSpec& n = testing::network("h100_ib400");
+  ASSERT_DOUBLE_EQ(n.a2a_remote_contention, 0.04);
+  const double m = 512.0 * 1048576;
+  CommGroup g{64, 8, 8, 1, 8};
+  const double plain = collective_time(n, CollectiveKind::kAllToAll, m, g).time_s;
+  g.node_aggregated = true;
+  const double aggregated = collective_time(n, CollectiveKind::kAllToAll, m, g).time_s;
+  EXPECT_NEAR(plain / aggregated, 1.0 / 0.72, 0.02);
+  CommGroup one{8, 8, 1, 1, 8};
+  const double one_plain = collective_time(n, CollectiveKind::kAllToAll, m, one).time_s;
+  one.node_aggregated = true;
+  EXPECT_DOUBLE_EQ(collective_time(n, CollectiveKind::kAllToAll, m, one).time_s, one_plain);
+}
+
 TEST(Collective, AlgorithmChoiceFollowsMessageSize) {
   const NetworkSpec& n = testing::network("h100_ib400");
   EXPECT_EQ(collective_estimate(n, CollectiveKind::kAllReduce, 65536, kNode8).protocol, "LL");

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -185,6 +186,29 @@ TEST(KernelData, ShippedRowsPassTheGate) {
 // Published anchors: each part's best-shape GEMM (stas00's MAMF), STREAM copy (BabelStream) and a
 // large training-shape attention pass, priced within the stated bounds. A change to a cost function
 // or a constant that moves one of these off its measurement fails here by name.
+// DeepEP's tests (and UCCL-EP, HybridEP, which reuse them) report bandwidth on one copy per
+// destination node (RDMA) or GPU (NVLink), the sender's own included. Converted that way, the
+// shipped GB/s rows reproduce the latencies the same sources print beside them: UCCL-EP on
+// p6-b200 EP 16 FP8 dispatch "53 GB/s (RDMA), 1141 us"; on p5en EP 32 "54 GB/s (RDMA), 2022 us";
+// TileScale's DeepEP baseline, 8 x H100, "1.0045 ms" at 328.97 GB/s.
+TEST(KernelData, DeepEpBandwidthsUseItsOwnByteCount) {
+  const auto rows = load_kernel_rows(kDataDir + "/kernels");
+  const std::pair<const char*, double> stated[] = {
+      {"ep_dispatch.b200.uccl.normal.dispatch.ep16", 1141e-6},
+      {"ep_dispatch.h200.uccl.normal.dispatch.ep32", 2022e-6},
+      {"ep_dispatch.h100_sxm.tilescale_bench.deepep.dispatch.ep8", 1.0045e-3}};
+  for (const auto& [id, seconds] : stated) {
+    const auto it =
+        std::find_if(rows.begin(), rows.end(), [&](const KernelRow& r) { return r.id == id; });
+    ASSERT_NE(it, rows.end()) << id;
+    const PricedKernelRow p =
+        price_kernel_row(*it, testing::accelerator(it->accelerator),
+                         testing::network(testing::accelerator(it->accelerator).default_network));
+    ASSERT_TRUE(p.skipped.empty()) << id << ": " << p.skipped;
+    EXPECT_NEAR(p.measured_s, seconds, 0.01 * seconds) << id;
+  }
+}
+
 TEST(KernelData, PublishedAnchorsWithinTolerance) {
   const KernelCheck check = check_kernels(load_kernel_rows(kDataDir + "/kernels"), kDataDir);
   const std::pair<const char*, double> anchors[] = {

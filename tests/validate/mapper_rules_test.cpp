@@ -104,6 +104,36 @@ TEST(MapperRules, EmbeddingAndLossCountInTheSplit) {
   EXPECT_NE(both.reason.find("account_for_*_in_pipeline_split"), std::string::npos) << both.reason;
 }
 
+// training.recompute_modules decides what a selective recompute replays (Megatron's names); the
+// framework's default set (core_attn) applies only when no list is stated.
+TEST(MapperRules, StatedRecomputeModules) {
+  const std::string moe =
+      "    type: moe\n    moe: {num_experts: 16, topk: 2, moe_ffn_hidden_size: 1024}\n";
+  const std::string base =
+      "{tp: 1, pp: 1, ep: 8, micro_batch_size: 1, global_batch_size: 64, seq_len: 4096, "
+      "recompute: selective";
+  const MappedRun m = map_one(base + ", recompute_modules: [layernorm, moe]}", moe);
+  ASSERT_TRUE(m.mapped) << m.reason;
+  const RecomputeModules& mods = m.job.runtime.recompute.modules;
+  EXPECT_TRUE(mods.has(RecomputeModule::kLayernorm));
+  EXPECT_TRUE(mods.has(RecomputeModule::kMoe));
+  EXPECT_FALSE(mods.has(RecomputeModule::kCoreAttn));
+  const MappedRun d = map_one(base + "}", moe);
+  ASSERT_TRUE(d.mapped) << d.reason;
+  EXPECT_TRUE(d.job.runtime.recompute.modules.has(RecomputeModule::kCoreAttn));
+  EXPECT_FALSE(d.job.runtime.recompute.modules.has(RecomputeModule::kMoe));
+  // A list beside full recompute changes nothing; an unknown name is dropped, the rest kept.
+  const MappedRun full = map_one(
+      "{tp: 1, pp: 1, ep: 8, micro_batch_size: 1, global_batch_size: 64, seq_len: 4096, "
+      "recompute: full, recompute_modules: [moe]}",
+      moe);
+  ASSERT_TRUE(full.mapped) << full.reason;
+  EXPECT_EQ(full.job.runtime.recompute.granularity, RecomputeGranularity::kFull);
+  const MappedRun odd = map_one(base + ", recompute_modules: [warp_drive, mlp]}", moe);
+  ASSERT_TRUE(odd.mapped) << odd.reason;
+  EXPECT_TRUE(odd.job.runtime.recompute.modules.has(RecomputeModule::kMlp));
+}
+
 // Units as written: Gb/s (bits) vs GB/s (bytes), per GPU vs per node.
 TEST(MapperRules, BandwidthUnits) {
   using validate_detail::stated_node_gbps;

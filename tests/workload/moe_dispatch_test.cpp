@@ -35,6 +35,27 @@ JobSpec mixtral(MoeDispatcher d, int ep = 8, int nodes = 1) {
   return job;
 }
 
+// Selective recompute of the moe module checkpoints the MoE layer's whole forward, so its token
+// dispatch and combine run again before the backward (MG8 moe_layer.py custom_forward); moe_act
+// replays only the activation.
+TEST(MoeDispatch, MoeRecomputeReplaysTheDispatch) {
+  const auto replayed = [](RecomputeModule module, const std::string& name) {
+    JobSpec job = mixtral(MoeDispatcher::kFlex);
+    job.runtime.recompute.granularity = RecomputeGranularity::kSelective;
+    job.runtime.recompute.modules = {module};
+    for (const Op& op : build_layer_work(job, 0).ops) {
+      if (op.recompute && op.name == name + ".recompute") return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(replayed(RecomputeModule::kMoe, "moe.dispatch"));
+  EXPECT_TRUE(replayed(RecomputeModule::kMoe, "moe.combine"));
+  EXPECT_TRUE(replayed(RecomputeModule::kMlp, "moe.dispatch"));  // mlp = the MoE layer here
+  EXPECT_FALSE(replayed(RecomputeModule::kMoeAct, "moe.dispatch"));
+  EXPECT_TRUE(replayed(RecomputeModule::kMoeAct, "moe.experts.act"));
+  EXPECT_FALSE(replayed(RecomputeModule::kLayernorm, "moe.combine"));
+}
+
 // allgather (Megatron's default): every token of the ETP x EP group is gathered (4096 tokens x
 // 8 ranks x h x 2 B), plus the routing map and probabilities (5 B per token and expert); the
 // outputs are reduce-scattered back in the probabilities' dtype. No all-to-all.

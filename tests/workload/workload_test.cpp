@@ -187,6 +187,13 @@ TEST(Workload, DedupDispatchBytes) {
   const double two_nodes = (1.0 - 4426165368.0 / 1429702652400.0) / 4.0;
   EXPECT_NEAR(find(lw, "moe.dispatch_a2a")->bytes / plain, two_nodes, 1e-12);
   EXPECT_NEAR(find(lw, "moe.combine_a2a")->bytes / plain, two_nodes, 1e-12);
+  // The deduplicating kernels aggregate per node (CommGroup::node_aggregated); NCCL's does not.
+  EXPECT_TRUE(find(lw, "moe.dispatch_a2a")->node_aggregated);
+  EXPECT_TRUE(find(lw, "moe.combine_a2a")->node_aggregated);
+  EXPECT_FALSE(
+      find(build_layer_work(testing::make_job(model, {.ep = 16, .nodes = 2, .gbs = 16}), 0),
+           "moe.dispatch_a2a")
+          ->node_aggregated);
 
   for (LayerSpec& l : model.layers) l.moe.topk = 4;
   JobSpec one = testing::make_job(model, {.ep = 8, .gbs = 8});

@@ -52,6 +52,11 @@ struct CommGroup {
   int pods = 1;            // pods spanned (> 1: the cluster tier is crossed)
   int gpus_per_node = 8;   // node size (mesh link counts, NICs per GPU)
   TorusSpan torus = {};    // placed on a torus (TPU): priced by the torus model instead
+  // All-to-all by a node-aggregating kernel (DeepEP / HybridEP normal kernels): each GPU sends
+  // over the scale-out network only to its counterpart on every other node and forwards over the
+  // scale-up links, so the NICs carry one stream per node pair instead of one per remote peer
+  // (no per-peer contention, nodes - 1 remote peers).
+  bool node_aggregated = false;
   friend bool operator==(const CommGroup&, const CommGroup&) = default;
 };
 

@@ -121,6 +121,8 @@ struct RunEntry {
     std::string zero_stage;  // an integer or free text
     std::string fsdp;        // free text: yes / no / ...
     std::string recompute;
+    // Megatron's recompute_modules as the run set them (selective recompute's module list).
+    std::vector<std::string> recompute_modules;
     std::string precision;
     std::optional<bool> flash_attention;
     // flash_attention as written when it is a description rather than a boolean ("TE fused

@@ -54,6 +54,8 @@ struct Op {
   // > 0: the communicator is group_size ranks at this rank distance (the recommendation family's
   // node-local and cross-node groups) instead of the layout's `group`.
   int group_stride = 0;
+  // All-to-all of a node-aggregating dispatcher (DeepEP / HybridEP): CommGroup::node_aggregated.
+  bool node_aggregated = false;
   // Repetitions of the same op back to back: CP ring P2P rounds (each of `bytes`), or one GEMM
   // per expert (SequentialMLP; `flops` is the total, the shape is one expert's).
   int steps = 1;

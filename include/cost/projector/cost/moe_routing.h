@@ -1,0 +1,25 @@
+// Where a token's routed copies go: the statistics of top-k routing (uniform, or limited to the
+// best groups, DeepSeek's node-limited routing) that decide how many destinations a
+// deduplicating dispatcher (DeepEP, HybridEP) sends a token to. Shared by the workload and the
+// kernel-row check, so a dispatcher is priced on the same bytes in both.
+#pragma once
+
+#include "projector/model/job.h"
+
+namespace projector {
+
+// Probability that a token reaches a given destination holding num_experts / parts of the
+// experts (parts equal destinations: nodes, or GPUs within one node).
+double destination_hit_probability(const MoeSpec& m, int parts);
+
+// Expected destinations one token is sent to by a deduplicating dispatcher: parts x the hit
+// probability (the token's own destination included).
+double expected_destinations(const MoeSpec& m, int parts);
+
+// Bytes a deduplicating dispatcher moves relative to one copy per (token, expert) pair. The
+// expert-parallel group spans `nodes` nodes of equal share; when it spans several, the
+// inter-node copies dominate: (nodes - 1) x P(a remote node is hit) instead of
+// topk x (nodes - 1) / nodes. Within one node the same holds per GPU.
+double dedup_dispatch_factor(const MoeSpec& m, int ep, int nodes);
+
+}  // namespace projector

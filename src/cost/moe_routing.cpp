@@ -1,0 +1,74 @@
+// Top-k routing statistics (moe_routing.h).
+#include "projector/cost/moe_routing.h"
+
+#include <algorithm>
+
+namespace projector {
+namespace {
+
+// Probability that none of a token's `topk` distinct experts (uniform routing over `experts`) is
+// among a given `subset` of them: C(experts - subset, topk) / C(experts, topk).
+double miss_probability(int experts, int subset, int topk) {
+  double p = 1.0;
+  for (int i = 0; i < topk; ++i) {
+    const double hit_free = static_cast<double>(experts - subset - i);
+    if (hit_free <= 0.0) return 0.0;
+    p *= hit_free / static_cast<double>(experts - i);
+  }
+  return p;
+}
+
+// Binomial coefficient C(n, k) as a double (0 outside 0 <= k <= n).
+double choose(int n, int k) {
+  if (k < 0 || k > n) return 0.0;
+  double c = 1.0;
+  for (int i = 1; i <= k; ++i) c = c * (n - k + i) / i;
+  return c;
+}
+
+}  // namespace
+
+// Probability that a token reaches a given destination holding `experts / parts` experts. Without
+// group limits: its `topk` distinct experts are uniform over all experts. Group-limited routing
+// (MoeSpec::router_num_groups G, router_group_topk M): the token picks M of the G equal groups and
+// its experts are uniform over those M E/G experts; a destination holding g = G/parts whole groups
+// is hit when j >= 1 of its groups are picked (hypergeometric) and one expert falls in them, one
+// holding part of a group (parts a multiple of G) when its group is picked (M/G) and one expert
+// falls in its share.
+double destination_hit_probability(const MoeSpec& m, int parts) {
+  const int e = m.num_experts;
+  const int groups = m.router_num_groups;
+  const int picked = m.router_group_topk;
+  if (groups <= 0 || picked <= 0 || picked >= groups) {
+    return 1.0 - miss_probability(e, e / parts, m.topk);
+  }
+  const int per_group = e / groups;
+  const int pool = picked * per_group;  // experts of the picked groups
+  if (parts % groups == 0) {
+    return static_cast<double>(picked) / groups * (1.0 - miss_probability(pool, e / parts, m.topk));
+  }
+  if (groups % parts != 0) return 1.0 - miss_probability(e, e / parts, m.topk);
+  const int own = groups / parts;  // whole groups on one destination
+  double hit = 0.0;
+  for (int j = 1; j <= std::min(own, picked); ++j) {
+    // P(j of the destination's groups among the picked): hypergeometric.
+    const double pj = choose(own, j) * choose(groups - own, picked - j) / choose(groups, picked);
+    hit += pj * (1.0 - miss_probability(pool, j * per_group, m.topk));
+  }
+  return hit;
+}
+
+double dedup_dispatch_factor(const MoeSpec& m, int ep, int nodes) {
+  const int parts = nodes > 1 ? nodes : ep;
+  if (parts <= 1 || m.topk <= 1 || m.num_experts < parts) return 1.0;
+  const double standard = m.topk * static_cast<double>(parts - 1) / parts;
+  const double dedup = (parts - 1) * destination_hit_probability(m, parts);
+  return std::clamp(dedup / standard, 0.0, 1.0);
+}
+
+double expected_destinations(const MoeSpec& m, int parts) {
+  if (parts <= 1) return 1.0;
+  return parts * destination_hit_probability(m, parts);
+}
+
+}  // namespace projector
