@@ -163,8 +163,9 @@ Best alltoall(const NetworkSpec& net, const Fabric& f, double m, const CommGroup
   const double remote_peers = g.node_aggregated ? nodes - 1.0 : n - k;
   for (int i = 0; i < f.n_protos; ++i) {
     const Proto& p = f.protos[i];
-    const double intra =
-        k > 1 ? (k - 1) * p.step_s + (k - 1) / n * m / (f.up_bw * p.bw_fraction) : 0.0;
+    const double intra_bytes =
+        g.node_forward_ratio > 0.0 ? g.node_forward_ratio * m : (k - 1) / n * m;
+    const double intra = k > 1 ? (k - 1) * p.step_s + intra_bytes / (f.up_bw * p.bw_fraction) : 0.0;
     if (nodes <= 1) {
       best.offer(f.base_s + intra, "direct", p.name);
       continue;

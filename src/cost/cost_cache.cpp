@@ -150,9 +150,9 @@ std::uint64_t torus_word(const TorusSpan& t) {
 
 OpCost CostCache::collective(CollectiveKind kind, double bytes, const CommGroup& g) {
   const Key k{{static_cast<std::uint64_t>(Op::kCollective), static_cast<std::uint64_t>(kind),
-               bits(bytes), u(g.size), u(g.ranks_per_node), u(g.nodes), u(g.pods),
+               bits(bytes), u(g.size) | (u(g.ranks_per_node) << 32), u(g.nodes) | (u(g.pods) << 32),
                u(g.gpus_per_node) | (u(g.node_aggregated ? 1 : 0) << 32), torus_word(g.torus),
-               u(g.torus.slices) | (u(g.torus.sharers) << 32)}};
+               u(g.torus.slices) | (u(g.torus.sharers) << 32), bits(g.node_forward_ratio)}};
   return lookup(k, [&] {
     const OpCost model = collective_time(net_, kind, bytes, g);
     return measured_ ? measured_->apply(kind, g, model) : model;

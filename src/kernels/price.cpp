@@ -204,6 +204,11 @@ Priced price_dispatch(const AcceleratorSpec& acc, const NetworkSpec& net, const 
     m.router_group_topk = s.group_topk;
     bytes *= dedup_dispatch_factor(m, s.ep, g.nodes);
     g.node_aggregated = true;
+    if (g.nodes > 1 && g.ranks_per_node > 1) {  // as the workload's add_moe
+      const double k = g.ranks_per_node;
+      g.node_forward_ratio = routed / std::max<std::int64_t>(s.topk, 1) *
+                             expected_destinations(m, s.ep) * (k - 1.0) / k / bytes;
+    }
     // DeepEP's tests divide by one copy per destination node (RDMA) or GPU (NVLink), the
     // sender's own included (tests/test_internode.py, test_intranode.py).
     const int parts = g.nodes > 1 ? g.nodes : s.ep;

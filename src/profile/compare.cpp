@@ -43,6 +43,7 @@ CommGroup group_of(const JobSpec& job, const Op& op) {
   }
   CommGroup g = job_group(job, op.group);
   g.node_aggregated = op.node_aggregated;
+  g.node_forward_ratio = op.node_forward_ratio;
   return g;
 }
 

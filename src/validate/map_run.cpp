@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <regex>
 
 #include "projector/frontend/layer_pattern.h"
 #include "projector/hardware/catalog.h"
@@ -300,6 +301,28 @@ void map_batches(Mapper& m) {
   }
 }
 
+// Primus-Turbo's "sync-free MoE stage N" (turbo_sync_free_moe_stage): from stage 1 Primus fuses
+// the token permutation as well (PR4 rocm_arg_validation.py _get_sync_free_moe_options), as the
+// Megatron adapter reads the config key (frontend/megatron/runtime.cpp).
+void read_sync_free_stage(Mapper& m) {
+  const RunEntry::Training& t = m.e_.training;
+  const std::string text = to_lower(t.moe_dispatcher + " " + t.overlap);
+  static const std::regex kStage(R"(sync[- _]?free(?: moe)?(?: stage)?\D{0,3}([0-3])\b)");
+  std::smatch s;
+  if (!has(text + " " + to_lower(m.e_.framework), "turbo") || !std::regex_search(text, s, kStage)) {
+    return;
+  }
+  RuntimeSpec& rt = m.d_.runtime;
+  rt.sync_free_moe_stage = std::stoi(s[1].str());
+  if (rt.sync_free_moe_stage >= 1 && !t.moe_permute_fusion) {
+    rt.moe_permute_fusion = true;
+    m.assume("training.moe_permute_fusion", "true",
+             fmt::format("Primus-Turbo sync-free MoE stage {} fuses the token permutation (PR4 "
+                         "rocm_arg_validation.py _get_sync_free_moe_options)",
+                         rt.sync_free_moe_stage));
+  }
+}
+
 // The recipe's MoE switches, read as the Megatron adapter reads overlap_moe_expert_parallel_comm,
 // delay_wgrad_compute and moe_permute_fusion (frontend/megatron/runtime.cpp read_moe_overlap),
 // with the conditions Megatron asserts: a run whose layout cannot have the overlap keeps it off
@@ -307,6 +330,7 @@ void map_batches(Mapper& m) {
 void map_moe_flags(Mapper& m) {
   const RunEntry::Training& t = m.e_.training;
   RuntimeSpec& rt = m.d_.runtime;
+  read_sync_free_stage(m);
   if (t.moe_permute_fusion) {
     rt.moe_permute_fusion = *t.moe_permute_fusion;
     m.note(fmt::format("training.moe_permute_fusion: {}", *t.moe_permute_fusion

@@ -529,10 +529,11 @@ void add_dense_moe(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
 // with overlap_moe_expert_parallel_comm another microbatch's compute does (the schedule pairs F
 // and B; the EP part of each phase is what the pair can hide).
 struct MoeComm {
-  double local_tokens = 0.0;  // tokens entering the layer on this rank (sequence-parallel)
-  double width_bytes = 0.0;   // bytes of one token in the dispatch width (h, or the latent)
-  double routed_bytes = 0.0;  // routed copies of the local tokens x width bytes
-  double a2a_bytes = 0.0;     // routed bytes after deduplication (flex)
+  double local_tokens = 0.0;   // tokens entering the layer on this rank (sequence-parallel)
+  double width_bytes = 0.0;    // bytes of one token in the dispatch width (h, or the latent)
+  double routed_bytes = 0.0;   // routed copies of the local tokens x width bytes
+  double a2a_bytes = 0.0;      // routed bytes after deduplication (flex)
+  double forward_ratio = 0.0;  // node-aggregated over nodes: CommGroup::node_forward_ratio
   // Wire bytes over activation bytes of the forward dispatch and of the combine's backward
   // (RuntimeSpec::moe_dispatch_fwd_fp8 / moe_combine_bwd_fp8); 1: the activation dtype.
   double dispatch_fwd_wire = 1.0;
@@ -575,6 +576,7 @@ void moe_dispatch(const Ctx& c, std::vector<Op>& f, const MoeSpec& m, const MoeC
         f.push_back(comm_op("moe.dispatch_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, p.ep,
                             mc.a2a_bytes, ov));
         f.back().node_aggregated = c.job.runtime.moe_dedup_dispatch;
+        f.back().node_forward_ratio = mc.forward_ratio;
       }
       if (p.etp > 1) {
         f.push_back(comm_op("moe.etp_all_gather", GroupKind::kEtp, CollectiveKind::kAllGather,
@@ -588,6 +590,7 @@ void moe_dispatch(const Ctx& c, std::vector<Op>& f, const MoeSpec& m, const MoeC
                             mc.a2a_bytes * p.etp * mc.dispatch_fwd_wire, ov));
         f.back().bwd_bytes = mc.a2a_bytes * p.etp;
         f.back().node_aggregated = c.job.runtime.moe_dedup_dispatch;
+        f.back().node_forward_ratio = mc.forward_ratio;
       }
       break;
   }
@@ -616,6 +619,7 @@ void moe_combine(const Ctx& c, std::vector<Op>& f, const MoeComm& mc) {
         f.push_back(comm_op("moe.combine_a2a", GroupKind::kEp, CollectiveKind::kAllToAll, p.ep,
                             mc.a2a_bytes, ov));
         f.back().node_aggregated = c.job.runtime.moe_dedup_dispatch;
+        f.back().node_forward_ratio = mc.forward_ratio;
       }
       break;
     case MoeDispatcher::kFlex:
@@ -624,6 +628,7 @@ void moe_combine(const Ctx& c, std::vector<Op>& f, const MoeComm& mc) {
                             mc.a2a_bytes * p.etp, ov));
         f.back().bwd_bytes = mc.a2a_bytes * p.etp * mc.combine_bwd_wire;
         f.back().node_aggregated = c.job.runtime.moe_dedup_dispatch;
+        f.back().node_forward_ratio = mc.forward_ratio;
       }
       break;
   }
@@ -664,8 +669,15 @@ void add_moe(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   if (job.runtime.moe_dispatch_fwd_fp8) mc.dispatch_fwd_wire = kMxfp8WireBytes / c.act_b;
   if (job.runtime.moe_combine_bwd_fp8) mc.combine_bwd_wire = kMxfp8WireBytes / c.act_b;
   if (job.runtime.moe_dedup_dispatch && p.ep > 1) {
-    const int nodes = job_group(job, GroupKind::kEp).nodes;
-    mc.a2a_bytes *= dedup_dispatch_factor(m, p.ep, nodes);
+    const CommGroup g = job_group(job, GroupKind::kEp);
+    mc.a2a_bytes *= dedup_dispatch_factor(m, p.ep, g.nodes);
+    if (g.nodes > 1 && g.ranks_per_node > 1 && m.topk > 0) {
+      // Each GPU's own copies (deduplicated per GPU) arrive through its node's counterparts.
+      const double k = g.ranks_per_node;
+      const double forwarded =
+          mc.routed_bytes / m.topk * expected_destinations(m, p.ep) * (k - 1.0) / k;
+      mc.forward_ratio = forwarded / mc.a2a_bytes;
+    }
   }
   // Uneven routing: the busiest rank receives `load` times the mean routed rows; every rank waits
   // for it at the dispatch and combine, so its exchange and its experts' GEMMs set the pace.

@@ -160,6 +160,13 @@ TEST(Collective, NodeAggregatedAllToAllHasNoPeerContention) {
   g.node_aggregated = true;
   const double aggregated = collective_time(n, CollectiveKind::kAllToAll, m, g).time_s;
   EXPECT_NEAR(plain / aggregated, 1.0 / 0.72, 0.02);
+  // The receiving node's NVLink forwarding (node_forward_ratio bytes per byte sent) bounds the
+  // kernel once it outweighs the NIC leg: doubling it then doubles the time.
+  g.node_forward_ratio = 20.0;
+  const double fwd20 = collective_time(n, CollectiveKind::kAllToAll, m, g).time_s;
+  g.node_forward_ratio = 40.0;
+  EXPECT_NEAR(collective_time(n, CollectiveKind::kAllToAll, m, g).time_s / fwd20, 2.0, 0.02);
+  EXPECT_GT(fwd20, aggregated);
   CommGroup one{8, 8, 1, 1, 8};
   const double one_plain = collective_time(n, CollectiveKind::kAllToAll, m, one).time_s;
   one.node_aggregated = true;

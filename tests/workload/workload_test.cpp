@@ -188,6 +188,16 @@ TEST(Workload, DedupDispatchBytes) {
   EXPECT_NEAR(find(lw, "moe.dispatch_a2a")->bytes / plain, two_nodes, 1e-12);
   EXPECT_NEAR(find(lw, "moe.combine_a2a")->bytes / plain, two_nodes, 1e-12);
   // The deduplicating kernels aggregate per node (CommGroup::node_aggregated); NCCL's does not.
+  // Each GPU's own copies come through its node's counterparts over NVLink: per byte sent,
+  // E[GPUs hit] x 7/8 / E[nodes hit] = 16 (1 - C(120,8)/C(128,8)) x 7/8 / (2 (1 -
+  // C(64,8)/C(128,8))).
+  double miss_gpu = 1.0, miss_node = 1.0;
+  for (int i = 0; i < 8; ++i) {
+    miss_gpu *= (120.0 - i) / (128.0 - i);
+    miss_node *= (64.0 - i) / (128.0 - i);
+  }
+  EXPECT_NEAR(find(lw, "moe.dispatch_a2a")->node_forward_ratio,
+              16.0 * (1.0 - miss_gpu) * 7.0 / 8.0 / (2.0 * (1.0 - miss_node)), 1e-9);
   EXPECT_TRUE(find(lw, "moe.dispatch_a2a")->node_aggregated);
   EXPECT_TRUE(find(lw, "moe.combine_a2a")->node_aggregated);
   EXPECT_FALSE(

@@ -57,6 +57,10 @@ struct CommGroup {
   // scale-up links, so the NICs carry one stream per node pair instead of one per remote peer
   // (no per-peer contention, nodes - 1 remote peers).
   bool node_aggregated = false;
+  // Node-aggregated: bytes forwarded over the receiving node's scale-up links per byte sent (each
+  // GPU receives its own copies, deduplicated per GPU, through its node's counterparts). 0: the
+  // plain all-to-all's intra-node share.
+  double node_forward_ratio = 0.0;
   friend bool operator==(const CommGroup&, const CommGroup&) = default;
 };
 

@@ -56,6 +56,7 @@ struct Op {
   int group_stride = 0;
   // All-to-all of a node-aggregating dispatcher (DeepEP / HybridEP): CommGroup::node_aggregated.
   bool node_aggregated = false;
+  double node_forward_ratio = 0.0;  // CommGroup::node_forward_ratio
   // Repetitions of the same op back to back: CP ring P2P rounds (each of `bytes`), or one GEMM
   // per expert (SequentialMLP; `flops` is the total, the shape is one expert's).
   int steps = 1;
