@@ -134,6 +134,36 @@ TEST(MapperRules, StatedRecomputeModules) {
   EXPECT_TRUE(odd.job.runtime.recompute.modules.has(RecomputeModule::kMlp));
 }
 
+// Primus-Turbo's sync-free MoE stage 1 and above fuse the token permutation (the Megatron
+// adapter's rule for turbo_sync_free_moe_stage); a stated moe_permute_fusion wins, and without
+// Primus-Turbo the phrase means nothing.
+TEST(MapperRules, SyncFreeStageFusesThePermute) {
+  const std::string moe =
+      "    type: moe\n    moe: {num_experts: 16, topk: 2, moe_ffn_hidden_size: 1024}\n";
+  const auto run = [&](const std::string& dispatcher, const std::string& extra,
+                       const std::string& framework) {
+    return map_one(
+        "{tp: 1, pp: 1, ep: 8, micro_batch_size: 1, global_batch_size: 64, "
+        "seq_len: 4096, moe_dispatcher: '" +
+            dispatcher + "'" + extra + "}",
+        moe, framework);
+  };
+  const std::string primus = "Primus (Megatron-LM backend) + Primus-Turbo";
+  const MappedRun one = run("Primus-Turbo DeepEP, sync-free MoE stage 1", "", primus);
+  ASSERT_TRUE(one.mapped) << one.reason;
+  EXPECT_TRUE(one.job.runtime.moe_permute_fusion);
+  EXPECT_EQ(one.job.runtime.sync_free_moe_stage, 1);
+  EXPECT_TRUE(has_assumption(one, "training.moe_permute_fusion = true"));
+  EXPECT_FALSE(
+      run("Primus-Turbo DeepEP, sync-free MoE stage 0", "", primus).job.runtime.moe_permute_fusion);
+  EXPECT_FALSE(
+      run("Primus-Turbo DeepEP, sync-free MoE stage 2", ", moe_permute_fusion: false", primus)
+          .job.runtime.moe_permute_fusion);
+  EXPECT_EQ(run("flex, DeepEP backend, sync-free stage 2", "", "Megatron-Core")
+                .job.runtime.sync_free_moe_stage,
+            0);
+}
+
 // Units as written: Gb/s (bits) vs GB/s (bytes), per GPU vs per node.
 TEST(MapperRules, BandwidthUnits) {
   using validate_detail::stated_node_gbps;
