@@ -1055,7 +1055,7 @@ void Builder::runtime_defaults() {
   if (rt.offload.any() && job_.cluster.accelerator.host_bw_bytes_per_s <= 0.0) {
     job_.warnings.push_back(fmt::format(
         "{} has no host_bandwidth in its accelerator file: the activation offload copies "
-        "are not priced (memory is)",
+        "are priced at PCIe Gen4 x16 (32 GB/s, an estimate)",
         job_.cluster.accelerator.name));
   }
   if (rt.precision.fp4 != Fp4Recipe::kNone &&

@@ -323,6 +323,32 @@ void read_sync_free_stage(Mapper& m) {
   }
 }
 
+// Megatron's fine-grained activation offloading as a run describes it ("fine-grained activation
+// offloading to host of expert_fc1 and moe_act outputs"): the modules it names, as the Megatron
+// adapter reads offload_modules (frontend/megatron/runtime.cpp read_offload).
+void read_activation_offload(Mapper& m) {
+  const std::string text = to_lower(m.e_.training.overlap);
+  if (!has(text, "activation offload") && !has(text, "activation-offload")) return;
+  OffloadSpec& off = m.d_.runtime.offload;
+  static const std::regex kWord(R"([a-z_0-9]+)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kWord);
+       it != std::sregex_iterator(); ++it) {
+    if (const auto mod = parse_offload_module(it->str())) off.add(*mod);
+  }
+  if (off.modules == 0) {
+    m.note("training.overlap: activation offloading named without its modules; not modelled");
+    return;
+  }
+  std::vector<std::string> names;
+  for (int i = 0; i < static_cast<int>(OffloadModule::kCount); ++i) {
+    if (off.has(static_cast<OffloadModule>(i))) {
+      names.emplace_back(to_string(static_cast<OffloadModule>(i)));
+    }
+  }
+  m.note(fmt::format("training.overlap: fine-grained activation offloading of {}",
+                     fmt::join(names, ", ")));
+}
+
 // The recipe's MoE switches, read as the Megatron adapter reads overlap_moe_expert_parallel_comm,
 // delay_wgrad_compute and moe_permute_fusion (frontend/megatron/runtime.cpp read_moe_overlap),
 // with the conditions Megatron asserts: a run whose layout cannot have the overlap keeps it off
@@ -331,6 +357,7 @@ void map_moe_flags(Mapper& m) {
   const RunEntry::Training& t = m.e_.training;
   RuntimeSpec& rt = m.d_.runtime;
   read_sync_free_stage(m);
+  read_activation_offload(m);
   if (t.moe_permute_fusion) {
     rt.moe_permute_fusion = *t.moe_permute_fusion;
     m.note(fmt::format("training.moe_permute_fusion: {}", *t.moe_permute_fusion

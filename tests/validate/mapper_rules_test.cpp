@@ -164,6 +164,30 @@ TEST(MapperRules, SyncFreeStageFusesThePermute) {
             0);
 }
 
+// Fine-grained activation offloading as a run's overlap text names it: the modules it lists, as
+// the Megatron adapter reads offload_modules; without module names nothing is offloaded.
+TEST(MapperRules, ActivationOffloadModulesFromText) {
+  const std::string moe =
+      "    type: moe\n    moe: {num_experts: 16, topk: 2, moe_ffn_hidden_size: 1024}\n";
+  const auto run = [&](const std::string& overlap) {
+    return map_one(
+        "{tp: 1, pp: 1, ep: 8, micro_batch_size: 1, global_batch_size: 64, "
+        "seq_len: 4096, overlap: '" +
+            overlap + "'}",
+        moe);
+  };
+  const MappedRun m =
+      run("overlap_grad_reduce; fine-grained activation offloading to host of expert_fc1 and "
+          "moe_act outputs");
+  ASSERT_TRUE(m.mapped) << m.reason;
+  const OffloadSpec& off = m.job.runtime.offload;
+  EXPECT_TRUE(off.has(OffloadModule::kExpertFc1));
+  EXPECT_TRUE(off.has(OffloadModule::kMoeAct));
+  EXPECT_FALSE(off.has(OffloadModule::kCoreAttn));
+  EXPECT_FALSE(run("overlap_grad_reduce, moe_act fusion").job.runtime.offload.any());
+  EXPECT_FALSE(run("activation offloading (modules not stated)").job.runtime.offload.any());
+}
+
 // Units as written: Gb/s (bits) vs GB/s (bytes), per GPU vs per node.
 TEST(MapperRules, BandwidthUnits) {
   using validate_detail::stated_node_gbps;
