@@ -164,6 +164,36 @@ int read_window(Mapper& m, bool& alternating) {
 }
 
 // The MoE block and which layers are MoE (1) or dense (0).
+// A Megatron hybrid stack stated in model.block ("hybrid_layer_pattern MEME*..."): one symbol per
+// layer, as the Megatron adapter reads hybrid_layer_pattern (frontend/megatron/hybrid.cpp).
+std::optional<std::string> hybrid_pattern(const Mapper& m) {
+  static const std::regex kPattern(R"(hybrid_(?:layer|override)_pattern\W{0,3}([-M*+E]+))");
+  std::smatch p;
+  const std::string& block = m.e_.model.block;
+  if (!std::regex_search(block, p, kPattern)) return std::nullopt;
+  return p[1].str();
+}
+
+// Mamba-2 mixer sizes as a hybrid entry states them ("64 heads x head_dim 64, state 128, 8
+// groups"); the rest at Megatron's defaults (MG11 mamba_mixer.py: d_conv 4, chunk 128).
+std::optional<MambaSpec> hybrid_mamba(const Mapper& m) {
+  static const std::regex kMamba(
+      R"((\d+)\s*heads\s*x\s*head_dim\s*(\d+),\s*state\s*(\d+),\s*(\d+)\s*groups)");
+  std::smatch x;
+  const std::string& block = m.e_.model.block;
+  if (!std::regex_search(block, x, kMamba)) return std::nullopt;
+  MambaSpec s;
+  s.num_heads = std::stoi(x[1].str());
+  s.head_dim = std::stoi(x[2].str());
+  s.state_dim = std::stoi(x[3].str());
+  s.num_groups = std::stoi(x[4].str());
+  if (s.num_heads <= 0 || s.head_dim <= 0 || s.state_dim <= 0 || s.num_groups <= 0 ||
+      s.num_heads % s.num_groups != 0) {
+    return std::nullopt;
+  }
+  return s;
+}
+
 bool map_moe(Mapper& m, MoeSpec& spec, std::vector<int>& is_moe) {
   const RunEntry::Moe& x = *m.e_.model.moe;
   const int layers = *m.e_.model.num_layers;
@@ -194,7 +224,9 @@ bool map_moe(Mapper& m, MoeSpec& spec, std::vector<int>& is_moe) {
     return false;
   }
   const std::string freq = to_lower(x.moe_layer_freq);
-  if (freq.empty() || has(freq, "all")) {
+  if (hybrid_pattern(m)) {
+    std::fill(is_moe.begin(), is_moe.end(), 1);  // the pattern's 'E' layers decide (map_hybrid)
+  } else if (freq.empty() || has(freq, "all")) {
     if (freq.empty()) m.assume("model.moe.moe_layer_freq", "1", "not stated; every layer MoE");
     std::fill(is_moe.begin(), is_moe.end(), 1);
   } else {
@@ -213,6 +245,58 @@ bool map_moe(Mapper& m, MoeSpec& spec, std::vector<int>& is_moe) {
   }
   for (int i = 0; i < dense; ++i) is_moe[static_cast<std::size_t>(i)] = 0;
   return true;
+}
+
+// The hybrid stack's layers, as the Megatron adapter's hybrid_layers builds them: 'M' a Mamba-2
+// mixer, '*' / '+' attention, '-' a dense MLP, 'E' a MoE block, each its own layer.
+void map_hybrid(Mapper& m, const LayerSpec& base, const MoeSpec& moe, std::int64_t dense_ffn) {
+  const std::string pattern = *hybrid_pattern(m);
+  ModelSpec& ms = m.d_.model;
+  if (static_cast<int>(pattern.size()) != *m.e_.model.num_layers) {
+    return m.fail(fmt::format("model.block: the hybrid pattern has {} layers, model.num_layers {}",
+                              pattern.size(), *m.e_.model.num_layers));
+  }
+  const std::optional<MambaSpec> mamba = hybrid_mamba(m);
+  if (pattern.find('M') != std::string::npos && !mamba) {
+    return m.fail(
+        "model.block: Mamba layers without their sizes ('<n> heads x head_dim <d>, state <s>, "
+        "<g> groups')");
+  }
+  if (pattern.find('E') != std::string::npos && moe.num_experts <= 0) {
+    return m.fail("model.block: the hybrid pattern has MoE ('E') layers and no model.moe block");
+  }
+  const std::int64_t ffn = dense_ffn > 0 ? dense_ffn : m.e_.model.ffn_hidden_size.value_or(0);
+  if (pattern.find('-') != std::string::npos && ffn <= 0) {
+    return m.fail("model.block: the hybrid pattern has MLP ('-') layers and no ffn_hidden_size");
+  }
+  ms.layers.assign(pattern.size(), base);
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    LayerSpec& layer = ms.layers[i];
+    // The MLP a mixer-only layer carries but does not run (as the Megatron adapter's).
+    layer.mlp.ffn_hidden_size = ffn > 0 ? ffn : moe.expert_ffn_hidden_size;
+    switch (pattern[i]) {
+      case 'M':
+        layer.kind = LayerKind::kMamba;
+        layer.mamba = *mamba;
+        break;
+      case '*':
+      case '+':
+        layer.kind = LayerKind::kAttention;
+        break;
+      case 'E':
+        layer.kind = LayerKind::kFfn;
+        layer.is_moe = true;
+        layer.moe = moe;
+        layer.mlp.ffn_hidden_size = moe.expert_ffn_hidden_size;
+        break;
+      default:
+        layer.kind = LayerKind::kFfn;
+        layer.mlp.ffn_hidden_size = ffn;
+        break;
+    }
+  }
+  m.note(
+      fmt::format("model.block: hybrid stack of {} layers read from its pattern", pattern.size()));
 }
 
 void map_decoder_lm(Mapper& m, int seq_len) {
@@ -269,6 +353,7 @@ void map_decoder_lm(Mapper& m, int seq_len) {
   }
   ms.mtp_num_layers = src.mtp_layers.value_or(0);
   m.out_.moe = moe;
+  if (hybrid_pattern(m)) map_hybrid(m, base, moe_spec, dense_ffn);
 }
 
 // DeepSeek-V4 attention from the compressed_attention block (docs/deepseek-v4.md): the same

@@ -188,6 +188,49 @@ TEST(MapperRules, ActivationOffloadModulesFromText) {
   EXPECT_FALSE(run("activation offloading (modules not stated)").job.runtime.offload.any());
 }
 
+// A Megatron hybrid stack stated in model.block: one layer per pattern symbol, Mamba-2 with the
+// sizes the text gives, the MoE block on the 'E' layers (moe_layer_freq is then descriptive).
+TEST(MapperRules, HybridStackFromItsPattern) {
+  const auto run = [](const std::string& block, int layers) {
+    const std::string text =
+        "- id: t\n  framework: Megatron-Core\n"
+        "  hardware: {accelerator: NVIDIA H100 SXM 80GB, count: 8, per_node: 8}\n"
+        "  model:\n    family: nemotron_h\n    type: moe\n    num_layers: " +
+        std::to_string(layers) +
+        "\n    hidden_size: 2048\n    ffn_hidden_size: 4096\n    num_attention_heads: 16\n"
+        "    num_kv_heads: 2\n    vocab_size: 131072\n    activation: squared_relu\n"
+        "    position_embedding: none\n    block: '" +
+        block +
+        "'\n    moe: {num_experts: 16, topk: 2, moe_ffn_hidden_size: 1024, moe_layer_freq: "
+        "the E layers}\n  training: {tp: 1, pp: 1, ep: 8, micro_batch_size: 1, "
+        "global_batch_size: 64, seq_len: 4096}\n";
+    return map_run(parse_runs(text, "t.yaml").at(0), kData);
+  };
+  const MappedRun m =
+      run("hybrid_layer_pattern ME*-ME (Mamba-2: 32 heads x head_dim 64, state 128, 8 groups)", 6);
+  ASSERT_TRUE(m.mapped) << m.reason;
+  const std::vector<LayerSpec>& l = m.job.model.layers;
+  ASSERT_EQ(l.size(), 6u);
+  EXPECT_EQ(l[0].kind, LayerKind::kMamba);
+  EXPECT_EQ(l[0].mamba.num_heads, 32);
+  EXPECT_EQ(l[0].mamba.state_dim, 128);
+  EXPECT_EQ(l[0].mamba.d_inner(), 2048);
+  EXPECT_TRUE(l[1].is_moe);
+  EXPECT_EQ(l[1].mlp.ffn_hidden_size, 1024);
+  EXPECT_EQ(l[2].kind, LayerKind::kAttention);
+  EXPECT_EQ(l[3].kind, LayerKind::kFfn);
+  EXPECT_FALSE(l[3].is_moe);
+  EXPECT_EQ(l[3].mlp.ffn_hidden_size, 4096);
+  EXPECT_EQ(l[0].mlp.activation, ActivationKind::kSquaredRelu);
+  // A pattern of the wrong length, or Mamba layers without their sizes, is refused by name.
+  EXPECT_FALSE(
+      run("hybrid_layer_pattern ME*-ME (32 heads x head_dim 64, state 128, 8 groups)", 7).mapped);
+  const MappedRun no_sizes = run("hybrid_layer_pattern ME*-ME", 6);
+  EXPECT_FALSE(no_sizes.mapped);
+  EXPECT_NE(no_sizes.reason.find("Mamba layers without their sizes"), std::string::npos)
+      << no_sizes.reason;
+}
+
 // Units as written: Gb/s (bits) vs GB/s (bytes), per GPU vs per node.
 TEST(MapperRules, BandwidthUnits) {
   using validate_detail::stated_node_gbps;
