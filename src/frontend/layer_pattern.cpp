@@ -362,4 +362,26 @@ std::optional<GroupRoutingProblem> group_routing_problem(int num_experts, int to
   return std::nullopt;
 }
 
+void set_hybrid_layer(char symbol, const LayerSpec& mixer, const MoeSpec& moe, LayerSpec& layer) {
+  switch (symbol) {
+    case 'M':
+      layer.kind = mixer.kind;
+      layer.mamba = mixer.mamba;
+      layer.linear = mixer.linear;
+      break;
+    case '*':
+    case '+':
+      layer.kind = LayerKind::kAttention;
+      break;
+    case 'E':
+      layer.kind = LayerKind::kFfn;
+      layer.is_moe = true;
+      layer.moe = moe;
+      break;
+    default:
+      layer.kind = LayerKind::kFfn;
+      break;
+  }
+}
+
 }  // namespace projector

@@ -269,31 +269,17 @@ void map_hybrid(Mapper& m, const LayerSpec& base, const MoeSpec& moe, std::int64
   if (pattern.find('-') != std::string::npos && ffn <= 0) {
     return m.fail("model.block: the hybrid pattern has MLP ('-') layers and no ffn_hidden_size");
   }
+  LayerSpec mixer;
+  mixer.kind = LayerKind::kMamba;
+  if (mamba) mixer.mamba = *mamba;
   ms.layers.assign(pattern.size(), base);
   for (std::size_t i = 0; i < pattern.size(); ++i) {
     LayerSpec& layer = ms.layers[i];
-    // The MLP a mixer-only layer carries but does not run (as the Megatron adapter's).
+    // The MLP every layer carries, run only by '-' ('E' runs the experts' width, as the
+    // uniform stack of map_decoder_lm sets it).
     layer.mlp.ffn_hidden_size = ffn > 0 ? ffn : moe.expert_ffn_hidden_size;
-    switch (pattern[i]) {
-      case 'M':
-        layer.kind = LayerKind::kMamba;
-        layer.mamba = *mamba;
-        break;
-      case '*':
-      case '+':
-        layer.kind = LayerKind::kAttention;
-        break;
-      case 'E':
-        layer.kind = LayerKind::kFfn;
-        layer.is_moe = true;
-        layer.moe = moe;
-        layer.mlp.ffn_hidden_size = moe.expert_ffn_hidden_size;
-        break;
-      default:
-        layer.kind = LayerKind::kFfn;
-        layer.mlp.ffn_hidden_size = ffn;
-        break;
-    }
+    set_hybrid_layer(pattern[i], mixer, moe, layer);
+    if (layer.is_moe) layer.mlp.ffn_hidden_size = moe.expert_ffn_hidden_size;
   }
   m.note(
       fmt::format("model.block: hybrid stack of {} layers read from its pattern", pattern.size()));

@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "projector/frontend/layer_pattern.h"
+#include "projector/frontend/primus_turbo.h"
 #include "projector/hardware/catalog.h"
 #include "projector/job/builder.h"
 #include "projector/job/rules.h"
@@ -314,7 +315,7 @@ void read_sync_free_stage(Mapper& m) {
   }
   RuntimeSpec& rt = m.d_.runtime;
   rt.sync_free_moe_stage = std::stoi(s[1].str());
-  if (rt.sync_free_moe_stage >= 1 && !t.moe_permute_fusion) {
+  if (sync_free_moe_options(rt.sync_free_moe_stage).permute_fusion && !t.moe_permute_fusion) {
     rt.moe_permute_fusion = true;
     m.assume("training.moe_permute_fusion", "true",
              fmt::format("Primus-Turbo sync-free MoE stage {} fuses the token permutation (PR4 "

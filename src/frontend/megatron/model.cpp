@@ -457,36 +457,23 @@ void hybrid_layers(ArgReader& r, const std::string& pattern, const AttentionSpec
     // hybrid_mamba_mla_layer_specs.py:381-470).
     linear->gate_norm = *linear_kind == LinearAttentionKind::kKda && te_spec;
   }
-  const MambaSpec mamba = needs_mamba && !linear ? read_mamba(r, m) : MambaSpec{};
+  LayerSpec mixer;
+  if (linear) {
+    mixer.kind = LayerKind::kLinearAttention;
+    mixer.linear = *linear;
+  } else if (needs_mamba) {
+    mixer.kind = LayerKind::kMamba;
+    mixer.mamba = read_mamba(r, m);
+  }
+  if (pattern.find('E') != std::string::npos && moe.num_experts <= 0) {
+    r.fail("num_experts", "the hybrid pattern has MoE ('E') layers");
+  }
   m.layers.resize(pattern.size());
   for (std::size_t i = 0; i < pattern.size(); ++i) {
     LayerSpec& layer = m.layers[i];
     layer.attention = attn;
     layer.mlp = mlp;
-    switch (pattern[i]) {
-      case 'M':
-        if (linear) {
-          layer.kind = LayerKind::kLinearAttention;
-          layer.linear = *linear;
-        } else {
-          layer.kind = LayerKind::kMamba;
-          layer.mamba = mamba;
-        }
-        break;
-      case '*':
-      case '+':
-        layer.kind = LayerKind::kAttention;
-        break;
-      case 'E':
-        if (moe.num_experts <= 0) r.fail("num_experts", "the hybrid pattern has MoE ('E') layers");
-        layer.kind = LayerKind::kFfn;
-        layer.is_moe = true;
-        layer.moe = moe;
-        break;
-      default:
-        layer.kind = LayerKind::kFfn;
-        break;
-    }
+    set_hybrid_layer(pattern[i], mixer, moe, layer);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "frontend/megatron/adapter.h"
+#include "projector/frontend/primus_turbo.h"
 #include "projector/util/text.h"
 
 namespace projector::frontend_detail {
@@ -412,8 +413,9 @@ void read_moe_dispatcher(ArgReader& r, JobDraft& d) {
     r.fail("turbo_sync_free_moe_stage", "must be 0..3");
   }
   const bool turbo = r.bool_quiet("enable_primus_turbo", false);
+  const SyncFreeMoeOptions sync_free = sync_free_moe_options(rt.sync_free_moe_stage);
   const bool turbo_deepep =
-      turbo && (r.bool_quiet("use_turbo_deepep", false) || rt.sync_free_moe_stage >= 2);
+      turbo && (r.bool_quiet("use_turbo_deepep", false) || sync_free.turbo_deepep);
   const std::string type = to_lower(
       r.string_or("moe_token_dispatcher_type", "allgather",
                   has_experts(r) ? "Megatron default (MG2 transformer_config.py:891)" : ""));
@@ -458,8 +460,8 @@ void read_moe_dispatcher(ArgReader& r, JobDraft& d) {
   if (r.bool_quiet("moe_router_force_load_balancing", false)) rt.moe_routing = MoeRouting::kForced;
   // moe_permute_fusion (MG2 transformer_config.py, default false); Primus' sync-free stages fuse
   // the permutation too (PR4 rocm_arg_validation.py _get_sync_free_moe_options).
-  rt.moe_permute_fusion =
-      r.bool_quiet("moe_permute_fusion", false) || (turbo && rt.sync_free_moe_stage >= 1);
+  rt.moe_permute_fusion = r.bool_quiet("moe_permute_fusion", false) ||
+                          (turbo && sync_free_moe_options(rt.sync_free_moe_stage).permute_fusion);
   read_moe_overlap(r, d);
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "frontend/megatron/adapter.h"
+#include "projector/frontend/primus_turbo.h"
 #include "projector/hardware/catalog.h"
 
 namespace projector::frontend_detail {
@@ -131,8 +132,9 @@ void apply_cli(const CliOverrides& c, JobDraft& d) {
     // fuse the router and the token permutation, as the config key does with
     // enable_primus_turbo; stages 2 and 3 also turn Turbo's DeepEP on (PR4
     // rocm_arg_validation.py _get_sync_free_moe_options).
-    if (*c.sync_free_stage >= 1) d.runtime.moe_permute_fusion = true;
-    if (*c.sync_free_stage >= 2) use_deepep(MoeDispatchKernel::kTurboDeepEp);
+    const SyncFreeMoeOptions sync_free = sync_free_moe_options(*c.sync_free_stage);
+    if (sync_free.permute_fusion) d.runtime.moe_permute_fusion = true;
+    if (sync_free.turbo_deepep) use_deepep(MoeDispatchKernel::kTurboDeepEp);
   }
   if (c.pipeline_schedule) {
     const std::optional<ScheduleKind> s = parse_schedule_name(*c.pipeline_schedule);

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "projector/model/job.h"
+
 namespace projector {
 
 // A tiny, safe evaluator for Python-like list expressions as they appear in `moe_layer_freq`:
@@ -52,5 +54,11 @@ struct LayoutStage {
 // one level of surrounding quotes is stripped. Returns nullopt and sets `error` on bad syntax.
 std::optional<std::vector<LayoutStage>> parse_pipeline_layout(const std::string& text,
                                                               std::string& error);
+
+// One layer of a Megatron hybrid stack from its pattern symbol (MG12 hybrid_layer_allocation.py):
+// 'M' the mixer (`mixer`'s kind with its Mamba-2 or linear-attention spec), '*' / '+' attention
+// only, 'E' the MoE block only, '-' a dense MLP only. The caller has checked the symbol set and,
+// for 'E', that `moe` has experts.
+void set_hybrid_layer(char symbol, const LayerSpec& mixer, const MoeSpec& moe, LayerSpec& layer);
 
 }  // namespace projector
