@@ -41,7 +41,8 @@ START = {"hbm_gather_fraction": 0.30, "grouped_gemm_fraction": 1.0,
          "grouped_gemm_fraction_fp8": 1.0}
 
 # Parts without rows of a class borrow a measured sibling's fit, as an estimate that names the
-# rows: the memory-bound MoE permute kernels are measured on the H200 only, and their fraction of
+# rows: the memory-bound MoE permute kernels are measured on the H200 (and the fused HIP ones on the
+# MI300X) only, and their fraction of
 # HBM peak is a property of the kernel (an index gather / scatter of token rows), so every NVIDIA
 # part of the same software stack borrows it; attention is compute-bound, so the parts with the
 # H200's GH100 die (same SMs and clocks) borrow its cuDNN fractions.
@@ -49,6 +50,9 @@ HOPPER = ["h100_sxm", "h100_sxm_96gb_500w", "h800"]
 BORROW = {
     # GB200 is the B200's die and HBM3e stack on the NVL72 board: its streaming fraction.
     "b200": [(("hbm_elementwise_fraction",), ["gb200"])],
+    # Primus-Turbo's HIP permute / unpermute is measured on the MI300X only; the other CDNA 3 / 4
+    # parts run the same kernel (Primus-Turbo builds it for gfx942 and gfx950).
+    "mi300x": [(("hbm_gather_fraction",), ["mi325x", "mi350x", "mi355x"])],
     "h200": [(("hbm_permute_fraction", "hbm_gather_fraction"),
               HOPPER + ["h20", "b200", "b300", "gb200", "gb300"]),
              (("attention_fwd_fraction", "attention_bwd_fraction"), HOPPER)],
