@@ -402,6 +402,8 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
       latents += T * a.kv_lora_rank * g;     // kv_up input
       attn += latents;
       qkv = T * heads * (2.0 * qk + a.v_head_dim) * e / t;
+      // Kimi-K3's output gate keeps its fp32 gate and the ungated core output.
+      if (a.output_gate) qkv += T * heads * a.v_head_dim * (4.0 + e) / t;
       proj_in = T * heads * a.v_head_dim * g / t;
       w_io += ln_out_attn + latents + T * (a.q_lora_rank + a.kv_lora_rank) * e + qkv + proj_in +
               seq_in * e;
@@ -472,7 +474,8 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
     // The experts and the dispatch work in the latent width when moe_latent_size is set; the
     // latent projections keep their inputs (the router input and the combined latent output).
     const double w = m.latent_size > 0 ? static_cast<double>(m.latent_size) : h;
-    const double latent = m.latent_size > 0 ? T * w * e / sp : 0.0;
+    // A latent norm (Kimi-K3) keeps its input besides the up-projection's.
+    const double latent = m.latent_size > 0 ? (m.latent_norm ? 2.0 : 1.0) * T * w * e / sp : 0.0;
     const double ge = geo.g_expert;
     const double fc1_in = te * w * ge;
     const double fc1_out = te * up_e / etp * e;
@@ -739,6 +742,23 @@ void add_head_activations(const JobSpec& job, const Geometry& geo, const Virtual
   }
 }
 
+// Attention residuals (ModelSpec::attn_res_block_size; Kimi-K3 kimi_k3_block.py:457-550,
+// attn_res_kernels/_eager/reference.py:88-102), decoder layer i. Checkpoints on entry:
+// ceil(i / B); layer i appends one when i % B == 0, after its pre-attention mixer. Each eager mixer
+// keeps fp32 copies of its candidates (the checkpoints and the running stream) and of their
+// normalised values for its backward: 8 bytes per candidate element. A checkpointed layer
+// (full recompute) keeps the stream and the checkpoints it was given.
+double attn_res_bytes(const JobSpec& job, const Geometry& geo, int i, bool checkpointed) {
+  const int block = job.model.attn_res_block_size;
+  if (block <= 0) return 0.0;
+  const double seq_in = geo.tokens * geo.h / geo.sp;
+  const int nb_in = (i + block - 1) / block;
+  if (checkpointed) return nb_in * seq_in * geo.e;
+  const int nb_mlp = nb_in + (i % block == 0 ? 1 : 0);
+  const int candidates = (i >= 1 ? nb_in + 1 : 0) + nb_mlp + 1;
+  return 8.0 * candidates * seq_in;
+}
+
 ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const VirtualStage& st,
                                  LayerActCache& acts, const LayerActivation& mtp_act,
                                  double vocab_local) {
@@ -782,20 +802,21 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
           std::max(c.transient_floor, std::min(la.full_bytes, named) - std::min(kept, named) +
                                           la.largest_temporary_bytes);
     } else if (in_layer_ids(rc, i) || (full && block && j < rc.num_layers)) {
-      c.per_microbatch += la.input_bytes;  // checkpointed: only the layer input
+      // Checkpointed: only the layer input (and any attention-residual checkpoints).
+      c.per_microbatch += la.input_bytes + attn_res_bytes(job, geo, i, true);
       consider_transient(c, la.full_bytes + la.largest_temporary_bytes,
                          "recompute working set (1 layer)");
     } else if (full && !block) {
       // Uniform: groups of `group` layers keep the group input; backward re-materialises a group.
       if (j % group == 0) {
-        c.per_microbatch += la.input_bytes;
+        c.per_microbatch += la.input_bytes + attn_res_bytes(job, geo, i, true);
         group_work = 0.0;
       }
       group_work += la.full_bytes;
       consider_transient(c, group_work + la.largest_temporary_bytes,
                          "recompute working set (group)");
     } else {
-      c.per_microbatch += la.total_bytes;
+      c.per_microbatch += la.total_bytes + attn_res_bytes(job, geo, i, false);
       c.w_retained += la.w_retained_bytes;
       if (la.full_bytes > la.total_bytes) {
         consider_transient(c, la.full_bytes - la.total_bytes + la.largest_temporary_bytes,

@@ -123,7 +123,8 @@ double linear_attention_flops_per_token(std::int64_t hidden, const LinearAttenti
   if (s.kind == LinearAttentionKind::kKda) {
     // f_b_proj and g_b_proj expand the bottlenecks (value_head_dim wide).
     const double gate_dim = static_cast<double>(s.num_value_heads) * s.key_head_dim;
-    f += 2.0 * s.value_head_dim * (gate_dim + static_cast<double>(s.v_dim()));
+    const double g_b = s.full_rank_gate ? 0.0 : static_cast<double>(s.v_dim());
+    f += 2.0 * s.value_head_dim * (gate_dim + g_b);
   }
   return f;
 }
@@ -213,6 +214,7 @@ LayerFlops layer_forward_flops_per_token(const ModelSpec& model, const LayerSpec
     const double kv_down = 2.0 * h * (a.kv_lora_rank + a.qk_pos_emb_head_dim);
     const double kv_up = 2.0 * a.kv_lora_rank * heads * (a.qk_head_dim + v);
     f.qkv_flops = q_down + q_up + kv_down + kv_up;
+    if (a.output_gate) f.qkv_flops += 2.0 * h * heads * v;  // Kimi-K3's linear_o_gate
     f.mla_up_proj_flops = q_up + kv_up;
     f.attn_core_flops = 2.0 * keys * heads * qk + 2.0 * keys * heads * v;
     f.attn_out_flops = 2.0 * heads * v * h;

@@ -48,7 +48,8 @@ std::int64_t linear_attention_params(std::int64_t h, const LinearAttentionSpec& 
   if (s.kind == LinearAttentionKind::kGdn) return p + 2 * s.num_value_heads;
   const std::int64_t gate_dim = static_cast<std::int64_t>(s.num_value_heads) * s.key_head_dim;
   p += s.value_head_dim * gate_dim + s.num_value_heads + gate_dim;  // f_b, A_log, dt_bias
-  p += s.value_head_dim * s.v_dim() + s.v_dim();                    // g_b with its bias
+  // g_b with its bias; Kimi-K3's full-rank g_proj is part of in_proj_width.
+  if (!s.full_rank_gate) p += s.value_head_dim * s.v_dim() + s.v_dim();
   if (s.gate_norm) p += h;
   return p;
 }
@@ -117,6 +118,7 @@ void attention_params(const ModelSpec& model, const AttentionSpec& a, LayerParam
     p.attention +=
         static_cast<std::int64_t>(a.kv_lora_rank) * heads * (a.qk_head_dim + a.v_head_dim);
     p.attention += heads * a.v_head_dim * h;
+    if (a.output_gate) p.attention += h * heads * a.v_head_dim;  // Kimi-K3's linear_o_gate
     if (a.add_bias_linear) p.attention += h;
   } else {
     const std::int64_t q_width = static_cast<std::int64_t>(a.num_heads) * a.head_dim;
@@ -203,6 +205,13 @@ LayerParams layer_params(const ModelSpec& model, const LayerSpec& layer) {
   }
   if (!layer.has_ffn()) return p;
   p.mlp_norm = norm_params(model, h);
+  if (model.attn_res_block_size > 0) {
+    // Attention-residual mixers (Kimi-K3 attention_residual.py): a norm weight and a scoring row
+    // of h each, one before each sublayer. Layer 0 has no pre-attention mixer; the final one
+    // (before the final norm) stands in for it, so the count per layer is exact in total.
+    p.attention_norms += 2 * h;
+    p.mlp_norm += 2 * h;
+  }
   if (layer.is_moe) {
     const MoeSpec& m = layer.moe;
     // Replicated MoE weights: the router, the latent projections (MG8 moe_layer.py:266-300,
@@ -210,6 +219,7 @@ LayerParams layer_params(const ModelSpec& model, const LayerSpec& layer) {
     const std::int64_t width = m.latent_size > 0 ? m.latent_size : h;
     p.router = h * m.num_experts;
     if (m.latent_size > 0) p.router += 2 * h * m.latent_size + (layer.mlp.add_bias ? width + h : 0);
+    if (m.latent_norm) p.router += m.latent_size;
     if (m.shared_expert_gate && m.shared_expert_ffn_hidden_size > 0) p.router += h;
     p.expert_each = mlp_params(width, layer.mlp, m.expert_ffn_hidden_size);
     p.experts = p.expert_each * m.num_experts;

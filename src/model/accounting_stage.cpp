@@ -59,7 +59,8 @@ bool same_layer_shape(const LayerSpec& a, const LayerSpec& b) {
        la.num_value_heads != lb.num_value_heads || la.key_head_dim != lb.key_head_dim ||
        la.value_head_dim != lb.value_head_dim || la.conv_kernel != lb.conv_kernel ||
        la.chunk_size != lb.chunk_size || la.gate_norm != lb.gate_norm ||
-       la.short_conv_width != lb.short_conv_width || la.conv_bias != lb.conv_bias)) {
+       la.full_rank_gate != lb.full_rank_gate || la.short_conv_width != lb.short_conv_width ||
+       la.conv_bias != lb.conv_bias)) {
     return false;
   }
   const AttentionSpec& x = a.attention;
@@ -84,6 +85,7 @@ bool same_layer_shape(const LayerSpec& a, const LayerSpec& b) {
         a.moe.shared_expert_ffn_hidden_size == b.moe.shared_expert_ffn_hidden_size &&
         a.moe.capacity_factor == b.moe.capacity_factor && a.moe.router_bias == b.moe.router_bias &&
         a.moe.grouped_gemm == b.moe.grouped_gemm && a.moe.latent_size == b.moe.latent_size &&
+        a.moe.latent_norm == b.moe.latent_norm &&
         a.moe.shared_expert_gate == b.moe.shared_expert_gate &&
         a.moe.hash_routing == b.moe.hash_routing));
   return attention_same && mlp_same && moe_same;

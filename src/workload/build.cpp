@@ -12,6 +12,7 @@
 //   reads the saved input and the upstream gradient and writes one gradient: 1.5x the forward
 //   bytes.
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "projector/cost/moe_routing.h"
@@ -367,6 +368,10 @@ void add_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
     f.push_back(mem_op("attn.kv_norm", norm_bytes(c, c.tokens, a.kv_lora_rank)));
     push_gemm(c, f, "attn.kv_up", c.tokens,
               static_cast<std::int64_t>(heads) * (a.qk_head_dim + a.v_head_dim), a.kv_lora_rank);
+    // Kimi-K3's linear_o_gate reads the normed input (column-parallel, kimi_k3_mla_attention.py).
+    if (a.output_gate) {
+      push_gemm(c, f, "attn.o_gate", c.tokens, static_cast<std::int64_t>(heads) * a.v_head_dim, h);
+    }
   } else {
     // attention_output_gate widens linear_qkv by a gate of heads x head_dim.
     const int gate_heads = a.output_gate ? heads : 0;
@@ -713,6 +718,7 @@ void add_moe(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   if (job.runtime.moe_dispatcher != MoeDispatcher::kAllGather) {
     f.push_back(mem_op("moe.unpermute", 2.0 * mc.routed_bytes, permute_class(job)));
   }
+  if (m.latent_norm) f.push_back(mem_op("moe.latent_norm", norm_bytes(c, local, width)));
   if (m.latent_size > 0) push_gemm(c, f, "moe.latent_up", local, h, width);
 }
 
@@ -788,7 +794,9 @@ void add_linear_attention(const Ctx& c, std::vector<Op>& f, const LinearAttentio
   if (s.kind == LinearAttentionKind::kKda) {
     push_gemm(c, f, "linear_attn.f_b_proj", c.tokens,
               static_cast<std::int64_t>(heads) * s.key_head_dim, s.value_head_dim);
-    push_gemm(c, f, "linear_attn.g_b_proj", c.tokens, v_dim, s.value_head_dim);
+    // Kimi-K3's full-rank output gate is part of in_proj (no bottleneck expansion).
+    if (!s.full_rank_gate)
+      push_gemm(c, f, "linear_attn.g_b_proj", c.tokens, v_dim, s.value_head_dim);
   }
   // q / k L2 norms (repeated to the value heads) and the decay / beta gates.
   const double qk_rep = 2.0 * heads * s.key_head_dim;
@@ -1073,6 +1081,23 @@ std::int64_t diffusion_rows(const Ctx& c) {
 }
 }  // namespace
 
+// The attention-residual mixers of decoder layer i (ModelSpec::attn_res_block_size; Kimi-K3
+// attention_residual.py, attn_res_kernels/_eager/reference.py:88-102): before the attention (from
+// layer 1) and before the MLP, each a per-token softmax over the checkpoints and the running
+// stream. Primus runs them eager in fp32: six [tokens, candidates, h] intermediates, five fp32,
+// 16x the candidates' bf16 bytes (attn_res_kernels/__init__.py:25-34). Empty ops without them.
+std::array<Op, 2> attn_res_mixers(const Ctx& c, int i) {
+  std::array<Op, 2> out;
+  const int block = c.job.model.attn_res_block_size;
+  if (block <= 0) return out;
+  const int nb_in = (i + block - 1) / block;
+  const int nb_mlp = nb_in + (i % block == 0 ? 1 : 0);
+  const double stream = static_cast<double>(c.tokens_sp) * c.job.model.hidden_size * c.act_b;
+  out[0] = mem_op("attn_res.attn_mixer", 16.0 * (nb_in + 1) * stream);
+  out[1] = mem_op("attn_res.mlp_mixer", 16.0 * (nb_mlp + 1) * stream);
+  return out;
+}
+
 LayerWork build_layer_work(const JobSpec& job, int layer_index) {
   const Ctx c = make_ctx(job);
   const LayerSpec& layer = job.model.layers[static_cast<std::size_t>(layer_index)];
@@ -1085,6 +1110,8 @@ LayerWork build_layer_work(const JobSpec& job, int layer_index) {
                     static_cast<std::int64_t>(layer.dit.streams) * layer.dit.adaln_chunks * h, h));
   }
   if (layer.has_mamba()) add_mamba(c, fwd, layer.mamba);
+  const std::array<Op, 2> mixers = attn_res_mixers(c, layer_index);
+  if (layer_index > 0 && mixers[0].bytes > 0.0) fwd.push_back(mixers[0]);
   if (layer.has_linear_attention()) {
     if (layer.linear.short_conv()) {
       add_short_conv(c, fwd, layer.linear);
@@ -1093,6 +1120,7 @@ LayerWork build_layer_work(const JobSpec& job, int layer_index) {
     }
   }
   if (layer.has_attention()) add_attention(c, fwd, layer);
+  if (mixers[1].bytes > 0.0) fwd.push_back(mixers[1]);
   if (layer.has_ffn()) add_ffn(c, fwd, layer);
   LayerWork lw;
   lw.layer = layer_index;
@@ -1416,6 +1444,10 @@ Workload build_workload(const JobSpec& job) {
     // Hyper-connections send all K streams between stages ([S K, B, D], PR11 deepseek_v4_block.py).
     rw.p2p_bytes = static_cast<double>(c.tokens_sp) * job.model.hidden_size * c.act_b *
                    std::max(1, job.model.hc_mult);
+    // Attention residuals send the stream and every checkpoint slot, zero-padded to the most a
+    // stage can hold: 1 + ceil(layers / block) slabs (Kimi-K3 kimi_k3_pp_shape_patches.py:83-101).
+    const int block = job.model.attn_res_block_size;
+    if (block > 0) rw.p2p_bytes *= 1 + (job.model.num_layers() + block - 1) / block;
     double dense_total = 0.0;
     double expert_total = 0.0;
     bool holds_embedding = false;

@@ -131,13 +131,14 @@ TEST(DeepSeekV4, RefusedOptionsNamedByKey) {
   EXPECT_EQ(check_layout(facts, choice), LayoutRule::kSeqCp);
 }
 
-// Kimi-K3 stays refused by name.
-TEST(DeepSeekV4, KimiK3StillRefused) {
+// A K3 config without K3's per-layer pattern is refused naming it (kimi_k3_test.cpp has the rest).
+TEST(DeepSeekV4, KimiK3NeedsItsPattern) {
   testing::TempDir dir;
   std::string k3 = v4_args("");
   k3.replace(k3.find("deepseek_v4"), 11, "kimi_k3");
-  EXPECT_NE(testing::load_error(dir, k3).find("model type 'kimi_k3' is not supported"),
-            std::string::npos);
+  const std::string hybrid = "hybrid_attention_enabled: true\n";
+  k3.erase(k3.find(hybrid), hybrid.size());
+  EXPECT_NE(testing::load_error(dir, k3).find("linear_attention_freq"), std::string::npos);
 }
 
 }  // namespace

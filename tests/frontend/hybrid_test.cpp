@@ -179,7 +179,7 @@ TEST(Hybrid, UnmodelledModelTypesAreRefused) {
   refused("hybrid_override_pattern: \"MGMG\"\n", "GatedDeltaNet");
   refused("model_type: gpt\nexperimental_attention_variant: gdn2\n", "gdn2");
   refused("model_type: gpt\nexperimental_attention_variant: dsa\n", "dsa");
-  refused("model_type: kimi_k3\n", "kimi_k3");  // DeepSeek-V4 is modelled (deepseek_v4_test.cpp)
+  refused("model_type: t5\n", "t5");  // DeepSeek-V4 and Kimi-K3 are modelled (their own tests)
 }
 
 // The bundled Primus subset: the Mamba and Zebra-Llama hybrid examples load (Flux:

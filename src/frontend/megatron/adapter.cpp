@@ -133,6 +133,7 @@ JobDraft MegatronAdapter::normalize(AdapterInput& in) const {
   read_parallel(r, d.model, d);
   check_linear_attention_parallel(r, d.model, d);
   check_deepseek_v4_parallel(r, d.model, d);
+  check_kimi_k3_parallel(r, d.model, d);
   check_flux_parallel(r, d);
   if (d.model.diffusion.enabled()) d.vocab_padding = 1;  // proj_out's width is not padded
   read_runtime(r, d.model, d);

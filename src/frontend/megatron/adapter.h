@@ -80,6 +80,12 @@ void check_flux_parallel(ArgReader& r, const JobDraft& d);
 bool is_deepseek_v4(ArgReader& r);
 void apply_deepseek_v4(ArgReader& r, ModelSpec& m);
 void check_deepseek_v4_parallel(ArgReader& r, const ModelSpec& model, const JobDraft& d);
+// Primus' Kimi-K3 (model_type kimi_k3): KDA / NoPE gated MLA interleave, stable latent MoE and
+// attention residuals; the schedules Primus refuses for it (megatron/kimi_k3.cpp,
+// docs/kimi-k3.md).
+bool is_kimi_k3(ArgReader& r);
+void apply_kimi_k3(ArgReader& r, ModelSpec& m, LinearAttentionSpec kda);
+void check_kimi_k3_parallel(ArgReader& r, const ModelSpec& model, const JobDraft& d);
 // The Mamba-2 mixer's d_inner / hidden_size, which the layer spec fixes (megatron/hybrid.cpp).
 int mamba_expand(ArgReader& r);
 

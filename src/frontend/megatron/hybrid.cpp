@@ -143,13 +143,13 @@ std::string stated_pattern(ArgReader& r, const std::string& key, const std::stri
 void refuse_unmodelled_models(ArgReader& r) {
   if (is_flux_model(r)) return;  // Primus' Flux (megatron/flux.cpp)
   const std::string type = to_lower(r.string_or("model_type", "gpt", ""));
-  // deepseek_v4: Primus' V4 builder (megatron/deepseek_v4.cpp).
-  if (type != "gpt" && type != "mamba" && type != "deepseek_v4") {
+  // deepseek_v4 / kimi_k3: Primus' V4 and K3 builders (megatron/deepseek_v4.cpp, kimi_k3.cpp).
+  if (type != "gpt" && type != "mamba" && type != "deepseek_v4" && type != "kimi_k3") {
     not_supported(r, "model_type", type,
                   type.find("diffusion") != std::string::npos
                       ? "diffusion transformers (DiT) other than Flux are not modelled"
-                      : "only GPT (decoder transformer), DeepSeek-V4 and Mamba / hybrid models are "
-                        "modelled");
+                      : "only GPT (decoder transformer), DeepSeek-V4, Kimi-K3 and Mamba / hybrid "
+                        "models are modelled");
   }
   if (r.has("experimental_attention_variant")) {
     const std::string v = to_lower(r.string_or("experimental_attention_variant", "", ""));

@@ -542,6 +542,9 @@ ModelSpec build_model(const ConfigValue& args, const std::string& data_dir,
   m.mtp_num_layers = static_cast<int>(r.int_quiet("mtp_num_layers", 0));
   if (m.mtp_num_layers < 0) r.fail("mtp_num_layers", "must not be negative");
   if (frontend_detail::is_deepseek_v4(r)) frontend_detail::apply_deepseek_v4(r, m);
+  if (frontend_detail::is_kimi_k3(r)) {
+    frontend_detail::apply_kimi_k3(r, m, read_linear_attention(r, LinearAttentionKind::kKda));
+  }
   return m;
 }
 

@@ -71,7 +71,9 @@ struct AttentionSpec {
   int chunk_window = 0;
   bool causal = true;
   // attention_output_gate (MG18 attention.py:1689-1691, 1635): linear_qkv also produces a gate of
-  // heads x head_dim, and sigmoid(gate) scales the core output before linear_proj.
+  // heads x head_dim, and sigmoid(gate) scales the core output before linear_proj. On MLA
+  // (Kimi-K3's mla_use_output_gate, docs/kimi-k3.md) the gate is its own GEMM h -> heads x
+  // v_head_dim.
   bool output_gate = false;
   CompressedAttentionSpec compressed;  // kind == kCompressed only
 };
@@ -94,6 +96,9 @@ struct MoeSpec {
   // moe_latent_size: tokens are projected h -> latent before dispatch and back after combine
   // (replicated projections); the experts and the dispatch work in the latent width. 0: none.
   std::int64_t latent_size = 0;
+  // Kimi-K3's stable latent MoE (latent_moe_use_norm): an RMSNorm over the latent width on the
+  // combined sum, before the up-projection (docs/kimi-k3.md).
+  bool latent_norm = false;
   bool shared_expert_gate = false;  // a sigmoid gate (1 x h weight) on the shared experts' output
   // Group-limited routing (DeepSeek's node-limited routing; Megatron moe_router_num_groups /
   // moe_router_group_topk): the experts form `router_num_groups` equal groups and each token's
@@ -145,6 +150,9 @@ struct LinearAttentionSpec {
   int conv_kernel = 4;       // linear_conv_kernel_dim; 0: no short conv (Primus use_short_conv)
   int chunk_size = 64;       // the FLA chunk length (MG16 gdn.py:73)
   bool gate_norm = false;    // KDA: a norm over h before the gate projections (TE spec only)
+  // KDA: the output gate is one full-rank projection h -> v_dim (Kimi-K3's g_proj,
+  // kda_use_full_rank_gate) instead of the g_a / g_b bottleneck pair (docs/kimi-k3.md).
+  bool full_rank_gate = false;
   std::int64_t short_conv_width = 0;  // kShortConv: the channels (hidden size)
   bool conv_bias = false;  // kShortConv: conv_bias (biases of in_proj, the conv and out_proj)
   bool short_conv() const { return kind == LinearAttentionKind::kShortConv; }
@@ -162,8 +170,11 @@ struct LinearAttentionSpec {
   // Short conv: B, C, x.
   std::int64_t in_proj_width() const {
     if (short_conv()) return 3 * short_conv_width;
-    return kind == LinearAttentionKind::kGdn ? 2 * qk_dim() + 2 * v_dim() + 2 * num_value_heads
-                                             : conv_dim() + 2 * value_head_dim + num_value_heads;
+    if (kind == LinearAttentionKind::kGdn) return 2 * qk_dim() + 2 * v_dim() + 2 * num_value_heads;
+    // KDA: q, k, v, the decay bottleneck f_a, the output gate (bottleneck g_a, or the full-rank
+    // g_proj), beta.
+    return conv_dim() + value_head_dim + (full_rank_gate ? v_dim() : value_head_dim) +
+           num_value_heads;
   }
 };
 
@@ -254,6 +265,10 @@ struct ModelSpec {
   // back through a Sinkhorn-normalised hc_mult x hc_mult matrix. 1: a plain residual stream.
   int hc_mult = 1;
   int hc_sinkhorn_iters = 0;
+  // Attention residuals (Kimi-K3's attn_res_block_size; docs/kimi-k3.md): a checkpoint of the
+  // residual stream is kept every this many layers, and before each sublayer a per-token softmax
+  // over the checkpoints and the running stream mixes them into the sublayer's input. 0: none.
+  int attn_res_block_size = 0;
   double attention_dropout = 0.0;
   double hidden_dropout = 0.0;
   RecommendationSpec recommendation;  // family == kRecommendation only
