@@ -445,7 +445,10 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
   const bool drop_ln_mlp = rc.layernorm;
   auto dense_mlp = [&](double ffn, bool recompute_all) {
     const double up = layer.mlp.gated ? 2.0 * ffn : ffn;
-    const double act_in = T * up * e / t;
+    // What the activation keeps: the fc1 output, or a GLU's own saved set (situ: six fp32 tensors).
+    const double act_in = layer.mlp.gated
+                              ? T * ffn * glu_saved_bytes_per_element(layer.mlp.activation, e) / t
+                              : T * up * e / t;
     const double fc2_in = T * ffn * g / t;
     w_io += act_in + fc2_in + seq_in * e;  // fc1 output grad ~ act_in, fc2 input + output grad
     largest_tmp = std::max(largest_tmp, act_in);
@@ -478,7 +481,9 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
     const double latent = m.latent_size > 0 ? (m.latent_norm ? 2.0 : 1.0) * T * w * e / sp : 0.0;
     const double ge = geo.g_expert;
     const double fc1_in = te * w * ge;
-    const double fc1_out = te * up_e / etp * e;
+    const double fc1_out =
+        layer.mlp.gated ? te * fe / etp * glu_saved_bytes_per_element(layer.mlp.activation, e)
+                        : te * up_e / etp * e;
     const double fc2_in = rc.moe_act ? 0.0 : te * fe / etp * ge;
     // Kept for the probability gradient: the experts' output when the combine scales it, or only
     // the permuted fp32 probabilities when the experts' weighted activation applies them.

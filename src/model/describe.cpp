@@ -62,7 +62,8 @@ std::string describe_layer(const LayerSpec& layer) {
     if (!layer.has_ffn()) return out + " (attention only)";
   }
   const MlpSpec& m = layer.mlp;
-  const char* act = m.activation == ActivationKind::kSilu          ? "SiLU"
+  const char* act = m.activation == ActivationKind::kSitu          ? "situ (soft-clamped GLU)"
+                    : m.activation == ActivationKind::kSilu        ? "SiLU"
                     : m.activation == ActivationKind::kRelu        ? "ReLU"
                     : m.activation == ActivationKind::kSquaredRelu ? "squared-ReLU"
                                                                    : "GeLU";

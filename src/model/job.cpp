@@ -458,3 +458,17 @@ std::optional<OffloadModule> parse_offload_module(std::string_view name) {
 }
 
 }  // namespace projector
+
+namespace projector {
+
+double glu_saved_bytes_per_element(ActivationKind a, double act_bytes) {
+  return a == ActivationKind::kSitu ? 6.0 * 4.0 : 2.0 * act_bytes;
+}
+
+double glu_forward_bytes_per_element(ActivationKind a, double act_bytes) {
+  // Situ: the casts read 2 inputs and write 2 fp32 copies (2a + 8), the gate's chain 44, the up
+  // half's 24, the product 12, the cast back 4 + a.
+  return a == ActivationKind::kSitu ? 3.0 * act_bytes + 92.0 : 3.0 * act_bytes;
+}
+
+}  // namespace projector

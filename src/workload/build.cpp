@@ -150,9 +150,12 @@ void add_mlp(const Ctx& c, std::vector<Op>& f, const std::string& prefix, const 
   const std::int64_t up = mlp.gated ? 2 * ffn_per_rank : ffn_per_rank;
   const std::size_t first = f.size();
   push_gemm(c, f, prefix + ".fc1", rows, up, h, groups);
-  // Activation (and gating product): read the fc1 output, write the activated half.
-  f.push_back(
-      mem_op(prefix + ".act", static_cast<double>(rows) * groups * (up + ffn_per_rank) * c.act_b));
+  // Activation (and gating product): read the fc1 output, write the activated half; a GLU moves
+  // what its implementation moves per gated element (glu_forward_bytes_per_element).
+  const double act_bytes =
+      mlp.gated ? ffn_per_rank * glu_forward_bytes_per_element(mlp.activation, c.act_b)
+                : static_cast<double>(up + ffn_per_rank) * c.act_b;
+  f.push_back(mem_op(prefix + ".act", static_cast<double>(rows) * groups * act_bytes));
   push_gemm(c, f, prefix + ".fc2", rows, h, ffn_per_rank, groups);
   if (!sequential && groups == 1 && prefix == "moe.experts") {
     // One local expert still runs the grouped kernel (torch._grouped_mm, TE GroupedLinear).

@@ -127,6 +127,24 @@ TEST(KimiK3, StageTransferAndMixersFollowTheCheckpoints) {
   EXPECT_EQ(mixers, 2);
 }
 
+// Situ (situ_activation.py:117-161) in the routed experts: eleven eager kernels moving 3a + 92 =
+// 98 bytes per gated element in bf16 (a fused SwiGLU: 6), over every routed row of the rank.
+TEST(KimiK3, SituActivationMovesItsEagerBytes) {
+  std::string error;
+  const JobSpec job = load_k3(kOfficial, {}, &error, 4);
+  ASSERT_TRUE(error.empty()) << error;
+  EXPECT_EQ(job.model.layers[5].mlp.activation, ActivationKind::kSitu);
+  const LayerWork lw = build_layer_work(job, 5);
+  double rows = 0.0, act = 0.0;
+  for (const Op& op : lw.ops) {
+    if (op.recompute || op.phase != WorkPhase::kF) continue;
+    if (op.name == "moe.experts.fc1") rows = static_cast<double>(op.gemm.batch) * op.gemm.m;
+    if (op.name == "moe.experts.act") act = op.bytes;
+  }
+  ASSERT_GT(rows, 0.0);
+  EXPECT_DOUBLE_EQ(act, rows * 3072 * 98.0);
+}
+
 // The single-node "curve" shape projects (EP 8 on 8 MI355X), and both examples project with
 // finite, positive throughput and memory.
 TEST(KimiK3, ExamplesProject) {

@@ -139,6 +139,10 @@ void apply_kimi_k3(ArgReader& r, ModelSpec& m, LinearAttentionSpec kda) {
       layer.moe.latent_size = latent;
       layer.moe.latent_norm = latent_norm;
     }
+    // K3's specs put SituActivation in the GLU slot of the dense MLP, the shared and the routed
+    // experts (PR14 situ_activation.py; transformer_engine_spec_provider.py:475-530).
+    layer.mlp.gated = true;
+    layer.mlp.activation = ActivationKind::kSitu;
   }
   // NoPE everywhere: K3 builds no positional module (kimi_k3_model.py:96-131).
   m.position_embedding = PositionEmbeddingKind::kNone;

@@ -26,7 +26,19 @@ namespace projector {
 // ---------------------------------------------------------------------------------------- model
 
 enum class NormKind { kLayerNorm, kRmsNorm };
-enum class ActivationKind { kGelu, kRelu, kSquaredRelu, kSilu };
+// kSitu: Kimi-K3's soft-clamped GLU, 4 tanh(g / 4) sigmoid(g) x 25 tanh(u / 25), computed by
+// eager fp32 PyTorch (PR14 situ_activation.py:117-161); always gated.
+enum class ActivationKind { kGelu, kRelu, kSquaredRelu, kSilu, kSitu };
+
+// Bytes per element of the intermediate width (one of the I gated outputs) that a GLU's activation
+// keeps for its backward and moves in its forward. A fused GLU keeps the fc1 output (2 elements)
+// and reads it and writes the product (3 elements). Situ's eager chain (situ_activation.py:
+// 117-161) keeps six fp32 tensors (tanh and sigmoid of the gate, the clamped gate, tanh of the
+// up half, the clamped up half, their product's left factor): 24 bytes; its eleven kernels (two
+// fp32 casts, the gate's scale / tanh / scale / sigmoid / product, the up half's scale / tanh /
+// scale, the product and the cast back) move 98 bytes per element in bf16.
+double glu_saved_bytes_per_element(ActivationKind a, double act_bytes);
+double glu_forward_bytes_per_element(ActivationKind a, double act_bytes);
 enum class PositionEmbeddingKind { kRope, kLearnedAbsolute, kNone };
 // kStandard covers MHA, GQA and MQA; kCompressed is DeepSeek-V4's hybrid attention
 // (docs/deepseek-v4.md): one shared latent K = V, a sliding-window branch with sinks and, per
