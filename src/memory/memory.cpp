@@ -45,8 +45,6 @@
 namespace projector {
 namespace {
 
-constexpr int kMaxChunks = 64;
-
 bool has_module(const RecomputeSpec& r, RecomputeModule m) {
   return r.granularity == RecomputeGranularity::kSelective && r.modules.has(m);
 }
@@ -1026,7 +1024,8 @@ void resolve_pipeline(Context& cx, MemoryReport& report) {
   const ParallelSpec& par = cx.job.parallel;
   const RuntimeSpec& rt = cx.job.runtime;
   cx.pp = std::max(1, par.pp);
-  cx.vpp = std::min(std::max(1, par.vpp), kMaxChunks);
+  // Every stated chunk, as the performance projection runs them (the builder bounds PP x VPP).
+  cx.vpp = std::max(1, par.vpp);
   const schedule::ScheduleSelection sel =
       schedule::select_schedule(rt.schedule, cx.pp, cx.vpp, false);
   cx.schedule = sel.algorithm;
