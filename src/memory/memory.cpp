@@ -807,8 +807,10 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
     } else if (in_layer_ids(rc, i) || (full && block && j < rc.num_layers)) {
       // Checkpointed: only the layer input (and any attention-residual checkpoints).
       c.per_microbatch += la.input_bytes + attn_res_bytes(job, geo, i, true);
-      consider_transient(c, la.full_bytes + la.largest_temporary_bytes,
-                         "recompute working set (1 layer)");
+      // The replayed layer rebuilds its mixers' saved tensors too.
+      consider_transient(
+          c, la.full_bytes + attn_res_bytes(job, geo, i, false) + la.largest_temporary_bytes,
+          "recompute working set (1 layer)");
     } else if (full && !block) {
       // Uniform: groups of `group` layers keep the group input; backward re-materialises a group.
       if (j % group == 0) {
