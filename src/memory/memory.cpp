@@ -275,6 +275,15 @@ void linear_attention_act(const Geometry& geo, const LinearAttentionSpec& s, boo
   if (s.kind == LinearAttentionKind::kKda) {
     kernel_in += T * heads * s.key_head_dim * 4.0 / t + T * v_dim * e / t;
   }
+  if (s.kind == LinearAttentionKind::kKda && s.full_rank_gate) {
+    // Kimi-K3's KDA runs its pre- and post-kernel steps as eager fp32 PyTorch
+    // (kimi_delta_attention.py:663-725, kda_kernels/_eager/reference.py:143-163); autograd keeps
+    // the fp32 L2-normalised q and k, a second fp32 gate tensor (z + dt_bias beside the sigmoid)
+    // and four fp32 tensors of the sigmoid-gated output norm (input, normalised, weighted, gate).
+    kernel_in +=
+        T * (8.0 * static_cast<double>(s.qk_dim()) + 4.0 * heads * s.key_head_dim + 16.0 * v_dim) /
+        t;
+  }
   const double core_out = T * v_dim * e / t;
   const double proj_in = T * v_dim * g / t;
   saved += ln_out + proj_out + conv_out + kernel_in + core_out + proj_in;

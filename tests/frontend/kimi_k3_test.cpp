@@ -145,6 +145,25 @@ TEST(KimiK3, SituActivationMovesItsEagerBytes) {
   EXPECT_DOUBLE_EQ(act, rows * 3072 * 98.0);
 }
 
+// Primus' curve launcher records its memory (run_kimi_k3_curve_pretrain_mi355x.sh:50-53): MBS 8
+// with full block recompute of 12 layers peaks at 139.6 GB (130.0 GiB) of 288; MBS 16 without
+// recompute runs out of memory at 276.2 GB allocated. The first fits within 15 % of its peak
+// (situ's and KDA's eager fp32 tensors are what moved it from -31 %); the second is OOM.
+TEST(KimiK3, CurveMemoryAgainstPrimusNotes) {
+  std::string error;
+  const JobSpec fits = load_k3(kCurve,
+                               {"micro_batch_size=8", "recompute_granularity=full",
+                                "recompute_method=block", "recompute_num_layers=12"},
+                               &error);
+  ASSERT_TRUE(error.empty()) << error;
+  const MemoryReport m8 = project_memory(fits);
+  EXPECT_EQ(m8.verdict, MemoryVerdict::kFits);
+  EXPECT_NEAR(m8.peak_point_bytes / 139.6e9, 1.0, 0.15);
+  const JobSpec oom = load_k3(kCurve, {"micro_batch_size=16"}, &error);
+  ASSERT_TRUE(error.empty()) << error;
+  EXPECT_EQ(project_memory(oom).verdict, MemoryVerdict::kOom);
+}
+
 // The single-node "curve" shape projects (EP 8 on 8 MI355X), and both examples project with
 // finite, positive throughput and memory.
 TEST(KimiK3, ExamplesProject) {
