@@ -1253,6 +1253,11 @@ std::string Builder::rule_message(LayoutRule rule) const {
           "schedule {} splits the backward into B and W and cannot be combined "
           "with full recompute",
           to_string(rt.schedule));
+    case LayoutRule::kScheduleWidenedTransfer:
+      return fmt::format(
+          "schedule {} at PP {}: attention residuals (Kimi-K3) widen the stage transfer only for "
+          "1F1B and interleaved 1F1B; Primus refuses the others (kimi_k3_pp_shape_patches.py)",
+          to_string(rt.schedule), p.pp);
     default:
       return std::string(explanation(rule));
   }
@@ -1330,6 +1335,7 @@ DraftField field_of(LayoutRule rule) {
     case LayoutRule::kInterleavedMicrobatches:
     case LayoutRule::kDualPipeMicrobatches:
     case LayoutRule::kSplitBackwardRecompute:
+    case LayoutRule::kScheduleWidenedTransfer:
       return DraftField::kSchedule;
     case LayoutRule::kRecomputeBlock:
       return DraftField::kRecompute;

@@ -42,6 +42,7 @@ RuleFacts rule_facts(const ModelSpec& model, int seq, int gbs, int gpus_per_node
     }
     if (l.is_moe) f.experts_gcd = std::gcd(f.experts_gcd, l.moe.num_experts);
   }
+  f.stock_schedules_only = model.attn_res_block_size > 0;
   f.seq = seq;
   f.gbs = gbs;
   f.gpus_per_node = gpus_per_node;
@@ -104,6 +105,8 @@ std::string_view to_string(LayoutRule r) {
       return "dualpipev_microbatches";
     case LayoutRule::kSplitBackwardRecompute:
       return "split_backward_full_recompute";
+    case LayoutRule::kScheduleWidenedTransfer:
+      return "schedule_widened_transfer";
     case LayoutRule::kRecomputeBlock:
       return "recompute_block";
     case LayoutRule::kSizes:
@@ -158,6 +161,8 @@ std::string_view explanation(LayoutRule r) {
       return "dualpipev needs at least 2 x PP microbatches";
     case LayoutRule::kSplitBackwardRecompute:
       return "zero-bubble / V-shape schedules cannot be combined with full recompute";
+    case LayoutRule::kScheduleWidenedTransfer:
+      return "attention residuals widen the stage transfer only for 1F1B and interleaved 1F1B";
     case LayoutRule::kRecomputeBlock:
       return "block recompute covers the whole chunk (use full) or is < 1";
     case LayoutRule::kSizes:

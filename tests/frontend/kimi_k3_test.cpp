@@ -188,6 +188,10 @@ TEST(KimiK3, UnsupportedSettingsAreRefusedByKey) {
       {{"multi_latent_attention=true"}, "multi_latent_attention"},
       {{"pipeline_model_parallel_size=2", "patch_zero_bubble=true"}, "patch_zero_bubble"},
       {{"linear_attention_freq=[1, 0]"}, "linear_attention_freq"},
+      // A stated zero-bubble schedule breaks the layout rule (job/rules.h), named by its key.
+      {{"pipeline_model_parallel_size=2", "pipeline_schedule_algorithm=zerobubble",
+        "recompute_granularity=null"},
+       "widen the stage transfer"},
   };
   for (const auto& [sets, key] : cases) {
     std::string error;

@@ -274,6 +274,19 @@ TEST(Sweep, LegalityRules) {
   EXPECT_EQ(rule(c), Rule::kLegal);
   c.recompute = {RecomputeKind::kFullBlock, 8};
   EXPECT_EQ(rule(c), Rule::kRecomputeBlock);
+  {
+    // Attention residuals (Kimi-K3) at PP > 1: Primus widens the stage transfer for 1F1B and
+    // interleaved 1F1B only (kimi_k3_pp_shape_patches.py:188-199), so the sweep offers no other.
+    JobSpec res = base;
+    res.model.attn_res_block_size = 12;
+    Candidate z = ok;
+    EXPECT_EQ(rule(z, &res), Rule::kLegal);
+    z.schedule = ScheduleKind::kZeroBubble;
+    EXPECT_EQ(rule(z, &res), Rule::kScheduleWidenedTransfer);
+    z.pp = 1, z.cp = 4;  // no stage transfer: the rule has nothing to say (1F1B only at PP 1)
+    z.schedule = ScheduleKind::k1F1B;
+    EXPECT_EQ(rule(z, &res), Rule::kLegal);
+  }
 }
 
 // Enumeration counts on an axis set small enough to count by hand.

@@ -152,8 +152,9 @@ void apply_kimi_k3(ArgReader& r, ModelSpec& m, LinearAttentionSpec kda) {
   }
 }
 
-// Primus refuses the zero-bubble and its own pipeline schedules for K3 (the widened stage
-// transfer: kimi_k3_pp_shape_patches.py:188-199); KDA layers keep the linear-attention rules.
+// Primus raises for K3 at PP > 1 as soon as either schedule patch is on, whatever schedule then
+// runs (kimi_k3_pp_shape_patches.py:188-199): a key check. Which schedules can carry the widened
+// stage transfer is a layout rule (LayoutRule::kScheduleWidenedTransfer, job/rules.h).
 void check_kimi_k3_parallel(ArgReader& r, const ModelSpec& model, const JobDraft& d) {
   if (model.attn_res_block_size <= 0 || d.pp.value_or(1) <= 1) return;
   for (const char* key : {"patch_zero_bubble", "patch_primus_pipeline"}) {

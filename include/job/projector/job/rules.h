@@ -33,6 +33,7 @@ enum class LayoutRule : std::uint8_t {
   kInterleavedMicrobatches,  // interleaved: microbatches % PP != 0
   kDualPipeMicrobatches,     // dualpipev: microbatches < 2 x PP
   kSplitBackwardRecompute,   // zero-bubble / V-shape schedules split B and W: no full recompute
+  kScheduleWidenedTransfer,  // attention residuals at PP > 1: 1F1B and interleaved 1F1B only
   kRecomputeBlock,           // search: block recompute of >= the layers of the smallest chunk
   // Rules only a stated job can break (an enumerated candidate is built to satisfy them).
   kSizes,       // a size, batch or length below 1 or above kMaxCount
@@ -54,7 +55,10 @@ struct RuleFacts {
   bool tp_one = false;       // a layer that runs at TP 1 only (Primus' KDA, LFM2 short conv, V4)
   bool cp_one = false;       // a layer whose CP split is not modelled (DeepSeek-V4 attention)
   int seq_multiple = 1;      // the sequence must be a multiple of this (V4's compressor windows)
-  int experts_gcd = 0;       // routed experts (0: dense model)
+  // Kimi-K3's attention residuals widen the stage transfer, which Primus does only for 1F1B and
+  // interleaved 1F1B (PR14 kimi_k3_pp_shape_patches.py:188-199).
+  bool stock_schedules_only = false;
+  int experts_gcd = 0;  // routed experts (0: dense model)
   int seq = 0;
   int gbs = 0;
   int gpus_per_node = 8;
@@ -156,6 +160,10 @@ inline LayoutRule check_schedule(const RuleFacts& f, const LayoutChoice& c, std:
   }
   if (c.full_recompute && projector::splits_backward(c.schedule))
     return LayoutRule::kSplitBackwardRecompute;
+  if (f.stock_schedules_only && c.pp > 1 && c.schedule != ScheduleKind::k1F1B &&
+      c.schedule != ScheduleKind::kInterleaved) {
+    return LayoutRule::kScheduleWidenedTransfer;
+  }
   const std::int64_t stages = static_cast<std::int64_t>(c.pp) * c.vpp;
   if (f.search && c.recompute_block_layers != 0 &&
       (c.recompute_block_layers < 1 || c.recompute_block_layers >= f.layers / stages)) {
