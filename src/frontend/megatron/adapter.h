@@ -9,6 +9,7 @@
 
 #include "frontend/megatron/arg_reader.h"
 #include "projector/frontend/adapter.h"
+#include "projector/frontend/layer_pattern.h"
 #include "projector/job/draft.h"
 
 namespace projector::frontend_detail {
@@ -88,6 +89,10 @@ void apply_kimi_k3(ArgReader& r, ModelSpec& m, LinearAttentionSpec kda);
 void check_kimi_k3_parallel(ArgReader& r, const ModelSpec& model, const JobDraft& d);
 // The Mamba-2 mixer's d_inner / hidden_size, which the layer spec fixes (megatron/hybrid.cpp).
 int mamba_expand(ArgReader& r);
+
+// A per-layer setting written as an integer, a YAML list or its Python list-expression text
+// ("([0]*1+[1]*7)"), as Megatron and Primus evaluate it; refused at the key otherwise.
+PyValue int_or_list(ArgReader& r, const std::string& key, const ConfigValue& v);
 
 // A stated integer within [1, kMaxCount]; nullopt when the key is absent.
 std::optional<int> positive_arg(ArgReader& r, const std::string& key);

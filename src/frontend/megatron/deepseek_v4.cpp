@@ -16,16 +16,10 @@ namespace {
 std::vector<int> compress_ratios(ArgReader& r, int num_layers) {
   const std::string key = "compress_ratios";
   std::vector<long long> list;
-  if (const ConfigValue* v = r.get(key)) {
-    if (v->is_list()) {
-      for (const ConfigValue& item : v->items) list.push_back(r.as_int(key, item));
-    } else {
-      std::string error;
-      const std::optional<PyValue> value = eval_list_expression(v->to_text(), error);
-      if (!value) r.fail(key, error);
-      if (!value->is_list) r.fail(key, "must be a list with one ratio per layer");
-      list = value->list;
-    }
+  if (const ConfigValue* v = r.get(key); v != nullptr && !v->is_null()) {
+    const PyValue value = int_or_list(r, key, *v);
+    if (!value.is_list) r.fail(key, "must be a list with one ratio per layer");
+    list = value.list;
   }
   std::vector<int> out(static_cast<std::size_t>(num_layers), 0);
   for (int i = 0; i < num_layers; ++i) {

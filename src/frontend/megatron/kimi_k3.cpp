@@ -24,19 +24,11 @@ std::vector<int> kda_pattern(ArgReader& r, int num_layers) {
   if (v == nullptr || v->is_null()) {
     r.fail(key, "Kimi-K3 needs its per-layer KDA / full-attention pattern (Primus asserts it)");
   }
-  std::vector<long long> list;
-  if (v->is_list()) {
-    for (const ConfigValue& item : v->items) list.push_back(r.as_int(key, item));
-  } else {
-    std::string error;
-    const std::optional<PyValue> value = eval_list_expression(v->to_text(), error);
-    if (!value) r.fail(key, error);
-    if (value->is_list) {
-      list = value->list;
-    } else {
-      if (value->integer < 1) r.fail(key, "must be at least 1");
-      for (int i = 0; i < num_layers; ++i) list.push_back((i + 1) % value->integer == 0 ? 0 : 1);
-    }
+  const PyValue value = int_or_list(r, key, *v);
+  std::vector<long long> list = value.list;
+  if (!value.is_list) {
+    if (value.integer < 1) r.fail(key, "must be at least 1");
+    for (int i = 0; i < num_layers; ++i) list.push_back((i + 1) % value.integer == 0 ? 0 : 1);
   }
   if (static_cast<int>(list.size()) != num_layers) {
     r.fail(key, fmt::format("the pattern has {} entries for {} layers", list.size(), num_layers));

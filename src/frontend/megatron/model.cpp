@@ -12,6 +12,30 @@
 #include "projector/util/text.h"
 
 namespace projector {
+
+namespace frontend_detail {
+
+PyValue int_or_list(ArgReader& r, const std::string& key, const ConfigValue& v) {
+  PyValue out;
+  if (v.kind == ConfigValue::Kind::kInt) {
+    out.integer = v.i;
+  } else if (v.is_list()) {
+    out.is_list = true;
+    for (const ConfigValue& item : v.items) out.list.push_back(r.as_int(key, item));
+  } else if (v.kind == ConfigValue::Kind::kString) {
+    std::string error;
+    std::optional<PyValue> value = eval_list_expression(v.s, error);
+    if (!value) r.fail(key, error);
+    out = std::move(*value);
+  } else {
+    r.fail(key,
+           fmt::format("expected an integer, a list or a list expression, got '{}'", v.to_text()));
+  }
+  return out;
+}
+
+}  // namespace frontend_detail
+
 namespace {
 
 using frontend_detail::ArgReader;
@@ -37,20 +61,10 @@ std::vector<int> moe_pattern(ArgReader& r, int num_layers) {
   if (v == nullptr) {
     r.note(key, "1", "Megatron default: every layer is an MoE layer");
     pattern = moe_pattern_from_int(1, num_layers, error);
-  } else if (v->kind == ConfigValue::Kind::kInt) {
-    pattern = moe_pattern_from_int(v->i, num_layers, error);
-  } else if (v->is_list()) {
-    std::vector<long long> list;
-    for (const ConfigValue& item : v->items) list.push_back(r.as_int(key, item));
-    pattern = moe_pattern_from_list(list, num_layers, error);
-  } else if (v->kind == ConfigValue::Kind::kString) {
-    const std::optional<PyValue> value = eval_list_expression(v->s, error);
-    if (value) {
-      pattern = value->is_list ? moe_pattern_from_list(value->list, num_layers, error)
-                               : moe_pattern_from_int(value->integer, num_layers, error);
-    }
   } else {
-    error = fmt::format("expected an integer, a list or a list expression, got '{}'", v->to_text());
+    const PyValue value = frontend_detail::int_or_list(r, key, *v);
+    pattern = value.is_list ? moe_pattern_from_list(value.list, num_layers, error)
+                            : moe_pattern_from_int(value.integer, num_layers, error);
   }
   if (!pattern) r.fail(key, error);
   return *pattern;
