@@ -56,19 +56,8 @@ TEST(DeepSeekV4, LayersFromTheKeys) {
 // and Primus' V4 block takes Megatron's split (deepseek_v4_layer_specs.py:642-643), so the
 // refusal names the key to set; with it the job loads and projects.
 JobSpec load_flash(const char* file, const std::vector<std::string>& sets, std::string* error) {
-  LoadRequest r;
-  r.config_path =
-      std::string(PROJECTOR_TEST_DATA_DIR) + "/primus/examples/megatron/configs/MI355X/" + file;
-  r.data_dir = PROJECTOR_DEFAULT_DATA_DIR;
-  r.primus_path = std::string(PROJECTOR_TEST_DATA_DIR) + "/primus";
-  r.hardware = "mi355x";
-  r.set_overrides = sets;
-  try {
-    return load_job(r);
-  } catch (const InputError& e) {
-    *error = e.what();
-  }
-  return {};
+  return testing::load_bundled_primus_example(std::string("MI355X/") + file, "mi355x", sets, 0,
+                                              error);
 }
 
 TEST(DeepSeekV4, PrimusFlashExampleLoadsAndProjects) {

@@ -20,20 +20,8 @@ namespace {
 
 JobSpec load_k3(const char* file, const std::vector<std::string>& sets, std::string* error,
                 int nodes = 1) {
-  LoadRequest r;
-  r.config_path =
-      std::string(PROJECTOR_TEST_DATA_DIR) + "/primus/examples/megatron/configs/MI355X/" + file;
-  r.data_dir = PROJECTOR_DEFAULT_DATA_DIR;
-  r.primus_path = std::string(PROJECTOR_TEST_DATA_DIR) + "/primus";
-  r.hardware = "mi355x";
-  r.cli.nodes = nodes;
-  r.set_overrides = sets;
-  try {
-    return load_job(r);
-  } catch (const InputError& e) {
-    if (error) *error = e.what();
-  }
-  return {};
+  return testing::load_bundled_primus_example(std::string("MI355X/") + file, "mi355x", sets, nodes,
+                                              error);
 }
 
 constexpr const char* kOfficial = "kimi_k3-BF16-8L-official.yaml";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "projector/frontend/config_value.h"
 #include "projector/frontend/loader.h"
@@ -42,14 +43,30 @@ inline std::string load_error(const TempDir& dir, const std::string& text) {
 }
 
 // One of the bundled Primus subset's experiment files (tests/data/primus/examples/megatron/
-// configs/<rel>), resolved through that subset as a Primus checkout, on MI300X.
-inline JobSpec load_bundled_primus_example(const std::string& rel) {
+// configs/<rel>), resolved through that subset as a Primus checkout, on `hardware` with the
+// `--set` overrides and node count (0: the config's). With `error`, a refusal is returned there
+// (and an empty job) instead of thrown.
+inline JobSpec load_bundled_primus_example(const std::string& rel, const std::string& hardware,
+                                           const std::vector<std::string>& sets, int nodes = 0,
+                                           std::string* error = nullptr) {
   LoadRequest r;
   r.config_path = std::string(PROJECTOR_TEST_DATA_DIR) + "/primus/examples/megatron/configs/" + rel;
   r.data_dir = PROJECTOR_DEFAULT_DATA_DIR;
   r.primus_path = std::string(PROJECTOR_TEST_DATA_DIR) + "/primus";
-  r.hardware = "mi300x";
-  return load_job(r);
+  r.hardware = hardware;
+  r.set_overrides = sets;
+  if (nodes > 0) r.cli.nodes = nodes;
+  if (error == nullptr) return load_job(r);
+  try {
+    return load_job(r);
+  } catch (const InputError& e) {
+    *error = e.what();
+  }
+  return {};
+}
+
+inline JobSpec load_bundled_primus_example(const std::string& rel) {
+  return load_bundled_primus_example(rel, "mi300x", {});
 }
 
 }  // namespace projector::testing
