@@ -123,7 +123,7 @@ TEST(DeepSeekV4, RefusedOptionsNamedByKey) {
 // A K3 config without K3's per-layer pattern is refused naming it (kimi_k3_test.cpp has the rest).
 TEST(DeepSeekV4, KimiK3NeedsItsPattern) {
   testing::TempDir dir;
-  std::string k3 = v4_args("");
+  std::string k3 = v4_args("kda_backend: fla\n");
   k3.replace(k3.find("deepseek_v4"), 11, "kimi_k3");
   const std::string hybrid = "hybrid_attention_enabled: true\n";
   k3.erase(k3.find(hybrid), hybrid.size());

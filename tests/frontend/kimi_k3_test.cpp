@@ -172,6 +172,7 @@ TEST(KimiK3, UnsupportedSettingsAreRefusedByKey) {
   const std::pair<std::vector<std::string>, const char*> cases[] = {
       {{"kda_use_full_rank_gate=false"}, "kda_use_full_rank_gate"},
       {{"kda_chunk_size=128"}, "kda_chunk_size"},
+      {{"kda_backend=eager"}, "kda_backend"},  // the dataclass default: the reference kernels
       {{"mtp_num_layers=1"}, "mtp_num_layers"},
       {{"multi_latent_attention=true"}, "multi_latent_attention"},
       {{"pipeline_model_parallel_size=2", "patch_zero_bubble=true"}, "patch_zero_bubble"},

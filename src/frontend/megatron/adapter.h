@@ -63,6 +63,10 @@ std::optional<LinearAttentionKind> hybrid_linear_kind(ArgReader& r, bool& te_spe
 // Per GPT layer, 1 where experimental_attention_variant gated_delta_net builds GDN instead of
 // attention (linear_attention_freq), else 0 (megatron/hybrid.cpp).
 std::vector<int> linear_attention_pattern(ArgReader& r, int num_layers);
+// linear_attention_freq as MG17 get_linear_attention_pattern reads it (an integer N: layer i is
+// full attention when (i + 1) % N == 0; a list or its Python text: 1 linear, 0 attention, one
+// entry per layer); 1 where the layer is linear attention (megatron/hybrid.cpp).
+std::vector<int> linear_layer_pattern(ArgReader& r, const ConfigValue& freq, int num_layers);
 // Per GPT layer, 1 where Primus' lfm_layer_types builds an LFM2 short conv ("conv") instead of
 // attention, else 0; checks the list as Primus does (megatron/hybrid.cpp).
 std::vector<int> lfm_conv_pattern(ArgReader& r, int num_layers);
@@ -90,6 +94,8 @@ void check_kimi_k3_parallel(ArgReader& r, const ModelSpec& model, const JobDraft
 // The Mamba-2 mixer's d_inner / hidden_size, which the layer spec fixes (megatron/hybrid.cpp).
 int mamba_expand(ArgReader& r);
 
+// Megatron's multi-latent-attention geometry keys with its argument defaults (megatron/model.cpp).
+void read_mla_geometry(ArgReader& r, AttentionSpec& attn);
 // A per-layer setting written as an integer, a YAML list or its Python list-expression text
 // ("([0]*1+[1]*7)"), as Megatron and Primus evaluate it; refused at the key otherwise.
 PyValue int_or_list(ArgReader& r, const std::string& key, const ConfigValue& v);

@@ -217,27 +217,35 @@ std::optional<LinearAttentionKind> hybrid_linear_kind(ArgReader& r, bool& te_spe
 // integer N makes layer i (0-based) full attention when (i + 1) % N == 0, linear otherwise; a
 // list states the pattern (1 linear, 0 attention) per layer.
 std::vector<int> linear_attention_pattern(ArgReader& r, int num_layers) {
-  std::vector<int> out(static_cast<std::size_t>(num_layers), 0);
   const std::string v = to_lower(r.string_or("experimental_attention_variant", "", ""));
-  if (v != "gated_delta_net" && v != "gdn") return out;
+  if (v != "gated_delta_net" && v != "gdn") return std::vector<int>(num_layers, 0);
+  const ConfigValue* freq = r.get("linear_attention_freq");
+  if (freq == nullptr || freq->is_null()) {
+    r.fail("linear_attention_freq", "must be set for gated_delta_net (MG2 transformer_config.py)");
+  }
+  return linear_layer_pattern(r, *freq, num_layers);
+}
+
+std::vector<int> linear_layer_pattern(ArgReader& r, const ConfigValue& freq, int num_layers) {
   const std::string key = "linear_attention_freq";
-  const ConfigValue* freq = r.get(key);
-  if (freq == nullptr) r.fail(key, "must be set for gated_delta_net (MG2 transformer_config.py)");
-  if (freq->is_list()) {
-    if (static_cast<int>(freq->items.size()) != num_layers) {
-      r.fail(key, fmt::format("the pattern has {} entries for {} layers", freq->items.size(),
-                              num_layers));
-    }
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      const std::string t = freq->items[i].to_text();
-      if (t != "0" && t != "1") r.fail(key, fmt::format("entry '{}' is not 0 or 1", t));
-      out[i] = t == "1" ? 1 : 0;
+  const PyValue value = int_or_list(r, key, freq);
+  std::vector<int> out(static_cast<std::size_t>(num_layers), 0);
+  if (!value.is_list) {
+    if (value.integer < 1) r.fail(key, "must be at least 1");
+    for (int i = 0; i < num_layers; ++i) {
+      out[static_cast<std::size_t>(i)] = (i + 1) % value.integer == 0 ? 0 : 1;
     }
     return out;
   }
-  const std::int64_t n = r.require_int(key);
-  if (n < 1) r.fail(key, "must be at least 1");
-  for (int i = 0; i < num_layers; ++i) out[static_cast<std::size_t>(i)] = (i + 1) % n == 0 ? 0 : 1;
+  if (static_cast<int>(value.list.size()) != num_layers) {
+    r.fail(key,
+           fmt::format("the pattern has {} entries for {} layers", value.list.size(), num_layers));
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const long long x = value.list[i];
+    if (x != 0 && x != 1) r.fail(key, fmt::format("entry '{}' is not 0 or 1", x));
+    out[i] = static_cast<int>(x);
+  }
   return out;
 }
 

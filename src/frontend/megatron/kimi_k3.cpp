@@ -13,32 +13,18 @@
 namespace projector::frontend_detail {
 namespace {
 
-constexpr const char* kWhy = "KimiK3TransformerConfig default (PR14 kimi_k3_transformer_config.py)";
+constexpr const char* kWhy =
+    "KimiK3TransformerConfig default (PR14 kimi_k3_transformer_config.py:160-255)";
 
-// linear_attention_freq (kimi_k3_transformer_config.py:60-124): a Python list expression with one
-// entry per layer, 1 = KDA and 0 = full attention; an integer N makes layer i full attention when
-// (i + 1) % N == 0. Returns 1 where the layer is KDA.
+// linear_attention_freq (kimi_k3_transformer_config.py:60-124): read as Megatron reads it (1 =
+// KDA, 0 = full attention), required.
 std::vector<int> kda_pattern(ArgReader& r, int num_layers) {
-  const std::string key = "linear_attention_freq";
-  const ConfigValue* v = r.get(key);
+  const ConfigValue* v = r.get("linear_attention_freq");
   if (v == nullptr || v->is_null()) {
-    r.fail(key, "Kimi-K3 needs its per-layer KDA / full-attention pattern (Primus asserts it)");
+    r.fail("linear_attention_freq",
+           "Kimi-K3 needs its per-layer KDA / full-attention pattern (Primus asserts it)");
   }
-  const PyValue value = int_or_list(r, key, *v);
-  std::vector<long long> list = value.list;
-  if (!value.is_list) {
-    if (value.integer < 1) r.fail(key, "must be at least 1");
-    for (int i = 0; i < num_layers; ++i) list.push_back((i + 1) % value.integer == 0 ? 0 : 1);
-  }
-  if (static_cast<int>(list.size()) != num_layers) {
-    r.fail(key, fmt::format("the pattern has {} entries for {} layers", list.size(), num_layers));
-  }
-  std::vector<int> out;
-  for (const long long x : list) {
-    if (x != 0 && x != 1) r.fail(key, fmt::format("entry {} is not 0 or 1", x));
-    out.push_back(static_cast<int>(x));
-  }
-  return out;
+  return linear_layer_pattern(r, *v, num_layers);
 }
 
 // Settings Primus' K3 path raises for, or trains in a way this model does not price.
@@ -53,7 +39,7 @@ void refuse_unmodelled_k3_keys(ArgReader& r) {
   if (r.int_or("kda_chunk_size", 64, kWhy) != 64) {
     r.fail("kda_chunk_size", "Primus' fla KDA adapter accepts only 64");
   }
-  const std::string backend = to_lower(r.string_or("kda_backend", "fla", ""));
+  const std::string backend = to_lower(r.string_or("kda_backend", "eager", kWhy));
   if (backend != "fla" && backend != "flydsl") {
     r.fail("kda_backend", fmt::format("the '{}' KDA kernels (reference code) are not modelled; fla "
                                       "and flydsl are priced as the chunked delta rule",
@@ -66,26 +52,13 @@ void refuse_unmodelled_k3_keys(ArgReader& r) {
   }
 }
 
-// The full-attention layers: upstream MLA geometry, no rotary embedding (mla_use_nope: the 64
+// The full-attention layers: Megatron's MLA geometry, no rotary embedding (mla_use_nope: the 64
 // positional channels are projected and attended, never rotated), the sigmoid output gate.
 AttentionSpec k3_mla(ArgReader& r, const AttentionSpec& base) {
   AttentionSpec a = base;
-  a.kind = AttentionKind::kMla;
-  a.num_query_groups = a.num_heads;
-  a.q_lora_rank = static_cast<int>(r.int_or("q_lora_rank", 1536, kWhy));
-  a.kv_lora_rank = static_cast<int>(r.int_or("kv_lora_rank", 512, kWhy));
-  a.qk_head_dim = static_cast<int>(r.int_or("qk_head_dim", 128, kWhy));
-  a.qk_pos_emb_head_dim = static_cast<int>(r.int_or("qk_pos_emb_head_dim", 64, kWhy));
-  a.v_head_dim = static_cast<int>(r.int_or("v_head_dim", 128, kWhy));
-  for (const auto& [key, value] : {std::pair{"q_lora_rank", a.q_lora_rank},
-                                   {"kv_lora_rank", a.kv_lora_rank},
-                                   {"qk_head_dim", a.qk_head_dim},
-                                   {"v_head_dim", a.v_head_dim}}) {
-    if (value < 1 || value > kMaxCount) r.fail(key, fmt::format("must be positive, got {}", value));
-  }
-  if (a.qk_pos_emb_head_dim < 0) r.fail("qk_pos_emb_head_dim", "must not be negative");
-  a.head_dim = a.qk_head_dim + a.qk_pos_emb_head_dim;
-  a.add_qkv_bias = false;
+  // KimiK3TransformerConfig inherits the MLA geometry fields (kimi_k3_base.yaml), read as
+  // Megatron reads them.
+  read_mla_geometry(r, a);
   a.qk_layernorm = false;  // the q / kv latent norms are MLA's own
   a.output_gate = r.bool_or("mla_use_output_gate", true, kWhy);
   return a;
@@ -118,7 +91,7 @@ void apply_kimi_k3(ArgReader& r, ModelSpec& m, LinearAttentionSpec kda) {
   if (latent < 0 || latent > m.hidden_size) {
     r.fail("routed_expert_hidden_size", "must be between 0 and hidden_size");
   }
-  const bool latent_norm = latent > 0 && r.bool_or("latent_moe_use_norm", true, kWhy);
+  const bool latent_norm = latent > 0 && r.bool_or("latent_moe_use_norm", false, kWhy);
   for (int i = 0; i < m.num_layers(); ++i) {
     LayerSpec& layer = m.layers[static_cast<std::size_t>(i)];
     if (pattern[static_cast<std::size_t>(i)] == 1) {
@@ -138,7 +111,8 @@ void apply_kimi_k3(ArgReader& r, ModelSpec& m, LinearAttentionSpec kda) {
   }
   // NoPE everywhere: K3 builds no positional module (kimi_k3_model.py:96-131).
   m.position_embedding = PositionEmbeddingKind::kNone;
-  m.attn_res_block_size = static_cast<int>(r.int_or("attn_res_block_size", 12, kWhy));
+  // None / 0 disables attention residuals (kimi_k3_transformer_config.py:236-237).
+  m.attn_res_block_size = static_cast<int>(r.int_or("attn_res_block_size", 0, kWhy));
   if (m.attn_res_block_size < 0 || m.attn_res_block_size > kMaxLayers) {
     r.fail("attn_res_block_size", "must be between 0 and the layer count");
   }

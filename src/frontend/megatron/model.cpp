@@ -153,19 +153,7 @@ AttentionSpec read_attention(ArgReader& r, const ModelSpec& m, int heads,
   attn.add_bias_linear = bias_linear;
   attn.add_qkv_bias = bias_linear || r.bool_quiet("add_qkv_bias", false);
   if (r.bool_quiet("multi_latent_attention", false)) {
-    attn.kind = AttentionKind::kMla;
-    attn.num_query_groups = heads;
-    attn.q_lora_rank = static_cast<int>(r.int_quiet("q_lora_rank", 0));
-    attn.kv_lora_rank =
-        checked_int(r, "kv_lora_rank", r.int_or("kv_lora_rank", 32, "Megatron default"), 1);
-    attn.qk_head_dim =
-        checked_int(r, "qk_head_dim", r.int_or("qk_head_dim", 128, "Megatron default"), 1);
-    attn.qk_pos_emb_head_dim = checked_int(
-        r, "qk_pos_emb_head_dim", r.int_or("qk_pos_emb_head_dim", 64, "Megatron default"), 0);
-    attn.v_head_dim =
-        checked_int(r, "v_head_dim", r.int_or("v_head_dim", 128, "Megatron default"), 1);
-    attn.head_dim = attn.qk_head_dim + attn.qk_pos_emb_head_dim;
-    attn.add_qkv_bias = false;  // MLA projections carry no QKV bias in Megatron
+    frontend_detail::read_mla_geometry(r, attn);
     if (r.bool_quiet("attention_output_gate", false)) {
       r.fail("attention_output_gate", "an output gate on multi-latent attention is not modelled");
     }
@@ -561,5 +549,27 @@ ModelSpec build_model(const ConfigValue& args, const std::string& data_dir,
   }
   return m;
 }
+
+namespace frontend_detail {
+
+// Megatron's MLA keys with its argument defaults (arguments.py: q_lora_rank None, kv_lora_rank
+// 32, qk_head_dim 128, qk_pos_emb_head_dim 64, v_head_dim 128).
+void read_mla_geometry(ArgReader& r, AttentionSpec& attn) {
+  attn.kind = AttentionKind::kMla;
+  attn.num_query_groups = attn.num_heads;
+  attn.q_lora_rank = checked_int(r, "q_lora_rank", r.int_quiet("q_lora_rank", 0), 0);
+  attn.kv_lora_rank =
+      checked_int(r, "kv_lora_rank", r.int_or("kv_lora_rank", 32, "Megatron default"), 1);
+  attn.qk_head_dim =
+      checked_int(r, "qk_head_dim", r.int_or("qk_head_dim", 128, "Megatron default"), 1);
+  attn.qk_pos_emb_head_dim = checked_int(
+      r, "qk_pos_emb_head_dim", r.int_or("qk_pos_emb_head_dim", 64, "Megatron default"), 0);
+  attn.v_head_dim =
+      checked_int(r, "v_head_dim", r.int_or("v_head_dim", 128, "Megatron default"), 1);
+  attn.head_dim = attn.qk_head_dim + attn.qk_pos_emb_head_dim;
+  attn.add_qkv_bias = false;  // MLA projections carry no QKV bias in Megatron
+}
+
+}  // namespace frontend_detail
 
 }  // namespace projector
