@@ -97,6 +97,7 @@ nlohmann::json accelerator_value(const AcceleratorSpec& a) {
   cal["comm_compute_interference"] = sourced_json(c.comm_compute_interference);
   cal["grouped_gemm_fraction"] = sourced_json(c.grouped_gemm_fraction);
   cal["kernel_fixed_s"] = sourced_json(c.kernel_fixed_s);
+  cal["host_dispatch_scale"] = sourced_json(c.host_dispatch_scale);
   cal["grouped_gemm_fraction_fp8"] = sourced_json(c.grouped_gemm_fraction_fp8);
   cal["gemm_fp8_blockwise_fraction"] = sourced_json(c.gemm_fp8_blockwise_fraction);
   j["calibration"] = cal;

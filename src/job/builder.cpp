@@ -199,6 +199,7 @@ class Builder {
   void schedule_choice();
   void parallel_defaults();
   void runtime_defaults();
+  void host_dispatch_defaults();
   void recommendation();
   void check_rules() const;
   void check_moe_overlap() const;
@@ -1032,6 +1033,28 @@ void Builder::parallel_defaults() {
   }
 }
 
+// The profile's host issue costs (microbenchmarks, data/frameworks), recorded as one default.
+void Builder::host_dispatch_defaults() {
+  const FrameworkProfile& prof = d_.profile;
+  HostDispatch& h = job_.runtime.host_dispatch;
+  std::vector<std::string> sources;
+  const auto take = [&](const ProfileDefault<double>& d, double& out) {
+    if (!d.value) return;
+    out = *d.value * 1e-6;
+    if (std::find(sources.begin(), sources.end(), d.source) == sources.end()) {
+      sources.push_back(d.source);
+    }
+  };
+  take(prof.host_op_us, h.op_s);
+  take(prof.host_module_us, h.module_s);
+  take(prof.host_launch_us, h.launch_s);
+  if (!h.modelled()) return;
+  record(DraftField::kHostDispatch,
+         fmt::format("op {:.1f} us, module {:.1f} us, launch {:.1f} us", h.op_s * 1e6,
+                     h.module_s * 1e6, h.launch_s * 1e6),
+         fmt::format("{}", fmt::join(sources, "; ")), true);
+}
+
 void Builder::runtime_defaults() {
   RuntimeSpec& rt = job_.runtime;
   ModelSpec& m = job_.model;
@@ -1049,6 +1072,7 @@ void Builder::runtime_defaults() {
     rt.kernel_gap_fraction = decide(DraftField::kKernelGapFraction, std::optional<double>{},
                                     prof.kernel_gap_fraction, 0.0);
   }
+  host_dispatch_defaults();
   rt.precision.fp8 =
       d_.fp8 ? decide(DraftField::kFp8Recipe, d_.fp8_recipe, prof.fp8_recipe, Fp8Recipe::kDelayed)
              : Fp8Recipe::kNone;
@@ -1304,7 +1328,8 @@ std::string_view to_string(DraftField f) {
                                                 "dp",
                                                 "mesh",
                                                 "kernel_gap_fraction",
-                                                "moe_overlap"};
+                                                "moe_overlap",
+                                                "host_dispatch"};
   static_assert(std::size(kNames) == kNumDraftFields);
   const auto i = static_cast<std::size_t>(f);
   return i < std::size(kNames) ? kNames[i] : "?";

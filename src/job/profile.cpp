@@ -146,6 +146,16 @@ void read_defaults(const Reader& r, const YAML::Node& defaults, FrameworkProfile
                    [&](const YAML::Node& v, const std::string& kk) { return r.integer(v, kk); });
     };
   };
+  // A host issue cost in microseconds: non-negative and below 10 ms.
+  auto host_us = [&](ProfileDefault<double>& d) -> Fn {
+    return [&r, &d](const YAML::Node& e, const std::string& k) {
+      read_default(r, e, k, d, [&](const YAML::Node& v, const std::string& kk) {
+        const double us = r.number(v, kk);
+        if (us < 0.0 || us >= 1e4) r.fail(v, kk, "expected microseconds in [0, 10000)");
+        return us;
+      });
+    };
+  };
   auto c = [&](auto& d, const auto& names) -> Fn {
     return [&r, &d, &names](const YAML::Node& e, const std::string& k) {
       read_default(r, e, k, d, [&](const YAML::Node& v, const std::string& kk) {
@@ -179,6 +189,9 @@ void read_defaults(const Reader& r, const YAML::Node& defaults, FrameworkProfile
                         return g;
                       });
        }},
+      {"host_op_us", host_us(p.host_op_us)},
+      {"host_module_us", host_us(p.host_module_us)},
+      {"host_launch_us", host_us(p.host_launch_us)},
       {"selective_recompute",
        [&](const YAML::Node& e, const std::string& k) {
          read_default(

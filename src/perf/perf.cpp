@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "perf/host.h"
 #include "perf/pricing.h"
 #include "projector/util/error.h"
 
@@ -81,6 +82,7 @@ struct PhaseAccumulator {
   // (PairParts): subtracted from the hideable part the simulator pairs.
   double ep_pair_exposed_s = 0.0;
   ExposedComm by_group;
+  perf_detail::HostClock host;  // the host issuing this phase's ops (perf/host.h)
 };
 
 // One phase of a MoE layer as Megatron's combined 1F1B interleaves it with the partner's other
@@ -214,6 +216,36 @@ double exposed_transfer(const JobSpec& job, const std::vector<Op>& ops,
   return t;
 }
 
+// Advances each phase's host clock through the block's `n` identical layers: two layers op by op,
+// the rest at the second layer's steady rate (its host, device and busy increments).
+void advance_host(const JobSpec& job, const std::vector<Op>& ops,
+                  const std::vector<double>& device_s, int n, PhaseAccumulator (&acc)[3]) {
+  using perf_detail::HostClock;
+  std::vector<double> host_s(ops.size());
+  std::vector<char> sync(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const perf_detail::HostWork w = perf_detail::host_work(job, ops[i]);
+    host_s[i] = perf_detail::host_time_s(job, w);
+    sync[i] = w.sync;
+  }
+  const int simulated = std::min(n, 2);
+  HostClock before[3];
+  for (int copy = 0; copy < simulated; ++copy) {
+    for (int ph = 0; ph < 3; ++ph) before[ph] = acc[ph].host;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      acc[static_cast<int>(ops[i].phase)].host.issue(host_s[i], device_s[i], sync[i] != 0);
+    }
+  }
+  const double rest = n - simulated;
+  if (rest <= 0) return;
+  for (int ph = 0; ph < 3; ++ph) {
+    HostClock& h = acc[ph].host;
+    h.host_s += rest * (h.host_s - before[ph].host_s);
+    h.device_s += rest * (h.device_s - before[ph].device_s);
+    h.busy_s += rest * (h.busy_s - before[ph].busy_s);
+  }
+}
+
 // Prices one block's ops of one phase. Overlappable collectives hide behind the compute of the
 // op they pipeline with: TP comm overlap behind the adjacent GEMM, the CP ring behind the
 // attention core, EP dispatch / combine behind the shared experts (moe_shared_expert_overlap),
@@ -250,7 +282,8 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
   budgets.comm[0] = budgets.host[0] = block_compute[0];
   // The W of a combined backward runs with it (only zero-bubble schedules split them).
   budgets.comm[1] = budgets.host[1] = block_compute[1] + block_compute[2];
-  PairParts parts[2];  // F and B
+  PairParts parts[2];                        // F and B
+  std::vector<double> stream_s(ops.size());  // each op's time on the compute stream
   const bool delayed_wgrad = job.runtime.moe_overlap.has(MoeOverlap::kDelayedWgrad);
   double delayed_w_s = 0.0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -288,6 +321,7 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
         acc[ph].expert_wgrad_s += n * t;
       }
     }
+    stream_s[i] = exposed;
     if (table) {
       PricedOp po;
       po.block = label;
@@ -300,6 +334,7 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
       table->push_back(std::move(po));
     }
   }
+  if (job.runtime.host_dispatch.modelled()) advance_host(job, ops, stream_s, lw.count, acc);
   if (parts[0].transfers > 0 && parts[1].transfers > 0) {
     parts[1].second_s = std::max(0.0, parts[1].second_s - delayed_w_s);
     const auto [fwd, bwd] = pair_exposed(parts[0], parts[1]);
@@ -353,9 +388,11 @@ std::vector<ExposedComm> price_chunks(const JobSpec& job, CostCache& cache,
                     options.keep_op_table ? &ct.ops : nullptr, acc,
                     offloaded_bytes_per_layer(job, lw, chunk_first));
       }
-      ct.f_s = acc[0].compute_s + acc[0].exposed_s;
-      ct.b_s = acc[1].compute_s + acc[1].exposed_s;
-      ct.w_s = acc[2].compute_s + acc[2].exposed_s;
+      // The device's waits for the host add to each phase (perf/host.h).
+      for (int ph = 0; ph < 3; ++ph) ct.host_idle_s[ph] = acc[ph].host.idle_s();
+      ct.f_s = acc[0].compute_s + acc[0].exposed_s + ct.host_idle_s[0];
+      ct.b_s = acc[1].compute_s + acc[1].exposed_s + ct.host_idle_s[1];
+      ct.w_s = acc[2].compute_s + acc[2].exposed_s + ct.host_idle_s[2];
       ct.f_comm_s = std::max(0.0, acc[0].ep_hideable_s - acc[0].ep_pair_exposed_s);
       ct.b_comm_s = std::max(0.0, acc[1].ep_hideable_s - acc[1].ep_pair_exposed_s);
       // Combined 1F1B without delay_wgrad_compute: the backward's next dispatch waits for the

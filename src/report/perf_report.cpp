@@ -124,6 +124,26 @@ std::string plan_text(const TrainingPlan& p) {
   return out;
 }
 
+// The largest per-microbatch host wait (F + B + W over its chunks) of any pipeline rank, when it
+// is at least 1 % of that rank's microbatch time (below that it is the chunk's first issue).
+double host_wait_per_microbatch_ms(const PerfReport& rep) {
+  std::vector<double> wait_s, total_s;
+  for (const ChunkTiming& c : rep.chunks) {
+    const auto r = static_cast<std::size_t>(c.pp_rank);
+    if (r >= wait_s.size()) {
+      wait_s.resize(r + 1);
+      total_s.resize(r + 1);
+    }
+    wait_s[r] += c.host_idle_s[0] + c.host_idle_s[1] + c.host_idle_s[2];
+    total_s[r] += c.f_s + c.b_s + c.w_s;
+  }
+  double worst = 0.0;
+  for (std::size_t r = 0; r < wait_s.size(); ++r) {
+    if (wait_s[r] >= 0.01 * total_s[r]) worst = std::max(worst, wait_s[r]);
+  }
+  return worst * 1e3;
+}
+
 }  // namespace
 
 std::string describe_op_shape(const Op& op) {
@@ -224,6 +244,12 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
         ms(ep_total), ms(ep_shared), ms(ep_paired),
         rep.ep_pair_mechanism.empty() ? "" : " (" + rep.ep_pair_mechanism + ")", ms(ep_exposed),
         ep_rank);
+  }
+  if (const double wait_ms = host_wait_per_microbatch_ms(rep); wait_ms > 0.0) {
+    out += fmt::format(
+        "  Host issue waits        {:>12.2f} ms per microbatch on the busiest rank (the device "
+        "waiting for the host to issue ops, docs/host.md)\n",
+        wait_ms);
   }
   if (rep.routing_skew.applies) {
     out += fmt::format(
@@ -416,6 +442,7 @@ ordered_json chunks_json(const PerfReport& rep) {
     jc["f_ms"] = ms(c.f_s);
     jc["b_ms"] = ms(c.b_s);
     jc["w_ms"] = ms(c.w_s);
+    jc["host_wait_ms"] = {ms(c.host_idle_s[0]), ms(c.host_idle_s[1]), ms(c.host_idle_s[2])};
     ordered_json ops = ordered_json::array();
     for (const PricedOp& po : c.ops) {
       ops.push_back({{"block", po.block},

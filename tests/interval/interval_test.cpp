@@ -142,6 +142,7 @@ TEST(Coverage, ShippedResidualsCoverTheValidationRuns) {
   for (const auto& [name, g] : groups) {
     if (g.second < kMinRegimeRuns) continue;
     const double p = 100.0 * g.first / g.second;
+    std::printf("  %s: %d of %d (%.1f %%)\n", name.c_str(), g.first, g.second, p);
     EXPECT_GE(p, 70.0) << name;
     EXPECT_LE(p, 90.0) << name;
   }

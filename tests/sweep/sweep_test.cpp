@@ -57,6 +57,7 @@ JobSpec hand_job(const Candidate& c) {
   job.runtime.seq_length = 4096;
   job.runtime.flash_attention = true;
   job.runtime.kernel_gap_fraction = hw.runtime.kernel_gap_fraction;  // the framework's, kept
+  job.runtime.host_dispatch = hw.runtime.host_dispatch;              // likewise
   job.runtime.schedule = c.schedule;
   RecomputeSpec& r = job.runtime.recompute;
   switch (c.recompute.kind) {

@@ -108,6 +108,9 @@ struct AcceleratorSpec {
     // grouped_gemm_fraction).
     Sourced grouped_gemm_fraction_fp8;
     Sourced kernel_fixed_s;  // per-kernel prologue/epilogue beyond launch (0: none)
+    // The node's host CPU: its time to issue one framework op relative to the x86 host the
+    // framework profiles' host costs were measured on (FrameworkProfile host_*_us; 0: 1.0).
+    Sourced host_dispatch_scale;
     // Block-scaled fp8 GEMMs (DeepSeek 1 x 128 / 128 x 128 scales): their own fraction of the
     // fp8 peak (0: priced like per-tensor fp8, gemm_peak_fraction.fp8).
     Sourced gemm_fp8_blockwise_fraction;

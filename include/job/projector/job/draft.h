@@ -56,7 +56,8 @@ enum class DraftField : std::uint8_t {
   kDp,
   kMesh,
   kKernelGapFraction,
-  kMoeOverlap,  // Megatron overlap_moe_expert_parallel_comm (combined 1F1B)
+  kMoeOverlap,    // Megatron overlap_moe_expert_parallel_comm (combined 1F1B)
+  kHostDispatch,  // the profile's host issue costs (RuntimeSpec::host_dispatch)
   kCount
 };
 inline constexpr int kNumDraftFields = static_cast<int>(DraftField::kCount);

@@ -75,6 +75,12 @@ struct FrameworkProfile {
   // stream of a steady-state step. Compute-stream ops take busy / (1 - gap). The one end-to-end
   // constant of a framework profile, fitted on data/validation (scripts/fit_frameworks.py).
   ProfileDefault<double> kernel_gap_fraction;
+  // Host time of issuing work (RuntimeSpec::host_dispatch), in microseconds, measured by host-side
+  // microbenchmarks (never fitted end to end): an eager operator call, a Transformer Engine module
+  // entry, a kernel issued from a C++ loop (TE's per-expert grouped GEMM).
+  ProfileDefault<double> host_op_us;
+  ProfileDefault<double> host_module_us;
+  ProfileDefault<double> host_launch_us;
   ProfileDefault<RecomputeModules> selective_recompute;
   ProfileDefault<bool> loss_grad_in_place;
   // MoE: the routing probabilities scale the experts' activation (the combine keeps no expert

@@ -579,6 +579,17 @@ class MoeOverlaps {
 enum class MoeRouting : std::uint8_t { kBalanced, kLearned, kForced };
 std::string_view to_string(MoeRouting r);
 
+// Host (CPU) time an eager framework spends issuing work to the device (FrameworkProfile
+// host_op_us / host_module_us / host_launch_us, from host-side microbenchmarks): one eager
+// operator call (Python and dispatcher), one Transformer Engine module entry, one kernel issued
+// from a C++ loop. All 0: the host is not modelled (compiled programs, jobs built in code).
+struct HostDispatch {
+  double op_s = 0.0;
+  double module_s = 0.0;
+  double launch_s = 0.0;
+  bool modelled() const { return op_s > 0.0 || module_s > 0.0 || launch_s > 0.0; }
+};
+
 struct RuntimeSpec {
   int micro_batch_size = 1;
   int global_batch_size = 1;
@@ -590,6 +601,7 @@ struct RuntimeSpec {
   // The framework's compute-stream gap share (FrameworkProfile::kernel_gap_fraction): ops on the
   // compute stream take busy / (1 - gap); 0 = back-to-back kernels.
   double kernel_gap_fraction = 0.0;
+  HostDispatch host_dispatch;  // perf/host.h: the host's issue time per op
   // The framework profile the job was built with (data/frameworks/<name>.yaml) and its back-end
   // adapter (megatron, torchtitan, maxtext, torchrec_dlrm); "" for a job assembled in code.
   std::string framework;

@@ -48,6 +48,10 @@ struct ChunkTiming {
   double ep_total_s = 0.0;  // EP dispatch / combine of one microbatch, F + B + W, priced
   double ep_f_s = 0.0;      // the forward's part of it
   double ep_shared_hidden_s = 0.0;  // the part of it the shared experts hide
+  // Device time per phase (F, B, W) spent waiting for the host to issue the next op (eager
+  // frameworks: Python, dispatcher and launch costs after a device-to-host sync; perf/host.h).
+  // Included in f_s / b_s / w_s.
+  double host_idle_s[3] = {0.0, 0.0, 0.0};
   std::vector<PricedOp> ops;
 };
 

@@ -1,0 +1,136 @@
+#include "perf/host.h"
+
+#include <algorithm>
+#include <string_view>
+
+namespace projector::perf_detail {
+namespace {
+
+// One routed-expert MoE op of Megatron-Core (TE GroupedLinear experts, fused permute, fused
+// router), by name and phase: the census of docs/host.md (HO4: Megatron-LM token_dispatcher.py,
+// router.py, moe_utils.py, experts.py; HO5: Transformer Engine grouped_linear.py, gemm.cpp,
+// cublaslt_gemm.cu; HO6: DeepEP buffer.hpp). `groups` is the rank's local experts.
+struct MoeCensus {
+  std::string_view name;
+  double ops;
+  double modules;
+  bool per_expert_launch;  // one cuBLAS call per local expert from TE's C++ loop
+  bool per_expert_hook;    // one Megatron DDP hook per local expert weight
+};
+
+constexpr MoeCensus kMoe[] = {
+    // Forward. Router: gating GEMM (an autograd function), fused top-k, aux-loss scores, the
+    // aux loss, its logging and scaler, the expert-bias guard.
+    {"moe.router", 2, 1, false, false},
+    {"moe.topk", 16, 0, false, false},
+    {"moe.permute", 8, 0, false, false},  // preprocess (compiled) and TE's fused permute
+    {"moe.experts.fc1", 20, 1, true, false},
+    {"moe.experts.act", 4, 0, false, false},
+    {"moe.experts.fc2", 20, 1, true, false},
+    {"moe.unpermute", 2, 0, false, false},
+    // Backward (autograd order): the gating backward's casts, the top-k and aux-loss backward.
+    {"moe.unpermute.bwd", 3, 0, false, false},
+    {"moe.experts.fc2.dgrad", 10, 1, true, false},
+    {"moe.experts.act.bwd", 3, 0, false, false},
+    {"moe.experts.fc1.dgrad", 10, 1, true, false},
+    {"moe.permute.bwd", 5, 0, false, false},
+    {"moe.topk.bwd", 6, 0, false, false},
+    {"moe.router.dgrad", 9, 0, false, false},
+    // Weight gradients: the wgrad GEMM loop, and a DDP hook per expert weight.
+    {"moe.experts.fc1.wgrad", 8, 0, true, true},
+    {"moe.experts.fc2.wgrad", 8, 0, true, true},
+    {"moe.router.wgrad", 2, 0, false, false},
+};
+
+bool dropless_sync(const JobSpec& job) {
+  // Megatron's dropless dispatch reads the token counts on the host: the all-to-all dispatcher
+  // waits on a device-to-host copy (token_dispatcher.py d2h_event.synchronize), DeepEP spins on
+  // the receive counter (buffer.hpp). Primus-Turbo's sync-free stages 2-3 remove the wait.
+  const bool capacity =
+      std::any_of(job.model.layers.begin(), job.model.layers.end(),
+                  [](const LayerSpec& l) { return l.is_moe && l.moe.capacity_factor > 0.0; });
+  return !capacity && job.runtime.sync_free_moe_stage < 2;
+}
+
+// The EP transfers of the dispatch and combine (all-to-all and flex dispatchers).
+HostWork moe_transfer(const JobSpec& job, std::string_view n, WorkPhase ph) {
+  const bool flex = job.runtime.moe_dispatcher == MoeDispatcher::kFlex;
+  HostWork w;
+  if (n.starts_with("moe.dispatch")) {
+    // Flex: DeepEP's layout, notify and dispatch, and the default indices-to-multihot's eleven
+    // ops (three of them device-to-host reads); all-to-all: the count bookkeeping, two
+    // all-to-alls and the chunk sort.
+    w.ops = ph == WorkPhase::kF ? (flex ? 20 : 25) : (flex ? 10 : 5);
+    w.sync = ph == WorkPhase::kF ? dropless_sync(job) : flex && dropless_sync(job);
+    return w;
+  }
+  w.ops = ph == WorkPhase::kF ? (flex ? 9 : 5) : (flex ? 6 : 4);
+  return w;
+}
+
+HostWork generic(const Op& op) {
+  HostWork w;
+  const double steps = std::max(1, op.steps);
+  switch (op.kind) {
+    case OpKind::kGemm:
+    case OpKind::kGroupedGemm:
+      // A TE module's forward or backward entry; a weight gradient is its DDP hook.
+      if (op.phase == WorkPhase::kW) {
+        w.ops = steps;
+      } else {
+        w.modules = steps;
+      }
+      break;
+    case OpKind::kAttention:
+      w.modules = 1;
+      break;
+    default:
+      w.ops = 1;
+      break;
+  }
+  return w;
+}
+
+}  // namespace
+
+HostWork host_work(const JobSpec& job, const Op& op) {
+  const std::string_view n = op.name;
+  if (n.starts_with("moe.") && !n.starts_with("moe.shared.")) {
+    if (op.kind == OpKind::kCollective &&
+        (n.starts_with("moe.dispatch") || n.starts_with("moe.combine"))) {
+      return moe_transfer(job, n, op.phase);
+    }
+    for (const MoeCensus& c : kMoe) {
+      if (c.name != n) continue;
+      const double groups =
+          op.kind == OpKind::kGroupedGemm ? std::max<double>(1.0, op.gemm.batch) : 1.0;
+      HostWork w;
+      w.ops = c.ops + (c.per_expert_hook ? groups : 0.0);
+      w.modules = c.modules;
+      w.launches = c.per_expert_launch ? groups : 0.0;
+      // Without an EP transfer the grouped GEMM's split sizes are the first host read.
+      if (n == "moe.experts.fc1" && op.phase == WorkPhase::kF &&
+          job.parallel.ep * job.parallel.etp == 1) {
+        w.sync = dropless_sync(job);
+      }
+      return w;
+    }
+  }
+  return generic(op);
+}
+
+double host_time_s(const JobSpec& job, const HostWork& w) {
+  const HostDispatch& h = job.runtime.host_dispatch;
+  const double scale = job.cluster.accelerator.calibration.host_dispatch_scale.value;
+  return (scale > 0.0 ? scale : 1.0) *
+         (w.ops * h.op_s + w.modules * h.module_s + w.launches * h.launch_s);
+}
+
+void HostClock::issue(double host_cost_s, double device_cost_s, bool sync) {
+  if (sync) host_s = std::max(host_s, device_s);
+  host_s += host_cost_s;
+  device_s = std::max(device_s, host_s) + device_cost_s;
+  busy_s += device_cost_s;
+}
+
+}  // namespace projector::perf_detail

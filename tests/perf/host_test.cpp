@@ -1,0 +1,127 @@
+// The host side of an eager framework (perf/host.h): the device waits for ops the host has not
+// issued yet, and a device-to-host read drains the host's lead.
+#include "perf/host.h"
+
+#include <gtest/gtest.h>
+
+#include "projector/perf/perf.h"
+#include "support/job_builders.h"
+
+namespace projector {
+namespace {
+
+using perf_detail::HostClock;
+using perf_detail::HostWork;
+
+constexpr double kUs = 1e-6;
+
+// By hand: host 10 us per op; device 5, 30, 5 us. The device starts op 1 at 10 (ends 15), op 2
+// when the host issues it at 20 (ends 50), op 3 at 50 (ends 55): 15 us idle. A sync before op 3
+// makes the host wait until 50, issue at 60, the device end at 65: 25 us idle.
+TEST(HostClock, DeviceWaitsForTheHost) {
+  HostClock free_run;
+  free_run.issue(10 * kUs, 5 * kUs, false);
+  free_run.issue(10 * kUs, 30 * kUs, false);
+  free_run.issue(10 * kUs, 5 * kUs, false);
+  EXPECT_NEAR(free_run.device_s, 55 * kUs, 1e-12);
+  EXPECT_NEAR(free_run.idle_s(), 15 * kUs, 1e-12);
+
+  HostClock synced;
+  synced.issue(10 * kUs, 5 * kUs, false);
+  synced.issue(10 * kUs, 30 * kUs, false);
+  synced.issue(10 * kUs, 5 * kUs, true);
+  EXPECT_NEAR(synced.device_s, 65 * kUs, 1e-12);
+  EXPECT_NEAR(synced.idle_s(), 25 * kUs, 1e-12);
+}
+
+JobSpec with_host(JobSpec job, double us) {
+  job.runtime.host_dispatch = {us * kUs, us * kUs, us * kUs};
+  return job;
+}
+
+PerfReport project(const JobSpec& job) {
+  PerfOptions po;
+  po.with_memory = false;
+  po.keep_op_table = true;
+  return project_performance(job, po);
+}
+
+// The Megatron census: per-expert GEMM launches follow the local experts; the dropless forward
+// dispatch makes the host wait, the backward's all-to-all does not; Primus-Turbo's sync-free
+// stage 2 and a capacity factor remove the wait.
+TEST(HostWork, MegatronMoeCensus) {
+  JobSpec job = testing::make_dropless_ep_job(8, 64, 8);
+  const PerfReport rep = project(with_host(job, 1.0));
+  bool saw_fc1 = false, saw_sync = false;
+  for (const PricedOp& po : rep.chunks.at(0).ops) {
+    const HostWork w = perf_detail::host_work(job, po.op);
+    if (po.op.name == "moe.experts.fc1") {
+      saw_fc1 = true;
+      EXPECT_EQ(w.launches, 64 / 8);  // one cuBLAS call per local expert
+    }
+    if (w.sync) {
+      saw_sync = true;
+      EXPECT_EQ(po.op.phase, WorkPhase::kF);
+      EXPECT_EQ(po.op.name, "moe.dispatch_a2a");
+    }
+  }
+  EXPECT_TRUE(saw_fc1);
+  EXPECT_TRUE(saw_sync);
+
+  JobSpec sync_free = job;
+  sync_free.runtime.sync_free_moe_stage = 2;
+  JobSpec capacity = job;
+  for (LayerSpec& l : capacity.model.layers) l.moe.capacity_factor = 1.25;
+  for (const PricedOp& po : rep.chunks.at(0).ops) {
+    EXPECT_FALSE(perf_detail::host_work(sync_free, po.op).sync) << po.op.name;
+    EXPECT_FALSE(perf_detail::host_work(capacity, po.op).sync) << po.op.name;
+  }
+}
+
+// Whatever the costs, a phase takes at least the longer of the host's and the device's work and
+// at most their sum; with no host costs it is the device's work alone.
+TEST(HostWork, PhaseBetweenMaxAndSumOfHostAndDevice) {
+  const JobSpec job = testing::make_dropless_ep_job(8, 64, 8);
+  const PerfReport device_only = project(with_host(job, 0.0));
+  const ChunkTiming& d = device_only.chunks.at(0);
+  EXPECT_EQ(d.host_idle_s[0], 0.0);
+  for (double us : {1.0, 50.0, 2000.0}) {
+    const JobSpec hj = with_host(job, us);
+    const PerfReport rep = project(hj);
+    const ChunkTiming& c = rep.chunks.at(0);
+    double host_f = 0.0;
+    for (const PricedOp& po : c.ops) {
+      if (po.op.phase != WorkPhase::kF) continue;
+      host_f += po.repeat * perf_detail::host_time_s(hj, perf_detail::host_work(hj, po.op));
+    }
+    EXPECT_GE(c.f_s, std::max(host_f, d.f_s) - 1e-12) << us;
+    EXPECT_LE(c.f_s, host_f + d.f_s + 1e-12) << us;
+    EXPECT_NEAR(c.f_s - c.host_idle_s[0], d.f_s, 1e-9 * d.f_s) << us;
+  }
+}
+
+// A large dense model's GEMMs dwarf the host's issue time: at the x86 costs the device hardly
+// waits.
+TEST(HostWork, LargeDenseLayersHideTheHost) {
+  const JobSpec job = testing::make_job(testing::llama31_8b(), {.gpn = 1, .gbs = 4});
+  const PerfReport rep = project(with_host(job, 13.5));
+  const ChunkTiming& c = rep.chunks.at(0);
+  EXPECT_GT(c.host_idle_s[0], 0.0);  // the chunk starts with the host's first issue
+  EXPECT_LT(c.host_idle_s[0] + c.host_idle_s[1] + c.host_idle_s[2], 0.01 * (c.f_s + c.b_s + c.w_s));
+}
+
+// A slower host CPU (Grace: host_dispatch_scale) scales every op's issue time.
+TEST(HostWork, HostScaleMultiplies) {
+  JobSpec job = with_host(testing::make_dropless_ep_job(8, 64, 8), 5.0);
+  HostWork w;
+  w.ops = 3;
+  w.modules = 1;
+  w.launches = 8;
+  const double x86 = perf_detail::host_time_s(job, w);
+  EXPECT_NEAR(x86, 12 * 5.0 * kUs, 1e-15);
+  job.cluster.accelerator.calibration.host_dispatch_scale.value = 2.75;
+  EXPECT_NEAR(perf_detail::host_time_s(job, w), 2.75 * x86, 1e-15);
+}
+
+}  // namespace
+}  // namespace projector
