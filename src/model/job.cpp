@@ -457,6 +457,25 @@ std::optional<OffloadModule> parse_offload_module(std::string_view name) {
   return std::nullopt;
 }
 
+// Megatron's names (transformer/enums.py CudaGraphModule; "full" is the deprecated whole layer).
+constexpr std::string_view kCudaGraphModuleNames[] = {"layer",      "attn",           "mlp",  "moe",
+                                                      "moe_router", "moe_preprocess", "mamba"};
+static_assert(std::size(kCudaGraphModuleNames) ==
+              static_cast<std::size_t>(CudaGraphModule::kCount));
+
+std::string_view to_string(CudaGraphModule m) {
+  const auto i = static_cast<std::size_t>(m);
+  return i < std::size(kCudaGraphModuleNames) ? kCudaGraphModuleNames[i] : "?";
+}
+
+std::optional<CudaGraphModule> parse_cuda_graph_module(std::string_view name) {
+  if (name == "full") return CudaGraphModule::kLayer;
+  for (std::size_t i = 0; i < std::size(kCudaGraphModuleNames); ++i) {
+    if (kCudaGraphModuleNames[i] == name) return static_cast<CudaGraphModule>(i);
+  }
+  return std::nullopt;
+}
+
 }  // namespace projector
 
 namespace projector {

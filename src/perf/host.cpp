@@ -55,13 +55,18 @@ bool dropless_sync(const JobSpec& job) {
 // The EP transfers of the dispatch and combine (all-to-all and flex dispatchers).
 HostWork moe_transfer(const JobSpec& job, std::string_view n, WorkPhase ph) {
   const bool flex = job.runtime.moe_dispatcher == MoeDispatcher::kFlex;
+  // Megatron's DeepEP path converts the top-k indices with the default indices-to-multihot: eleven
+  // more ops forward (three of them device-to-host reads) and a boolean-mask read in its
+  // backward (token_dispatcher.py _indices_to_multihot); HybridEP and the others take the map.
+  const bool multihot = flex && job.runtime.moe_dispatch_kernel == MoeDispatchKernel::kDeepEp;
   HostWork w;
   if (n.starts_with("moe.dispatch")) {
-    // Flex: DeepEP's layout, notify and dispatch, and the default indices-to-multihot's eleven
-    // ops (three of them device-to-host reads); all-to-all: the count bookkeeping, two
-    // all-to-alls and the chunk sort.
-    w.ops = ph == WorkPhase::kF ? (flex ? 20 : 25) : (flex ? 10 : 5);
-    w.sync = ph == WorkPhase::kF ? dropless_sync(job) : flex && dropless_sync(job);
+    // Flex: the kernel's layout, notify and dispatch calls; all-to-all: the count bookkeeping,
+    // two all-to-alls and the chunk sort.
+    const bool fwd = ph == WorkPhase::kF;
+    w.ops = fwd ? (flex ? 8 : 25) : (flex ? 6 : 5);
+    if (multihot) w.ops += fwd ? 12 : 4;
+    w.sync = (fwd || multihot) && dropless_sync(job);
     return w;
   }
   w.ops = ph == WorkPhase::kF ? (flex ? 9 : 5) : (flex ? 6 : 4);
@@ -91,9 +96,37 @@ HostWork generic(const Op& op) {
   return w;
 }
 
-}  // namespace
+bool static_moe(const JobSpec& job) {
+  return !dropless_sync(job);
+}
 
-HostWork host_work(const JobSpec& job, const Op& op) {
+// The op replays inside a CUDA graph (Megatron cuda_graph_modules, MG1 arguments.py help):
+// attn = _forward_attention, mlp = a dense layer's _forward_mlp, moe = a drop-and-pad MoE layer,
+// moe_router = up to the router (its norm, the shared experts), moe_preprocess = the dispatcher's
+// preprocess, mamba = the Mamba mixer; no module = the whole layer (static shapes only).
+bool captured(const JobSpec& job, std::string_view n) {
+  const CudaGraphs& g = job.runtime.cuda_graphs;
+  if (g.full_iteration) return true;
+  if (g.modules == 0) return false;
+  const bool moe = n.starts_with("moe.");
+  if (g.has(CudaGraphModule::kLayer) && (!moe || static_moe(job))) return true;
+  if (n.starts_with("attn.")) return g.has(CudaGraphModule::kAttn);
+  if (n.starts_with("mamba.")) return g.has(CudaGraphModule::kMamba);
+  if (n.starts_with("mlp.")) {
+    return g.has(CudaGraphModule::kMlp) ||
+           (n.starts_with("mlp.norm") && g.has(CudaGraphModule::kMoeRouter));
+  }
+  if (!moe) return false;
+  if (g.has(CudaGraphModule::kMoe) && static_moe(job)) return true;
+  if (n.starts_with("moe.router") || n.starts_with("moe.topk") || n.starts_with("moe.shared.")) {
+    return g.has(CudaGraphModule::kMoeRouter);
+  }
+  // The all-to-all dispatcher permutes in its preprocess; flex permutes after the dispatch.
+  return n.starts_with("moe.permute") && g.has(CudaGraphModule::kMoePreprocess) &&
+         job.runtime.moe_dispatcher != MoeDispatcher::kFlex;
+}
+
+HostWork census(const JobSpec& job, const Op& op) {
   const std::string_view n = op.name;
   if (n.starts_with("moe.") && !n.starts_with("moe.shared.")) {
     if (op.kind == OpKind::kCollective &&
@@ -117,6 +150,16 @@ HostWork host_work(const JobSpec& job, const Op& op) {
     }
   }
   return generic(op);
+}
+
+}  // namespace
+
+HostWork host_work(const JobSpec& job, const Op& op) {
+  if (!captured(job, op.name)) return census(job, op);
+  // A captured op: no issue time, and a full-iteration graph has no host read either.
+  HostWork w;
+  w.sync = !job.runtime.cuda_graphs.full_iteration && census(job, op).sync;
+  return w;
 }
 
 double host_time_s(const JobSpec& job, const HostWork& w) {

@@ -350,6 +350,47 @@ void read_activation_offload(Mapper& m) {
                      fmt::join(names, ", ")));
 }
 
+// training.cuda_graphs as the Megatron adapter reads cuda_graph_impl / cuda_graph_modules
+// (frontend/megatron/runtime.cpp read_cuda_graphs): "none", "<impl>, scope [modules]",
+// "full_iteration ...", "local, full_iteration"; unknown or unstated: none, said.
+void read_cuda_graphs(Mapper& m) {
+  const std::string text = to_lower(m.e_.training.cuda_graphs);
+  CudaGraphs& g = m.d_.runtime.cuda_graphs;
+  if (text.empty() || text.starts_with("none") || text == "null") return;
+  if (text.starts_with("unknown")) {
+    m.note("training.cuda_graphs: " + m.e_.training.cuda_graphs + "; read as none");
+    return;
+  }
+  if (text.find("full_iteration") != std::string::npos) {
+    g.full_iteration = true;
+    m.note("training.cuda_graphs: full-iteration graph (no host issue time, no host read)");
+    return;
+  }
+  const std::size_t open = text.find('[');
+  const std::size_t close = text.find(']', open);
+  if (open != std::string::npos && close != std::string::npos) {
+    std::string name;
+    for (std::size_t i = open + 1; i <= close; ++i) {
+      const char c = text[i];
+      if (c == ',' || c == ']' || c == ' ') {
+        if (const auto mod = parse_cuda_graph_module(name)) g.add(*mod);
+        name.clear();
+      } else {
+        name += c;
+      }
+    }
+  }
+  if (g.modules == 0) g.add(CudaGraphModule::kLayer);
+  std::vector<std::string> names;
+  for (int i = 0; i < static_cast<int>(CudaGraphModule::kCount); ++i) {
+    if (g.has(static_cast<CudaGraphModule>(i))) {
+      names.emplace_back(to_string(static_cast<CudaGraphModule>(i)));
+    }
+  }
+  m.note(fmt::format("training.cuda_graphs: {} captured (no host issue time)",
+                     fmt::join(names, ", ")));
+}
+
 // The recipe's MoE switches, read as the Megatron adapter reads overlap_moe_expert_parallel_comm,
 // delay_wgrad_compute and moe_permute_fusion (frontend/megatron/runtime.cpp read_moe_overlap),
 // with the conditions Megatron asserts: a run whose layout cannot have the overlap keeps it off
@@ -464,6 +505,7 @@ void map_runtime(Mapper& m) {
                        t.flash_attention_text, *t.flash_attention ? "fused (flash)" : "unfused"));
   }
   if (m.out_.moe && t.ep.value_or(1) > 1) validate_detail::read_dispatcher(m, t.moe_dispatcher);
+  read_cuda_graphs(m);
   if (m.out_.moe) map_moe_flags(m);
   if (m.out_.moe) validate_detail::read_token_balance(m, t.moe_token_balance);
 }

@@ -365,6 +365,7 @@ void read_training(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   tr.moe_token_balance = r.text(t, "moe_token_balance", "training");
   tr.moe_a2a_overlap = r.boolean(t, "moe_a2a_overlap", "training");
   tr.moe_permute_fusion = r.boolean(t, "moe_permute_fusion", "training");
+  tr.cuda_graphs = r.text(t, "cuda_graphs", "training");
   tr.features = r.text(t, "features", "training");
   tr.local_batch_size = r.integer<int>(t, "local_batch_size", "training");
   tr.per_device_batch_size = r.number(t, "per_device_batch_size", "training");  // may be < 1

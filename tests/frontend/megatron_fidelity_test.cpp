@@ -418,6 +418,36 @@ TEST(MegatronFidelity, ActivationOffloading) {
                InputError);
 }
 
+// ------------------------------------------------------------------ 11b: CUDA graphs
+
+// MG1 arguments.py: cuda_graph_impl none builds no graph whatever the modules say; an empty
+// module list captures the whole layer; the deprecated enable_cuda_graph is local,
+// cuda_graph_scope is the old name of cuda_graph_modules and its full_iteration the
+// full-iteration implementation; an unknown module is refused with its key.
+TEST(MegatronFidelity, CudaGraphModulesAreRead) {
+  testing::TempDir dir;
+  EXPECT_FALSE(load_text(dir, flat_args("")).runtime.cuda_graphs.any());
+  EXPECT_FALSE(load_text(dir, flat_args("cuda_graph_modules: [attn]\n")).runtime.cuda_graphs.any());
+  const CudaGraphs te = load_text(dir, flat_args("cuda_graph_impl: transformer_engine\n"
+                                                 "cuda_graph_modules: [attn, moe_router]\n"))
+                            .runtime.cuda_graphs;
+  EXPECT_TRUE(te.has(CudaGraphModule::kAttn));
+  EXPECT_TRUE(te.has(CudaGraphModule::kMoeRouter));
+  EXPECT_FALSE(te.has(CudaGraphModule::kLayer));
+  EXPECT_FALSE(te.full_iteration);
+  EXPECT_TRUE(load_text(dir, flat_args("enable_cuda_graph: true\n"))
+                  .runtime.cuda_graphs.has(CudaGraphModule::kLayer));
+  EXPECT_TRUE(load_text(dir, flat_args("cuda_graph_impl: local\n"
+                                       "cuda_graph_scope: full_iteration\n"))
+                  .runtime.cuda_graphs.full_iteration);
+  try {
+    load_text(dir, flat_args("cuda_graph_impl: local\ncuda_graph_modules: [attention]\n"));
+    FAIL() << "an unknown module loaded";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "cuda_graph_modules");
+  }
+}
+
 // ------------------------------------------------------------------ 12: key classes
 
 bool has_warning(const JobSpec& job, const std::string& needle) {

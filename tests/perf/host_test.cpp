@@ -78,6 +78,34 @@ TEST(HostWork, MegatronMoeCensus) {
   }
 }
 
+// CUDA graphs: a captured op costs the host nothing; the scopes capture what Megatron's modules
+// name (attn, moe_router) and no more; a full-iteration graph also has no host read.
+TEST(HostWork, CudaGraphScopesRemoveIssueTime) {
+  JobSpec job = with_host(testing::make_dropless_ep_job(8, 64, 8), 10.0);
+  const PerfReport rep = project(job);
+  job.runtime.cuda_graphs.add(CudaGraphModule::kAttn);
+  job.runtime.cuda_graphs.add(CudaGraphModule::kMoeRouter);
+  JobSpec full = job;
+  full.runtime.cuda_graphs = CudaGraphs{};
+  full.runtime.cuda_graphs.full_iteration = true;
+  int attn = 0;
+  for (const PricedOp& po : rep.chunks.at(0).ops) {
+    const std::string& n = po.op.name;
+    const double t = perf_detail::host_time_s(job, perf_detail::host_work(job, po.op));
+    if (n.starts_with("attn.") || n.starts_with("moe.router") || n.starts_with("moe.topk")) {
+      EXPECT_EQ(t, 0.0) << n;
+      attn += n.starts_with("attn.") ? 1 : 0;
+    } else if (n.starts_with("moe.experts.")) {
+      EXPECT_GT(t, 0.0) << n;
+    }
+    const HostWork fw = perf_detail::host_work(full, po.op);
+    EXPECT_EQ(perf_detail::host_time_s(full, fw), 0.0) << n;
+    EXPECT_FALSE(fw.sync) << n;
+  }
+  EXPECT_GT(attn, 0);
+  EXPECT_LE(project(job).chunks.at(0).f_s, rep.chunks.at(0).f_s);
+}
+
 // Whatever the costs, a phase takes at least the longer of the host's and the device's work and
 // at most their sum; with no host costs it is the device's work alone.
 TEST(HostWork, PhaseBetweenMaxAndSumOfHostAndDevice) {

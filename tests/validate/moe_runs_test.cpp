@@ -100,6 +100,35 @@ TEST(MoeRuns, RecipeOverlapAndPermuteFusionAreRead) {
   EXPECT_GE(fused, 20);
 }
 
+// training.cuda_graphs reaches the job as the Megatron adapter reads cuda_graph_impl /
+// cuda_graph_modules: the TE scopes by name, full_iteration alone, "none" / "unknown" as none.
+TEST(MoeRuns, CudaGraphScopesAreRead) {
+  int scoped = 0, full = 0;
+  for (const char* f :
+       {"/validation/calibration_runs_4.yaml", "/validation/calibration_runs.yaml"}) {
+    for (const RunEntry& e : load_runs(kDataDir + f)) {
+      const MappedRun m = map_run(e, kDataDir);
+      if (!m.mapped) continue;
+      const CudaGraphs& g = m.job.runtime.cuda_graphs;
+      const std::string& text = e.training.cuda_graphs;
+      if (text.find("full_iteration") != std::string::npos) {
+        EXPECT_TRUE(g.full_iteration) << e.id;
+        ++full;
+      } else if (text.find("scope [attn, moe_router, moe_preprocess]") != std::string::npos) {
+        EXPECT_TRUE(g.has(CudaGraphModule::kAttn)) << e.id;
+        EXPECT_TRUE(g.has(CudaGraphModule::kMoeRouter)) << e.id;
+        EXPECT_TRUE(g.has(CudaGraphModule::kMoePreprocess)) << e.id;
+        EXPECT_FALSE(g.has(CudaGraphModule::kMamba)) << e.id;
+        ++scoped;
+      } else if (text.empty() || text.starts_with("none") || text.starts_with("unknown")) {
+        EXPECT_FALSE(g.any()) << e.id;
+      }
+    }
+  }
+  EXPECT_GE(scoped, 3);
+  EXPECT_GE(full, 1);
+}
+
 // training.optimizer_states names Megatron's precision-aware optimizer and its dtypes. The AMD
 // Qwen3-30B-A3B run states bf16 main grads and bf16 moments: its gradient buffer is then as large
 // as its bf16 weights, and its Adam moments half of what Megatron's fp32 states take (the same

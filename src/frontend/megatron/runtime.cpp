@@ -589,6 +589,47 @@ void read_offload(ArgReader& r, const ModelSpec& model, JobDraft& d) {
   }
 }
 
+// CUDA graphs (MG1 arguments.py: --cuda-graph-impl none | local | transformer_engine |
+// full_iteration; the deprecated --enable-cuda-graph / --external-cuda-graph mean local /
+// transformer_engine; --cuda-graph-modules, or the deprecated --cuda-graph-scope, names the
+// captured parts of each layer, none meaning the whole layer; scope full_iteration is the old
+// spelling of the full-iteration implementation).
+void read_cuda_graphs(ArgReader& r, JobDraft& d) {
+  std::string impl = to_lower(r.string_or("cuda_graph_impl", "none", ""));
+  if (impl == "none" && r.bool_quiet("enable_cuda_graph", false)) impl = "local";
+  if (impl == "none" && r.bool_quiet("external_cuda_graph", false)) impl = "transformer_engine";
+  if (impl != "none" && impl != "local" && impl != "transformer_engine" &&
+      impl != "full_iteration") {
+    r.fail("cuda_graph_impl",
+           fmt::format("unknown '{}' (none, local, transformer_engine, full_iteration)", impl));
+  }
+  const std::string key = r.get("cuda_graph_modules") ? "cuda_graph_modules" : "cuda_graph_scope";
+  CudaGraphs& g = d.runtime.cuda_graphs;
+  g = CudaGraphs{};
+  for (const std::string& raw : string_list(r, key)) {
+    const std::string name = to_lower(raw);
+    if (name == "full_iteration") {
+      impl = "full_iteration";
+      continue;
+    }
+    const std::optional<CudaGraphModule> m = parse_cuda_graph_module(name);
+    if (!m) {
+      r.fail(key, fmt::format("unknown module '{}' (attn, mlp, moe, moe_router, moe_preprocess, "
+                              "mamba, full_iteration)",
+                              raw));
+    }
+    g.add(*m);
+  }
+  if (impl == "none") {
+    g = CudaGraphs{};
+  } else if (impl == "full_iteration") {
+    g = CudaGraphs{};
+    g.full_iteration = true;
+  } else if (g.modules == 0) {
+    g.add(CudaGraphModule::kLayer);
+  }
+}
+
 }  // namespace
 
 std::optional<ScheduleKind> parse_schedule_name(std::string_view text) {
@@ -611,6 +652,7 @@ void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d) {
     r.fail("cross_entropy_fusion_impl", fmt::format("unknown '{}' (native, te)", ce));
   }
   read_moe_dispatcher(r, d);
+  read_cuda_graphs(r, d);
   read_offload(r, model, d);
   read_schedule(r, d);
   read_optimizer(r, d);

@@ -579,6 +579,29 @@ class MoeOverlaps {
 enum class MoeRouting : std::uint8_t { kBalanced, kLearned, kForced };
 std::string_view to_string(MoeRouting r);
 
+// The parts of a decoder layer CUDA graphs capture (Megatron cuda_graph_modules / the deprecated
+// cuda_graph_scope): a captured op replays without the host issuing it.
+enum class CudaGraphModule : std::uint8_t {
+  kLayer,  // the whole layer (empty module list; static shapes only)
+  kAttn,
+  kMlp,
+  kMoe,
+  kMoeRouter,
+  kMoePreprocess,
+  kMamba,
+  kCount
+};
+std::string_view to_string(CudaGraphModule m);
+std::optional<CudaGraphModule> parse_cuda_graph_module(std::string_view text);
+
+struct CudaGraphs {
+  bool full_iteration = false;  // the whole step is one graph (sync-free MoE only)
+  std::uint16_t modules = 0;    // bit per CudaGraphModule
+  bool has(CudaGraphModule m) const { return (modules >> static_cast<int>(m)) & 1U; }
+  void add(CudaGraphModule m) { modules |= static_cast<std::uint16_t>(1U << static_cast<int>(m)); }
+  bool any() const { return full_iteration || modules != 0; }
+};
+
 // Host (CPU) time an eager framework spends issuing work to the device (FrameworkProfile
 // host_op_us / host_module_us / host_launch_us, from host-side microbenchmarks): one eager
 // operator call (Python and dispatcher), one Transformer Engine module entry, one kernel issued
@@ -602,6 +625,7 @@ struct RuntimeSpec {
   // compute stream take busy / (1 - gap); 0 = back-to-back kernels.
   double kernel_gap_fraction = 0.0;
   HostDispatch host_dispatch;  // perf/host.h: the host's issue time per op
+  CudaGraphs cuda_graphs;      // ops captured in CUDA graphs cost the host nothing
   // The framework profile the job was built with (data/frameworks/<name>.yaml) and its back-end
   // adapter (megatron, torchtitan, maxtext, torchrec_dlrm); "" for a job assembled in code.
   std::string framework;

@@ -142,6 +142,9 @@ struct RunEntry {
     // token permute (moe_permute_fusion), as the recipe the run used set them.
     std::optional<bool> moe_a2a_overlap;
     std::optional<bool> moe_permute_fusion;
+    // Free text: "none", "transformer_engine, scope [attn, moe_router, moe_preprocess]",
+    // "full_iteration ...", "unknown ..." (Megatron cuda_graph_impl / cuda_graph_modules).
+    std::string cuda_graphs;
     std::string features;                         // free text: FSDP2, torch.compile, Float8, ...
     std::optional<int> local_batch_size;          // torchtitan per-rank batch
     std::optional<double> per_device_batch_size;  // MaxText per-chip batch (may be fractional)
