@@ -324,6 +324,16 @@ void read_sync_free_stage(Mapper& m) {
   }
 }
 
+// The names of the members of a module set (OffloadSpec, CudaGraphs), in enum order.
+template <typename Module, typename Set>
+std::vector<std::string> member_names(const Set& set) {
+  std::vector<std::string> names;
+  for (int i = 0; i < static_cast<int>(Module::kCount); ++i) {
+    if (set.has(static_cast<Module>(i))) names.emplace_back(to_string(static_cast<Module>(i)));
+  }
+  return names;
+}
+
 // Megatron's fine-grained activation offloading as a run describes it ("fine-grained activation
 // offloading to host of expert_fc1 and moe_act outputs"): the modules it names, as the Megatron
 // adapter reads offload_modules (frontend/megatron/runtime.cpp read_offload).
@@ -340,14 +350,8 @@ void read_activation_offload(Mapper& m) {
     m.note("training.overlap: activation offloading named without its modules; not modelled");
     return;
   }
-  std::vector<std::string> names;
-  for (int i = 0; i < static_cast<int>(OffloadModule::kCount); ++i) {
-    if (off.has(static_cast<OffloadModule>(i))) {
-      names.emplace_back(to_string(static_cast<OffloadModule>(i)));
-    }
-  }
   m.note(fmt::format("training.overlap: fine-grained activation offloading of {}",
-                     fmt::join(names, ", ")));
+                     fmt::join(member_names<OffloadModule>(off), ", ")));
 }
 
 // training.cuda_graphs as the Megatron adapter reads cuda_graph_impl / cuda_graph_modules
@@ -381,14 +385,8 @@ void read_cuda_graphs(Mapper& m) {
     }
   }
   if (g.modules == 0) g.add(CudaGraphModule::kLayer);
-  std::vector<std::string> names;
-  for (int i = 0; i < static_cast<int>(CudaGraphModule::kCount); ++i) {
-    if (g.has(static_cast<CudaGraphModule>(i))) {
-      names.emplace_back(to_string(static_cast<CudaGraphModule>(i)));
-    }
-  }
   m.note(fmt::format("training.cuda_graphs: {} captured (no host issue time)",
-                     fmt::join(names, ", ")));
+                     fmt::join(member_names<CudaGraphModule>(g), ", ")));
 }
 
 // The recipe's MoE switches, read as the Megatron adapter reads overlap_moe_expert_parallel_comm,

@@ -19,17 +19,17 @@ constexpr double kUs = 1e-6;
 // when the host issues it at 20 (ends 50), op 3 at 50 (ends 55): 15 us idle. A sync before op 3
 // makes the host wait until 50, issue at 60, the device end at 65: 25 us idle.
 TEST(HostClock, DeviceWaitsForTheHost) {
-  HostClock free_run;
-  free_run.issue(10 * kUs, 5 * kUs, false);
-  free_run.issue(10 * kUs, 30 * kUs, false);
-  free_run.issue(10 * kUs, 5 * kUs, false);
+  const auto run = [](bool sync_last) {
+    HostClock c;
+    c.issue(10 * kUs, 5 * kUs, false);
+    c.issue(10 * kUs, 30 * kUs, false);
+    c.issue(10 * kUs, 5 * kUs, sync_last);
+    return c;
+  };
+  const HostClock free_run = run(false);
   EXPECT_NEAR(free_run.device_s, 55 * kUs, 1e-12);
   EXPECT_NEAR(free_run.idle_s(), 15 * kUs, 1e-12);
-
-  HostClock synced;
-  synced.issue(10 * kUs, 5 * kUs, false);
-  synced.issue(10 * kUs, 30 * kUs, false);
-  synced.issue(10 * kUs, 5 * kUs, true);
+  const HostClock synced = run(true);
   EXPECT_NEAR(synced.device_s, 65 * kUs, 1e-12);
   EXPECT_NEAR(synced.idle_s(), 25 * kUs, 1e-12);
 }
