@@ -240,6 +240,7 @@ void calibration_rows(const AcceleratorSpec& a, std::vector<Row>& rows) {
     rows.push_back({"calibration.kernel_fixed_s",
                     fmt::format("{} us", c.kernel_fixed_s.value * 1e6), c.kernel_fixed_s.source});
   }
+  if (!c.host_dispatch_scale.source.empty()) plain("host_dispatch_scale", c.host_dispatch_scale);
 }
 
 std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "projector/hardware/catalog.h"
 #include "projector/perf/perf.h"
 #include "support/job_builders.h"
 
@@ -149,6 +150,18 @@ TEST(HostWork, HostScaleMultiplies) {
   EXPECT_NEAR(x86, 12 * 5.0 * kUs, 1e-15);
   job.cluster.accelerator.calibration.host_dispatch_scale.value = 2.75;
   EXPECT_NEAR(perf_detail::host_time_s(job, w), 2.75 * x86, 1e-15);
+}
+
+// The shipped Grace scale is HO8's measured ratio (a Linear forward's host time on GB200 over an
+// H100 DGX's Xeon 8480C: 37.08 / 13.48 us); GB300 (Grace too) borrows it; x86 parts leave it unset.
+TEST(HostWork, GraceScaleIsTheMeasuredRatio) {
+  const std::string data = PROJECTOR_DEFAULT_DATA_DIR;
+  for (const char* grace : {"gb200", "gb300"}) {
+    EXPECT_NEAR(load_accelerator(grace, data).calibration.host_dispatch_scale.value, 37.08 / 13.48,
+                0.01)
+        << grace;
+  }
+  EXPECT_EQ(load_accelerator("h100_sxm", data).calibration.host_dispatch_scale.value, 0.0);
 }
 
 }  // namespace
