@@ -2,7 +2,8 @@
 # Layering check (docs/architecture.md): a module's sources include only their own module's
 # internal headers from src/ ("<module>/..."), and public headers only as "projector/<m>/...".
 # Public headers of undeclared dependencies already fail the build (one include root per module);
-# this catches the shared src/ include directory. Usage: scripts/check_layering.sh [REPO_ROOT]
+# this catches the shared src/ include directory, and scripts/check_layering.py checks the declared
+# dependencies of CMakeLists.txt against the includes. Usage: scripts/check_layering.sh [REPO_ROOT]
 set -euo pipefail
 root=${1:-$(dirname "$0")/..}
 cd "$root"
@@ -21,4 +22,7 @@ for dir in include/*/; do
     bad=1
   fi
 done
+# Declared module dependencies against the includes (unused edges, undeclared ones, by-path
+# includes of another module's headers).
+python3 scripts/check_layering.py . || bad=1
 exit $bad
