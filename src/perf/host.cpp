@@ -127,11 +127,16 @@ bool captured(const JobSpec& job, std::string_view n) {
 }
 
 HostWork census(const JobSpec& job, const Op& op) {
-  const std::string_view n = op.name;
+  // A recomputed forward op (replayed before the backward, named "<op>.recompute") issues what
+  // its forward issues, host reads included.
+  std::string_view n = op.name;
+  if (op.recompute && n.ends_with(".recompute"))
+    n.remove_suffix(std::string_view(".recompute").size());
+  const WorkPhase ph = op.recompute ? WorkPhase::kF : op.phase;
   if (n.starts_with("moe.") && !n.starts_with("moe.shared.")) {
     if (op.kind == OpKind::kCollective &&
         (n.starts_with("moe.dispatch") || n.starts_with("moe.combine"))) {
-      return moe_transfer(job, n, op.phase);
+      return moe_transfer(job, n, ph);
     }
     for (const MoeCensus& c : kMoe) {
       if (c.name != n) continue;
@@ -142,7 +147,7 @@ HostWork census(const JobSpec& job, const Op& op) {
       w.modules = c.modules;
       w.launches = c.per_expert_launch ? groups : 0.0;
       // Without an EP transfer the grouped GEMM's split sizes are the first host read.
-      if (n == "moe.experts.fc1" && op.phase == WorkPhase::kF &&
+      if (n == "moe.experts.fc1" && ph == WorkPhase::kF &&
           job.parallel.ep * job.parallel.etp == 1) {
         w.sync = dropless_sync(job);
       }

@@ -107,6 +107,24 @@ TEST(HostWork, CudaGraphScopesRemoveIssueTime) {
   EXPECT_LE(project(job).chunks.at(0).f_s, rep.chunks.at(0).f_s);
 }
 
+// Full recompute replays each layer's forward before its backward, the dispatch's host read
+// included: the recomputed dispatch waits for the device like the forward's.
+TEST(HostWork, RecomputedDispatchReadsTheHostAgain) {
+  JobSpec job = with_host(testing::make_dropless_ep_job(8, 64, 8), 1.0);
+  job.runtime.recompute.granularity = RecomputeGranularity::kFull;
+  job.runtime.recompute.num_layers = 1;
+  int recomputed_syncs = 0;
+  const PerfReport rep = project(job);
+  for (const PricedOp& po : rep.chunks.at(0).ops) {
+    if (!po.op.recompute) continue;
+    if (perf_detail::host_work(job, po.op).sync) {
+      EXPECT_EQ(po.op.name, "moe.dispatch_a2a.recompute");
+      ++recomputed_syncs;
+    }
+  }
+  EXPECT_GT(recomputed_syncs, 0);
+}
+
 // Whatever the costs, a phase takes at least the longer of the host's and the device's work and
 // at most their sum; with no host costs it is the device's work alone.
 TEST(HostWork, PhaseBetweenMaxAndSumOfHostAndDevice) {
