@@ -1,8 +1,10 @@
 // projector: will a training job fit, and how fast will it run. A thin driver over projector_core.
 
+#include <array>
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include "commands.h"
@@ -16,6 +18,38 @@ int report(const char* kind, const std::string& message, int exit_code) {
   return exit_code;
 }
 
+struct Command {
+  std::string_view name;
+  std::string_view also;  // a second sub-command the same adder registers, or empty
+  void (*add)(CLI::App&, int&);
+};
+
+constexpr std::array<Command, 10> kCommands = {{
+    {"config", "", projector::cli::add_config_command},
+    {"models", "", projector::cli::add_models_command},
+    {"hardware", "", projector::cli::add_hardware_command},
+    {"memory", "", projector::cli::add_memory_command},
+    {"workload", "", projector::cli::add_workload_command},
+    {"performance", "both", projector::cli::add_performance_commands},
+    {"validate", "", projector::cli::add_validate_command},
+    {"sweep", "", projector::cli::add_sweep_command},
+    {"profile", "", projector::cli::add_profile_command},
+    {"kernels", "", projector::cli::add_kernels_command},
+}};
+
+// Registers the command `first` names alone (building every command's options is a third of a
+// process's start-up); anything else (`--help`, `--version`, a typo) gets every command, so help
+// and errors list them all.
+void add_commands(CLI::App& app, std::string_view first, int& exit_code) {
+  for (const Command& c : kCommands) {
+    if (!first.empty() && (first == c.name || first == c.also)) {
+      c.add(app, exit_code);
+      return;
+    }
+  }
+  for (const Command& c : kCommands) c.add(app, exit_code);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -23,16 +57,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "projector 0.1.0");
   int exit_code = projector::kExitOk;
-  projector::cli::add_config_command(app, exit_code);
-  projector::cli::add_models_command(app, exit_code);
-  projector::cli::add_hardware_command(app, exit_code);
-  projector::cli::add_memory_command(app, exit_code);
-  projector::cli::add_workload_command(app, exit_code);
-  projector::cli::add_performance_commands(app, exit_code);
-  projector::cli::add_validate_command(app, exit_code);
-  projector::cli::add_sweep_command(app, exit_code);
-  projector::cli::add_profile_command(app, exit_code);
-  projector::cli::add_kernels_command(app, exit_code);
+  add_commands(app, argc > 1 ? std::string_view(argv[1]) : std::string_view(), exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

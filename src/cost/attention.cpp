@@ -202,10 +202,9 @@ double attention_visible_pairs(const AttentionShape& s) {
 double attention_fwd_flops(const AttentionShape& s) {
   // The FlashAttention papers count causal as exactly half of the full 4*s^2*d; visible pairs
   // give s(s+1)/2 which differs by 1/s — use the papers' convention for the square causal case.
-  double pairs = attention_visible_pairs(s);
-  if (s.causal && s.window <= 0 && s.seq_q == s.seq_kv) {
-    pairs = 0.5 * static_cast<double>(s.seq_q) * static_cast<double>(s.seq_kv);
-  }
+  const double pairs = s.causal && s.window <= 0 && s.seq_q == s.seq_kv
+                           ? 0.5 * static_cast<double>(s.seq_q) * static_cast<double>(s.seq_kv)
+                           : attention_visible_pairs(s);
   return 2.0 * pairs * (s.head_dim_qk + s.head_dim_v) * static_cast<double>(s.batch) * s.q_heads;
 }
 

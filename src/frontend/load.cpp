@@ -29,19 +29,14 @@ JobDraft build_job_draft(const ResolvedConfig& config, const LoadRequest& reques
                      fmt::format("no back-end adapter '{}' registered", config.framework));
   }
   const std::string data_dir = request.data_dir.empty() ? default_data_dir() : request.data_dir;
-  const ProfileCatalog profiles = load_framework_profiles(data_dir);
+  // Only the profile the adapter names is read (process start-up, issue 29).
   const std::string_view profile_name = adapter->profile(config.primus_experiment);
-  const FrameworkProfile* profile = profiles.find(profile_name);
-  if (profile == nullptr) {
-    throw InputError({data_dir + "/frameworks", 0, 0}, "framework",
-                     fmt::format("no framework profile '{}'", profile_name));
-  }
   AdapterInput in;
+  in.profile = load_named_framework_profile(data_dir, profile_name);
   in.args = config.args;
   in.user_keys = config.user_keys;
   in.source = config.source;
   in.model_name = model_name(config);
-  in.profile = *profile;
   in.data_dir = data_dir;
   in.backend_path = request.backend_path;
   if (in.backend_path.empty() && request.env) {

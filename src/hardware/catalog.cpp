@@ -283,6 +283,16 @@ std::optional<std::string> match_accelerator_name(const std::string& text,
 
 AcceleratorSpec load_accelerator(const std::string& name_or_path, const std::string& data_dir) {
   if (looks_like_path(name_or_path)) return load_accelerator_file(name_or_path);
+  // A catalogue key names its file: load that one alone instead of reading every entry's names
+  // (most of a process's start-up). No alias equals another entry's key (catalog_test), so the
+  // index would pick the same file.
+  const std::string key = canonical(name_or_path);
+  if (!key.empty()) {
+    if (const std::string path = file_for(accelerators_dir(data_dir), key); !path.empty()) {
+      AcceleratorSpec acc = load_accelerator_file(path);
+      if (acc.name == key) return acc;
+    }
+  }
   return AcceleratorIndex(data_dir).load(name_or_path);
 }
 

@@ -336,6 +336,19 @@ FrameworkProfile load_framework_profile(const std::string& path) {
   return load_profile(path, 0);
 }
 
+FrameworkProfile load_named_framework_profile(const std::string& data_dir, std::string_view name) {
+  const fs::path dir = fs::path(data_dir) / "frameworks";
+  const std::string stem = to_lower(name);
+  const bool plain = !stem.empty() && stem.find_first_of("/\\.") == std::string::npos;
+  const fs::path file = dir / (stem + ".yaml");
+  std::error_code ec;
+  if (!plain || !fs::is_regular_file(file, ec)) {
+    throw InputError({dir.string(), 0, 0}, "framework",
+                     fmt::format("no framework profile '{}'", name));
+  }
+  return load_framework_profile(file.string());
+}
+
 ProfileCatalog load_framework_profiles(const std::string& data_dir) {
   const fs::path dir = fs::path(data_dir) / "frameworks";
   std::error_code ec;

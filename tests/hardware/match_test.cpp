@@ -8,6 +8,7 @@
 
 #include "hardware/hw_test_util.h"
 #include "projector/hardware/catalog.h"
+#include "support/temp_dir.h"
 
 namespace projector {
 namespace {
@@ -212,6 +213,32 @@ TEST(Match, EveryAliasMapsBackToItsOwnEntry) {
     EXPECT_EQ(match(a.display_name), a.name) << a.display_name;
     for (const auto& alias : a.aliases) EXPECT_EQ(match(alias), a.name) << alias;
   }
+}
+
+// load_accelerator opens a catalogue key's file directly (start-up speed); the index, which
+// reads every entry's names, must agree on the file for every key and alias.
+TEST(Match, DirectKeyLoadAgreesWithTheIndex) {
+  for (const std::string& name : list_accelerators(data_dir())) {
+    const AcceleratorSpec direct = load_accelerator(name, data_dir());
+    EXPECT_EQ(direct.file, index().load(name).file) << name;
+    EXPECT_EQ(direct.name, name);
+    for (const auto& alias : direct.aliases) {
+      EXPECT_EQ(load_accelerator(alias, data_dir()).file, direct.file) << alias;
+    }
+  }
+}
+
+// By key, only that file is read: a broken neighbour does not stop it (an alias still needs the
+// index, which reads every file and names the broken one).
+TEST(Match, DirectKeyLoadReadsOneFile) {
+  testing::TempDir dir;
+  const std::string accs = dir.path() + "/hardware/accelerators";
+  std::filesystem::create_directories(accs);
+  std::filesystem::copy_file(data_dir() + "/hardware/accelerators/h200.yaml", accs + "/h200.yaml");
+  dir.write("hardware/accelerators/broken.yaml", "name: [unclosed\n");
+  EXPECT_EQ(load_accelerator("h200", dir.path()).name, "h200");
+  EXPECT_EQ(load_accelerator("H200", dir.path()).name, "h200");
+  EXPECT_THROW(load_accelerator("NVIDIA H200 SXM", dir.path()), InputError);
 }
 
 TEST(Match, LoadAcceleratorAcceptsAliasFreeTextAndPath) {

@@ -127,5 +127,32 @@ TEST(Profiles, MalformedFilesNameFileLineAndKey) {
   EXPECT_EQ(e.key(), "defaults.fsdp.value");
 }
 
+// A job reads only the profile it names (process start-up): the profile equals the catalogue's,
+// an unrelated broken profile does not stop it, and an unknown or path-like name is refused.
+TEST(Profiles, NamedLoadReadsOnlyItsChain) {
+  const ProfileCatalog c = load_framework_profiles(kData);
+  for (const FrameworkProfile& p : c.all()) {
+    const FrameworkProfile named = load_named_framework_profile(kData, p.name);
+    EXPECT_EQ(named.file, p.file);
+    EXPECT_EQ(named.backend, p.backend) << p.name;
+    EXPECT_EQ(named.host_op_us.value, p.host_op_us.value) << p.name;
+  }
+  testing::TempDir dir;
+  dir.write("frameworks/base.yaml", "backend: megatron\n");
+  dir.write("frameworks/child.yaml", "backend: megatron\nextends: base\n");
+  dir.write("frameworks/broken.yaml", "backend: [unclosed\n");
+  EXPECT_THROW(load_framework_profiles(dir.path()), InputError);
+  EXPECT_EQ(load_named_framework_profile(dir.path(), "child").name, "child");
+  EXPECT_EQ(load_named_framework_profile(dir.path(), "CHILD").name, "child");
+  for (const char* bad : {"nowhere", "../frameworks/child", "", "child.yaml"}) {
+    try {
+      load_named_framework_profile(dir.path(), bad);
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.key(), "framework") << bad;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace projector

@@ -121,5 +121,9 @@ class ProfileCatalog {
 ProfileCatalog load_framework_profiles(const std::string& data_dir);
 // One file (its parent, if any, looked up in the same directory).
 FrameworkProfile load_framework_profile(const std::string& path);
+// The profile `name` of <data_dir>/frameworks/ alone (its file and its `extends:` chain), for a
+// job that names its framework: a process need not parse every profile. InputError when there is
+// no such profile.
+FrameworkProfile load_named_framework_profile(const std::string& data_dir, std::string_view name);
 
 }  // namespace projector
