@@ -29,8 +29,11 @@ void print_rows(const KernelCheck& check) {
       fmt::print("{:<52} {:>11} {:>11} {:>8}  skipped: {}\n", r.row.id, "-", "-", "-", r.skipped);
       continue;
     }
-    fmt::print("{:<52} {:>9.1f}us {:>9.1f}us {:>+8.1f}  {}\n", r.row.id, r.predicted_s * 1e6,
-               r.measured_s * 1e6, r.error_pct, r.model);
+    fmt::print("{:<52} {:>9.1f}us {:>9.1f}us {:>+8.1f}  {}{}\n", r.row.id, r.predicted_s * 1e6,
+               r.measured_s * 1e6, r.error_pct, r.model,
+               r.peer_predicted_s > 0.0 ? fmt::format(" | Primus model {:.1f}us ({:+.1f}%)",
+                                                      r.peer_predicted_s * 1e6, r.peer_error_pct)
+                                        : "");
   }
   fmt::print("\n");
 }
@@ -50,6 +53,20 @@ int run(const KernelsOptions& o) {
     fmt::print("{:<13} {:<20} {:>5} {:>9.1f} {:>8.1f} {:>+8.1f}  {} ({:+.1f}%)\n", s.op_class,
                s.accelerator, s.rows, s.median_abs_pct, s.p90_abs_pct, s.median_signed_pct,
                s.worst_id, s.worst_pct);
+  }
+  // The peer baseline on the collective rows: Primus' own analytical model, same rows, same
+  // network files.
+  bool header = false;
+  for (const KernelClassStats& s : check.classes) {
+    if (s.peer_rows == 0) continue;
+    if (!header) {
+      fmt::print("\ncollectives against Primus' analytical model (same rows and network files):\n");
+      fmt::print("{:<20} {:>5} {:>16} {:>16}\n", "accelerator", "rows", "projector med%",
+                 "Primus med%");
+      header = true;
+    }
+    fmt::print("{:<20} {:>5} {:>16.1f} {:>16.1f}\n", s.accelerator, s.peer_rows, s.median_abs_pct,
+               s.peer_median_abs_pct);
   }
   fmt::print("\n{} rows, {} priced, {} skipped (--rows lists each with its reason)\n",
              check.rows.size(), priced, check.rows.size() - static_cast<std::size_t>(priced));

@@ -83,6 +83,10 @@ class Builder {
       parallel_defaults();
       runtime_defaults();
     }
+    // The split policy the rules read (job/rules.h rule_facts), kept for re-layouts of the job.
+    job_.parallel.uneven_layers_allowed = d_.layer_split.allow_uneven;
+    job_.parallel.stages_stated = d_.layer_split.kind != LayerSplit::Kind::kBalanced ||
+                                  d_.layer_split.embedding_in_split || d_.layer_split.loss_in_split;
     check_rules();
     return std::move(job_);
   }
@@ -1154,15 +1158,8 @@ void Builder::recommendation() {
 
 void Builder::check_rules() const {
   check_moe_overlap();
-  const ClusterSpec& cl = job_.cluster;
-  RuleFacts f = rule_facts(job_.model, job_.runtime.seq_length, job_.runtime.global_batch_size,
-                           cl.gpus_per_node, world_);
-  f.tp_beyond_node = job_.parallel.allow_tp_beyond_node;
-  f.uneven_layers = d_.layer_split.allow_uneven;
-  f.stated_stages = d_.layer_split.kind != LayerSplit::Kind::kBalanced ||
-                    d_.layer_split.embedding_in_split || d_.layer_split.loss_in_split ||
-                    job_.model.family != ModelFamily::kDecoderLm;
-  const LayoutRule rule = check_layout(f, layout_choice(job_));
+  const LayoutRule rule =
+      check_layout(rule_facts(job_, RulePurpose::kStated, world_), layout_choice(job_));
   if (rule != LayoutRule::kLegal) fail(rule, field_of(rule), rule_message(rule));
   if (const std::optional<BoundViolation> v = check_runtime_bounds(job_)) {
     fail_bound(*v, DraftField::kGlobalBatchSize);
@@ -1208,7 +1205,44 @@ std::string linear_heads_message(const ModelSpec& model, int tp) {
           s.num_key_heads, s.num_value_heads, tp);
     }
   }
+  if (model.diffusion.enabled()) {
+    return fmt::format(
+        "tensor parallelism of Flux blocks (joint attention, adaLN) is not modelled, got TP {}",
+        tp);
+  }
+  for (const LayerSpec& l : model.layers) {
+    if (l.has_attention() && l.attention.kind == AttentionKind::kCompressed) {
+      return fmt::format(
+          "DeepSeek-V4 attention runs at TP 1 only (Primus duplicates its projections on every TP "
+          "rank), got TP {}",
+          tp);
+    }
+  }
   return fmt::format("linear-attention heads are not divisible by TP {}", tp);
+}
+
+// The framework or the layer that breaks kCpUnsupported.
+std::string cp_unsupported_message(const JobSpec& job, int cp) {
+  if (!job.parallel.cp_unsupported.empty()) {
+    return fmt::format("{}, got CP {}", job.parallel.cp_unsupported, cp);
+  }
+  if (job.model.diffusion.enabled()) {
+    return fmt::format("context parallelism of Flux's joint attention is not modelled, got CP {}",
+                       cp);
+  }
+  for (const LayerSpec& l : job.model.layers) {
+    if (l.has_attention() && l.attention.kind == AttentionKind::kCompressed) {
+      return fmt::format(
+          "context parallelism over DeepSeek-V4's compressed attention is not modelled, got CP {}",
+          cp);
+    }
+    if (l.has_linear_attention()) {
+      return fmt::format("context parallelism over {} layers is not modelled, got CP {}",
+                         l.linear.short_conv() ? "LFM2 short-conv" : "GDN / KDA (head all-to-all)",
+                         cp);
+    }
+  }
+  return fmt::format("context parallelism is not modelled for this model, got CP {}", cp);
 }
 
 std::string Builder::rule_message(LayoutRule rule) const {
@@ -1229,7 +1263,13 @@ std::string Builder::rule_message(LayoutRule rule) const {
       return fmt::format("{} KV heads (query groups) are not divisible by TP {}",
                          layer ? layer->attention.num_query_groups : 0, p.tp);
     case LayoutRule::kTpLinearHeads:
+    case LayoutRule::kTpUnsupported:
       return linear_heads_message(job_.model, p.tp);
+    case LayoutRule::kPpUnsupported:
+      return fmt::format("Flux is built on one pipeline stage (PR9 model.py:203-209), got PP {}",
+                         p.pp);
+    case LayoutRule::kCpUnsupported:
+      return cp_unsupported_message(job_, p.cp);
     case LayoutRule::kTpBeyondNode:
       return fmt::format(
           "TP {} spans more than one node of {} GPUs (--allow-tp-beyond-node / "
@@ -1252,6 +1292,18 @@ std::string Builder::rule_message(LayoutRule rule) const {
       return fmt::format("world size {} is not divisible by ETP x EP x PP = {} x {} x {} = {}",
                          world_, p.etp, p.ep, p.pp, static_cast<std::int64_t>(p.etp) * p.ep * p.pp);
     case LayoutRule::kSeqCp:
+      if (p.cp <= 1 || rt.seq_length % (2 * p.cp) == 0) {
+        int ratio = 1;
+        for (const LayerSpec& l : job_.model.layers) {
+          if (l.has_attention() && l.attention.kind == AttentionKind::kCompressed) {
+            ratio = std::max(ratio, l.attention.compressed.compress_ratio);
+          }
+        }
+        return fmt::format(
+            "sequence length {} is not a multiple of the compress ratio {} (DeepSeek-V4's "
+            "compressor pools whole windows)",
+            rt.seq_length, ratio);
+      }
       return fmt::format(
           "sequence length {} is not divisible by 2 x CP = {} (load-balanced "
           "context parallelism)",
@@ -1340,6 +1392,7 @@ DraftField field_of(LayoutRule rule) {
     case LayoutRule::kTpHeads:
     case LayoutRule::kTpKvHeads:
     case LayoutRule::kTpLinearHeads:
+    case LayoutRule::kTpUnsupported:
     case LayoutRule::kTpBeyondNode:
     case LayoutRule::kWorldDense:
       return DraftField::kTp;
@@ -1352,6 +1405,10 @@ DraftField field_of(LayoutRule rule) {
       return DraftField::kEp;
     case LayoutRule::kSeqCp:
       return DraftField::kSeqLength;
+    case LayoutRule::kCpUnsupported:
+      return DraftField::kCp;
+    case LayoutRule::kPpUnsupported:
+      return DraftField::kPp;
     case LayoutRule::kGbs:
       return DraftField::kGlobalBatchSize;
     case LayoutRule::kScheduleNeedsPp:

@@ -32,21 +32,47 @@ RuleFacts rule_facts(const ModelSpec& model, int seq, int gbs, int gpus_per_node
     }
     if (l.has_linear_attention() && l.linear.short_conv()) {
       // Primus builds LFM2's short-conv linears unsplit (PR10 attention.py:137-158): TP 1 only.
+      // CP would cut the causal conv at shard boundaries: not modelled.
       f.tp_one = true;
+      f.cp_one = true;
     } else if (l.has_linear_attention()) {
       // GDN / KDA shard their value and key heads over TP (MG2 transformer_config.py:1500-1509);
-      // Primus' KDA runs at TP 1 only (PR8 kimi_delta_attention.py:300).
+      // Primus' KDA runs at TP 1 only (PR8 kimi_delta_attention.py:300). Their CP split (a head
+      // all-to-all) is not modelled.
       f.linear_heads_gcd = std::gcd(f.linear_heads_gcd, l.linear.num_value_heads);
       f.linear_heads_gcd = std::gcd(f.linear_heads_gcd, l.linear.num_key_heads);
       f.tp_one = f.tp_one || l.linear.kind == LinearAttentionKind::kKda;
+      f.cp_one = true;
     }
     if (l.is_moe) f.experts_gcd = std::gcd(f.experts_gcd, l.moe.num_experts);
+  }
+  if (model.diffusion.enabled()) {
+    // Primus builds Flux on one stage (PR9 model.py:203-209); the TP and CP splits of its joint
+    // attention and adaLN blocks are not modelled.
+    f.tp_one = true;
+    f.cp_one = true;
+    f.pp_one = true;
   }
   f.stock_schedules_only = model.attn_res_block_size > 0;
   f.seq = seq;
   f.gbs = gbs;
   f.gpus_per_node = gpus_per_node;
   f.world = world;
+  return f;
+}
+
+RuleFacts rule_facts(const JobSpec& job, RulePurpose purpose, std::int64_t world) {
+  const ParallelSpec& p = job.parallel;
+  RuleFacts f = rule_facts(job.model, job.runtime.seq_length, job.runtime.global_batch_size,
+                           job.cluster.gpus_per_node, world > 0 ? world : job.cluster.world_size());
+  f.cp_one = f.cp_one || !p.cp_unsupported.empty();
+  f.tp_beyond_node = p.allow_tp_beyond_node;
+  f.uneven_layers = p.uneven_layers_allowed;
+  // Only the decoder LMs split layers the Megatron way; the other families place their blocks
+  // themselves (checked by kLayerSplit), whoever lays them out.
+  const bool other_family = job.model.family != ModelFamily::kDecoderLm;
+  f.stated_stages = other_family || (purpose == RulePurpose::kStated && p.stages_stated);
+  f.search = purpose == RulePurpose::kSearch;
   return f;
 }
 
@@ -79,18 +105,24 @@ std::string_view to_string(LayoutRule r) {
       return "tp_kv_heads";
     case LayoutRule::kTpLinearHeads:
       return "tp_linear_heads";
+    case LayoutRule::kTpUnsupported:
+      return "tp_unsupported";
     case LayoutRule::kTpBeyondNode:
       return "tp_beyond_node";
     case LayoutRule::kWorldDense:
       return "world_tp_pp_cp";
     case LayoutRule::kLayers:
       return "layers_pp_vpp";
+    case LayoutRule::kPpUnsupported:
+      return "pp_unsupported";
     case LayoutRule::kNotMoe:
       return "ep_on_dense_model";
     case LayoutRule::kExpertsEp:
       return "experts_ep";
     case LayoutRule::kWorldExpert:
       return "world_etp_ep_pp";
+    case LayoutRule::kCpUnsupported:
+      return "cp_unsupported";
     case LayoutRule::kSeqCp:
       return "seq_cp";
     case LayoutRule::kGbs:
@@ -132,23 +164,29 @@ std::string_view explanation(LayoutRule r) {
     case LayoutRule::kTpKvHeads:
       return "KV heads (query groups) not divisible by TP";
     case LayoutRule::kTpLinearHeads:
-      return "linear-attention (GDN / KDA) heads not divisible by TP, or KDA / LFM2 short conv "
-             "/ DeepSeek-V4 attention with TP > 1";
+      return "linear-attention (GDN / KDA) heads not divisible by TP";
+    case LayoutRule::kTpUnsupported:
+      return "TP > 1 with layers that run at TP 1 only (KDA, LFM2 short conv, DeepSeek-V4 "
+             "attention, Flux)";
     case LayoutRule::kTpBeyondNode:
       return "TP larger than one node";
     case LayoutRule::kWorldDense:
       return "world size not divisible by TP x PP x CP";
     case LayoutRule::kLayers:
       return "layers not divisible by PP x VPP (balanced layout)";
+    case LayoutRule::kPpUnsupported:
+      return "PP > 1 for a model built on one pipeline stage (Flux)";
     case LayoutRule::kNotMoe:
       return "EP > 1 or ETP != TP on a model without experts";
     case LayoutRule::kExpertsEp:
       return "experts not divisible by EP";
     case LayoutRule::kWorldExpert:
       return "world size not divisible by ETP x EP x PP";
+    case LayoutRule::kCpUnsupported:
+      return "CP > 1 over layers whose CP split is not modelled (DeepSeek-V4 attention, GDN / KDA "
+             "/ short conv, Flux) or in a framework that cannot split the model";
     case LayoutRule::kSeqCp:
-      return "sequence length not divisible by 2 x CP (or by DeepSeek-V4's compress ratio), or "
-             "CP > 1 over DeepSeek-V4 attention";
+      return "sequence length not divisible by 2 x CP (or by DeepSeek-V4's compress ratio)";
     case LayoutRule::kGbs:
       return "global batch not divisible by MBS x DP";
     case LayoutRule::kScheduleNeedsPp:

@@ -22,7 +22,9 @@ KernelClassStats summarize_group(const std::vector<const PricedKernelRow*>& rows
   s.rows = static_cast<int>(rows.size());
   std::vector<double> abs_err;
   std::vector<double> signed_err;
+  std::vector<double> peer_abs_err;
   for (const PricedKernelRow* r : rows) {
+    if (r->peer_predicted_s > 0.0) peer_abs_err.push_back(std::fabs(r->peer_error_pct));
     abs_err.push_back(std::fabs(r->error_pct));
     signed_err.push_back(r->error_pct);
     if (std::fabs(r->error_pct) >= std::fabs(s.worst_pct) || s.worst_id.empty()) {
@@ -35,6 +37,9 @@ KernelClassStats summarize_group(const std::vector<const PricedKernelRow*>& rows
   s.median_abs_pct = interpolated_quantile(abs_err, 0.5);
   s.p90_abs_pct = interpolated_quantile(abs_err, 0.9);
   s.median_signed_pct = interpolated_quantile(signed_err, 0.5);
+  std::sort(peer_abs_err.begin(), peer_abs_err.end());
+  s.peer_rows = static_cast<int>(peer_abs_err.size());
+  if (!peer_abs_err.empty()) s.peer_median_abs_pct = interpolated_quantile(peer_abs_err, 0.5);
   return s;
 }
 
@@ -128,6 +133,10 @@ std::string kernel_check_to_json(const KernelCheck& check) {
                        {"p90_abs_pct", s.p90_abs_pct},
                        {"median_signed_pct", s.median_signed_pct},
                        {"worst", {{"id", s.worst_id}, {"error_pct", s.worst_pct}}}});
+    if (s.peer_rows > 0) {
+      classes.back()["primus_model"] = {{"rows", s.peer_rows},
+                                        {"median_abs_pct", s.peer_median_abs_pct}};
+    }
   }
   nlohmann::json rows = nlohmann::json::array();
   for (const PricedKernelRow& r : check.rows) {
@@ -145,6 +154,9 @@ std::string kernel_check_to_json(const KernelCheck& check) {
       j["predicted_s"] = r.predicted_s;
       j["measured_s"] = r.measured_s;
       j["error_pct"] = r.error_pct;
+      if (r.peer_predicted_s > 0.0) {
+        j["primus_model"] = {{"predicted_s", r.peer_predicted_s}, {"error_pct", r.peer_error_pct}};
+      }
     }
     rows.push_back(std::move(j));
   }

@@ -11,6 +11,7 @@
 #include "projector/cost/gemm.h"
 #include "projector/cost/memory_ops.h"
 #include "projector/cost/moe_routing.h"
+#include "projector/cost/primus_collectives.h"
 #include "projector/kernels/kernels.h"
 
 namespace projector {
@@ -249,6 +250,24 @@ Priced price_collective(const AcceleratorSpec& acc, const NetworkSpec& net, cons
   return p;
 }
 
+// Primus' analytical model (collective_model.py, ported in cost/primus_collectives.h) priced as
+// its users would call it: the row's message bytes, ranks and nodes on the same network file.
+double primus_collective_s(const AcceleratorSpec& acc, const NetworkSpec& net, const KernelRow& r) {
+  const KernelShape& s = r.shape;
+  if (r.op_class != KernelClass::kCollective || s.ranks < 2 || s.bytes <= 0.0) return 0.0;
+  if (!acc.torus_wraparound.empty()) return 0.0;
+  const CommGroup g = row_group(acc, net, s.ranks, s.nodes, s.gpus_per_node);
+  const primus::CollectiveArgs a =
+      primus::make_collective_args(net, g.nodes, g.nodes > 1 ? g.ranks_per_node : g.gpus_per_node);
+  double us = 0.0;
+  if (s.op == "all_reduce") us = primus::allreduce(a, s.bytes, s.ranks);
+  if (s.op == "all_gather") us = primus::allgather(a, s.bytes, s.ranks);
+  if (s.op == "reduce_scatter") us = primus::reduce_scatter(a, s.bytes, s.ranks);
+  if (s.op == "all_to_all") us = primus::alltoall(a, s.bytes, s.ranks);
+  if (s.op == "send_recv") us = primus::sendrecv(a, s.bytes);
+  return std::isfinite(us) && us > 0.0 ? us * 1e-6 : 0.0;
+}
+
 // The measured time: a time as written, or the row's work over its rate.
 double measured_time_s(const KernelRow& r, const Priced& p) {
   const double v = r.measured_value;
@@ -306,6 +325,10 @@ PricedKernelRow price_kernel_row(const KernelRow& row, const AcceleratorSpec& ac
     return out;
   }
   out.error_pct = 100.0 * (out.measured_s / out.predicted_s - 1.0);
+  out.peer_predicted_s = primus_collective_s(acc, net, row);
+  if (out.peer_predicted_s > 0.0) {
+    out.peer_error_pct = 100.0 * (out.measured_s / out.peer_predicted_s - 1.0);
+  }
   return out;
 }
 

@@ -927,15 +927,15 @@ void add_maxtext_remedies(const JobSpec& job, const Attempt& attempt) {
 void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport& report) {
   MemoryOptions inner = options;
   inner.suggest_remedies = false;
-  // A remedy is only suggested when the changed job obeys the job builder's rule set.
-  RuleFacts facts = rule_facts(job.model, job.runtime.seq_length, job.runtime.global_batch_size,
-                               job.cluster.gpus_per_node, job.cluster.world_size());
-  facts.tp_beyond_node = job.parallel.allow_tp_beyond_node;
-  facts.uneven_layers = true;
+  // A remedy is only suggested when the changed job obeys the job builder's rule set: as built
+  // while the stages stay, with the framework's balanced split once PP or VPP change.
+  const RuleFacts same_stages = rule_facts(job, RulePurpose::kStated);
+  const RuleFacts restaged = rule_facts(job, RulePurpose::kRestage);
   auto legal = [&](LayoutChoice c) {
     // Jobs built by hand may say auto: resolve it as the performance projection does.
     c.schedule = schedule::select_schedule(c.schedule, c.pp, c.vpp, false).algorithm;
-    return check_layout(facts, c) == LayoutRule::kLegal;
+    const bool restage = c.pp != job.parallel.pp || c.vpp != job.parallel.vpp;
+    return check_layout(restage ? restaged : same_stages, c) == LayoutRule::kLegal;
   };
   // Only what lowers the peak by at least 1 % is worth a line.
   auto attempt = [&](std::string change, const JobSpec& changed) {

@@ -129,8 +129,7 @@ Facts facts_of(const JobSpec& base, const SpaceOptions& o) {
   Facts f;
   f.nodes = o.nodes > 0 ? o.nodes : base.cluster.nodes;
   static_cast<RuleFacts&>(f) = rule_facts(
-      base.model, base.runtime.seq_length, base.runtime.global_batch_size,
-      base.cluster.gpus_per_node, static_cast<std::int64_t>(f.nodes) * base.cluster.gpus_per_node);
+      base, RulePurpose::kSearch, static_cast<std::int64_t>(f.nodes) * base.cluster.gpus_per_node);
   if (f.world > kMaxWorldSize) {
     throw InputError(
         SourceLocation{"--nodes", 0, 0}, "nodes",
@@ -149,9 +148,8 @@ Facts facts_of(const JobSpec& base, const SpaceOptions& o) {
                     "(raise the global batch or lower the nodes)",
                     base.runtime.global_batch_size, base.runtime.seq_length, step_tokens, f.world));
   }
-  f.tp_beyond_node = o.allow_tp_beyond_node || base.parallel.allow_tp_beyond_node;
-  f.uneven_layers = o.allow_uneven_layers;
-  f.search = true;
+  f.tp_beyond_node = f.tp_beyond_node || o.allow_tp_beyond_node;
+  f.uneven_layers = f.uneven_layers || o.allow_uneven_layers;
   if (!base.parallel.mesh.empty()) {
     f.mesh_slice_devices = f.world / std::max(1, base.cluster.slices);
     f.tp_beyond_node = true;  // tensor axes lie on the slice's torus, not in a host

@@ -540,11 +540,7 @@ void infer_recompute_from_fit(Mapper& m, JobSpec& job) {
                                                                {full, "full (uniform, 1 layer)"}};
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   const RecomputeSpec stated = job.runtime.recompute;
-  RuleFacts facts = rule_facts(job.model, job.runtime.seq_length, job.runtime.global_batch_size,
-                               job.cluster.gpus_per_node, job.cluster.world_size());
-  facts.tp_beyond_node = true;
-  facts.uneven_layers = true;
-  facts.stated_stages = true;
+  const RuleFacts facts = rule_facts(job, RulePurpose::kStated);
   for (const auto& [spec, label] : kCandidates) {
     job.runtime.recompute = spec;
     if (check_layout(facts, layout_choice(job)) != LayoutRule::kLegal) continue;

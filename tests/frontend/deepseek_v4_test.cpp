@@ -111,10 +111,10 @@ TEST(DeepSeekV4, RefusedOptionsNamedByKey) {
   LayoutChoice choice;
   EXPECT_EQ(check_layout(facts, choice), LayoutRule::kLegal);
   choice.tp = 2;
-  EXPECT_EQ(check_layout(facts, choice), LayoutRule::kTpLinearHeads);
+  EXPECT_EQ(check_layout(facts, choice), LayoutRule::kTpUnsupported);
   choice.tp = 1;
   choice.cp = 2;
-  EXPECT_EQ(check_layout(facts, choice), LayoutRule::kSeqCp);
+  EXPECT_EQ(check_layout(facts, choice), LayoutRule::kCpUnsupported);
   facts.seq = 4000;
   choice.cp = 1;
   EXPECT_EQ(check_layout(facts, choice), LayoutRule::kSeqCp);

@@ -185,9 +185,10 @@ TEST(LinearAttention, MemoryAndPerformanceProject) {
 TEST(LinearAttention, RefusedParallelLayouts) {
   testing::TempDir dir;
   const std::string tp8 = "tensor_model_parallel_size: 8\n";
-  EXPECT_NE(testing::load_error(dir, qwen_args("linear_attention_freq: 4\n" + tp8))
-                .find("linear_num_key_heads"),
-            std::string::npos);
+  // 8 query groups divide over TP 8; the 4 linear key heads do not.
+  std::string wide_kv = qwen_args("linear_attention_freq: 4\n" + tp8);
+  wide_kv.replace(wide_kv.find("num_query_groups: 2"), 19, "num_query_groups: 8");
+  EXPECT_NE(testing::load_error(dir, wide_kv).find("linear_num_key_heads"), std::string::npos);
   EXPECT_NE(
       testing::load_error(dir, gdn_args("kda_hybrid_stack_spec", "tensor_model_parallel_size: 2\n"))
           .find("tensor_model_parallel_size"),
@@ -210,7 +211,10 @@ TEST(LinearAttention, RefusedParallelLayouts) {
   EXPECT_EQ(check_layout(facts, choice), LayoutRule::kTpLinearHeads);
   const JobSpec kda = testing::load_config_text(dir, gdn_args("kda_hybrid_stack_spec", ""));
   choice.tp = 2;
-  EXPECT_EQ(check_layout(rule_facts(kda.model, 2048, 8, 8, 8), choice), LayoutRule::kTpLinearHeads);
+  EXPECT_EQ(check_layout(rule_facts(kda.model, 2048, 8, 8, 8), choice), LayoutRule::kTpUnsupported);
+  choice.tp = 1;
+  choice.cp = 2;  // the head all-to-all of CP over GDN / KDA is not modelled
+  EXPECT_EQ(check_layout(facts, choice), LayoutRule::kCpUnsupported);
   // TP 2 divides both head counts: the layout loads.
   const JobSpec tp2 = testing::load_config_text(
       dir, gdn_args("gdn_hybrid_stack_spec", "tensor_model_parallel_size: 2\n"));

@@ -128,7 +128,10 @@ TEST(ShortConv, RefusedOptionsNamedByKey) {
   choice.tp = 1;
   EXPECT_EQ(check_layout(facts, choice), LayoutRule::kLegal);
   choice.tp = 2;
-  EXPECT_EQ(check_layout(facts, choice), LayoutRule::kTpLinearHeads);
+  EXPECT_EQ(check_layout(facts, choice), LayoutRule::kTpUnsupported);
+  choice.tp = 1;
+  choice.cp = 2;  // the causal conv would be cut at shard boundaries: not modelled
+  EXPECT_EQ(check_layout(facts, choice), LayoutRule::kCpUnsupported);
 }
 
 }  // namespace

@@ -596,3 +596,39 @@ TEST(TorchtitanCli, MemoryPerformanceAndJson) {
 
 }  // namespace
 }  // namespace projector
+
+namespace projector {
+namespace {
+
+// torchtitan splits a model's sequence over CP only with SDPA attention (llama3 with any): the
+// Llama-4 iRoPE flavor's FlexAttention is refused whether the TOML or --cp states the CP (the
+// capability is a job rule, job/rules.h kCpUnsupported, not an adapter check before overrides).
+TEST(TorchtitanToml, ContextParallelNeedsSdpaWhoeverStatesIt) {
+  const std::vector<std::string> flex = {"model.flavor=17bx16e_irope", "model.n_layers=8",
+                                         "training.seq_len=16384"};
+  auto refusal = [&](std::vector<std::string> set, int cli_cp) -> std::string {
+    LoadRequest r = request(kTitan + "/upstream/llama4_17bx16e.toml", std::move(set), 2);
+    if (cli_cp > 0) r.cli.cp = cli_cp;
+    try {
+      load_job(r);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(refusal(flex, 0), "");
+  std::vector<std::string> stated = flex;
+  stated.push_back("parallelism.context_parallel_degree=2");
+  const std::string toml = refusal(stated, 0);
+  EXPECT_NE(toml.find("parallelism.context_parallel_degree"), std::string::npos) << toml;
+  EXPECT_NE(toml.find("only with SDPA"), std::string::npos) << toml;
+  const std::string cli = refusal(flex, 2);
+  EXPECT_NE(cli.find("--cp"), std::string::npos) << cli;
+  EXPECT_NE(cli.find("only with SDPA"), std::string::npos) << cli;
+  std::vector<std::string> sdpa = flex;
+  sdpa.push_back("model.attn_type=sdpa");
+  EXPECT_EQ(refusal(sdpa, 2), "");
+}
+
+}  // namespace
+}  // namespace projector

@@ -126,6 +126,52 @@ TEST(KernelPrice, CollectiveBusBandwidthRow) {
   EXPECT_DOUBLE_EQ(p.predicted_s, model_s);
 }
 
+// The peer baseline: Primus' own collective model on the same row. Its reference all-reduce of
+// 64 MiB over one node of 8 MI355X on Primus' MI355X network file is 516.54 us (the golden value
+// of its unit tests, tests/cost/primus_collectives_test.cpp), so a 600 us measurement is
+// 600 / 516.54 - 1 = +16.16 % against it. A GEMM row has no peer price.
+TEST(KernelPrice, CollectiveRowsCarryPrimusModel) {
+  const auto rows = parse_kernel_rows(row_text("collective",
+                                               "{op: all_reduce, bytes: 67108864, ranks: 8, "
+                                               "nodes: 1, gpus_per_node: 8}",
+                                               "{time_us: 600}"),
+                                      "c.yaml");
+  const PricedKernelRow p =
+      price_kernel_row(rows[0], testing::accelerator("mi355x"), testing::network("primus_mi355x"));
+  ASSERT_TRUE(p.skipped.empty()) << p.skipped;
+  EXPECT_NEAR(p.peer_predicted_s * 1e6, 516.54, 0.01);
+  EXPECT_NEAR(p.peer_error_pct, 100.0 * (600.0 / 516.54 - 1.0), 0.01);
+  const auto gemm =
+      parse_kernel_rows(row_text("gemm", "{m: 8192, n: 8192, k: 8192}", "{tflops: 600}"), "g.yaml");
+  const PricedKernelRow g =
+      price_kernel_row(gemm[0], testing::accelerator("h100_sxm"), testing::network("h100_ib400"));
+  EXPECT_EQ(g.peer_predicted_s, 0.0);
+}
+
+// Each collective group's peer median is the median |error| of the rows the peer priced.
+TEST(KernelData, PrimusModelSummaryIsTheMedianOfItsRows) {
+  const KernelCheck check = check_kernels(load_kernel_rows(kDataDir + "/kernels"), kDataDir);
+  int groups = 0;
+  for (const KernelClassStats& s : check.classes) {
+    std::vector<double> errs;
+    for (const PricedKernelRow& r : check.rows) {
+      if (r.row.accelerator == s.accelerator && to_string(r.row.op_class) == s.op_class &&
+          r.skipped.empty() && r.peer_predicted_s > 0.0) {
+        errs.push_back(std::fabs(r.peer_error_pct));
+      }
+    }
+    ASSERT_EQ(s.peer_rows, static_cast<int>(errs.size())) << s.op_class << " " << s.accelerator;
+    if (errs.empty()) continue;
+    EXPECT_EQ(s.op_class, "collective");
+    std::sort(errs.begin(), errs.end());
+    const std::size_t n = errs.size();
+    const double median = n % 2 == 1 ? errs[n / 2] : 0.5 * (errs[n / 2 - 1] + errs[n / 2]);
+    EXPECT_NEAR(s.peer_median_abs_pct, median, 1e-9) << s.accelerator;
+    ++groups;
+  }
+  EXPECT_GE(groups, 5);
+}
+
 // The gate counts only groups of >= 5 priced rows and names the failing one.
 TEST(KernelGate, NamesTheFailingGroup) {
   KernelCheck c;

@@ -131,10 +131,9 @@ JobDraft MegatronAdapter::normalize(AdapterInput& in) const {
   name_model_fields(r, d);
   locate_model_keys(in.args, d);
   read_parallel(r, d.model, d);
-  check_linear_attention_parallel(r, d.model, d);
-  check_deepseek_v4_parallel(r, d.model, d);
+  // The layouts a model cannot run (TP / CP / PP over GDN, KDA, short conv, DeepSeek-V4 or Flux)
+  // are rules of the job builder (job/rules.h), so --tp / PRIMUS_CP / the sweep obey them too.
   check_kimi_k3_parallel(r, d.model, d);
-  check_flux_parallel(r, d);
   if (d.model.diffusion.enabled()) d.vocab_padding = 1;  // proj_out's width is not padded
   read_runtime(r, d.model, d);
   read_primus_fused_loss(r, in.env, d);

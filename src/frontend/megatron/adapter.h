@@ -70,21 +70,15 @@ std::vector<int> linear_layer_pattern(ArgReader& r, const ConfigValue& freq, int
 // Per GPT layer, 1 where Primus' lfm_layer_types builds an LFM2 short conv ("conv") instead of
 // attention, else 0; checks the list as Primus does (megatron/hybrid.cpp).
 std::vector<int> lfm_conv_pattern(ArgReader& r, int num_layers);
-// Refuses the parallel layouts Megatron / Primus refuse for GDN / KDA layers, context
-// parallelism over them and TP / CP over LFM2 short convs, which are not modelled
-// (megatron/hybrid.cpp).
-void check_linear_attention_parallel(ArgReader& r, const ModelSpec& model, const JobDraft& d);
 // Primus' Flux diffusion transformer (model_type flux*, or diffusion_model with Flux's
-// num_joint_layers): its model, and the parallel layouts refused for it (megatron/flux.cpp).
+// num_joint_layers): its model (megatron/flux.cpp); the layouts refused for it are job rules.
 bool is_flux_model(ArgReader& r);
 ModelSpec build_flux_model(ArgReader& r);
-void check_flux_parallel(ArgReader& r, const JobDraft& d);
 // Primus' DeepSeek-V4 (model_type deepseek_v4): gives the GPT layers V4's hybrid compressed
-// attention, hyper-connections and hash routing; refuses the layouts and keys not modelled
-// (megatron/deepseek_v4.cpp, docs/deepseek-v4.md).
+// attention, hyper-connections and hash routing; refuses the keys not modelled (the layouts are
+// job rules) (megatron/deepseek_v4.cpp, docs/deepseek-v4.md).
 bool is_deepseek_v4(ArgReader& r);
 void apply_deepseek_v4(ArgReader& r, ModelSpec& m);
-void check_deepseek_v4_parallel(ArgReader& r, const ModelSpec& model, const JobDraft& d);
 // Primus' Kimi-K3 (model_type kimi_k3): KDA / NoPE gated MLA interleave, stable latent MoE and
 // attention residuals; the schedules Primus refuses for it (megatron/kimi_k3.cpp,
 // docs/kimi-k3.md).

@@ -119,34 +119,4 @@ void apply_deepseek_v4(ArgReader& r, ModelSpec& m) {
   }
 }
 
-// TP > 1 would run every head on every rank (q_down, kv and o_a are duplicated, q_up gathers its
-// output: deepseek_v4_layer_specs.py:241-262, :265-320); the CP split of the compressed branches
-// is not modelled; the compressors need whole windows (compressor.py _reshape_into_windows).
-void check_deepseek_v4_parallel(ArgReader& r, const ModelSpec& model, const JobDraft& d) {
-  bool v4 = false;
-  int ratio = 1;
-  for (const LayerSpec& l : model.layers) {
-    if (l.has_attention() && l.attention.kind == AttentionKind::kCompressed) {
-      v4 = true;
-      ratio = std::max(ratio, l.attention.compressed.compress_ratio);
-    }
-  }
-  if (!v4) return;
-  if (d.tp.value_or(1) > 1) {
-    r.fail("tensor_model_parallel_size",
-           fmt::format("DeepSeek-V4 attention at TP {} is not modelled (Primus duplicates its "
-                       "q_down / kv / o_a projections and runs every head on every rank)",
-                       *d.tp));
-  }
-  if (d.cp.value_or(1) > 1) {
-    r.fail("context_parallel_size",
-           "context parallelism over DeepSeek-V4 attention is not modelled");
-  }
-  if (d.seq_length && *d.seq_length % ratio != 0) {
-    r.fail("seq_length", fmt::format("{} is not a multiple of the compress ratio {} (the "
-                                     "compressor pools whole windows)",
-                                     *d.seq_length, ratio));
-  }
-}
-
 }  // namespace projector::frontend_detail

@@ -140,22 +140,4 @@ ModelSpec build_flux_model(ArgReader& r) {
   return m;
 }
 
-// Primus builds the whole Flux model on one stage (pre_process and post_process, PR9
-// model.py:203-209); tensor and context parallelism of its blocks are not modelled here.
-void check_flux_parallel(ArgReader& r, const JobDraft& d) {
-  if (!d.model.diffusion.enabled()) return;
-  if (d.tp.value_or(1) > 1) {
-    r.fail("tensor_model_parallel_size",
-           "tensor parallelism of Flux blocks (joint attention, adaLN) is not modelled");
-  }
-  if (d.cp.value_or(1) > 1) {
-    r.fail("context_parallel_size",
-           "context parallelism of Flux's joint attention is not modelled");
-  }
-  if (d.pp.value_or(1) > 1) {
-    r.fail("pipeline_model_parallel_size",
-           "Flux is built on one pipeline stage (PR9 model.py:203-209)");
-  }
-}
-
 }  // namespace projector::frontend_detail

@@ -272,52 +272,6 @@ std::vector<int> lfm_conv_pattern(ArgReader& r, int num_layers) {
   return out;
 }
 
-void check_linear_attention_parallel(ArgReader& r, const ModelSpec& model, const JobDraft& d) {
-  const LayerSpec* layer = nullptr;
-  for (const LayerSpec& l : model.layers) {
-    if (l.has_linear_attention()) layer = &l;
-  }
-  if (layer == nullptr) return;
-  const LinearAttentionSpec& s = layer->linear;
-  const int tp = d.tp.value_or(1);
-  const int cp = d.cp.value_or(1);
-  if (s.short_conv()) {
-    // Primus builds in_proj / out_proj with parallel_mode None and a whole conv (PR10
-    // attention.py:117-158): TP would replicate the layer (and, with sequence parallelism, run the
-    // conv over sequence shards); CP would cut the causal conv at shard boundaries.
-    if (tp > 1) {
-      r.fail("tensor_model_parallel_size",
-             fmt::format("LFM2 short-conv layers are not split over TP (Primus builds them with "
-                         "parallel_mode None); TP {} is not modelled",
-                         tp));
-    }
-    if (cp > 1) {
-      r.fail("context_parallel_size",
-             "context parallelism over LFM2 short-conv layers is not modelled");
-    }
-    return;
-  }
-  if (cp > 1) {
-    r.fail("context_parallel_size",
-           "context parallelism over GDN / KDA layers (head all-to-all) is not modelled");
-  }
-  if (s.kind == LinearAttentionKind::kKda && tp > 1) {
-    r.fail("tensor_model_parallel_size",
-           fmt::format("Primus' KDA requires TP 1, got {} (PR8 kimi_delta_attention.py:300)", tp));
-  }
-  // MG2 transformer_config.py:1500-1509: key and value heads divide over TP x CP.
-  if (s.num_key_heads % (tp * cp) != 0) {
-    r.fail("linear_num_key_heads",
-           fmt::format("{} linear key heads are not divisible by TP x CP = {}", s.num_key_heads,
-                       tp * cp));
-  }
-  if (s.num_value_heads % (tp * cp) != 0) {
-    r.fail("linear_num_value_heads",
-           fmt::format("{} linear value heads are not divisible by TP x CP = {}", s.num_value_heads,
-                       tp * cp));
-  }
-}
-
 int mamba_expand(ArgReader& r) {
   // The mixer's `expand` is a spec parameter, not an argument (Megatron and Primus read no
   // mamba_expand): Primus' hybrid_stack_spec builds its MambaMixer with expand 1 (PR5

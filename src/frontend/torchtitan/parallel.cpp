@@ -207,17 +207,17 @@ void read_mesh(TitanReader& r, const TitanModelFacts& facts, JobDraft& d) {
     r.fail("parallelism.fsdp_reshard_after_forward",
            fmt::format("expected default, always or never, got '{}'", reshard));
   }
-  if (cp > 1 && facts.attn_type != "sdpa" && facts.name != "llama3") {
-    r.fail("parallelism.context_parallel_degree",
-           fmt::format("torchtitan's {} supports context parallelism only with SDPA attention "
-                       "(this flavor uses {})",
-                       facts.name, facts.attn_type));
-  }
-  if (cp > 1 && (facts.attn_type == "varlen" || facts.name == "gpt_oss")) {
-    r.fail("parallelism.context_parallel_degree",
-           fmt::format("torchtitan does not support context parallelism for this model "
-                       "(attention {})",
-                       facts.attn_type));
+  // What torchtitan can split over CP ranks for this model; the builder refuses CP > 1 by rule
+  // (job/rules.h kCpUnsupported), whether the TOML, --cp or the sweep states it.
+  if (facts.attn_type == "varlen" || facts.name == "gpt_oss") {
+    d.parallel.cp_unsupported =
+        fmt::format("torchtitan does not support context parallelism for this model (attention {})",
+                    facts.attn_type);
+  } else if (facts.attn_type != "sdpa" && facts.name != "llama3") {
+    d.parallel.cp_unsupported = fmt::format(
+        "torchtitan's {} supports context parallelism only with SDPA attention (this "
+        "flavor uses {})",
+        facts.name, facts.attn_type);
   }
 }
 

@@ -1,5 +1,7 @@
 // A faithful port of Primus' analytical collective model (collective_args.py /
-// collective_model.py, spec sections 7.1-7.4), kept for parity and golden-value tests. Times are in
+// collective_model.py, spec sections 7.1-7.4): the peer baseline `projector kernels` prices every
+// collective row with beside projector's own model (kernels/price.cpp), checked against the
+// reference's golden values. Times are in
 // microseconds like the reference. projector's own model is cost/collective.h.
 #pragma once
 

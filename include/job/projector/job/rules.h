@@ -17,19 +17,22 @@ namespace projector {
 // Checking order; a layout is reported under the first rule it breaks.
 enum class LayoutRule : std::uint8_t {
   kLegal,
-  kTpHeads,                  // attention heads % TP
-  kTpKvHeads,                // KV heads (query groups) % TP
-  kTpLinearHeads,            // GDN / KDA key and value heads % TP; KDA: TP 1 only
-  kTpBeyondNode,             // TP > GPUs per node
-  kWorldDense,               // world % (TP x PP x CP)
-  kLayers,                   // layers % (PP x VPP) (balanced), or fewer layers than stages
-  kNotMoe,                   // EP > 1 (search: or ETP != TP) on a model without experts
-  kExpertsEp,                // experts % EP
-  kWorldExpert,              // world % (ETP x EP x PP)
-  kSeqCp,                    // CP > 1 and seq % (2 x CP)
-  kGbs,                      // GBS % (MBS x DP)
-  kScheduleNeedsPp,          // VPP > 1 (search: any schedule but 1f1b) with PP == 1
-  kScheduleVpp,              // schedule and VPP do not match (interleaved >= 2, V-shape == 2)
+  kTpHeads,          // attention heads % TP
+  kTpKvHeads,        // KV heads (query groups) % TP
+  kTpLinearHeads,    // GDN / KDA key and value heads % TP
+  kTpUnsupported,    // TP > 1 with a layer that runs at TP 1 only (KDA, short conv, V4, Flux)
+  kTpBeyondNode,     // TP > GPUs per node
+  kWorldDense,       // world % (TP x PP x CP)
+  kLayers,           // layers % (PP x VPP) (balanced), or fewer layers than stages
+  kPpUnsupported,    // PP > 1 for a model built on one stage (Flux)
+  kNotMoe,           // EP > 1 (search: or ETP != TP) on a model without experts
+  kExpertsEp,        // experts % EP
+  kWorldExpert,      // world % (ETP x EP x PP)
+  kCpUnsupported,    // CP > 1 over layers (or in a framework) whose CP split is not modelled
+  kSeqCp,            // CP > 1 and seq % (2 x CP)
+  kGbs,              // GBS % (MBS x DP)
+  kScheduleNeedsPp,  // VPP > 1 (search: any schedule but 1f1b) with PP == 1
+  kScheduleVpp,      // schedule and VPP do not match (interleaved >= 2, V-shape == 2)
   kInterleavedMicrobatches,  // interleaved: microbatches % PP != 0
   kDualPipeMicrobatches,     // dualpipev: microbatches < 2 x PP
   kSplitBackwardRecompute,   // zero-bubble / V-shape schedules split B and W: no full recompute
@@ -52,9 +55,12 @@ struct RuleFacts {
   int heads_gcd = 0;         // every layer's attention heads are a multiple of this
   int kv_gcd = 0;            // standard-attention KV heads (0: none)
   int linear_heads_gcd = 0;  // GDN / KDA key and value heads (0: no such layer)
-  bool tp_one = false;       // a layer that runs at TP 1 only (Primus' KDA, LFM2 short conv, V4)
-  bool cp_one = false;       // a layer whose CP split is not modelled (DeepSeek-V4 attention)
-  int seq_multiple = 1;      // the sequence must be a multiple of this (V4's compressor windows)
+  bool tp_one = false;  // a layer that runs at TP 1 only (Primus' KDA, LFM2 short conv, V4, Flux)
+  // CP 1 only: a layer whose CP split is not modelled (V4 attention, GDN / KDA / short conv,
+  // Flux's joint attention) or a framework that cannot split this model (JobSpec cp_unsupported).
+  bool cp_one = false;
+  bool pp_one = false;   // the model is built on one pipeline stage (Flux)
+  int seq_multiple = 1;  // the sequence must be a multiple of this (V4's compressor windows)
   // Kimi-K3's attention residuals widen the stage transfer, which Primus does only for 1F1B and
   // interleaved 1F1B (PR14 kimi_k3_pp_shape_patches.py:188-199).
   bool stock_schedules_only = false;
@@ -72,8 +78,20 @@ struct RuleFacts {
   // a pipeline schedule without pipeline parallelism, block recompute covering whole chunks).
   bool search = false;
 };
+// The model's part alone (what every layout of this model must obey).
 RuleFacts rule_facts(const ModelSpec& model, int seq, int gbs, int gpus_per_node,
                      std::int64_t world);
+
+// Who checks a layout of a built job, and so which of the job's policies apply:
+//  kStated  the job as built (the builder; a producer that changes neither PP nor VPP, such as a
+//           recompute change): its split policy and its stated stages as the builder saw them;
+//  kRestage a producer that re-lays out the job with balanced stages (apply_layout: the memory
+//           remedies, a PP or VPP change): the framework's split policy, no stated stages;
+//  kSearch  the sweep: as kRestage, and layouts that only duplicate another are rejected too.
+enum class RulePurpose : std::uint8_t { kStated, kRestage, kSearch };
+// The one place a built job's facts are assembled: the model's part, the framework's capability
+// (cp_unsupported), the job's split and TP policies, the job's world (or `world` when > 0).
+RuleFacts rule_facts(const JobSpec& job, RulePurpose purpose, std::int64_t world = 0);
 
 // The choices the rules constrain.
 struct LayoutChoice {
@@ -103,9 +121,8 @@ template <typename Int>
 inline LayoutRule check_model_fit(const RuleFacts& f, const LayoutChoice& c) {
   if (f.heads_gcd % c.tp != 0) return LayoutRule::kTpHeads;
   if (f.kv_gcd > 0 && f.kv_gcd % c.tp != 0) return LayoutRule::kTpKvHeads;
-  if ((f.linear_heads_gcd > 0 && f.linear_heads_gcd % c.tp != 0) || (f.tp_one && c.tp != 1)) {
-    return LayoutRule::kTpLinearHeads;
-  }
+  if (f.linear_heads_gcd > 0 && f.linear_heads_gcd % c.tp != 0) return LayoutRule::kTpLinearHeads;
+  if (f.tp_one && c.tp != 1) return LayoutRule::kTpUnsupported;
   if (c.tp > f.gpus_per_node && !f.tp_beyond_node) return LayoutRule::kTpBeyondNode;
   const Int world = static_cast<Int>(f.world);
   // Products of two int sizes fit 64 bits; a partial product above the world is refused before
@@ -118,6 +135,7 @@ inline LayoutRule check_model_fit(const RuleFacts& f, const LayoutChoice& c) {
   if (!f.stated_stages && (f.uneven_layers ? f.layers < stages : f.layers % stages != 0)) {
     return LayoutRule::kLayers;
   }
+  if (f.pp_one && c.pp != 1) return LayoutRule::kPpUnsupported;
   if (f.experts_gcd == 0) {
     if (c.ep != 1 || (f.search && c.etp != c.tp)) return LayoutRule::kNotMoe;
   } else {
@@ -128,7 +146,8 @@ inline LayoutRule check_model_fit(const RuleFacts& f, const LayoutChoice& c) {
       return LayoutRule::kWorldExpert;
     }
   }
-  if (c.cp > 1 && (f.seq % (2 * c.cp) != 0 || f.cp_one)) return LayoutRule::kSeqCp;
+  if (c.cp > 1 && f.cp_one) return LayoutRule::kCpUnsupported;
+  if (c.cp > 1 && f.seq % (2 * c.cp) != 0) return LayoutRule::kSeqCp;
   if (f.seq_multiple > 1 && f.seq % f.seq_multiple != 0) return LayoutRule::kSeqCp;
   return LayoutRule::kLegal;
 }

@@ -80,6 +80,11 @@ struct PricedKernelRow {
   double error_pct = 0.0;
   std::string model;    // the cost function and its inputs, e.g. "gemm_time 8192x8192x8192 bf16"
   std::string skipped;  // non-empty: why the row could not be priced (not in any statistic)
+  // The peer baseline: Primus' own analytical collective model (cost/primus_collectives.h) on the
+  // same row and network (its `hardware_config` keys), for all-reduce, all-gather,
+  // reduce-scatter, all-to-all and send/recv rows; 0 when it does not price the row.
+  double peer_predicted_s = 0.0;
+  double peer_error_pct = 0.0;
 };
 
 // Prices `row` on `acc` (collective and EP rows on `net`).
@@ -95,6 +100,8 @@ struct KernelClassStats {
   double median_signed_pct = 0.0;
   std::string worst_id;
   double worst_pct = 0.0;
+  int peer_rows = 0;                 // rows the peer baseline (Primus' model) priced
+  double peer_median_abs_pct = 0.0;  // its median |error| on them
 };
 
 struct KernelCheck {

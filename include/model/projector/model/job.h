@@ -356,6 +356,15 @@ struct ParallelSpec {
   CpCommType cp_comm_type = CpCommType::kP2p;
   std::int64_t ddp_bucket_size_bytes = 0;  // 0: Megatron's default max(40M params, 1M x dp)
   bool allow_tp_beyond_node = false;
+  // How the builder checked the layer split, so that a re-layout of the built job is checked
+  // alike (job/rules.h rule_facts): the framework gives the first L mod (PP x VPP) stages one more
+  // layer instead of refusing (the validation mapper: a published run ran), and the stages came
+  // from a stated layout or stage counts rather than the balanced split.
+  bool uneven_layers_allowed = false;
+  bool stages_stated = false;
+  // Why the framework cannot split this model's sequence over CP ranks (torchtitan, per model);
+  // empty: it can. The model's own layers may still forbid CP (job/rules.h).
+  std::string cp_unsupported;
   // FSDP (kFsdp2) details. Hybrid sharding (HSDP): the DP x CP ranks form dp_replicate groups
   // that each shard the state over dp x cp / dp_replicate ranks (experts: expert_dp /
   // dp_replicate) and replicate across groups (gradients reduce-scatter inside a group, then
