@@ -119,27 +119,16 @@ class Builder {
     record(f, show(fallback), fmt::format("{} has no default", d_.profile.name), true);
     return fallback;
   }
+  // The stated value, else the profile's rule for this layout (recorded). `rule` keeps what decided
+  // it (a stated value as kAlways / kNever) for a later re-layout (job/layout.h relayout).
   bool decide_when(DraftField f, const std::optional<bool>& stated,
-                   const ProfileDefault<WhenRule>& def) {
-    if (stated) return *stated;
-    const ParallelSpec& p = job_.parallel;
-    bool v = false;
-    switch (def.value.value_or(WhenRule::kNever)) {
-      case WhenRule::kNever:
-        break;
-      case WhenRule::kAlways:
-        v = true;
-        break;
-      case WhenRule::kWithTp:
-        v = p.tp > 1;
-        break;
-      case WhenRule::kWithDistributedOptimizer:
-        v = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
-        break;
-      case WhenRule::kWithSequenceParallel:
-        v = p.sequence_parallel && p.tp > 1;
-        break;
+                   const ProfileDefault<WhenRule>& def, WhenRule& rule) {
+    if (stated) {
+      rule = *stated ? WhenRule::kAlways : WhenRule::kNever;
+      return *stated;
     }
+    rule = def.value.value_or(WhenRule::kNever);
+    const bool v = job_.parallel.applies(rule);
     record(f, show(v),
            def.value ? fmt::format("{} ({})", to_string(*def.value), def.source)
                      : fmt::format("{} has no default", d_.profile.name),
@@ -1016,7 +1005,7 @@ void Builder::parallel_defaults() {
   p.sequence_parallel =
       decide_when(DraftField::kSequenceParallel,
                   d_.sequence_parallel ? d_.sequence_parallel : mesh_sequence_parallel_,
-                  prof.sequence_parallel);
+                  prof.sequence_parallel, p.sequence_parallel_rule);
   if (p.sequence_parallel && p.tp == 1) {
     // Megatron turns it off at TP 1 (MG1 arguments.py:1433-1439): nothing to warn about.
     p.sequence_parallel = false;
@@ -1028,9 +1017,9 @@ void Builder::parallel_defaults() {
   p.overlap_grad_reduce = decide(DraftField::kOverlapGradReduce, d_.overlap_grad_reduce,
                                  prof.overlap_grad_reduce, false);
   p.overlap_param_gather = decide_when(DraftField::kOverlapParamGather, d_.overlap_param_gather,
-                                       prof.overlap_param_gather);
-  p.tp_comm_overlap =
-      decide_when(DraftField::kTpCommOverlap, d_.tp_comm_overlap, prof.tp_comm_overlap);
+                                       prof.overlap_param_gather, p.overlap_param_gather_rule);
+  p.tp_comm_overlap = decide_when(DraftField::kTpCommOverlap, d_.tp_comm_overlap,
+                                  prof.tp_comm_overlap, p.tp_comm_overlap_rule);
   if (has_moe(job_.model) && p.tp > 1 && !p.sequence_parallel) {
     job_.warnings.push_back(
         "MoE with TP > 1 needs sequence parallelism (Megatron-Core asserts it)");

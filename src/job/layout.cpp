@@ -56,4 +56,13 @@ void apply_layout(JobSpec& job, const LayoutChoice& c) {
   job.runtime.schedule = c.schedule;
 }
 
+void relayout(JobSpec& job, const LayoutChoice& c) {
+  apply_layout(job, c);
+  ParallelSpec& p = job.parallel;
+  // Megatron turns sequence parallelism off at TP 1 (MG1 arguments.py:1433-1439), as the builder.
+  p.sequence_parallel = p.applies(p.sequence_parallel_rule) && p.tp > 1;
+  p.overlap_param_gather = p.applies(p.overlap_param_gather_rule);
+  p.tp_comm_overlap = p.applies(p.tp_comm_overlap_rule);
+}
+
 }  // namespace projector

@@ -36,8 +36,7 @@
 #include <string>
 
 #include "memory/recsys.h"
-#include "projector/job/layout.h"
-#include "projector/job/rules.h"
+#include "memory/remedies.h"
 #include "projector/model/accounting.h"
 #include "projector/model/recompute_policy.h"
 #include "projector/util/error.h"
@@ -874,130 +873,6 @@ constexpr std::size_t idx(MemoryComponent c) {
   return static_cast<std::size_t>(c);
 }
 
-// The largest micro batch below the job's that still divides each data-parallel rank's share of
-// the global batch into whole accumulation rounds (torchtitan's local batch; 0: none).
-int smaller_micro_batch(const JobSpec& job) {
-  const int dp = std::max(1, job.parallel.dp);
-  const int per_rank = job.runtime.global_batch_size / dp;
-  const int rounds = std::max(1, job.runtime.accumulation_rounds);
-  for (int m = job.runtime.micro_batch_size - 1; m >= 1; --m) {
-    if (per_rank % m == 0 && (per_rank / m) % rounds == 0) return m;
-  }
-  return 0;
-}
-
-// MaxText's own knobs (docs/maxtext.md): the remat policy, the per-device batch with gradient
-// accumulation (the global batch kept), optimizer state in host memory, a pipeline axis.
-template <typename Attempt>
-void add_maxtext_remedies(const JobSpec& job, const Attempt& attempt) {
-  const RecomputeSpec& rc = job.runtime.recompute;
-  if (!(rc.granularity == RecomputeGranularity::kTensors && rc.tensors == TensorPolicy{})) {
-    JobSpec j = job;
-    j.runtime.recompute = RecomputeSpec{};
-    j.runtime.recompute.granularity = RecomputeGranularity::kTensors;
-    attempt("remat_policy: full", j);
-  }
-  if (const int mbs = smaller_micro_batch(job); mbs > 0) {
-    JobSpec j = job;
-    j.runtime.micro_batch_size = mbs;
-    const int dp = std::max(1, job.parallel.dp);
-    const int accumulation = job.runtime.global_batch_size / (j.runtime.micro_batch_size * dp);
-    const double per_device = static_cast<double>(job.runtime.global_batch_size) /
-                              (static_cast<double>(job.cluster.world_size()) * accumulation);
-    attempt(fmt::format("per_device_batch_size: {:g}, gradient_accumulation_steps: {}", per_device,
-                        accumulation),
-            j);
-  }
-  if (!job.runtime.optimizer_host_offload) {
-    JobSpec j = job;
-    j.runtime.optimizer_host_offload = true;
-    attempt("optimizer_memory_host_offload: true", j);
-  }
-  if (job.parallel.pp == 1 && job.parallel.dp % 2 == 0) {
-    JobSpec j = job;
-    LayoutChoice deeper = layout_choice(job);
-    deeper.pp = 2;
-    apply_layout(j, deeper);
-    attempt(fmt::format("{}_pipeline_parallelism: 2 (balanced layers)",
-                        job.cluster.nodes > 1 ? "dcn" : "ici"),
-            j);
-  }
-}
-
-void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport& report) {
-  MemoryOptions inner = options;
-  inner.suggest_remedies = false;
-  // A remedy is only suggested when the changed job obeys the job builder's rule set: as built
-  // while the stages stay, with the framework's balanced split once PP or VPP change.
-  const RuleFacts same_stages = rule_facts(job, RulePurpose::kStated);
-  const RuleFacts restaged = rule_facts(job, RulePurpose::kRestage);
-  auto legal = [&](LayoutChoice c) {
-    // Jobs built by hand may say auto: resolve it as the performance projection does.
-    c.schedule = schedule::select_schedule(c.schedule, c.pp, c.vpp, false).algorithm;
-    const bool restage = c.pp != job.parallel.pp || c.vpp != job.parallel.vpp;
-    return check_layout(restage ? restaged : same_stages, c) == LayoutRule::kLegal;
-  };
-  // Only what lowers the peak by at least 1 % is worth a line.
-  auto attempt = [&](std::string change, const JobSpec& changed) {
-    if (!legal(layout_choice(changed))) return;
-    const MemoryReport r = project_memory(changed, inner);
-    if (r.peak_point_bytes >= 0.99 * report.peak_point_bytes) return;
-    report.remedies.push_back(
-        {std::move(change), r.peak_point_bytes, r.peak_upper_bytes, r.verdict});
-  };
-  if (job.runtime.backend == "maxtext") {
-    add_maxtext_remedies(job, attempt);
-    return;
-  }
-  const ParallelSpec& p = job.parallel;
-  const RecomputeSpec& rc = job.runtime.recompute;
-  if (rc.granularity == RecomputeGranularity::kNone) {
-    JobSpec j = job;
-    j.runtime.recompute.granularity = RecomputeGranularity::kSelective;
-    j.runtime.recompute.modules = {RecomputeModule::kCoreAttn};
-    attempt("selective recompute (core_attn)", j);
-  }
-  if (!(rc.granularity == RecomputeGranularity::kFull && rc.method == RecomputeMethod::kUniform &&
-        rc.num_layers <= 1)) {
-    JobSpec j = job;
-    j.runtime.recompute = RecomputeSpec{};
-    j.runtime.recompute.granularity = RecomputeGranularity::kFull;
-    j.runtime.recompute.method = RecomputeMethod::kUniform;
-    j.runtime.recompute.num_layers = 1;
-    attempt("full recompute (uniform, 1 layer)", j);
-  }
-  if (!p.distributed_optimizer && p.fsdp == FsdpKind::kNone && p.dp * p.cp > 1) {
-    JobSpec j = job;
-    j.parallel.distributed_optimizer = true;
-    attempt("distributed optimizer", j);
-  }
-  if (p.fsdp == FsdpKind::kNone && p.dp * p.cp > 1) {
-    JobSpec j = job;
-    j.parallel.fsdp = FsdpKind::kZero3;
-    attempt("FSDP (params, grads and optimizer sharded)", j);
-  }
-  if (p.tp > 1 && !p.sequence_parallel) {
-    JobSpec j = job;
-    j.parallel.sequence_parallel = true;
-    attempt("sequence parallel", j);
-  }
-  if (const int mbs = smaller_micro_batch(job); mbs > 0) {
-    JobSpec j = job;
-    j.runtime.micro_batch_size = mbs;
-    attempt("micro batch size " + std::to_string(mbs), j);
-  }
-  // Twice the pipeline stages, balanced, when the rule set allows that layout.
-  LayoutChoice deeper = layout_choice(job);
-  deeper.pp = 2 * p.pp;
-  if (p.dp % 2 == 0 && legal(deeper)) {
-    JobSpec j = job;
-    apply_layout(j, deeper);
-    attempt("pipeline parallel " + std::to_string(j.parallel.pp) + " (balanced layers, DP " +
-                std::to_string(j.parallel.dp) + ")",
-            j);
-  }
-}
-
 // Saved bytes of one microbatch per chunk of a rank, point and upper (dropless MoE imbalance).
 struct RankChunks {
   std::vector<double> full_upper, w_only_upper;  // all saved activations / W set after a split B
@@ -1412,7 +1287,7 @@ void summarise(const JobSpec& job, const MemoryOptions& options, MemoryReport& r
   }
   if (options.suggest_remedies &&
       (report.verdict == MemoryVerdict::kOom || report.verdict == MemoryVerdict::kAtRisk)) {
-    add_remedies(job, options, report);
+    memory_detail::add_remedies(job, options, report);
   }
 }
 

@@ -11,7 +11,7 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-nlohmann::json candidate_json(const Candidate& c) {
+nlohmann::json candidate_json(const Candidate& c, bool sequence_parallel) {
   return {{"tp", c.tp},
           {"pp", c.pp},
           {"vpp", c.vpp},
@@ -24,7 +24,7 @@ nlohmann::json candidate_json(const Candidate& c) {
           {"schedule", std::string(to_string(c.schedule))},
           {"recompute", to_string(c.recompute)},
           {"sharding", std::string(to_string(c.sharding))},
-          {"sequence_parallel", c.tp > 1},
+          {"sequence_parallel", sequence_parallel},
           {"ddp_bucket_size_bytes", c.bucket_bytes},
           {"dp_replicate", c.dp_replicate}};
 }
@@ -44,7 +44,7 @@ void write_csv(std::ostream& out, const Result& r) {
         "{:.6g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{}\n",
         i + 1, e.index, c.tp, c.pp, c.vpp, c.cp, c.ep, c.etp, c.dp, c.expert_dp, c.mbs,
         e.num_microbatches, to_string(c.schedule), to_string(c.recompute), to_string(c.sharding),
-        c.tp > 1 ? 1 : 0, c.bucket_bytes, e.iteration_s, e.tokens_per_s_per_gpu, e.mfu,
+        e.sequence_parallel ? 1 : 0, c.bucket_bytes, e.iteration_s, e.tokens_per_s_per_gpu, e.mfu,
         e.peak_point_bytes / kGiB, e.peak_upper_bytes / kGiB, e.bubble_fraction, e.exposed.tp_s,
         e.exposed.cp_s, e.exposed.ep_s, e.exposed.pp_s, e.exposed.dp_s, e.pareto ? 1 : 0,
         c.dp_replicate);
@@ -104,9 +104,11 @@ std::string to_json(const Result& r, const JobSpec& base) {
   j["stopped"] = r.stopped;
   j["elapsed_s"] = r.elapsed_s;
   if (r.smallest_overshoot.any) {
-    j["smallest_overshoot"] = {{"candidate", candidate_json(r.smallest_overshoot.candidate)},
-                               {"peak_bytes", r.smallest_overshoot.peak_bytes},
-                               {"over_bytes", r.smallest_overshoot.over_bytes}};
+    j["smallest_overshoot"] = {
+        {"candidate",
+         candidate_json(r.smallest_overshoot.candidate, r.smallest_overshoot.sequence_parallel)},
+        {"peak_bytes", r.smallest_overshoot.peak_bytes},
+        {"over_bytes", r.smallest_overshoot.over_bytes}};
   }
   nlohmann::json rows = nlohmann::json::array();
   for (std::size_t i = 0; i < r.ranked.size(); ++i) {
@@ -114,7 +116,7 @@ std::string to_json(const Result& r, const JobSpec& base) {
     rows.push_back(
         {{"rank", i + 1},
          {"index", e.index},
-         {"layout", candidate_json(e.candidate)},
+         {"layout", candidate_json(e.candidate, e.sequence_parallel)},
          {"microbatches", e.num_microbatches},
          {"iteration_s", e.iteration_s},
          {"tokens_per_s_per_gpu", e.tokens_per_s_per_gpu},

@@ -539,15 +539,16 @@ Enumeration enumerate(const JobSpec& base, const Grid& grid, const SpaceOptions&
 
 void apply_candidate(const Candidate& c, int nodes, JobSpec& job) {
   if (nodes > 0) job.cluster.nodes = nodes;
-  apply_layout(job, choice_of(c));  // sizes, DP, expert DP, balanced stages, MBS, schedule
   ParallelSpec& p = job.parallel;
-  p.sequence_parallel = c.tp > 1;
   p.distributed_optimizer = c.sharding == Sharding::kDistributedOptimizer;
   p.fsdp = c.sharding == Sharding::kFsdp    ? FsdpKind::kZero3
            : c.sharding == Sharding::kFsdp2 ? FsdpKind::kFsdp2
                                             : FsdpKind::kNone;
   p.ddp_bucket_size_bytes = c.bucket_bytes;
   p.dp_replicate = c.sharding == Sharding::kFsdp2 ? c.dp_replicate : 1;
+  // Sizes, DP, expert DP, balanced stages, MBS, schedule, and the switches the framework's
+  // profile ties to them (sequence parallelism by its rule, not whenever TP > 1).
+  relayout(job, choice_of(c));
   job.runtime.accumulation_rounds = 1;
   if (c.sharding == Sharding::kFsdp2) {
     // torchtitan: reshard after forward unless PP; without PP every microbatch is its own

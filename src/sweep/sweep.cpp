@@ -87,6 +87,7 @@ void evaluate(const Candidate& c, std::size_t index, Shared& s, WorkerState& w) 
     e.candidate.dp = job.parallel.dp;
     e.candidate.expert_dp = job.parallel.expert_dp;
     e.num_microbatches = job.num_microbatches();
+    e.sequence_parallel = job.parallel.sequence_parallel;
     const std::int64_t t0 = thread_cpu_ns();
     MemoryOptions mo;
     mo.suggest_remedies = false;
@@ -239,7 +240,8 @@ Result run_candidates(const JobSpec& base, const std::vector<Candidate>& candida
         ++r.oom;
         const double over = o.entry.peak_bytes - r.limit_bytes;
         if (!r.smallest_overshoot.any || over < r.smallest_overshoot.over_bytes) {
-          r.smallest_overshoot = {true, o.entry.candidate, o.entry.peak_bytes, over};
+          r.smallest_overshoot = {true, o.entry.candidate, o.entry.peak_bytes, over,
+                                  o.entry.sequence_parallel};
         }
         break;
       }

@@ -189,10 +189,27 @@ void map_precision(Mapper& m) {
   rt.exp_avg_dtype = has(t, "mu_dtype=bfloat16") ? Dtype::kBf16 : weights;
   rt.exp_avg_sq_dtype = weights;
   m.d_.main_grads_dtype = has(t, "grad_dtype=bfloat16") ? Dtype::kBf16 : Dtype::kFp32;
-  if (has(t, "fp8_full") || has(t, "quantization=fp8")) {
-    m.d_.fp8 = true;
-    m.d_.fp8_recipe = Fp8Recipe::kTensorwise;
+  // The quantization the text names (`quantization=<name>`, or a bare fp8_full), read as the
+  // MaxText adapter reads the config key (frontend/maxtext.h parse_quantization): one reading.
+  std::string name;
+  if (const std::size_t at = t.find("quantization="); at != std::string::npos) {
+    for (std::size_t i = at + 13;
+         i < t.size() && (std::isalnum(static_cast<unsigned char>(t[i])) || t[i] == '_'); ++i) {
+      name.push_back(t[i]);
+    }
+  } else if (has(t, "fp8_full")) {
+    name = "fp8_full";
   }
+  if (name.empty()) return;
+  const std::optional<maxtext::Quantization> q = maxtext::parse_quantization(name);
+  if (!q) {
+    m.fail(fmt::format("training.precision: quantization '{}' is not modelled", name));
+    return;
+  }
+  if (!q->quantized) return;
+  m.d_.fp8 = true;
+  m.d_.fp8_recipe = q->recipe;
+  if (q->int8) m.note("int8 GEMMs priced as 8-bit (fp8) GEMMs, as the MaxText adapter does");
 }
 
 // sparse_matmul / megablox / tokamax / ragged: permute + grouped GEMM; dense_matmul: capacity

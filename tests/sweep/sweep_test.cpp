@@ -44,7 +44,9 @@ JobSpec hand_job(const Candidate& c) {
   p.etp = c.tp;
   p.dp = 8 / (c.tp * c.pp * c.cp);
   p.expert_dp = 8 / (c.tp * c.pp);
-  p.sequence_parallel = c.tp > 1;
+  // The base states sequence_parallel: false (testing::JobShape), and a stated value holds for
+  // every layout (Megatron reads the argument as given).
+  p.sequence_parallel = false;
   // Legal candidates split the 16 layers evenly (no uneven layouts in these sweeps).
   const int z = c.pp * c.vpp;
   for (int i = 0; i < z; ++i) p.stages.push_back({i * 16 / z, 16 / z, i == 0, i == z - 1, 0});

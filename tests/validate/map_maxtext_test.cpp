@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "projector/frontend/maxtext.h"
 #include "projector/validate/validate.h"
 
 namespace projector {
@@ -96,6 +97,32 @@ TEST(MapMaxText, GpuRows) {
   EXPECT_EQ(m.job.parallel.ep, 8);
   EXPECT_EQ(axis(m.job, MeshRole::kFsdp)->dcn, 8);
   EXPECT_TRUE(m.job.cluster.slice_shape.empty());  // no torus
+}
+
+}  // namespace
+}  // namespace projector
+
+namespace projector {
+namespace {
+
+// A run's quantization is read as the MaxText adapter reads the config key (parse_quantization):
+// `fp8` is delayed scaling there and here, `fp8_full` tensorwise; an unknown name refuses the run.
+TEST(MapMaxText, QuantizationReadAsTheAdapterReadsIt) {
+  RunEntry e = run("v6e-mixtral-8x22b-256chips-fsdp64-ep4");
+  auto recipe = [&](const std::string& precision) {
+    e.training.precision = precision;
+    const MappedRun m = map_run(e, kDataDir);
+    EXPECT_TRUE(m.mapped) << m.reason;
+    return m.job.runtime.precision.fp8;
+  };
+  EXPECT_EQ(recipe("bf16 (quantization=fp8)"), maxtext::parse_quantization("fp8")->recipe);
+  EXPECT_EQ(recipe("bf16 (quantization=fp8)"), Fp8Recipe::kDelayed);
+  EXPECT_EQ(recipe("fp8_full"), Fp8Recipe::kTensorwise);
+  EXPECT_EQ(recipe("bf16"), Fp8Recipe::kNone);
+  e.training.precision = "quantization=fp3_magic";
+  const MappedRun bad = map_run(e, kDataDir);
+  EXPECT_FALSE(bad.mapped);
+  EXPECT_NE(bad.reason.find("fp3_magic"), std::string::npos) << bad.reason;
 }
 
 }  // namespace

@@ -31,4 +31,10 @@ std::vector<VirtualStage> balanced_stages(int num_layers, int pp, int vpp, int m
 // caller. The caller checks `choice` against the rules first (check_layout).
 void apply_layout(JobSpec& job, const LayoutChoice& choice);
 
+// Re-lays out a built job as its framework would: apply_layout, then the switches its profile
+// ties to the layout (sequence parallelism, the overlapped parameter gather, TP communication
+// overlap) decided again by the rules the builder kept (ParallelSpec::*_rule; a stated value
+// stays). The sweep and the memory remedies use it; set the sharding first, the rules read it.
+void relayout(JobSpec& job, const LayoutChoice& choice);
+
 }  // namespace projector

@@ -15,14 +15,8 @@
 
 namespace projector {
 
-// A default that may depend on the layout: "with_tp" is true when TP > 1, and so on.
-enum class WhenRule : std::uint8_t {
-  kNever,
-  kAlways,
-  kWithTp,                    // TP > 1
-  kWithDistributedOptimizer,  // the distributed optimizer (or FSDP) is on
-  kWithSequenceParallel,      // sequence parallelism is on (implies TP > 1)
-};
+// WhenRule (a default that depends on the layout) lives with the job (model/job.h): a built job
+// keeps the rules that decided its switches, so that a re-layout decides them again.
 std::string_view to_string(WhenRule w);
 
 // How a framework forms microbatches when the input gives no global batch.

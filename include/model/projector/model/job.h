@@ -296,6 +296,16 @@ std::int64_t padded_vocab_size(const ModelSpec& model, int tp);
 
 enum class FsdpKind { kNone, kFsdp2, kZero3 };  // kZero3 == Megatron custom FSDP optim_grads_params
 
+// A switch that depends on the layout (a framework profile's default, job/profile.h): "with_tp"
+// is on when TP > 1, and so on. A stated value is kAlways or kNever.
+enum class WhenRule : std::uint8_t {
+  kNever,
+  kAlways,
+  kWithTp,                    // TP > 1
+  kWithDistributedOptimizer,  // the distributed optimizer (or FSDP) is on
+  kWithSequenceParallel,      // sequence parallelism is on (implies TP > 1)
+};
+
 // A named device-mesh axis (JAX Mesh, torch DeviceMesh) and what it shards. The neutral sizes of
 // ParallelSpec are products of these; the mesh says in addition where each axis lies on a torus
 // (TPU ICI) or across slices (DCN), which the collective model prices.
@@ -365,6 +375,11 @@ struct ParallelSpec {
   // Why the framework cannot split this model's sequence over CP ranks (torchtitan, per model);
   // empty: it can. The model's own layers may still forbid CP (job/rules.h).
   std::string cp_unsupported;
+  // The rules that decided the layout-dependent switches (the profile's, or kAlways / kNever when
+  // stated), so that a re-layout decides them again for its sizes (job/layout.h relayout).
+  WhenRule sequence_parallel_rule = WhenRule::kWithTp;
+  WhenRule overlap_param_gather_rule = WhenRule::kNever;
+  WhenRule tp_comm_overlap_rule = WhenRule::kNever;
   // FSDP (kFsdp2) details. Hybrid sharding (HSDP): the DP x CP ranks form dp_replicate groups
   // that each shard the state over dp x cp / dp_replicate ranks (experts: expert_dp /
   // dp_replicate) and replicate across groups (gradients reduce-scatter inside a group, then
@@ -387,6 +402,22 @@ struct ParallelSpec {
   std::vector<MeshAxis> mesh;
 
   int model_parallel_size() const { return tp * pp * cp; }
+  // Whether `rule` turns a switch on for these sizes and this sharding.
+  bool applies(WhenRule rule) const {
+    switch (rule) {
+      case WhenRule::kNever:
+        return false;
+      case WhenRule::kAlways:
+        return true;
+      case WhenRule::kWithTp:
+        return tp > 1;
+      case WhenRule::kWithDistributedOptimizer:
+        return distributed_optimizer || fsdp != FsdpKind::kNone;
+      case WhenRule::kWithSequenceParallel:
+        return sequence_parallel && tp > 1;
+    }
+    return false;
+  }
   // Ranks one FSDP group shards the weights over (HSDP: one replicate group's share).
   int fsdp_shard_size() const { return std::max(1, dp * cp / std::max(1, dp_replicate)); }
   const VirtualStage& stage(int pp_rank, int chunk) const { return stages[chunk * pp + pp_rank]; }

@@ -194,6 +194,7 @@ struct Entry {
   Candidate candidate;
   std::size_t index = 0;  // position in Enumeration::legal (the tie-breaker)
   int num_microbatches = 0;
+  bool sequence_parallel = false;  // as the framework's profile decides it for this layout
   double peak_point_bytes = 0.0;
   double peak_upper_bytes = 0.0;
   double peak_bytes = 0.0;  // the one pruned on (point or upper bound)
@@ -217,6 +218,7 @@ struct Overshoot {
   Candidate candidate;
   double peak_bytes = 0.0;
   double over_bytes = 0.0;  // peak - limit
+  bool sequence_parallel = false;
 };
 
 struct Result {

@@ -1,0 +1,76 @@
+// relayout (job/layout.h): a built job re-laid out decides its layout-dependent switches as its
+// framework's profile does, from the rules the builder kept; the sweep reaches them through it.
+#include <gtest/gtest.h>
+
+#include "projector/job/builder.h"
+#include "projector/job/layout.h"
+#include "projector/sweep/sweep.h"
+#include "support/job_builders.h"
+#include "support/model_builders.h"
+
+namespace projector {
+namespace {
+
+// Llama 3.1 8B on one node at TP 1, sequence parallelism left to the profile's rule.
+JobSpec built(std::optional<WhenRule> sp_rule, std::optional<bool> stated = std::nullopt) {
+  JobDraft d = testing::make_draft(testing::llama31_8b(), {.gbs = 64});
+  d.sequence_parallel = stated;
+  if (sp_rule) d.profile.sequence_parallel.value = *sp_rule;
+  d.profile.overlap_param_gather.value = WhenRule::kWithDistributedOptimizer;
+  d.overlap_param_gather = std::nullopt;
+  return finalize_job(d, testing::make_cluster({.gbs = 64}));
+}
+
+LayoutChoice tp(const JobSpec& job, int t) {
+  LayoutChoice c = layout_choice(job);
+  c.tp = t;
+  c.etp = t;
+  return c;
+}
+
+TEST(Relayout, SequenceParallelFollowsTheProfileRule) {
+  JobSpec with_tp = built(WhenRule::kWithTp);
+  EXPECT_FALSE(with_tp.parallel.sequence_parallel);  // TP 1
+  relayout(with_tp, tp(with_tp, 2));
+  EXPECT_TRUE(with_tp.parallel.sequence_parallel);
+  relayout(with_tp, tp(with_tp, 1));
+  EXPECT_FALSE(with_tp.parallel.sequence_parallel);  // Megatron turns it off at TP 1
+
+  JobSpec never = built(WhenRule::kNever);
+  relayout(never, tp(never, 2));
+  EXPECT_FALSE(never.parallel.sequence_parallel);
+
+  // A stated value wins over the profile, and still has no effect at TP 1.
+  JobSpec stated = built(WhenRule::kNever, true);
+  EXPECT_FALSE(stated.parallel.sequence_parallel);
+  EXPECT_EQ(stated.parallel.sequence_parallel_rule, WhenRule::kAlways);
+  relayout(stated, tp(stated, 4));
+  EXPECT_TRUE(stated.parallel.sequence_parallel);
+}
+
+TEST(Relayout, OverlapParamGatherFollowsTheSharding) {
+  JobSpec job = built(WhenRule::kWithTp);
+  job.parallel.distributed_optimizer = false;
+  relayout(job, layout_choice(job));
+  EXPECT_FALSE(job.parallel.overlap_param_gather);
+  job.parallel.distributed_optimizer = true;
+  relayout(job, layout_choice(job));
+  EXPECT_TRUE(job.parallel.overlap_param_gather);
+}
+
+// The sweep lays candidates out through relayout: the same TP 2 candidate gets sequence
+// parallelism under a profile that ties it to TP and none under one that never sets it, and the
+// projected activation memory differs accordingly.
+TEST(Relayout, AProfileChangeReachesTheSweep) {
+  const sweep::Candidate c{
+      .tp = 2, .pp = 1, .vpp = 1, .cp = 1, .ep = 1, .etp = 2, .mbs = 1, .recompute = {}};
+  const JobSpec on = sweep::make_job(built(WhenRule::kWithTp), c, 0);
+  const JobSpec off = sweep::make_job(built(WhenRule::kNever), c, 0);
+  EXPECT_TRUE(on.parallel.sequence_parallel);
+  EXPECT_FALSE(off.parallel.sequence_parallel);
+  EXPECT_EQ(on.parallel.tp, 2);
+  EXPECT_EQ(off.parallel.dp, on.parallel.dp);
+}
+
+}  // namespace
+}  // namespace projector
