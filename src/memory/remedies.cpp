@@ -64,6 +64,53 @@ void add_maxtext_remedies(const JobSpec& job, const Attempt& attempt) {
   }
 }
 
+// torchtitan's own knobs (docs/torchtitan.md): its activation checkpointing modes (per-op
+// selective, full), FSDP2 over the data-parallel ranks, a smaller local / pipeline microbatch,
+// a deeper pipeline. No Megatron names: torchtitan has no distributed optimizer or core_attn set.
+template <typename Attempt, typename Legal>
+void add_torchtitan_remedies(const JobSpec& job, const Attempt& attempt, const Legal& legal) {
+  const RecomputeSpec& rc = job.runtime.recompute;
+  const ParallelSpec& p = job.parallel;
+  if (rc.granularity == RecomputeGranularity::kNone) {
+    JobSpec j = job;
+    j.runtime.recompute = RecomputeSpec{};
+    j.runtime.recompute.granularity = RecomputeGranularity::kOpPolicy;
+    attempt("activation_checkpoint.mode: selective, selective_ac_option: op", j);
+  }
+  if (rc.granularity != RecomputeGranularity::kFull) {
+    JobSpec j = job;
+    j.runtime.recompute = RecomputeSpec{};
+    j.runtime.recompute.granularity = RecomputeGranularity::kFull;
+    j.runtime.recompute.method = RecomputeMethod::kUniform;
+    j.runtime.recompute.num_layers = 1;
+    attempt("activation_checkpoint.mode: full", j);
+  }
+  if (p.fsdp == FsdpKind::kNone && p.dp * p.cp > 1) {
+    JobSpec j = job;
+    j.parallel.fsdp = FsdpKind::kFsdp2;
+    j.parallel.dp_replicate = 1;
+    attempt("parallelism.data_parallel_shard_degree: -1 (FSDP2 over the data-parallel ranks)", j);
+  }
+  if (const int mbs = smaller_micro_batch(job); mbs > 0) {
+    JobSpec j = job;
+    j.runtime.micro_batch_size = mbs;
+    attempt(p.pp > 1 ? fmt::format("parallelism.pipeline_parallel_microbatch_size: {}", mbs)
+                     : fmt::format("training.local_batch_size: {} (gradient accumulation keeps the "
+                                   "global batch)",
+                                   mbs),
+            j);
+  }
+  LayoutChoice deeper = layout_choice(job);
+  deeper.pp = 2 * p.pp;
+  if (p.dp % 2 == 0 && legal(deeper)) {
+    JobSpec j = job;
+    relayout(j, deeper);
+    attempt(fmt::format("parallelism.pipeline_parallel_degree: {} (balanced layers, DP {})",
+                        j.parallel.pp, j.parallel.dp),
+            j);
+  }
+}
+
 }  // namespace
 
 void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport& report) {
@@ -89,6 +136,10 @@ void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport
   };
   if (job.runtime.backend == "maxtext") {
     add_maxtext_remedies(job, attempt);
+    return;
+  }
+  if (job.runtime.backend == "torchtitan") {
+    add_torchtitan_remedies(job, attempt, legal);
     return;
   }
   const ParallelSpec& p = job.parallel;
