@@ -291,14 +291,22 @@ void map_architecture(Mapper& m) {
 
 // per_device_batch_size, and the accumulation steps the stated global batch implies.
 void map_batch(Mapper& m, const ClusterSpec& cl) {
-  const RunEntry::Training& t = m.e_.training;
-  if (!t.per_device_batch_size) {
-    m.fail("training.per_device_batch_size not stated (MaxText's batch is per device)");
-    return;
-  }
-  m.d_.per_device_batch = *t.per_device_batch_size;
+  RunEntry::Training t = m.e_.training;
   const std::int64_t devices = static_cast<std::int64_t>(m.e_.hardware.count.value_or(0)) *
                                std::max(1, cl.accelerator.devices_per_chip);
+  if (!t.per_device_batch_size) {
+    // A run that states only its global batch: MaxText's batch is per device, so the global
+    // batch over the devices without accumulation (the smallest per-device batch that trains it).
+    if (!t.global_batch_size || devices <= 0) {
+      m.fail("training.per_device_batch_size not stated, nor a global batch to derive it from");
+      return;
+    }
+    t.per_device_batch_size = static_cast<double>(*t.global_batch_size) / devices;
+    m.assume("training.per_device_batch_size", fmt::format("{:g}", *t.per_device_batch_size),
+             fmt::format("not stated; global batch {} over {} devices, no gradient accumulation",
+                         *t.global_batch_size, devices));
+  }
+  m.d_.per_device_batch = *t.per_device_batch_size;
   // MaxText trains on int(devices x per_device_batch_size) per step (types.py:3458-3466).
   const auto per_step =
       static_cast<std::int64_t>(*t.per_device_batch_size * static_cast<double>(devices));

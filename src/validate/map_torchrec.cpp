@@ -10,12 +10,29 @@
 namespace projector::validate_detail {
 namespace {
 
-void map_tables(Mapper& m, const RunEntry::Dlrm& x, RecommendationSpec& r) {
-  const std::optional<Dtype> dtype =
-      parse_dtype(x.embedding_dtype.empty() ? "fp32" : x.embedding_dtype);
-  if (!x.embedding_dtype.empty() && !dtype) {
-    return m.fail(fmt::format("model.dlrm.embedding_dtype: unknown dtype '{}'", x.embedding_dtype));
+// The table dtype as the entry states it; unstated ("", "not stated"): the framework profile's
+// default, recorded as an assumption (as the TorchRec adapter applies it to a config).
+std::optional<Dtype> table_dtype(Mapper& m, const RunEntry::Dlrm& x) {
+  std::string text = x.embedding_dtype;
+  const std::string lower = to_lower(text);
+  if (lower.empty() || lower.find("not stated") != std::string::npos || lower == "unknown") {
+    const RecsysProfileValue* v = m.d_.profile.recsys.find("embedding_dtype");
+    if (v == nullptr) {
+      m.fail(fmt::format("model.dlrm.embedding_dtype not stated and the {} profile has no default",
+                         m.d_.profile.name));
+      return std::nullopt;
+    }
+    text = v->text;
+    m.assume("model.dlrm.embedding_dtype", text, "not stated; " + v->source);
   }
+  const std::optional<Dtype> dtype = parse_dtype(text);
+  if (!dtype) m.fail(fmt::format("model.dlrm.embedding_dtype: unknown dtype '{}'", text));
+  return dtype;
+}
+
+void map_tables(Mapper& m, const RunEntry::Dlrm& x, RecommendationSpec& r) {
+  const std::optional<Dtype> dtype = table_dtype(m, x);
+  if (!dtype) return;
   if (!x.multi_hot_sizes.empty() &&
       x.multi_hot_sizes.size() != x.num_embeddings_per_feature.size()) {
     return m.fail(fmt::format("model.dlrm.multi_hot_sizes: {} pooling factors for {} tables",
@@ -36,7 +53,7 @@ void map_tables(Mapper& m, const RunEntry::Dlrm& x, RecommendationSpec& r) {
     t.num_embeddings = x.num_embeddings_per_feature[i];
     t.embedding_dim = *x.embedding_dim;
     t.pooling_factor = static_cast<double>(pooling);
-    t.dtype = dtype.value_or(Dtype::kFp32);
+    t.dtype = *dtype;
     r.tables.push_back(std::move(t));
   }
 }

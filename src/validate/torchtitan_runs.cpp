@@ -210,6 +210,45 @@ void map_precision(Mapper& m, Namespace& ns) {
   }
 }
 
+// torchtitan's per-rank batch (training.local_batch_size). A run that states only a micro batch
+// and a global batch: without PP the micro batch is the local batch (the global batch by gradient
+// accumulation); with PP the local batch is the global batch over the stated DP, split into
+// pipeline microbatches of the micro batch. Each derivation is recorded as an assumption.
+bool map_local_batch(Mapper& m, Namespace& ns) {
+  const RunEntry::Training& t = m.e_.training;
+  if (t.local_batch_size) {
+    ns.put_int("training.local_batch_size", *t.local_batch_size);
+    return true;
+  }
+  if (!t.micro_batch_size || !t.global_batch_size) {
+    m.fail(
+        "training.local_batch_size not stated (torchtitan's per-rank batch), nor a micro and "
+        "a global batch to derive it from");
+    return false;
+  }
+  const int mbs = *t.micro_batch_size;
+  if (t.pp.value_or(1) <= 1) {
+    ns.put_int("training.local_batch_size", mbs);
+    m.assume("training.local_batch_size", std::to_string(mbs),
+             "not stated; the micro batch, the global batch by gradient accumulation");
+    return true;
+  }
+  if (!t.dp || *t.dp < 1 || *t.global_batch_size % *t.dp != 0) {
+    m.fail(
+        "training.local_batch_size not stated, and with PP it needs a DP that divides the "
+        "global batch");
+    return false;
+  }
+  const int local = *t.global_batch_size / *t.dp;
+  ns.put_int("training.local_batch_size", local);
+  ns.put_int("parallelism.pipeline_parallel_microbatch_size", mbs);
+  m.assume("training.local_batch_size", std::to_string(local),
+           fmt::format("not stated; global batch {} over DP {}, in pipeline microbatches of the "
+                       "micro batch {}",
+                       *t.global_batch_size, *t.dp, mbs));
+  return true;
+}
+
 }  // namespace
 
 void map_torchtitan_run(Mapper& m, const std::string& data_dir, int seq) {
@@ -218,11 +257,7 @@ void map_torchtitan_run(Mapper& m, const std::string& data_dir, int seq) {
   ns.at = {m.d_.source, e.line, 0};
   if (!map_model_keys(m, ns, data_dir)) return;
   m.out_.moe = e.model.moe.has_value() && e.model.moe->num_experts.value_or(0) > 0;
-  if (!e.training.local_batch_size) {
-    m.fail("training.local_batch_size not stated (torchtitan's per-rank batch)");
-    return;
-  }
-  ns.put_int("training.local_batch_size", *e.training.local_batch_size);
+  if (!map_local_batch(m, ns)) return;
   if (seq > 0) ns.put_int("training.seq_len", seq);
   if (e.training.global_batch_size) {
     ns.put_int("training.global_batch_size", *e.training.global_batch_size);
