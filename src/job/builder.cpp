@@ -1020,6 +1020,22 @@ void Builder::parallel_defaults() {
                                        prof.overlap_param_gather, p.overlap_param_gather_rule);
   p.tp_comm_overlap = decide_when(DraftField::kTpCommOverlap, d_.tp_comm_overlap,
                                   prof.tp_comm_overlap, p.tp_comm_overlap_rule);
+  // XLA pads a KV-head axis the tensor axis does not divide (MaxText); recorded where it applies.
+  p.kv_heads_padded = prof.kv_heads_padded.value.value_or(false);
+  if (p.kv_heads_padded) {
+    for (const LayerSpec& l : job_.model.layers) {
+      const int kv = l.has_attention() && l.attention.kind == AttentionKind::kStandard
+                         ? l.attention.num_query_groups
+                         : 0;
+      if (kv > 0 && kv % p.tp != 0) {
+        record(DraftField::kTp,
+               fmt::format("{} KV heads over TP {}: {} per rank, replicated", kv, p.tp,
+                           p.kv_heads_per_rank(kv)),
+               prof.kv_heads_padded.source, true);
+        break;
+      }
+    }
+  }
   if (has_moe(job_.model) && p.tp > 1 && !p.sequence_parallel) {
     job_.warnings.push_back(
         "MoE with TP > 1 needs sequence parallelism (Megatron-Core asserts it)");

@@ -192,6 +192,7 @@ void read_defaults(const Reader& r, const YAML::Node& defaults, FrameworkProfile
       {"host_op_us", host_us(p.host_op_us)},
       {"host_module_us", host_us(p.host_module_us)},
       {"host_launch_us", host_us(p.host_launch_us)},
+      {"kv_heads_padded", b(p.kv_heads_padded)},
       {"selective_recompute",
        [&](const YAML::Node& e, const std::string& k) {
          read_default(

@@ -66,6 +66,7 @@ RuleFacts rule_facts(const JobSpec& job, RulePurpose purpose, std::int64_t world
   RuleFacts f = rule_facts(job.model, job.runtime.seq_length, job.runtime.global_batch_size,
                            job.cluster.gpus_per_node, world > 0 ? world : job.cluster.world_size());
   f.cp_one = f.cp_one || !p.cp_unsupported.empty();
+  f.kv_padded = p.kv_heads_padded;
   f.tp_beyond_node = p.allow_tp_beyond_node;
   f.uneven_layers = p.uneven_layers_allowed;
   // Only the decoder LMs split layers the Megatron way; the other families place their blocks

@@ -415,10 +415,12 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
               seq_in * e;
     } else {
       const double q_w = heads * a.head_dim;
-      const double kv_w = static_cast<double>(a.num_query_groups) * a.head_dim;
+      // KV heads on this rank (ceil: XLA pads an axis the TP does not divide; exact otherwise).
+      const double kv_rank =
+          static_cast<double>(job.parallel.kv_heads_per_rank(a.num_query_groups) * a.head_dim);
       ln_out_attn = seq_in * g;
-      qkv = T * (q_w + 2.0 * kv_w) * e / t;
-      if (a.qk_layernorm) norms += T * (q_w + kv_w) * e / t;
+      qkv = T * (q_w / t + 2.0 * kv_rank) * e;
+      if (a.qk_layernorm) norms += T * (q_w / t + kv_rank) * e;
       // The output gate keeps the gate and the ungated core output for its backward.
       if (a.output_gate) qkv += 2.0 * T * q_w * e / t;
       proj_in = T * q_w * g / t;
@@ -579,8 +581,9 @@ LayerActivation layer_act_op_policy(const JobSpec& job, const Geometry& geo, con
            s.kv_up * heads * (a.qk_head_dim + a.v_head_dim) / t + heads * a.v_head_dim / t;
   } else {
     const double q_w = heads * a.head_dim;
-    const double kv_w = static_cast<double>(a.num_query_groups) * a.head_dim;
-    attn = s.qkv * (q_w + 2.0 * kv_w) / t + q_w / t;
+    const double kv_rank =
+        static_cast<double>(job.parallel.kv_heads_per_rank(a.num_query_groups) * a.head_dim);
+    attn = s.qkv * (q_w / t + 2.0 * kv_rank) + q_w / t;
   }
   attn = attn * T * e + s.out_proj * T * h * e;
   const PrecisionSpec& prec = job.runtime.precision;

@@ -91,6 +91,22 @@ bool same_layer_shape(const LayerSpec& a, const LayerSpec& b) {
   return attention_same && mlp_same && moe_same;
 }
 
+namespace {
+
+// The K and V projections a rank holds beyond KV / TP of them when the KV heads are padded over
+// TP (ParallelSpec::kv_heads_padded): ceil(KV / TP) heads each (and their biases); 0 otherwise.
+double padded_kv_params(const LayerSpec& layer, const ParallelSpec& parallel, std::int64_t h) {
+  const AttentionSpec& a = layer.attention;
+  if (!layer.has_attention() || a.kind != AttentionKind::kStandard) return 0.0;
+  const double tp = std::max(1, parallel.tp);
+  const double extra = parallel.kv_heads_per_rank(a.num_query_groups) - a.num_query_groups / tp;
+  if (extra <= 0.0) return 0.0;
+  const double per_head = 2.0 * a.head_dim * (static_cast<double>(h) + (a.add_qkv_bias ? 1 : 0));
+  return extra * per_head;
+}
+
+}  // namespace
+
 StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel,
                          const VirtualStage& stage, bool rank_has_embedding) {
   const double tp = std::max(1, parallel.tp);
@@ -109,7 +125,7 @@ StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel,
       cached = &layer;
     }
     const double gemm = static_cast<double>(lp.attention - rep.attention) / tp +
-                        static_cast<double>(rep.attention) +
+                        static_cast<double>(rep.attention) + padded_kv_params(layer, parallel, h) +
                         static_cast<double>(lp.mlp - rep.mlp) / tp + static_cast<double>(rep.mlp);
     const double dense = gemm + static_cast<double>(lp.attention_norms + lp.mlp_norm + lp.router +
                                                     lp.modulation + lp.hyper);

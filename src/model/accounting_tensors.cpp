@@ -18,7 +18,7 @@ double layer_tensor_bytes(const JobSpec& job, const LayerSpec& layer, LayerTenso
   const AttentionSpec& a = layer.attention;
   const bool mla = a.kind == AttentionKind::kMla;
   const double heads = std::max(1.0, a.num_heads / tp);
-  const double kv_heads = mla ? heads : std::max(1.0, a.num_query_groups / tp);
+  const double kv_heads = mla ? heads : p.kv_heads_per_rank(a.num_query_groups);
   const double d_qk = mla ? a.qk_head_dim + a.qk_pos_emb_head_dim : a.head_dim;
   const double d_v = mla ? a.v_head_dim : a.head_dim;
   const MoeSpec& m = layer.moe;

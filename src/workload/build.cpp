@@ -342,7 +342,7 @@ void add_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   const AttentionSpec& a = layer.attention;
   const std::int64_t h = job.model.hidden_size;
   const int heads = std::max(1, a.num_heads / c.tp);
-  int kv_heads = std::max(1, a.num_query_groups / c.tp);
+  int kv_heads = p.kv_heads_per_rank(a.num_query_groups);
   int d_qk = a.head_dim;
   int d_v = a.head_dim;
 

@@ -6,6 +6,7 @@
 // MaxText's model configs re-checked against a checkout when PRIMUS_MAXTEXT_PATH names one.
 #include "projector/frontend/maxtext.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -544,6 +545,44 @@ TEST(MaxTextAdapter, TranscriptionMatchesCheckout) {
     ++n;
   }
   EXPECT_GT(n, 0);
+}
+
+}  // namespace
+}  // namespace projector
+
+namespace projector {
+namespace {
+
+// Multi-query attention at TP > 1 in MaxText: the kv_heads axis is sharded over the tensor axis
+// and GSPMD pads it, so each of 4 ranks holds the one KV head (replicated) instead of the config
+// being refused as Megatron would. Per rank that is exactly what a 4-KV-head model holds at TP 4
+// (one head each): the dense parameters and the saved activations of a rank agree, while the
+// whole models differ by 3 KV heads of K and V per layer.
+TEST(MaxTextAdapter, MultiQueryAttentionPadsOverTensorParallelism) {
+  testing::TempDir dir;
+  const std::string cfg = dir.write("mqa.yml",
+                                    "model_name: llama3-8b\nper_device_batch_size: 1\n"
+                                    "ici_tensor_parallelism: 4\nici_fsdp_parallelism: 1\n"
+                                    "compile_topology: v5p-8\n");
+  auto load = [&](int kv) {
+    LoadRequest r = request(cfg);
+    r.set_overrides = {fmt::format("base_num_kv_heads={}", kv), "override_model_config=true"};
+    return load_job(r);
+  };
+  const JobSpec mqa = load(1);
+  const JobSpec gqa = load(4);
+  ASSERT_EQ(mqa.parallel.tp, 4);
+  EXPECT_TRUE(mqa.parallel.kv_heads_padded);
+  EXPECT_EQ(mqa.model.layers[0].attention.num_query_groups, 1);
+  EXPECT_EQ(mqa.parallel.kv_heads_per_rank(1), 1);
+  const StageParams a = stage_params(mqa.model, mqa.parallel, mqa.parallel.stages[0], true);
+  const StageParams b = stage_params(gqa.model, gqa.parallel, gqa.parallel.stages[0], true);
+  EXPECT_DOUBLE_EQ(a.dense_params, b.dense_params);
+  const double h = 4096, hd = 128, layers = 32;
+  EXPECT_EQ(model_params(gqa.model).total - model_params(mqa.model).total,
+            static_cast<std::int64_t>(layers * 2 * h * hd * 3));
+  EXPECT_DOUBLE_EQ(layer_activation(mqa, mqa.model.layers[0]).total_bytes,
+                   layer_activation(gqa, gqa.model.layers[0]).total_bytes);
 }
 
 }  // namespace

@@ -75,6 +75,8 @@ struct FrameworkProfile {
   ProfileDefault<double> host_op_us;
   ProfileDefault<double> host_module_us;
   ProfileDefault<double> host_launch_us;
+  // KV heads the tensor axis does not divide are padded (ParallelSpec::kv_heads_padded).
+  ProfileDefault<bool> kv_heads_padded;
   ProfileDefault<RecomputeModules> selective_recompute;
   ProfileDefault<bool> loss_grad_in_place;
   // MoE: the routing probabilities scale the experts' activation (the combine keeps no expert

@@ -54,6 +54,7 @@ struct RuleFacts {
   int layers = 0;
   int heads_gcd = 0;         // every layer's attention heads are a multiple of this
   int kv_gcd = 0;            // standard-attention KV heads (0: none)
+  bool kv_padded = false;    // KV heads the TP does not divide are padded (XLA), not refused
   int linear_heads_gcd = 0;  // GDN / KDA key and value heads (0: no such layer)
   bool tp_one = false;  // a layer that runs at TP 1 only (Primus' KDA, LFM2 short conv, V4, Flux)
   // CP 1 only: a layer whose CP split is not modelled (V4 attention, GDN / KDA / short conv,
@@ -120,7 +121,7 @@ namespace rules_detail {
 template <typename Int>
 inline LayoutRule check_model_fit(const RuleFacts& f, const LayoutChoice& c) {
   if (f.heads_gcd % c.tp != 0) return LayoutRule::kTpHeads;
-  if (f.kv_gcd > 0 && f.kv_gcd % c.tp != 0) return LayoutRule::kTpKvHeads;
+  if (f.kv_gcd > 0 && f.kv_gcd % c.tp != 0 && !f.kv_padded) return LayoutRule::kTpKvHeads;
   if (f.linear_heads_gcd > 0 && f.linear_heads_gcd % c.tp != 0) return LayoutRule::kTpLinearHeads;
   if (f.tp_one && c.tp != 1) return LayoutRule::kTpUnsupported;
   if (c.tp > f.gpus_per_node && !f.tp_beyond_node) return LayoutRule::kTpBeyondNode;

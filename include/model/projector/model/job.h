@@ -375,6 +375,10 @@ struct ParallelSpec {
   // Why the framework cannot split this model's sequence over CP ranks (torchtitan, per model);
   // empty: it can. The model's own layers may still forbid CP (job/rules.h).
   std::string cp_unsupported;
+  // A KV-head count the tensor axis does not divide is padded: ceil(KV / TP) heads on every rank,
+  // the KV projection replicated (XLA's GSPMD sharding, MaxText; PaLM's multi-query attention).
+  // false: Megatron's rule, KV heads must divide over TP (job/rules.h kTpKvHeads).
+  bool kv_heads_padded = false;
   // The rules that decided the layout-dependent switches (the profile's, or kAlways / kNever when
   // stated), so that a re-layout decides them again for its sizes (job/layout.h relayout).
   WhenRule sequence_parallel_rule = WhenRule::kWithTp;
@@ -402,6 +406,9 @@ struct ParallelSpec {
   std::vector<MeshAxis> mesh;
 
   int model_parallel_size() const { return tp * pp * cp; }
+  // KV heads (query groups) on one TP rank: ceil(KV / TP), at least 1 (the padded or replicated
+  // head; KV / TP exactly wherever the rules require KV heads to divide).
+  int kv_heads_per_rank(int kv_heads) const { return std::max(1, (kv_heads + tp - 1) / tp); }
   // Whether `rule` turns a switch on for these sizes and this sharding.
   bool applies(WhenRule rule) const {
     switch (rule) {
