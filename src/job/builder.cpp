@@ -1020,6 +1020,16 @@ void Builder::parallel_defaults() {
                                        prof.overlap_param_gather, p.overlap_param_gather_rule);
   p.tp_comm_overlap = decide_when(DraftField::kTpCommOverlap, d_.tp_comm_overlap,
                                   prof.tp_comm_overlap, p.tp_comm_overlap_rule);
+  // The gradient bucket rule, recorded where an overlapped non-FSDP2 reduction uses it.
+  p.ddp_bucket_min_params = prof.ddp_bucket_min_params.value.value_or(0);
+  p.ddp_bucket_params_per_dp = prof.ddp_bucket_params_per_dp.value.value_or(0);
+  if (p.overlap_grad_reduce && p.ddp_bucket_size_bytes == 0 && p.fsdp != FsdpKind::kFsdp2 &&
+      p.ddp_bucket_min_params > 0) {
+    job_.defaults.push_back({"ddp_bucket_size",
+                             fmt::format("max({}, {} x DP) parameters", p.ddp_bucket_min_params,
+                                         p.ddp_bucket_params_per_dp),
+                             prof.ddp_bucket_min_params.source, d_.profile.name});
+  }
   // XLA pads a KV-head axis the tensor axis does not divide (MaxText); recorded where it applies.
   p.kv_heads_padded = prof.kv_heads_padded.value.value_or(false);
   if (p.kv_heads_padded) {

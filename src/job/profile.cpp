@@ -193,6 +193,8 @@ void read_defaults(const Reader& r, const YAML::Node& defaults, FrameworkProfile
       {"host_module_us", host_us(p.host_module_us)},
       {"host_launch_us", host_us(p.host_launch_us)},
       {"kv_heads_padded", b(p.kv_heads_padded)},
+      {"ddp_bucket_min_params", i(p.ddp_bucket_min_params)},
+      {"ddp_bucket_params_per_dp", i(p.ddp_bucket_params_per_dp)},
       {"selective_recompute",
        [&](const YAML::Node& e, const std::string& k) {
          read_default(

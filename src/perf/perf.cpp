@@ -343,12 +343,18 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
   }
 }
 
-// Megatron's DDP bucket: ddp_bucket_size, or max(40M parameters, 1M x DP) by default.
+// The overlapped gradient reduction's buckets: the stated bucket size, else the framework's rule
+// (ParallelSpec::ddp_bucket_*: Megatron-Core's max(40M parameters, 1M x DP)); no rule: one bucket.
 int grad_buckets(const JobSpec& job, const Op& op) {
+  const ParallelSpec& p = job.parallel;
   const double grad_b = bytes_per_element(job.runtime.main_grads_dtype);
-  const double bucket_bytes = job.parallel.ddp_bucket_size_bytes > 0
-                                  ? static_cast<double>(job.parallel.ddp_bucket_size_bytes)
-                                  : std::max(40e6, 1e6 * op.group_size) * grad_b;
+  const double bucket_bytes =
+      p.ddp_bucket_size_bytes > 0
+          ? static_cast<double>(p.ddp_bucket_size_bytes)
+          : std::max(static_cast<double>(p.ddp_bucket_min_params),
+                     static_cast<double>(p.ddp_bucket_params_per_dp) * op.group_size) *
+                grad_b;
+  if (bucket_bytes <= 0.0) return 1;
   return std::max(1, static_cast<int>(std::ceil(op.bytes / bucket_bytes)));
 }
 

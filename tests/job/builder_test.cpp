@@ -274,3 +274,35 @@ TEST(Families, RecommendationIsModelledAndNeedsItsPlan) {
 
 }  // namespace
 }  // namespace projector
+
+namespace projector {
+namespace {
+
+// The overlapped reduction's gradient bucket comes from the framework's profile and is recorded:
+// Megatron-Core's max(40M, 1M x DP) parameters, DeepSpeed's 5e8-element reduce bucket, none for
+// MaxText (XLA schedules the reduction: one bucket per chunk); a stated size is not replaced.
+TEST(Builder, GradientBucketFromTheProfile) {
+  auto build = [](const std::string& profile, std::int64_t stated) {
+    JobDraft d = testing::make_draft(testing::llama31_8b(), {.gbs = 64});
+    d.profile = load_framework_profile(default_data_dir() + "/frameworks/" + profile + ".yaml");
+    d.overlap_grad_reduce = true;
+    d.parallel.ddp_bucket_size_bytes = stated;
+    return finalize_job(d, testing::make_cluster({.gbs = 64}));
+  };
+  const JobSpec mg = build("megatron-lm", 0);
+  EXPECT_EQ(mg.parallel.ddp_bucket_min_params, 40000000);
+  EXPECT_EQ(mg.parallel.ddp_bucket_params_per_dp, 1000000);
+  const AppliedDefault* rec = find_default(mg, "ddp_bucket_size");
+  ASSERT_NE(rec, nullptr);
+  EXPECT_NE(rec->reason.find("distributed_data_parallel.py"), std::string::npos) << rec->reason;
+  const JobSpec ds = build("deepspeed", 0);
+  EXPECT_EQ(ds.parallel.ddp_bucket_min_params, 500000000);
+  EXPECT_EQ(ds.parallel.ddp_bucket_params_per_dp, 0);
+  const JobSpec mx = build("maxtext", 0);
+  EXPECT_EQ(mx.parallel.ddp_bucket_min_params, 0);
+  EXPECT_EQ(find_default(mx, "ddp_bucket_size"), nullptr);
+  EXPECT_EQ(find_default(build("megatron-lm", 1 << 26), "ddp_bucket_size"), nullptr);
+}
+
+}  // namespace
+}  // namespace projector

@@ -75,6 +75,11 @@ struct FrameworkProfile {
   ProfileDefault<double> host_op_us;
   ProfileDefault<double> host_module_us;
   ProfileDefault<double> host_launch_us;
+  // The gradient bucket of an overlapped data-parallel reduction when the input states none:
+  // max(min_params, params_per_dp x DP) parameters (Megatron-Core's DDP). Unset: one bucket per
+  // model chunk (a framework without buckets, or XLA's own scheduling).
+  ProfileDefault<int> ddp_bucket_min_params;
+  ProfileDefault<int> ddp_bucket_params_per_dp;
   // KV heads the tensor axis does not divide are padded (ParallelSpec::kv_heads_padded).
   ProfileDefault<bool> kv_heads_padded;
   ProfileDefault<RecomputeModules> selective_recompute;

@@ -364,7 +364,12 @@ struct ParallelSpec {
   bool overlap_param_gather = false;
   bool tp_comm_overlap = false;
   CpCommType cp_comm_type = CpCommType::kP2p;
-  std::int64_t ddp_bucket_size_bytes = 0;  // 0: Megatron's default max(40M params, 1M x dp)
+  std::int64_t ddp_bucket_size_bytes = 0;  // stated (ddp_bucket_size); 0: the rule below
+  // The framework's bucket rule when none is stated: max(min, per-DP x DP) parameters of gradient
+  // (the builder sets them from the profile; Megatron-Core's 40M / 1M for hand-built jobs); both
+  // 0: one bucket per model chunk.
+  std::int64_t ddp_bucket_min_params = 40'000'000;
+  std::int64_t ddp_bucket_params_per_dp = 1'000'000;
   bool allow_tp_beyond_node = false;
   // How the builder checked the layer split, so that a re-layout of the built job is checked
   // alike (job/rules.h rule_facts): the framework gives the first L mod (PP x VPP) stages one more
