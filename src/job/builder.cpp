@@ -1038,10 +1038,10 @@ void Builder::parallel_defaults() {
                          ? l.attention.num_query_groups
                          : 0;
       if (kv > 0 && kv % p.tp != 0) {
-        record(DraftField::kTp,
-               fmt::format("{} KV heads over TP {}: {} per rank, replicated", kv, p.tp,
-                           p.kv_heads_per_rank(kv)),
-               prof.kv_heads_padded.source, true);
+        job_.defaults.push_back(
+            {"kv_heads_padded",
+             fmt::format("{} KV heads over TP {}: {} per rank", kv, p.tp, p.kv_heads_per_rank(kv)),
+             prof.kv_heads_padded.source, d_.profile.name});
         break;
       }
     }

@@ -111,37 +111,11 @@ void add_torchtitan_remedies(const JobSpec& job, const Attempt& attempt, const L
   }
 }
 
-}  // namespace
-
-void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport& report) {
-  MemoryOptions inner = options;
-  inner.suggest_remedies = false;
-  // A remedy is only suggested when the changed job obeys the job builder's rule set: as built
-  // while the stages stay, with the framework's balanced split once PP or VPP change.
-  const RuleFacts same_stages = rule_facts(job, RulePurpose::kStated);
-  const RuleFacts restaged = rule_facts(job, RulePurpose::kRestage);
-  auto legal = [&](LayoutChoice c) {
-    // Jobs built by hand may say auto: resolve it as the performance projection does.
-    c.schedule = schedule::select_schedule(c.schedule, c.pp, c.vpp, false).algorithm;
-    const bool restage = c.pp != job.parallel.pp || c.vpp != job.parallel.vpp;
-    return check_layout(restage ? restaged : same_stages, c) == LayoutRule::kLegal;
-  };
-  // Only what lowers the peak by at least 1 % is worth a line.
-  auto attempt = [&](std::string change, const JobSpec& changed) {
-    if (!legal(layout_choice(changed))) return;
-    const MemoryReport r = project_memory(changed, inner);
-    if (r.peak_point_bytes >= 0.99 * report.peak_point_bytes) return;
-    report.remedies.push_back(
-        {std::move(change), r.peak_point_bytes, r.peak_upper_bytes, r.verdict});
-  };
-  if (job.runtime.backend == "maxtext") {
-    add_maxtext_remedies(job, attempt);
-    return;
-  }
-  if (job.runtime.backend == "torchtitan") {
-    add_torchtitan_remedies(job, attempt, legal);
-    return;
-  }
+// Megatron's knobs (the Megatron-family back-ends: Megatron-LM / Core, NeMo, Primus, DeepSpeed):
+// selective / full recompute, the distributed optimizer, FSDP, sequence parallelism, a smaller
+// micro batch, twice the pipeline stages.
+template <typename Attempt, typename Legal>
+void add_megatron_remedies(const JobSpec& job, const Attempt& attempt, const Legal& legal) {
   const ParallelSpec& p = job.parallel;
   const RecomputeSpec& rc = job.runtime.recompute;
   if (rc.granularity == RecomputeGranularity::kNone) {
@@ -189,6 +163,40 @@ void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport
                 std::to_string(j.parallel.dp) + ")",
             j);
   }
+}
+
+}  // namespace
+
+void add_remedies(const JobSpec& job, const MemoryOptions& options, MemoryReport& report) {
+  MemoryOptions inner = options;
+  inner.suggest_remedies = false;
+  // A remedy is only suggested when the changed job obeys the job builder's rule set: as built
+  // while the stages stay, with the framework's balanced split once PP or VPP change.
+  const RuleFacts same_stages = rule_facts(job, RulePurpose::kStated);
+  const RuleFacts restaged = rule_facts(job, RulePurpose::kRestage);
+  auto legal = [&](LayoutChoice c) {
+    // Jobs built by hand may say auto: resolve it as the performance projection does.
+    c.schedule = schedule::select_schedule(c.schedule, c.pp, c.vpp, false).algorithm;
+    const bool restage = c.pp != job.parallel.pp || c.vpp != job.parallel.vpp;
+    return check_layout(restage ? restaged : same_stages, c) == LayoutRule::kLegal;
+  };
+  // Only what lowers the peak by at least 1 % is worth a line.
+  auto attempt = [&](std::string change, const JobSpec& changed) {
+    if (!legal(layout_choice(changed))) return;
+    const MemoryReport r = project_memory(changed, inner);
+    if (r.peak_point_bytes >= 0.99 * report.peak_point_bytes) return;
+    report.remedies.push_back(
+        {std::move(change), r.peak_point_bytes, r.peak_upper_bytes, r.verdict});
+  };
+  if (job.runtime.backend == "maxtext") {
+    add_maxtext_remedies(job, attempt);
+    return;
+  }
+  if (job.runtime.backend == "torchtitan") {
+    add_torchtitan_remedies(job, attempt, legal);
+    return;
+  }
+  add_megatron_remedies(job, attempt, legal);
 }
 
 }  // namespace projector::memory_detail

@@ -575,6 +575,13 @@ TEST(MaxTextAdapter, MultiQueryAttentionPadsOverTensorParallelism) {
   EXPECT_TRUE(mqa.parallel.kv_heads_padded);
   EXPECT_EQ(mqa.model.layers[0].attention.num_query_groups, 1);
   EXPECT_EQ(mqa.parallel.kv_heads_per_rank(1), 1);
+  // Recorded once, with the profile's source (the 4-KV-head model needs no padding).
+  const auto padded = [](const JobSpec& j) {
+    return std::count_if(j.defaults.begin(), j.defaults.end(),
+                         [](const AppliedDefault& d) { return d.key == "kv_heads_padded"; });
+  };
+  EXPECT_EQ(padded(mqa), 1);
+  EXPECT_EQ(padded(gqa), 0);
   const StageParams a = stage_params(mqa.model, mqa.parallel, mqa.parallel.stages[0], true);
   const StageParams b = stage_params(gqa.model, gqa.parallel, gqa.parallel.stages[0], true);
   EXPECT_DOUBLE_EQ(a.dense_params, b.dense_params);
