@@ -45,11 +45,12 @@ constexpr MoeCensus kMoe[] = {
 bool dropless_sync(const JobSpec& job) {
   // Megatron's dropless dispatch reads the token counts on the host: the all-to-all dispatcher
   // waits on a device-to-host copy (token_dispatcher.py d2h_event.synchronize), DeepEP spins on
-  // the receive counter (buffer.hpp). Primus-Turbo's sync-free stages 2-3 remove the wait.
+  // the receive counter (buffer.hpp). A framework that keeps them on the device says so
+  // (RuntimeSpec::moe_host_sync_free, set by its adapter).
   const bool capacity =
       std::any_of(job.model.layers.begin(), job.model.layers.end(),
                   [](const LayerSpec& l) { return l.is_moe && l.moe.capacity_factor > 0.0; });
-  return !capacity && job.runtime.sync_free_moe_stage < 2;
+  return !capacity && !job.runtime.moe_host_sync_free;
 }
 
 // The EP transfers of the dispatch and combine (all-to-all and flex dispatchers).

@@ -315,6 +315,7 @@ void read_sync_free_stage(Mapper& m) {
   }
   RuntimeSpec& rt = m.d_.runtime;
   rt.sync_free_moe_stage = std::stoi(s[1].str());
+  rt.moe_host_sync_free = sync_free_moe_options(rt.sync_free_moe_stage).host_sync_free;
   if (sync_free_moe_options(rt.sync_free_moe_stage).permute_fusion && !t.moe_permute_fusion) {
     rt.moe_permute_fusion = true;
     m.assume("training.moe_permute_fusion", "true",

@@ -205,6 +205,14 @@ TEST(MegatronFidelity, MoeDispatcherAndKernel) {
                    .runtime.deepep);
   EXPECT_TRUE(load_text(dir, moe_args("enable_primus_turbo: true\nturbo_sync_free_moe_stage: 2\n"))
                   .runtime.deepep);
+  // Stages 2-3 keep the token counts on the device (no host read per MoE layer, docs/host.md);
+  // without Turbo the key means nothing.
+  EXPECT_FALSE(load_text(dir, moe_args("enable_primus_turbo: true\nturbo_sync_free_moe_stage: 1\n"))
+                   .runtime.moe_host_sync_free);
+  EXPECT_TRUE(load_text(dir, moe_args("enable_primus_turbo: true\nturbo_sync_free_moe_stage: 3\n"))
+                  .runtime.moe_host_sync_free);
+  EXPECT_FALSE(
+      load_text(dir, moe_args("turbo_sync_free_moe_stage: 2\n")).runtime.moe_host_sync_free);
   EXPECT_THROW(load_text(dir, moe_args("moe_enable_deepep: true\n")), InputError);
 }
 

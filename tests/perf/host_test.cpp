@@ -70,7 +70,7 @@ TEST(HostWork, MegatronMoeCensus) {
   EXPECT_TRUE(saw_sync);
 
   JobSpec sync_free = job;
-  sync_free.runtime.sync_free_moe_stage = 2;
+  sync_free.runtime.moe_host_sync_free = true;  // as the adapters set it (stages 2-3)
   JobSpec capacity = job;
   for (LayerSpec& l : capacity.model.layers) l.moe.capacity_factor = 1.25;
   for (const PricedOp& po : rep.chunks.at(0).ops) {

@@ -414,6 +414,7 @@ void read_moe_dispatcher(ArgReader& r, JobDraft& d) {
   }
   const bool turbo = r.bool_quiet("enable_primus_turbo", false);
   const SyncFreeMoeOptions sync_free = sync_free_moe_options(rt.sync_free_moe_stage);
+  rt.moe_host_sync_free = turbo && sync_free.host_sync_free;
   const bool turbo_deepep =
       turbo && (r.bool_quiet("use_turbo_deepep", false) || sync_free.turbo_deepep);
   const std::string type = to_lower(

@@ -134,6 +134,7 @@ void apply_cli(const CliOverrides& c, JobDraft& d) {
     // rocm_arg_validation.py _get_sync_free_moe_options).
     const SyncFreeMoeOptions sync_free = sync_free_moe_options(*c.sync_free_stage);
     if (sync_free.permute_fusion) d.runtime.moe_permute_fusion = true;
+    d.runtime.moe_host_sync_free = sync_free.host_sync_free;
     if (sync_free.turbo_deepep) use_deepep(MoeDispatchKernel::kTurboDeepEp);
   }
   if (c.pipeline_schedule) {

@@ -7,6 +7,7 @@ SyncFreeMoeOptions sync_free_moe_options(int stage) {
   SyncFreeMoeOptions o;
   o.permute_fusion = stage >= 1;
   o.turbo_deepep = stage >= 2;
+  o.host_sync_free = stage >= 2;
   return o;
 }
 

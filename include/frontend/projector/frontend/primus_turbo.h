@@ -10,6 +10,9 @@ namespace projector {
 struct SyncFreeMoeOptions {
   bool permute_fusion = false;
   bool turbo_deepep = false;
+  // Stages 2-3: the dispatch keeps the token counts on the device, so the host does not wait for
+  // them once per MoE layer (RuntimeSpec::moe_host_sync_free).
+  bool host_sync_free = false;
 };
 SyncFreeMoeOptions sync_free_moe_options(int stage);
 

@@ -701,7 +701,11 @@ struct RuntimeSpec {
   // token crosses to each remote node (or, within one node, each GPU) once however many of its
   // chosen experts live there, instead of once per chosen expert.
   bool moe_dedup_dispatch = false;
-  int sync_free_moe_stage = 0;  // Primus turbo_sync_free_moe_stage, 0-3 (no host syncs)
+  int sync_free_moe_stage = 0;  // Primus turbo_sync_free_moe_stage, 0-3 (as stated; reports)
+  // The dropless dispatch keeps its token counts on the device: no host read per MoE layer
+  // (docs/host.md). Set by the adapters from what the framework runs (Primus-Turbo's sync-free
+  // MoE stages 2-3, frontend/primus_turbo.h); false: Megatron's dispatchers read them.
+  bool moe_host_sync_free = false;
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
   MoeDispatchKernel moe_dispatch_kernel = MoeDispatchKernel::kCollective;
   MoeOverlaps moe_overlap;
