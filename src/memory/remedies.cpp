@@ -14,6 +14,16 @@
 namespace projector::memory_detail {
 namespace {
 
+// Full recomputation of every layer (uniform, one layer per checkpoint): the same knob under
+// each framework's name.
+RecomputeSpec full_recompute() {
+  RecomputeSpec r;
+  r.granularity = RecomputeGranularity::kFull;
+  r.method = RecomputeMethod::kUniform;
+  r.num_layers = 1;
+  return r;
+}
+
 // The largest micro batch below the job's that still divides each data-parallel rank's share of
 // the global batch into whole accumulation rounds (torchtitan's local batch; 0: none).
 int smaller_micro_batch(const JobSpec& job) {
@@ -79,10 +89,7 @@ void add_torchtitan_remedies(const JobSpec& job, const Attempt& attempt, const L
   }
   if (rc.granularity != RecomputeGranularity::kFull) {
     JobSpec j = job;
-    j.runtime.recompute = RecomputeSpec{};
-    j.runtime.recompute.granularity = RecomputeGranularity::kFull;
-    j.runtime.recompute.method = RecomputeMethod::kUniform;
-    j.runtime.recompute.num_layers = 1;
+    j.runtime.recompute = full_recompute();
     attempt("activation_checkpoint.mode: full", j);
   }
   if (p.fsdp == FsdpKind::kNone && p.dp * p.cp > 1) {
@@ -127,10 +134,7 @@ void add_megatron_remedies(const JobSpec& job, const Attempt& attempt, const Leg
   if (!(rc.granularity == RecomputeGranularity::kFull && rc.method == RecomputeMethod::kUniform &&
         rc.num_layers <= 1)) {
     JobSpec j = job;
-    j.runtime.recompute = RecomputeSpec{};
-    j.runtime.recompute.granularity = RecomputeGranularity::kFull;
-    j.runtime.recompute.method = RecomputeMethod::kUniform;
-    j.runtime.recompute.num_layers = 1;
+    j.runtime.recompute = full_recompute();
     attempt("full recompute (uniform, 1 layer)", j);
   }
   if (!p.distributed_optimizer && p.fsdp == FsdpKind::kNone && p.dp * p.cp > 1) {
