@@ -6,7 +6,10 @@ Reads each `projector_module(name deps...)` of CMakeLists.txt and fails when
   that lets a later change lean on it unseen;
 - a module includes a public header of a module outside its declared dependency closure;
 - a source or header includes another module's header by path ("../<m>/", "<m>/..." or <m/...>
-  for a module m other than its own), bypassing the include roots.
+  for a module m other than its own), bypassing the include roots;
+- a `target_link_libraries(projector_<m> ...)` outside projector_module links another module
+  (a link edge the declared dependencies do not show);
+- the declared dependencies form a cycle.
 Usage: scripts/check_layering.py [REPO_ROOT]
 """
 import os
@@ -39,9 +42,25 @@ def files(name):
                     yield os.path.join(dirpath, n)
 
 
+bad = 0
+# Link edges go through projector_module only: any other target_link_libraries of a module that
+# names another module is an undeclared edge.
+for m in re.finditer(r"^\s*target_link_libraries\(projector_(\w+)\b([^)]*)\)", cmake, re.M):
+    if m.group(1) not in modules:
+        continue
+    for t in re.findall(r"projector_(\w+)", m.group(2)):
+        if t in modules:
+            print(f"layering: CMakeLists.txt links projector_{m.group(1)} to projector_{t} outside "
+                  f"projector_module (an undeclared link edge)")
+            bad = 1
+for name in sorted(modules):
+    if name in closure(name):
+        print(f"layering: module '{name}' depends on itself through its declared dependencies "
+              f"(a cycle)")
+        bad = 1
+
 public = re.compile(r'^#include "projector/(\w+)/', re.M)
 by_path = re.compile(r'^#include ["<](?:\.\./)*(\w+)/', re.M)
-bad = 0
 for name in sorted(modules):
     used = set()
     for path in files(name):
