@@ -391,14 +391,10 @@ std::vector<RecomputeOption> default_recompute(const JobSpec& base) {
   if (base.runtime.recompute.granularity != RecomputeGranularity::kTensors) {
     return {{RecomputeKind::kNone, 0}, {RecomputeKind::kSelective, 0}, {RecomputeKind::kFull, 0}};
   }
+  // The job's own policy, then the ones the MaxText adapter names for a layout search.
   std::vector<RecomputeOption> out = {{RecomputeKind::kTensorPolicy, -1}};
-  const auto& names = maxtext::remat_policy_names();
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const std::string_view n = names[i];
-    if (n == "none" || n == "minimal_flash" || n == "custom" || n.find("quantization") != n.npos) {
-      continue;
-    }
-    out.push_back({RecomputeKind::kTensorPolicy, static_cast<int>(i)});
+  for (const int i : maxtext::remat_policy_search_indices()) {
+    out.push_back({RecomputeKind::kTensorPolicy, i});
   }
   return out;
 }

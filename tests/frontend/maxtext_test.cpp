@@ -594,3 +594,29 @@ TEST(MaxTextAdapter, MultiQueryAttentionPadsOverTensorParallelism) {
 
 }  // namespace
 }  // namespace projector
+
+namespace projector {
+namespace {
+
+// The policies a layout search tries are the MaxText adapter's to name: every remat_policy
+// except none, minimal_flash, custom and the quantization ones, each a policy the adapter reads.
+TEST(MaxTextAdapter, RematPoliciesForASearch) {
+  const auto& names = maxtext::remat_policy_names();
+  const auto& search = maxtext::remat_policy_search_indices();
+  std::size_t excluded = 0;
+  for (const std::string_view n : names) {
+    excluded += n == "none" || n == "minimal_flash" || n == "custom" ||
+                n.find("quantization") != std::string_view::npos;
+  }
+  EXPECT_EQ(search.size() + excluded, names.size());
+  for (const int i : search) {
+    ASSERT_GE(i, 0);
+    ASSERT_LT(static_cast<std::size_t>(i), names.size());
+    EXPECT_TRUE(maxtext::remat_policy(names[static_cast<std::size_t>(i)], nullptr).has_value())
+        << names[static_cast<std::size_t>(i)];
+  }
+  EXPECT_GE(search.size(), 5u);
+}
+
+}  // namespace
+}  // namespace projector

@@ -190,6 +190,23 @@ const std::vector<std::string_view>& remat_policy_names() {
   return k;
 }
 
+const std::vector<int>& remat_policy_search_indices() {
+  static const std::vector<int> k = [] {
+    std::vector<int> v;
+    const auto& names = remat_policy_names();
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const std::string_view n = names[i];
+      if (n == "none" || n == "minimal_flash" || n == "custom" ||
+          n.find("quantization") != std::string_view::npos) {
+        continue;
+      }
+      v.push_back(static_cast<int>(i));
+    }
+    return v;
+  }();
+  return k;
+}
+
 double static_recv_factor(bool deepep, int ep, int experts, int topk, double ragged_buffer_factor,
                           bool ragged_sort) {
   if (ep <= 1 || ragged_sort) return 0.0;

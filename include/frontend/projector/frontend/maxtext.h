@@ -41,6 +41,11 @@ using PlacementLookup = std::function<std::optional<std::string>(std::string_vie
 std::optional<TensorPolicy> remat_policy(std::string_view name, const PlacementLookup& placement);
 // The policy names MaxText accepts.
 const std::vector<std::string_view>& remat_policy_names();
+// The indices (into remat_policy_names) of the policies a layout search should try: each a
+// distinct memory / recompute trade; not `none` (the sweep's own no-remat option),
+// `minimal_flash` (the flash kernel's own residuals), `custom` (needs per-tensor keys) or the
+// quantization-specific policies.
+const std::vector<int>& remat_policy_search_indices();
 
 // "float32", "bfloat16", "float16", "fp8", ... (jnp dtype names) -> Dtype.
 std::optional<Dtype> parse_dtype_name(std::string_view name);
