@@ -1308,16 +1308,11 @@ std::string Builder::rule_message(LayoutRule rule) const {
                          world_, p.etp, p.ep, p.pp, static_cast<std::int64_t>(p.etp) * p.ep * p.pp);
     case LayoutRule::kSeqCp:
       if (p.cp <= 1 || rt.seq_length % (2 * p.cp) == 0) {
-        int ratio = 1;
-        for (const LayerSpec& l : job_.model.layers) {
-          if (l.has_attention() && l.attention.kind == AttentionKind::kCompressed) {
-            ratio = std::max(ratio, l.attention.compressed.compress_ratio);
-          }
-        }
+        // The rule's own fact: the largest compress ratio of the model.
         return fmt::format(
             "sequence length {} is not a multiple of the compress ratio {} (DeepSeek-V4's "
             "compressor pools whole windows)",
-            rt.seq_length, ratio);
+            rt.seq_length, rule_facts(job_, RulePurpose::kStated, world_).seq_multiple);
       }
       return fmt::format(
           "sequence length {} is not divisible by 2 x CP = {} (load-balanced "
