@@ -24,8 +24,6 @@ projector::JobSpec llama405b_16k_gpus() {
   ParallelSpec& p = j.parallel;
   p.tp = 8;
   p.pp = 16;
-  p.dp = 128;
-  p.expert_dp = 16384 / 16;
   p.sequence_parallel = true;
   p.distributed_optimizer = true;
   p.stages = balanced_stages(126, 16, 1, 0);

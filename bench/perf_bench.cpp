@@ -33,14 +33,12 @@ JobSpec llama405b() {
   p.etp = 8;
   p.pp = 16;
   p.vpp = 2;
-  p.dp = 16384 / (8 * 16);
-  p.expert_dp = p.dp;
   p.sequence_parallel = true;
   p.distributed_optimizer = true;
   p.overlap_grad_reduce = true;
   p.overlap_param_gather = true;
   p.stages = balanced_stages(j.model.num_layers(), p.pp, p.vpp, 0);
-  j.runtime.global_batch_size = 128 * p.dp;  // 128 microbatches per pipeline
+  j.runtime.global_batch_size = 128 * j.dp();  // 128 microbatches per pipeline
   return j;
 }
 
@@ -50,12 +48,10 @@ JobSpec deepseek_v3() {
   ParallelSpec& p = j.parallel;
   p.pp = 16;
   p.ep = 64;
-  p.dp = 1024 / 16;
-  p.expert_dp = 1024 / (16 * 64);
   p.distributed_optimizer = true;
   p.overlap_grad_reduce = true;
   p.stages = balanced_stages(j.model.num_layers(), p.pp, 1, j.model.mtp_num_layers);
-  j.runtime.global_batch_size = 32 * p.dp;
+  j.runtime.global_batch_size = 32 * j.dp();
   return j;
 }
 

@@ -49,7 +49,7 @@ std::string describe(const Job& job) {
       "<projector.Job {} on {} x {} {}: TP {} PP {} VPP {} CP {} EP {} DP {}, MBS {} GBS {} seq "
       "{}>",
       j.model.name.empty() ? "(inline model)" : j.model.name, j.cluster.nodes,
-      j.cluster.gpus_per_node, j.cluster.accelerator.name, p.tp, p.pp, p.vpp, p.cp, p.ep, p.dp,
+      j.cluster.gpus_per_node, j.cluster.accelerator.name, p.tp, p.pp, p.vpp, p.cp, p.ep, j.dp(),
       j.runtime.micro_batch_size, j.runtime.global_batch_size, j.runtime.seq_length);
 }
 

@@ -27,7 +27,7 @@ ScalingPoint scan_point(int nodes, const JobSpec& job, const ResidualTable& resi
   po.with_memory = false;
   const PerfReport rep = project_performance(job, po);
   p.world_size = rep.world_size;
-  p.dp = job.parallel.dp;
+  p.dp = job.dp();
   p.num_microbatches = rep.num_microbatches;
   p.iteration_s = rep.iteration_s;
   p.tokens_per_s = rep.tokens_per_s;

@@ -170,10 +170,14 @@ class Builder {
   void override_mesh_axes(std::vector<MeshAxis>& mesh) const;
   int mesh_slices(const ClusterRequest& request);
   void mesh_torus(const ClusterRequest& request, std::vector<MeshAxis>& mesh, int slices);
-  bool per_device_batches();
+  void per_device_batches();
   void expert_tensor_parallel();
   void data_parallel();
   void batches();
+  void micro_batch_size();
+  void sequence_length();
+  void global_batch_size();
+  void accumulation_rounds();
   int derived_batch(std::int64_t gbs, const char* what) const {
     if (gbs > kMaxGlobalBatch) {
       fail(LayoutRule::kSizes, DraftField::kGlobalBatchSize,
@@ -539,8 +543,7 @@ void Builder::mesh_layout(const ClusterRequest& req) {
 // batch of one accumulation step is int(devices x pdbs), truncated, and the global batch that
 // times the accumulation steps (MX types.py:3458-3466 calculate_global_batch_sizes); one
 // microbatch per accumulation step (and per pipeline microbatch with PP) of each DP rank.
-bool Builder::per_device_batches() {
-  if (!d_.per_device_batch) return false;
+void Builder::per_device_batches() {
   RuntimeSpec& rt = job_.runtime;
   const ParallelSpec& p = job_.parallel;
   const int ga = std::max(1, d_.gradient_accumulation);
@@ -566,13 +569,13 @@ bool Builder::per_device_batches() {
   const std::int64_t steps = static_cast<std::int64_t>(ga) * std::max(1, pipeline);
   // Past the global batch no rank gets a whole sequence (and the product stays in 64 bits).
   const std::int64_t per_rank =
-      bounded_product(std::max(1, p.dp), steps, kMaxGlobalBatch).value_or(kMaxGlobalBatch + 1);
+      bounded_product(std::max(1, job_.dp()), steps, kMaxGlobalBatch).value_or(kMaxGlobalBatch + 1);
   if (gbs % per_rank != 0) {
     fail(LayoutRule::kGbs, DraftField::kMicroBatchSize,
          fmt::format("the global batch {} (per-device batch x {} devices) does not give each of "
                      "the {} batch-sharded ranks a whole number of sequences per microbatch "
                      "({} microbatches)",
-                     gbs, world_, p.dp, steps));
+                     gbs, world_, job_.dp(), steps));
   }
   rt.global_batch_size = static_cast<int>(gbs);
   rt.micro_batch_size = static_cast<int>(gbs / per_rank);
@@ -584,10 +587,9 @@ bool Builder::per_device_batches() {
        ""});
   job_.defaults.push_back(
       {"micro_batch_size", show(rt.micro_batch_size),
-       fmt::format("global batch {} / ({} batch-sharded ranks x {} microbatches)", gbs, p.dp,
+       fmt::format("global batch {} / ({} batch-sharded ranks x {} microbatches)", gbs, job_.dp(),
                    steps),
        ""});
-  return true;
 }
 
 void Builder::expert_tensor_parallel() {
@@ -612,28 +614,48 @@ void Builder::expert_tensor_parallel() {
 }
 
 void Builder::data_parallel() {
-  ParallelSpec& p = job_.parallel;
-  const DataParallelSizes s = data_parallel_sizes(world_, p.tp, p.pp, p.cp, p.etp, p.ep);
-  p.dp = static_cast<int>(s.dp);  // 0 when the world does not divide: a rule reports it
-  p.expert_dp = static_cast<int>(s.expert_dp > 0 ? s.expert_dp : 1);
-  if (d_.dp && s.dp > 0 && p.dp != *d_.dp) {
+  // DP follows from the world and the degrees (JobSpec::dp); 0 when the world does not divide,
+  // which a rule reports. Here only a stated DP and the replicate degree are checked against it.
+  const ParallelSpec& p = job_.parallel;
+  const int dp = job_.dp();
+  if (d_.dp && dp > 0 && dp != *d_.dp) {
     fail(LayoutRule::kWorldDense, DraftField::kDp,
          fmt::format("DP {} x TP {} x PP {} x CP {} = {} GPUs, but the world is {} GPUs", *d_.dp,
                      p.tp, p.pp, p.cp, static_cast<std::int64_t>(*d_.dp) * p.tp * p.pp * p.cp,
                      world_));
   }
-  if (p.dp_replicate > 1 && s.dp > 0 && p.dp % p.dp_replicate != 0) {
+  if (p.dp_replicate > 1 && dp > 0 && dp % p.dp_replicate != 0) {
     fail(LayoutRule::kWorldDense, DraftField::kDp,
-         fmt::format("the replicate degree {} does not divide DP {}", p.dp_replicate, p.dp));
+         fmt::format("the replicate degree {} does not divide DP {}", p.dp_replicate, dp));
   }
 }
 
+// MaxText's per-device batch sets the microbatch and the global batch together; the other
+// frameworks state (or default) each on its own.
 void Builder::batches() {
+  if (d_.per_device_batch) {
+    per_device_batches();
+    sequence_length();
+  } else {
+    micro_batch_size();
+    sequence_length();
+    global_batch_size();
+  }
+  accumulation_rounds();
+  ModelSpec& m = job_.model;
+  if (m.max_position_embeddings == 0) {
+    m.max_position_embeddings = job_.runtime.seq_length;
+    if (m.position_embedding == PositionEmbeddingKind::kLearnedAbsolute) {
+      job_.defaults.push_back({"max_position_embeddings", show(job_.runtime.seq_length),
+                               "not stated: the sequence length", ""});
+    }
+  }
+}
+
+void Builder::micro_batch_size() {
   RuntimeSpec& rt = job_.runtime;
   const FrameworkProfile& prof = d_.profile;
-  if (per_device_batches()) {
-    // set by the per-device batch
-  } else if (d_.micro_batch_size) {
+  if (d_.micro_batch_size) {
     rt.micro_batch_size =
         size_or(DraftField::kMicroBatchSize, d_.micro_batch_size, 1, nullptr, kMaxGlobalBatch);
   } else if (d_.flush_batch_size) {
@@ -654,6 +676,11 @@ void Builder::batches() {
     fail(LayoutRule::kSizes, DraftField::kMicroBatchSize,
          fmt::format("required ({})", prof.micro_batch_size.source));
   }
+}
+
+void Builder::sequence_length() {
+  RuntimeSpec& rt = job_.runtime;
+  const FrameworkProfile& prof = d_.profile;
   if (d_.seq_length) {
     rt.seq_length = size_or(DraftField::kSeqLength, d_.seq_length, 1, nullptr, kMaxSeqLength);
   } else if (prof.seq_length.value) {
@@ -663,10 +690,13 @@ void Builder::batches() {
     fail(LayoutRule::kSizes, DraftField::kSeqLength,
          fmt::format("required ({})", prof.seq_length.source));
   }
-  const int dp = std::max(1, job_.parallel.dp);
-  if (d_.per_device_batch) {
-    // set by the per-device batch
-  } else if (d_.global_batch_size) {
+}
+
+void Builder::global_batch_size() {
+  RuntimeSpec& rt = job_.runtime;
+  const FrameworkProfile& prof = d_.profile;
+  const int dp = std::max(1, job_.dp());
+  if (d_.global_batch_size) {
     rt.global_batch_size =
         size_or(DraftField::kGlobalBatchSize, d_.global_batch_size, 1, nullptr, kMaxGlobalBatch);
   } else if (d_.replica_batch_size) {
@@ -688,29 +718,25 @@ void Builder::batches() {
                        prof.microbatch_rule.source),
            true);
   }
-  if (d_.flush_batch_size) {
-    // Gradient accumulation outside the schedule: one flush per flush batch x DP samples.
-    const std::int64_t per_flush = static_cast<std::int64_t>(*d_.flush_batch_size) * dp;
-    if (rt.global_batch_size % per_flush != 0) {
-      fail(LayoutRule::kGbs, DraftField::kGlobalBatchSize,
-           fmt::format("global batch {} is not a multiple of the per-replica batch {} x DP {}",
-                       rt.global_batch_size, *d_.flush_batch_size, dp));
-    }
-    rt.accumulation_rounds = static_cast<int>(rt.global_batch_size / per_flush);
-    if (rt.accumulation_rounds > 1) {
-      record(DraftField::kGlobalBatchSize, fmt::format("{} rounds", rt.accumulation_rounds),
-             fmt::format("gradient accumulation: global batch {} / (per-replica batch {} x DP {}), "
-                         "each round its own pipeline flush",
-                         rt.global_batch_size, *d_.flush_batch_size, dp));
-    }
+}
+
+// Gradient accumulation outside the schedule: one flush per flush batch x DP samples.
+void Builder::accumulation_rounds() {
+  if (!d_.flush_batch_size) return;
+  RuntimeSpec& rt = job_.runtime;
+  const int dp = std::max(1, job_.dp());
+  const std::int64_t per_flush = static_cast<std::int64_t>(*d_.flush_batch_size) * dp;
+  if (rt.global_batch_size % per_flush != 0) {
+    fail(LayoutRule::kGbs, DraftField::kGlobalBatchSize,
+         fmt::format("global batch {} is not a multiple of the per-replica batch {} x DP {}",
+                     rt.global_batch_size, *d_.flush_batch_size, dp));
   }
-  ModelSpec& m = job_.model;
-  if (m.max_position_embeddings == 0) {
-    m.max_position_embeddings = rt.seq_length;
-    if (m.position_embedding == PositionEmbeddingKind::kLearnedAbsolute) {
-      job_.defaults.push_back(
-          {"max_position_embeddings", show(rt.seq_length), "not stated: the sequence length", ""});
-    }
+  rt.accumulation_rounds = static_cast<int>(rt.global_batch_size / per_flush);
+  if (rt.accumulation_rounds > 1) {
+    record(DraftField::kGlobalBatchSize, fmt::format("{} rounds", rt.accumulation_rounds),
+           fmt::format("gradient accumulation: global batch {} / (per-replica batch {} x DP {}), "
+                       "each round its own pipeline flush",
+                       rt.global_batch_size, *d_.flush_batch_size, dp));
   }
 }
 
@@ -1265,7 +1291,7 @@ std::string Builder::rule_message(LayoutRule rule) const {
   const RuntimeSpec& rt = job_.runtime;
   const ClusterSpec& cl = job_.cluster;
   const LayerSpec* layer = job_.model.layers.empty() ? nullptr : &job_.model.layers.front();
-  const std::int64_t per_step = static_cast<std::int64_t>(rt.micro_batch_size) * p.dp;
+  const std::int64_t per_step = static_cast<std::int64_t>(rt.micro_batch_size) * job_.dp();
   const std::int64_t m = per_step > 0 ? rt.global_batch_size / per_step : 0;
   const int rounds = std::max(1, rt.accumulation_rounds);
   const std::string per_round =
@@ -1320,7 +1346,7 @@ std::string Builder::rule_message(LayoutRule rule) const {
           rt.seq_length, 2 * p.cp);
     case LayoutRule::kGbs:
       return fmt::format("global batch {} is not divisible by micro_batch_size x DP = {} x {} = {}",
-                         rt.global_batch_size, rt.micro_batch_size, p.dp, per_step);
+                         rt.global_batch_size, rt.micro_batch_size, job_.dp(), per_step);
     case LayoutRule::kScheduleVpp:
       return fmt::format(
           "schedule {} does not fit VPP {} (interleaved needs >= 2, the V-shape "

@@ -46,11 +46,6 @@ void apply_layout(JobSpec& job, const LayoutChoice& c) {
   p.cp = c.cp;
   p.ep = c.ep;
   p.etp = c.etp;
-  const DataParallelSizes dp =
-      data_parallel_sizes(job.cluster.world_size(), c.tp, c.pp, c.cp, c.etp, c.ep);
-  p.dp = static_cast<int>(dp.dp);
-  // A dense model has no expert groups; keep the count well defined.
-  p.expert_dp = static_cast<int>(dp.expert_dp > 0 ? dp.expert_dp : 1);
   balanced_stages_into(p.stages, job.model.num_layers(), c.pp, c.vpp, job.model.mtp_num_layers);
   job.runtime.micro_batch_size = c.mbs;
   job.runtime.schedule = c.schedule;

@@ -851,15 +851,15 @@ int communicator_count(const JobSpec& job, bool holds_embedding_or_output, bool 
   int n = 0;
   if (p.tp > 1) ++n;
   if (p.cp > 1) ++n;
-  if (p.dp > 1) ++n;
-  if (p.cp > 1 && p.dp * p.cp > 1) ++n;  // DP x CP group (distributed optimizer, grads)
+  if (job.dp() > 1) ++n;
+  if (p.cp > 1 && job.dp() * p.cp > 1) ++n;  // DP x CP group (distributed optimizer, grads)
   if (p.pp > 1) ++n;
   if (p.pp > 1 && holds_embedding_or_output) ++n;  // embedding group (first + last stage)
   if (p.tp * p.pp * p.cp > 1) ++n;                 // model-parallel group (grad norm, loss)
   if (has_moe) {
     if (p.ep > 1) ++n;
     if (p.etp > 1) ++n;
-    if (p.expert_dp > 1) ++n;
+    if (job.expert_dp() > 1) ++n;
   }
   return n;
 }
@@ -924,7 +924,7 @@ void resolve_pipeline(Context& cx, MemoryReport& report) {
   }
   cx.stages = &par.stages;  // check_job_invariants: pp x vpp contiguous stages
   // Each accumulation round is its own flush of the schedule (model/job.h).
-  const int m = cx.job.num_microbatches() / std::max(1, rt.accumulation_rounds);
+  const int m = cx.job.microbatches_per_flush();
   report.num_microbatches = cx.job.num_microbatches();
   schedule::ScheduleRequest request{cx.schedule, cx.pp, cx.vpp, m};
   request.combined_forward_backward = combined_forward_backward(cx.job);
@@ -1141,13 +1141,8 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   // Hybrid sharding (HSDP, MaxText's data axis): state is sharded within dp x cp / replicate
   // ranks (experts: expert_dp / replicate) and replicated across the replicate groups.
   const double replicate = std::max(1, par.dp_replicate);
-  const double dense_shard = std::max(1.0, std::max(1, par.dp) * std::max(1, par.cp) / replicate);
-  const int world =
-      job.cluster.world_size() > 0 ? job.cluster.world_size() : par.tp * cx.pp * par.cp * par.dp;
-  const double expert_shard = std::max(
-      1.0, (par.expert_dp > 0 ? par.expert_dp
-                              : std::max(1, world / std::max(1, par.etp * par.ep * cx.pp))) /
-               replicate);
+  const double dense_shard = std::max(1.0, std::max(1, job.dp()) * std::max(1, par.cp) / replicate);
+  const double expert_shard = std::max(1.0, job.expert_dp() / replicate);
   // FSDP2 with a mixed-precision policy shards the fp32 master itself: no separate sharded copy
   // of the weights in the params dtype (Megatron's FSDP2 shards bf16 weights and keeps its own
   // master: RuntimeSpec::fsdp_param_is_master).

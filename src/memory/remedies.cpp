@@ -27,7 +27,7 @@ RecomputeSpec full_recompute() {
 // The largest micro batch below the job's that still divides each data-parallel rank's share of
 // the global batch into whole accumulation rounds (torchtitan's local batch; 0: none).
 int smaller_micro_batch(const JobSpec& job) {
-  const int dp = std::max(1, job.parallel.dp);
+  const int dp = std::max(1, job.dp());
   const int per_rank = job.runtime.global_batch_size / dp;
   const int rounds = std::max(1, job.runtime.accumulation_rounds);
   for (int m = job.runtime.micro_batch_size - 1; m >= 1; --m) {
@@ -50,7 +50,7 @@ void add_maxtext_remedies(const JobSpec& job, const Attempt& attempt) {
   if (const int mbs = smaller_micro_batch(job); mbs > 0) {
     JobSpec j = job;
     j.runtime.micro_batch_size = mbs;
-    const int dp = std::max(1, job.parallel.dp);
+    const int dp = std::max(1, job.dp());
     const int accumulation = job.runtime.global_batch_size / (j.runtime.micro_batch_size * dp);
     const double per_device = static_cast<double>(job.runtime.global_batch_size) /
                               (static_cast<double>(job.cluster.world_size()) * accumulation);
@@ -63,7 +63,7 @@ void add_maxtext_remedies(const JobSpec& job, const Attempt& attempt) {
     j.runtime.optimizer_host_offload = true;
     attempt("optimizer_memory_host_offload: true", j);
   }
-  if (job.parallel.pp == 1 && job.parallel.dp % 2 == 0) {
+  if (job.parallel.pp == 1 && job.dp() % 2 == 0) {
     JobSpec j = job;
     LayoutChoice deeper = layout_choice(job);
     deeper.pp = 2;
@@ -92,7 +92,7 @@ void add_torchtitan_remedies(const JobSpec& job, const Attempt& attempt, const L
     j.runtime.recompute = full_recompute();
     attempt("activation_checkpoint.mode: full", j);
   }
-  if (p.fsdp == FsdpKind::kNone && p.dp * p.cp > 1) {
+  if (p.fsdp == FsdpKind::kNone && job.dp() * p.cp > 1) {
     JobSpec j = job;
     j.parallel.fsdp = FsdpKind::kFsdp2;
     j.parallel.dp_replicate = 1;
@@ -109,11 +109,11 @@ void add_torchtitan_remedies(const JobSpec& job, const Attempt& attempt, const L
   }
   LayoutChoice deeper = layout_choice(job);
   deeper.pp = 2 * p.pp;
-  if (p.dp % 2 == 0 && legal(deeper)) {
+  if (job.dp() % 2 == 0 && legal(deeper)) {
     JobSpec j = job;
     relayout(j, deeper);
     attempt(fmt::format("parallelism.pipeline_parallel_degree: {} (balanced layers, DP {})",
-                        j.parallel.pp, j.parallel.dp),
+                        j.parallel.pp, j.dp()),
             j);
   }
 }
@@ -137,12 +137,12 @@ void add_megatron_remedies(const JobSpec& job, const Attempt& attempt, const Leg
     j.runtime.recompute = full_recompute();
     attempt("full recompute (uniform, 1 layer)", j);
   }
-  if (!p.distributed_optimizer && p.fsdp == FsdpKind::kNone && p.dp * p.cp > 1) {
+  if (!p.distributed_optimizer && p.fsdp == FsdpKind::kNone && job.dp() * p.cp > 1) {
     JobSpec j = job;
     j.parallel.distributed_optimizer = true;
     attempt("distributed optimizer", j);
   }
-  if (p.fsdp == FsdpKind::kNone && p.dp * p.cp > 1) {
+  if (p.fsdp == FsdpKind::kNone && job.dp() * p.cp > 1) {
     JobSpec j = job;
     j.parallel.fsdp = FsdpKind::kZero3;
     attempt("FSDP (params, grads and optimizer sharded)", j);
@@ -160,11 +160,11 @@ void add_megatron_remedies(const JobSpec& job, const Attempt& attempt, const Leg
   // Twice the pipeline stages, balanced, when the rule set allows that layout.
   LayoutChoice deeper = layout_choice(job);
   deeper.pp = 2 * p.pp;
-  if (p.dp % 2 == 0 && legal(deeper)) {
+  if (job.dp() % 2 == 0 && legal(deeper)) {
     JobSpec j = job;
     relayout(j, deeper);
     attempt("pipeline parallel " + std::to_string(j.parallel.pp) + " (balanced layers, DP " +
-                std::to_string(j.parallel.dp) + ")",
+                std::to_string(j.dp()) + ")",
             j);
   }
 }

@@ -32,8 +32,8 @@ void check_sizes(const JobSpec& job) {
                                                         {"cp", p.cp},
                                                         {"ep", p.ep},
                                                         {"etp", p.etp},
-                                                        {"dp", p.dp},
-                                                        {"expert_dp", p.expert_dp},
+                                                        {"dp", job.dp()},
+                                                        {"expert_dp", job.expert_dp()},
                                                         {"micro_batch_size", rt.micro_batch_size},
                                                         {"global_batch_size", rt.global_batch_size},
                                                         {"seq_length", rt.seq_length},
@@ -55,20 +55,20 @@ std::int64_t group_product(std::int64_t a, std::int64_t b, std::int64_t c, std::
 void check_groups(const JobSpec& job) {
   const ParallelSpec& p = job.parallel;
   const std::int64_t world = job.cluster.world_size();
-  const std::int64_t dense = group_product(p.tp, p.pp, p.cp, p.dp);
+  const std::int64_t dense = group_product(p.tp, p.pp, p.cp, job.dp());
   if (dense != world) {
     malformed(job, fmt::format("TP x PP x CP x DP = {} x {} x {} x {} = {} but the world is {}",
-                               p.tp, p.pp, p.cp, p.dp, dense, world));
+                               p.tp, p.pp, p.cp, job.dp(), dense, world));
   }
-  const std::int64_t expert = group_product(p.etp, p.ep, p.pp, p.expert_dp);
+  const std::int64_t expert = group_product(p.etp, p.ep, p.pp, job.expert_dp());
   // Only a model with experts has expert groups (scanned only when the product differs).
   if (expert != world && std::any_of(job.model.layers.begin(), job.model.layers.end(),
                                      [](const LayerSpec& l) { return l.is_moe; })) {
     malformed(job, fmt::format("ETP x EP x PP x EDP = {} x {} x {} x {} = {} but the world is {}",
-                               p.etp, p.ep, p.pp, p.expert_dp, expert, world));
+                               p.etp, p.ep, p.pp, job.expert_dp(), expert, world));
   }
   const RuntimeSpec& rt = job.runtime;
-  const std::int64_t per_step = static_cast<std::int64_t>(rt.micro_batch_size) * p.dp;
+  const std::int64_t per_step = static_cast<std::int64_t>(rt.micro_batch_size) * job.dp();
   if (rt.global_batch_size % per_step != 0) {
     malformed(job, fmt::format("global batch {} is not a multiple of MBS x DP = {}",
                                rt.global_batch_size, per_step));
@@ -78,9 +78,9 @@ void check_groups(const JobSpec& job) {
     malformed(job, fmt::format("{} microbatches do not split into {} accumulation rounds",
                                job.num_microbatches(), rounds));
   }
-  if (p.dp_replicate < 1 || (p.dp * p.cp) % p.dp_replicate != 0) {
+  if (p.dp_replicate < 1 || (job.dp() * p.cp) % p.dp_replicate != 0) {
     malformed(job, fmt::format("HSDP replicate degree {} does not divide DP x CP = {}",
-                               p.dp_replicate, p.dp * p.cp));
+                               p.dp_replicate, job.dp() * p.cp));
   }
 }
 

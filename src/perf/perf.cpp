@@ -435,7 +435,7 @@ void build_table(const JobSpec& job, PerfReport& rep) {
   rep.schedule = sel.algorithm;
   rep.schedule_reason = sel.reason;
   // One accumulation round is one flush of the table; perf repeats it (fill_metrics).
-  const int per_round = rep.num_microbatches / std::max(1, job.runtime.accumulation_rounds);
+  const int per_round = job.microbatches_per_flush();
   schedule::ScheduleRequest request{sel.algorithm, p.pp, p.vpp, per_round};
   request.combined_forward_backward = combined_forward_backward(job);
   request.overlapped_pairs = job.runtime.schedule_overlapped_pairs;

@@ -97,11 +97,11 @@ void restore_layout(const BenchLayout& b, const JobSpec& t, std::vector<std::str
         "efficiency ratios; TP/CP collectives priced by the collective model",
         b.tp, b.cp, p.tp, p.cp));
   }
-  if (t.cluster.world_size() != b.world || p.dp != b.dp) {
+  if (t.cluster.world_size() != b.world || t.dp() != b.dp) {
     out.push_back(fmt::format(
         "{} GPU(s), DP {} -> {} GPU(s) on {} node(s), DP {}: gradient reduction and parameter "
         "gathers priced by the collective model",
-        b.world, b.dp, t.cluster.world_size(), t.cluster.nodes, p.dp));
+        b.world, b.dp, t.cluster.world_size(), t.cluster.nodes, t.dp()));
   }
   if (t.model.num_layers() != b.num_layers) {
     out.push_back(fmt::format("layers {} -> {}: the measured ratios apply to every layer",

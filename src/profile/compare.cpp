@@ -177,7 +177,7 @@ void fill_layout(ModelComparison& mc, const JobSpec& b, int pp_rank, int layers)
   l.config = b.source;
   l.accelerator = b.cluster.accelerator.name;
   const ParallelSpec& p = b.parallel;
-  l.tp = p.tp, l.pp = p.pp, l.vpp = p.vpp, l.cp = p.cp, l.ep = p.ep, l.etp = p.etp, l.dp = p.dp;
+  l.tp = p.tp, l.pp = p.pp, l.vpp = p.vpp, l.cp = p.cp, l.ep = p.ep, l.etp = p.etp, l.dp = b.dp();
   l.nodes = b.cluster.nodes;
   l.gpus_per_node = b.cluster.gpus_per_node;
   l.world = b.cluster.world_size();
@@ -314,7 +314,7 @@ JobSpec reduce_to_bench(const JobSpec& target, int benchmark_gpus,
   }
   if (b.cluster.world_size() != target.cluster.world_size()) {
     reductions.push_back(fmt::format("{} GPUs -> {} (DP {} -> {})", target.cluster.world_size(),
-                                     b.cluster.world_size(), t.dp, b.parallel.dp));
+                                     b.cluster.world_size(), target.dp(), b.dp()));
   }
   return b;
 }

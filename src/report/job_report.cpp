@@ -89,7 +89,7 @@ std::string summary_text(const JobSpec& job) {
   if (m.family == ModelFamily::kRecommendation) {
     out += report_detail::recsys_model_text(job);
     out += fmt::format(
-        "\nparallel: the dense part data-parallel over {} GPUs, the tables as planned\n", p.dp);
+        "\nparallel: the dense part data-parallel over {} GPUs, the tables as planned\n", job.dp());
     out += fmt::format("\nruntime: batch {} per GPU, {} global\n", rt.micro_batch_size,
                        rt.global_batch_size);
     return out + cluster_and_defaults_text(job);
@@ -114,7 +114,7 @@ std::string summary_text(const JobSpec& job) {
     out += fmt::format("  {} ({}x): {}\n", range, run.count, run.description);
   }
   out += fmt::format("\nparallel: TP {} PP {} VPP {} CP {} EP {} ETP {} | DP {} expert-DP {}\n",
-                     p.tp, p.pp, p.vpp, p.cp, p.ep, p.etp, p.dp, p.expert_dp);
+                     p.tp, p.pp, p.vpp, p.cp, p.ep, p.etp, job.dp(), job.expert_dp());
   out += fmt::format(
       "  sequence parallel {}, distributed optimizer {}, FSDP {}, overlap grad-reduce {}, "
       "overlap param-gather {}, TP comm overlap {}, CP comm {}\n",
@@ -204,7 +204,7 @@ report_detail::Json to_json(const JobSpec& job) {
                       {"output", s.has_output},
                       {"mtp_layers", s.mtp_layers}});
   }
-  j["parallel"] = report_detail::parallel_json(p);
+  j["parallel"] = report_detail::parallel_json(job);
   j["parallel"]["cp_comm_type"] = cp_comm(p.cp_comm_type);
   j["parallel"]["stages"] = stages;
   j["runtime"] = {

@@ -2,15 +2,16 @@
 
 namespace projector::report_detail {
 
-Json parallel_json(const ParallelSpec& p) {
+Json parallel_json(const JobSpec& job) {
+  const ParallelSpec& p = job.parallel;
   return {{"tp", p.tp},
           {"pp", p.pp},
           {"vpp", p.vpp},
           {"cp", p.cp},
           {"ep", p.ep},
           {"etp", p.etp},
-          {"dp", p.dp},
-          {"expert_dp", p.expert_dp},
+          {"dp", job.dp()},
+          {"expert_dp", job.expert_dp()},
           {"sequence_parallel", p.sequence_parallel},
           {"distributed_optimizer", p.distributed_optimizer},
           {"fsdp", std::string(to_string(p.fsdp))},

@@ -10,7 +10,7 @@ namespace projector::report_detail {
 using Json = nlohmann::ordered_json;  // keeps fields in the documented order
 
 // tp, pp, vpp, cp, ep, etp, dp, expert_dp and the sharding / overlap switches.
-Json parallel_json(const ParallelSpec& p);
+Json parallel_json(const JobSpec& job);
 // [{"key", "value", "reason"}] of every default the tool applied.
 Json defaults_json(const JobSpec& job);
 

@@ -79,7 +79,7 @@ std::string summary_text(const JobSpec& job, const MemoryReport& rep, bool all_d
       "  TP {} PP {} VPP {} CP {} EP {} ETP {} DP {} | mbs {} seq {} | {} microbatches, "
       "schedule {}\n",
       job.parallel.tp, job.parallel.pp, job.parallel.vpp, job.parallel.cp, job.parallel.ep,
-      job.parallel.etp, job.parallel.dp, job.runtime.micro_batch_size, job.runtime.seq_length,
+      job.parallel.etp, job.dp(), job.runtime.micro_batch_size, job.runtime.seq_length,
       rep.num_microbatches, to_string(rep.schedule));
   out += fmt::format(
       "  {} x {} {} ({:.0f} GiB HBM) from {}\n", job.cluster.nodes, job.cluster.gpus_per_node,
@@ -168,7 +168,7 @@ Json report_json(const JobSpec& job, const MemoryReport& rep) {
   j["source"] = job.source;
   j["model"] = job.model.name;
   j["units"] = "bytes";
-  j["parallel"] = report_detail::parallel_json(job.parallel);
+  j["parallel"] = report_detail::parallel_json(job);
   j["schedule"] = std::string(to_string(rep.schedule));
   j["num_microbatches"] = rep.num_microbatches;
   j["tokens_per_microbatch"] = rep.tokens_per_microbatch;

@@ -190,7 +190,7 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
     out += fmt::format("Hardware     {}\n", hw);
   }
   out += fmt::format("Parallelism  TP {} PP {} VPP {} CP {} EP {} ETP {} DP {}{}{}{}\n", p.tp, p.pp,
-                     p.vpp, p.cp, p.ep, p.etp, p.dp, p.sequence_parallel ? ", SP" : "",
+                     p.vpp, p.cp, p.ep, p.etp, job.dp(), p.sequence_parallel ? ", SP" : "",
                      p.distributed_optimizer ? ", distributed optimizer" : "",
                      p.fsdp != FsdpKind::kNone ? fmt::format(", {}", to_string(p.fsdp)) : "");
   out += fmt::format("Batch        MBS {} GBS {} seq {} -> {} microbatches per DP rank\n",
@@ -317,7 +317,6 @@ std::string op_table_text(const JobSpec& job, const PerfReport& rep) {
 namespace {
 
 ordered_json job_json(const JobSpec& job, const PerfReport& rep) {
-  const ParallelSpec& p = job.parallel;
   ordered_json jj;
   jj["source"] = job.source;
   jj["model"] = job.model.name;
@@ -333,7 +332,7 @@ ordered_json job_json(const JobSpec& job, const PerfReport& rep) {
   jj["nodes"] = job.cluster.nodes;
   jj["gpus_per_node"] = job.cluster.gpus_per_node;
   jj["world_size"] = rep.world_size;
-  jj["parallel"] = report_detail::parallel_json(p);
+  jj["parallel"] = report_detail::parallel_json(job);
   jj["runtime"] = {{"micro_batch_size", job.runtime.micro_batch_size},
                    {"global_batch_size", job.runtime.global_batch_size},
                    {"seq_length", job.runtime.seq_length},

@@ -42,7 +42,7 @@ JobSpec candidate_job(const JobSpec& base, EmbeddingSharding s, int batch) {
   }
   job.runtime.micro_batch_size = batch;
   job.runtime.global_batch_size = static_cast<int>(
-      std::min<std::int64_t>(static_cast<std::int64_t>(batch) * job.parallel.dp, kMaxCount));
+      std::min<std::int64_t>(static_cast<std::int64_t>(batch) * job.dp(), kMaxCount));
   job.parallel.embedding_plan = plan_embeddings(job);
   return job;
 }

@@ -84,8 +84,8 @@ void evaluate(const Candidate& c, std::size_t index, Shared& s, WorkerState& w) 
   e.index = index;
   try {
     apply_candidate(c, s.nodes, job);
-    e.candidate.dp = job.parallel.dp;
-    e.candidate.expert_dp = job.parallel.expert_dp;
+    e.candidate.dp = job.dp();
+    e.candidate.expert_dp = job.expert_dp();
     e.num_microbatches = job.num_microbatches();
     e.sequence_parallel = job.parallel.sequence_parallel;
     const std::int64_t t0 = thread_cpu_ns();

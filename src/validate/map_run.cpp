@@ -603,9 +603,9 @@ void finalize(Mapper& m, const ClusterSpec& cl) {
   // MaxText runs may state the data axis (replicas) as dp rather than every batch-sharded rank.
   const bool data_axis =
       m.d_.profile.backend == "maxtext" && stated_dp == m.out_.job.parallel.dp_replicate;
-  if (stated_dp && *stated_dp != m.out_.job.parallel.dp && !data_axis) {
+  if (stated_dp && *stated_dp != m.out_.job.dp() && !data_axis) {
     m.fail(fmt::format("training.dp {} disagrees with GPUs / (tp x pp x cp) = {}", *stated_dp,
-                       m.out_.job.parallel.dp));
+                       m.out_.job.dp()));
   }
 }
 

@@ -1055,7 +1055,7 @@ CommGroup job_group(const JobSpec& job, GroupKind kind) {
   ParallelSizes sizes;
   sizes.tp = p.tp;
   sizes.cp = p.cp;
-  sizes.dp = p.dp;
+  sizes.dp = job.dp();
   sizes.pp = p.pp;
   sizes.ep = p.ep;
   sizes.etp = p.etp;
@@ -1320,10 +1320,10 @@ void add_fsdp2_comm(const JobSpec& job, const Ctx& c, const StageParams& sp, int
       pr.fp8_param ? sp.dense_gemm_params + (sp.dense_params - sp.dense_gemm_params) * c.act_b
                    : sp.dense_params * c.act_b;
   const double expert_gather = sp.expert_params * (pr.fp8_param && pr.fp8_experts ? 1.0 : c.act_b);
-  const Part parts[] = {{"dp", hsdp ? GroupKind::kDpCpShard : GroupKind::kDpCp, p.fsdp_shard_size(),
-                         sp.dense_params, dense_gather},
+  const Part parts[] = {{"dp", hsdp ? GroupKind::kDpCpShard : GroupKind::kDpCp,
+                         job.fsdp_shard_size(), sp.dense_params, dense_gather},
                         {"edp", hsdp ? GroupKind::kEdpShard : GroupKind::kEdp,
-                         std::max(1, p.expert_dp / rep), sp.expert_params, expert_gather}};
+                         std::max(1, job.expert_dp() / rep), sp.expert_params, expert_gather}};
   for (const Part& part : parts) {
     if (part.params <= 0.0) continue;
     const std::string n = part.name;
@@ -1383,7 +1383,7 @@ void add_dp_comm(const JobSpec& job, const Ctx& c, const StageParams& sp, int ch
                  IterationWork& it) {
   const ParallelSpec& p = job.parallel;
   const double grad_b = bytes_per_element(job.runtime.main_grads_dtype);
-  const int dense_dp = p.dp * p.cp;
+  const int dense_dp = job.dp() * p.cp;
   const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
   const CollectiveKind op = sharded ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
   const Overlap grad_ov = p.overlap_grad_reduce ? Overlap::kWithCompute : Overlap::kExposed;
@@ -1392,8 +1392,8 @@ void add_dp_comm(const JobSpec& job, const Ctx& c, const StageParams& sp, int ch
         comm_op("dp.grad_sync", GroupKind::kDpCp, op, dense_dp, sp.dense_params * grad_b, grad_ov));
     it.grad_sync_chunk.push_back(ch);
   }
-  if (p.expert_dp > 1 && sp.expert_params > 0) {
-    it.grad_sync.push_back(comm_op("edp.grad_sync", GroupKind::kEdp, op, p.expert_dp,
+  if (job.expert_dp() > 1 && sp.expert_params > 0) {
+    it.grad_sync.push_back(comm_op("edp.grad_sync", GroupKind::kEdp, op, job.expert_dp(),
                                    sp.expert_params * grad_b, grad_ov));
     it.grad_sync_chunk.push_back(ch);
   }
@@ -1408,9 +1408,9 @@ void add_dp_comm(const JobSpec& job, const Ctx& c, const StageParams& sp, int ch
                                         sp.dense_params * c.act_b, ov));
       it.param_gather_chunk.push_back(ch);
     }
-    if (p.expert_dp > 1 && sp.expert_params > 0) {
+    if (job.expert_dp() > 1 && sp.expert_params > 0) {
       it.param_gather.push_back(comm_op("edp.param_gather", GroupKind::kEdp,
-                                        CollectiveKind::kAllGather, p.expert_dp,
+                                        CollectiveKind::kAllGather, job.expert_dp(),
                                         sp.expert_params * c.act_b, ov));
       it.param_gather_chunk.push_back(ch);
     }
@@ -1423,8 +1423,8 @@ Op optimizer_op(const JobSpec& job, double dense_total, double expert_total) {
   const ParallelSpec& p = job.parallel;
   const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
   const int replicate = std::max(1, p.dp_replicate);
-  const double shard_params = sharded ? dense_total / std::max(1, p.dp * p.cp / replicate) +
-                                            expert_total / std::max(1, p.expert_dp / replicate)
+  const double shard_params = sharded ? dense_total / std::max(1, job.dp() * p.cp / replicate) +
+                                            expert_total / std::max(1, job.expert_dp() / replicate)
                                       : dense_total + expert_total;
   const double bytes_per_param = optimizer_bytes_per_param(job.runtime).step_traffic_bytes;
   return mem_op("optimizer.step", shard_params * bytes_per_param, MemOpClass::kOptimizer);

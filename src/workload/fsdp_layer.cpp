@@ -34,8 +34,8 @@ std::vector<Op> fsdp_layer_ops(const JobSpec& job, double dense_params, double e
   const ParallelSpec& p = job.parallel;
   if (!p.fsdp_per_layer || p.fsdp == FsdpKind::kNone) return out;
   const int replicate = std::max(1, p.dp_replicate);
-  const int dense_shard = std::max(1, p.dp * p.cp / replicate);
-  const int expert_shard = std::max(1, p.expert_dp / replicate);
+  const int dense_shard = std::max(1, job.dp() * p.cp / replicate);
+  const int expert_shard = std::max(1, job.expert_dp() / replicate);
   // The cast to the compute dtype commutes with the gather, and the gradient of the cast weight is
   // reduced before it is cast back to the gradient dtype: both move compute-dtype bytes.
   const double act_b = bytes_per_element(job.runtime.precision.params_dtype);

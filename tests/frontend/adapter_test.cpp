@@ -127,7 +127,7 @@ TEST(Registry, ANewBackEndIsOneAdapter) {
   const JobSpec job = load_job(r);
   EXPECT_EQ(job.model.name, "toy");
   EXPECT_EQ(job.model.num_layers(), 4);
-  EXPECT_EQ(job.parallel.dp, 4);  // 8 GPUs of the default accelerator / TP 2
+  EXPECT_EQ(job.dp(), 4);  // 8 GPUs of the default accelerator / TP 2
   EXPECT_EQ(job.runtime.seq_length, 1024);
 }
 

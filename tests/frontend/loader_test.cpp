@@ -69,7 +69,7 @@ TEST(PrimusExamples, Llama3_8B) {
   EXPECT_EQ(job.runtime.global_batch_size, 16);
   EXPECT_EQ(job.runtime.seq_length, 8192);
   EXPECT_EQ(job.cluster.world_size(), 8);
-  EXPECT_EQ(job.parallel.dp, 8);
+  EXPECT_EQ(job.dp(), 8);
   EXPECT_EQ(job.num_microbatches(), 1);  // 16 / (2 x 8)
   // pre_trainer.yaml is not available: its projection-relevant values are applied and recorded.
   EXPECT_TRUE(job.parallel.distributed_optimizer);
@@ -95,8 +95,8 @@ TEST(PrimusExamples, Mixtral8x22B) {
   EXPECT_TRUE(std::all_of(job.model.layers.begin(), job.model.layers.end(),
                           [](const LayerSpec& l) { return l.is_moe && l.moe.num_experts == 8; }));
   EXPECT_EQ(job.cluster.nodes, 4);
-  EXPECT_EQ(job.parallel.dp, 8);         // 32 / (TP 1 x PP 4)
-  EXPECT_EQ(job.parallel.expert_dp, 1);  // 32 / (ETP 1 x EP 8 x PP 4)
+  EXPECT_EQ(job.dp(), 8);         // 32 / (TP 1 x PP 4)
+  EXPECT_EQ(job.expert_dp(), 1);  // 32 / (ETP 1 x EP 8 x PP 4)
   EXPECT_EQ(job.parallel.etp, 1);        // = TP by default
   ASSERT_EQ(job.parallel.stages.size(), 4u);
   for (const VirtualStage& s : job.parallel.stages) EXPECT_EQ(s.num_layers, 14);
@@ -162,7 +162,7 @@ TEST(PrimusExamples, DeepSeekV2LiteEnvSet) {
   EXPECT_EQ(job.runtime.seq_length, 2048);
   EXPECT_EQ(job.parallel.ep, 4);
   EXPECT_EQ(job.cluster.nodes, 2);
-  EXPECT_EQ(job.parallel.dp, 16);
+  EXPECT_EQ(job.dp(), 16);
 }
 
 // spec 3.4: DeepSeek-V3, PP 16 with a 32-stage layout -> VPP 2 derived (Primus crashes here,
@@ -183,7 +183,7 @@ TEST(PrimusExamples, DeepSeekV3Layout) {
   EXPECT_EQ(p.stages[31].mtp_layers, 1);      // MTP goes with the loss when the layout omits 'm'
   EXPECT_EQ(p.stage(15, 1).first_layer, 60);  // virtual stage 31 = rank 15, chunk 1
   EXPECT_EQ(job.cluster.nodes, 16);
-  EXPECT_EQ(p.dp, 8);
+  EXPECT_EQ(job.dp(), 8);
   EXPECT_EQ(job.runtime.recompute.layer_ids.size(), 26u);
   EXPECT_TRUE(job.runtime.precision_aware_optimizer);
   EXPECT_EQ(job.runtime.exp_avg_dtype, Dtype::kBf16);
@@ -294,7 +294,7 @@ TEST(MergeOrder, FileThenEnvThenSetThenFlags) {
   r.cli.tp = 8;
   job = load_job(r);
   EXPECT_EQ(job.parallel.tp, 8);
-  EXPECT_EQ(job.parallel.dp, 1);
+  EXPECT_EQ(job.dp(), 1);
 }
 
 // Primus defect 12.2 #19: its projection took `enable_zero_bubble: true` (set by the module
@@ -383,7 +383,7 @@ TEST(MergeOrder, PrimusFlags) {
   EXPECT_TRUE(job.runtime.moe_permute_fusion);        // every sync-free stage fuses the permute
   EXPECT_EQ(job.runtime.schedule, ScheduleKind::kZbvGreedyHalf);
   EXPECT_EQ(job.cluster.nodes, 8);
-  EXPECT_EQ(job.parallel.dp, 16);
+  EXPECT_EQ(job.dp(), 16);
   EXPECT_EQ(job.num_microbatches(), 16);  // 256 / (1 x 16)
 }
 
@@ -411,7 +411,7 @@ TEST(Cluster, HardwareAndNodeSources) {
   EXPECT_EQ(job.cluster.accelerator.name, "mi355x");
   EXPECT_EQ(job.cluster.nodes, 2);
   EXPECT_EQ(job.cluster.gpus_per_node, 4);
-  EXPECT_EQ(job.parallel.dp, 8);
+  EXPECT_EQ(job.dp(), 8);
   r.hardware = "mi300x";  // --hardware / --gpu-arch beats PRIMUS_GPU_ARCH
   r.cli.nodes = 4;
   r.cli.gpus_per_node = 8;
@@ -440,7 +440,7 @@ TEST(InlineModel, GptNoPreset) {
   EXPECT_EQ(padded_vocab_size(job.model, job.parallel.tp), 50432);  // multiple of 128 x TP 2
   EXPECT_EQ(job.parallel.tp, 2);
   EXPECT_TRUE(job.parallel.sequence_parallel);
-  EXPECT_EQ(job.parallel.dp, 4);
+  EXPECT_EQ(job.dp(), 4);
 }
 
 // A flat Megatron argument file: Megatron-LM's defaults (data/frameworks/megatron-lm.yaml).

@@ -397,7 +397,7 @@ TEST(MaxTextAdapter, FractionalPerDeviceBatchWithContextParallelism) {
   const JobSpec j = load_text(dir, base + "per_device_batch_size: 0.125\n");
   EXPECT_EQ(j.cluster.world_size(), 64);
   EXPECT_EQ(j.parallel.cp, 8);
-  EXPECT_EQ(j.parallel.dp, 8);
+  EXPECT_EQ(j.dp(), 8);
   EXPECT_EQ(j.runtime.global_batch_size, 8);
   EXPECT_EQ(j.runtime.micro_batch_size, 1);
   EXPECT_EQ(j.tokens_per_iteration(), 8 * 8192);

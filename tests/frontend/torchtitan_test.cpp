@@ -60,7 +60,7 @@ TEST(TorchtitanToml, Llama3_8B) {
   EXPECT_EQ(j.model.layers[0].attention.num_query_groups, 8);
   EXPECT_EQ(j.model.layers[0].attention.head_dim, 128);
   EXPECT_FALSE(j.model.tied_embeddings);
-  EXPECT_EQ(j.parallel.dp, 8);
+  EXPECT_EQ(j.dp(), 8);
   EXPECT_EQ(j.parallel.fsdp, FsdpKind::kFsdp2);
   EXPECT_TRUE(j.parallel.reshard_after_forward);  // no PP
   EXPECT_EQ(j.runtime.micro_batch_size, 1);
@@ -113,7 +113,7 @@ TEST(TorchtitanToml, DeepSeekV3_16B) {
   EXPECT_EQ(l.moe.shared_expert_ffn_hidden_size, 2816);
   EXPECT_EQ(j.parallel.ep, 8);
   EXPECT_EQ(j.parallel.etp, 1);
-  EXPECT_EQ(j.parallel.expert_dp, 1);
+  EXPECT_EQ(j.expert_dp(), 1);
   // The TOML configures float8 but lists no converter: nothing is quantized.
   EXPECT_EQ(j.runtime.precision.fp8, Fp8Recipe::kNone);
   EXPECT_TRUE(has_warning(j, "block_causal"));  // the 16B flavor uses FlexAttention documents
@@ -282,13 +282,13 @@ TEST(TorchtitanPrimus, OtherFamilies) {
 // dp_replicate x dp_shard x cp x tp x pp = world; dp_shard -1 fills; HSDP shards within a replica.
 TEST(TorchtitanMesh, ReplicateAndShard) {
   const JobSpec j = upstream("llama3_8b.toml", {"parallelism.data_parallel_replicate_degree=2"}, 2);
-  EXPECT_EQ(j.parallel.dp, 16);
+  EXPECT_EQ(j.dp(), 16);
   EXPECT_EQ(j.parallel.dp_replicate, 2);
-  EXPECT_EQ(j.parallel.fsdp_shard_size(), 8);
+  EXPECT_EQ(j.fsdp_shard_size(), 8);
   // A stated shard degree fixes the world: 4 GPUs are one partial node.
   const JobSpec s = upstream("llama3_8b.toml", {"parallelism.data_parallel_shard_degree=4"});
   EXPECT_EQ(s.cluster.world_size(), 4);
-  EXPECT_EQ(s.parallel.dp, 4);
+  EXPECT_EQ(s.dp(), 4);
   // ... and a world it does not fill breaks a rule naming the key.
   try {
     upstream("llama3_8b.toml", {"parallelism.data_parallel_shard_degree=4"}, 1);
@@ -303,10 +303,10 @@ TEST(TorchtitanMesh, ExpertParallel) {
   const JobSpec j = upstream(
       "deepseek_v3_16b.toml",
       {"parallelism.tensor_parallel_degree=2", "parallelism.expert_tensor_parallel_degree=2"}, 2);
-  EXPECT_EQ(j.parallel.dp, 8);
+  EXPECT_EQ(j.dp(), 8);
   EXPECT_EQ(j.parallel.ep, 8);
   EXPECT_EQ(j.parallel.etp, 2);
-  EXPECT_EQ(j.parallel.expert_dp, 1);  // 16 / (8 x 2)
+  EXPECT_EQ(j.expert_dp(), 1);  // 16 / (8 x 2)
   try {
     upstream("deepseek_v3_16b.toml", {"parallelism.tensor_parallel_degree=2",
                                       "parallelism.expert_tensor_parallel_degree=4"});
@@ -403,7 +403,7 @@ TEST(TorchtitanBatch, GradientAccumulationRounds) {
                              {"parallelism.pipeline_parallel_degree=2",
                               "training.local_batch_size=4", "training.global_batch_size=64"},
                              2);
-  EXPECT_EQ(j.parallel.dp, 8);
+  EXPECT_EQ(j.dp(), 8);
   EXPECT_EQ(j.runtime.accumulation_rounds, 2);  // 64 / (4 x 8)
   EXPECT_EQ(j.num_microbatches(), 8);           // 2 rounds x 4 microbatches
   try {

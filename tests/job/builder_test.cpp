@@ -45,8 +45,8 @@ JobShape two_nodes() {
 TEST(Builder, DerivesDataParallelAndStages) {
   const JobSpec j = testing::make_job(testing::llama31_8b(), two_nodes());
   EXPECT_EQ(j.cluster.world_size(), 16);
-  EXPECT_EQ(j.parallel.dp, 4);
-  EXPECT_EQ(j.parallel.expert_dp, 4);  // 16 / (ETP 2 x EP 1 x PP 2)
+  EXPECT_EQ(j.dp(), 4);
+  EXPECT_EQ(j.expert_dp(), 4);  // 16 / (ETP 2 x EP 1 x PP 2)
   ASSERT_EQ(j.parallel.stages.size(), 2u);
   EXPECT_EQ(j.parallel.stages[1].first_layer, 16);
   EXPECT_TRUE(j.parallel.stages[0].has_embedding);
@@ -182,7 +182,7 @@ TEST(Builder, MinimumNodes) {
   c.nodes.reset();
   const JobSpec j = finalize_job(d, c);
   EXPECT_EQ(j.cluster.nodes, 4);
-  EXPECT_EQ(j.parallel.expert_dp, 1);  // 32 / (1 x 8 x 4)
+  EXPECT_EQ(j.expert_dp(), 1);  // 32 / (1 x 8 x 4)
   ASSERT_NE(find_default(j, "nodes"), nullptr);
 }
 
@@ -197,7 +197,7 @@ TEST(Builder, EtpDefaultsToTpAsMegatronDoes) {
   d.etp = 1;
   const JobSpec stated = finalize_job(d, make_cluster({}));
   EXPECT_EQ(stated.parallel.etp, 1);
-  EXPECT_EQ(stated.parallel.expert_dp, 1);
+  EXPECT_EQ(stated.expert_dp(), 1);
   JobDraft fits = make_draft(testing::mixtral_8x7b(), {.tp = 2, .ep = 4, .gbs = 32});
   fits.etp.reset();
   const JobSpec j = finalize_job(fits, make_cluster({}));
@@ -234,6 +234,26 @@ TEST(Builder, ProfileDefaultsAreRecordedWithTheirProfile) {
   }
 }
 
+// DP and expert DP are not stored: a job moved to another world re-derives them, so no writer can
+// leave them stale. 4 nodes x 8 = 32 GPUs: DP 32 / (TP 2 x PP 2) = 8, expert DP 32 / (ETP 2 x EP 1
+// x PP 2) = 8; 64 / (1 x 8) = 8 microbatches.
+TEST(Builder, DataParallelFollowsTheWorld) {
+  JobSpec j = testing::make_job(testing::llama31_8b(), two_nodes());
+  ASSERT_EQ(j.dp(), 4);
+  j.cluster.nodes = 4;
+  EXPECT_EQ(j.dp(), 8);
+  EXPECT_EQ(j.expert_dp(), 8);
+  EXPECT_EQ(j.num_microbatches(), 8);
+  EXPECT_EQ(j.fsdp_shard_size(), 8);
+  j.runtime.accumulation_rounds = 2;
+  EXPECT_EQ(j.microbatches_per_flush(), 4);
+  j.cluster.gpus_per_node = 3;  // 4 x 3 = 12 GPUs: DP 12 / 4 = 3
+  EXPECT_EQ(j.dp(), 3);
+  j.cluster.nodes = 1;  // 3 GPUs: not a multiple of TP x PP = 4, no whole DP
+  EXPECT_EQ(j.dp(), 0);
+  EXPECT_THROW(check_job_invariants(j), InputError);
+}
+
 // The projections refuse a malformed job instead of repairing it.
 TEST(Invariants, MalformedJobsAreRefused) {
   const JobSpec good = testing::make_job(testing::llama31_8b(), two_nodes());
@@ -245,7 +265,7 @@ TEST(Invariants, MalformedJobsAreRefused) {
   j.parallel.stages.pop_back();  // stages != PP x VPP
   refused(j);
   j = good;
-  j.parallel.dp = 3;  // TP x PP x CP x DP != world
+  j.cluster.gpus_per_node = 7;  // 14 GPUs: TP 2 x PP 2 does not divide the world (DP 0)
   refused(j);
   j = good;
   j.parallel.vpp = 2;  // 1F1B with two chunks (and the stages no longer match)

@@ -105,7 +105,7 @@ TEST(CapabilityRules, RemediesNeverSuggestARefusedSplit) {
                        "pipeline_model_parallel_size=4"};
     r.cli.nodes = 2;  // 16 GPUs: PP 4 x DP 4
     const JobSpec job = load_job(r);
-    EXPECT_EQ(job.parallel.dp % 2, 0);
+    EXPECT_EQ(job.dp() % 2, 0);
     EXPECT_FALSE(job.parallel.uneven_layers_allowed);
     std::string out;
     for (const MemoryRemedy& m : project_memory(job).remedies) out += m.change + "\n";

@@ -69,7 +69,7 @@ TEST(Relayout, AProfileChangeReachesTheSweep) {
   EXPECT_TRUE(on.parallel.sequence_parallel);
   EXPECT_FALSE(off.parallel.sequence_parallel);
   EXPECT_EQ(on.parallel.tp, 2);
-  EXPECT_EQ(off.parallel.dp, on.parallel.dp);
+  EXPECT_EQ(off.dp(), on.dp());
 }
 
 }  // namespace

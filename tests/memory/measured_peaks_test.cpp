@@ -44,9 +44,7 @@ JobSpec torchtitan_job(const MeasuredRun& run) {
   JobSpec j;
   j.model = testing::llama31_8b();
   ParallelSpec& p = j.parallel;
-  p.dp = run.dp_shard;
   p.cp = run.cp;
-  p.expert_dp = run.dp_shard * run.cp;
   p.fsdp = FsdpKind::kFsdp2;
   p.stages = balanced_stages(j.model.num_layers(), 1, 1, 0);
   j.cluster.gpus_per_node = 8;

@@ -26,13 +26,11 @@ JobSpec make_job(ModelSpec model, Shape s, int mbs = 1, int seq = 4096, int gbs 
   ParallelSpec& p = j.parallel;
   p.tp = s.tp;
   p.pp = s.pp;
-  p.dp = s.dp;
   p.vpp = s.vpp;
   p.ep = s.ep;
   p.etp = s.etp;
   p.cp = s.cp;
   const int world = s.tp * s.pp * s.cp * s.dp;
-  p.expert_dp = world / (s.etp * s.ep * s.pp);
   p.stages = balanced_stages(j.model.num_layers(), s.pp, s.vpp, j.model.mtp_num_layers);
   j.cluster.nodes = 1;
   j.cluster.gpus_per_node = world;

@@ -58,7 +58,7 @@ TEST(BenchmarkProjection, MoreNodesChangeOnlyTheRestoredParts) {
   const MeasuredProfile p = testing::qwen_profile(testing::kQwenH100, "h100_sxm");
   const JobSpec one = fixture_job(kQwenConfig, "h100_sxm", 1);
   const JobSpec sixteen = fixture_job(kQwenConfig, "h100_sxm", 8, 2);
-  ASSERT_EQ(sixteen.parallel.dp, 16);
+  ASSERT_EQ(sixteen.dp(), 16);
   const BenchmarkProjection a = project_benchmark(one, p, PerfOptions{}, false);
   const BenchmarkProjection b = project_benchmark(sixteen, p, PerfOptions{}, false);
   ASSERT_EQ(a.report.chunks.size(), b.report.chunks.size());

@@ -88,7 +88,7 @@ TEST(ReduceToBench, FlattensPipelineThenCapsExperts) {
   EXPECT_EQ(b.cluster.world_size(), 8);
   // 256 experts over EP 64 = 4 per rank; the bench keeps 4 per rank: 32 experts.
   EXPECT_EQ(b.model.layers[0].moe.num_experts, 32);
-  EXPECT_EQ(b.parallel.dp, 8);
+  EXPECT_EQ(b.dp(), 8);
   ASSERT_EQ(steps.size(), 2u);  // PP was 1 already: nothing to flatten
   EXPECT_EQ(steps[0], "EP 64 -> 8 (experts per rank kept)");
   EXPECT_EQ(steps[1], "64 GPUs -> 8 (DP 64 -> 8)");
@@ -108,7 +108,7 @@ TEST(ReduceToBench, FlattensPipelineThenCapsExperts) {
   std::vector<std::string> none;
   const JobSpec q = reduce_to_bench(fixture_job(testing::kQwenConfig, "h100_sxm"), 1, none);
   EXPECT_EQ(q.cluster.world_size(), 1);
-  EXPECT_EQ(q.parallel.dp, 1);
+  EXPECT_EQ(q.dp(), 1);
 }
 
 }  // namespace

@@ -42,8 +42,6 @@ JobSpec hand_job(const Candidate& c) {
   p.cp = c.cp;
   p.ep = c.ep;
   p.etp = c.tp;
-  p.dp = 8 / (c.tp * c.pp * c.cp);
-  p.expert_dp = 8 / (c.tp * c.pp);
   // The base states sequence_parallel: false (testing::JobShape), and a stated value holds for
   // every layout (Megatron reads the argument as given).
   p.sequence_parallel = false;

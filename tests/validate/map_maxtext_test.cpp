@@ -60,7 +60,7 @@ TEST(MapMaxText, FractionalPerDeviceBatch) {
   const MappedRun m = map_run(e, kDataDir);
   ASSERT_TRUE(m.mapped) << m.reason;
   EXPECT_EQ(m.job.runtime.global_batch_size, 32);
-  EXPECT_EQ(m.job.parallel.dp, 32);
+  EXPECT_EQ(m.job.dp(), 32);
   EXPECT_EQ(m.job.runtime.micro_batch_size, 1);
   const std::vector<RunEntry> parsed = parse_runs(
       "- id: f\n  framework: MaxText\n  training: {per_device_batch_size: 0.125}\n", "f.yaml");
@@ -82,7 +82,7 @@ TEST(MapMaxText, Tpu7xDevicesPerChip) {
 TEST(MapMaxText, DefaultsForAMinimalMesh) {
   const MappedRun m = map_run(run("v6e-llama3.1-8b-256chips"), kDataDir);
   ASSERT_TRUE(m.mapped) << m.reason;
-  EXPECT_EQ(m.job.parallel.dp, 256);
+  EXPECT_EQ(m.job.dp(), 256);
   EXPECT_EQ(m.job.parallel.tp, 1);
   EXPECT_EQ(m.job.parallel.fsdp, FsdpKind::kFsdp2);
   EXPECT_TRUE(m.job.runtime.whole_step_compiled);

@@ -43,9 +43,9 @@ TEST(ReaderFixes, MegatronFsdpShardingGroup) {
       map_one(entry("{tp: 1, pp: 1, " + kBatch + ", fsdp: 'Megatron-FSDP, sharding group 8'}"));
   ASSERT_TRUE(m.mapped) << m.reason;
   EXPECT_EQ(m.job.parallel.fsdp, FsdpKind::kZero3);
-  EXPECT_EQ(m.job.parallel.dp, 16);
+  EXPECT_EQ(m.job.dp(), 16);
   EXPECT_EQ(m.job.parallel.dp_replicate, 2);
-  EXPECT_EQ(m.job.parallel.fsdp_shard_size(), 8);
+  EXPECT_EQ(m.job.fsdp_shard_size(), 8);
   // A group as large as DP is full sharding.
   const MappedRun full =
       map_one(entry("{tp: 2, pp: 1, " + kBatch + ", fsdp: 'Megatron-FSDP, sharding group 8'}"));

@@ -145,7 +145,7 @@ TEST(MapRun, Sc21Gpt) {
   EXPECT_EQ(l.mlp.activation, ActivationKind::kGelu);
   EXPECT_EQ(j.parallel.tp, 1);
   EXPECT_EQ(j.parallel.pp, 1);
-  EXPECT_EQ(j.parallel.dp, 32);
+  EXPECT_EQ(j.dp(), 32);
   EXPECT_FALSE(j.parallel.distributed_optimizer);
   EXPECT_EQ(j.runtime.global_batch_size, 512);
   EXPECT_EQ(j.runtime.micro_batch_size, 16);
@@ -201,7 +201,7 @@ TEST(MapRun, NemoLlama3) {
   EXPECT_EQ(j.parallel.pp, 4);
   EXPECT_EQ(j.parallel.vpp, 5);
   EXPECT_EQ(j.parallel.cp, 2);
-  EXPECT_EQ(j.parallel.dp, 2);
+  EXPECT_EQ(j.dp(), 2);
   EXPECT_TRUE(j.parallel.sequence_parallel);
   EXPECT_TRUE(j.parallel.distributed_optimizer);
   ASSERT_EQ(j.parallel.stages.size(), 20u);  // 80 layers / (4 x 5) = 4 per virtual stage
@@ -265,8 +265,8 @@ TEST(MapRun, MoeEntries) {
   }
   EXPECT_EQ(q.job.parallel.ep, 16);
   EXPECT_EQ(q.job.parallel.etp, 1);
-  EXPECT_EQ(q.job.parallel.dp, 16);
-  EXPECT_EQ(q.job.parallel.expert_dp, 1);  // 16 / (etp 1 x ep 16 x pp 1)
+  EXPECT_EQ(q.job.dp(), 16);
+  EXPECT_EQ(q.job.expert_dp(), 1);  // 16 / (etp 1 x ep 16 x pp 1)
   EXPECT_EQ(q.job.num_microbatches(), 64);
   // Qwen3-30B-A3B: 30.5B total, 3.3B active (Qwen3 model card); our count without the padded
   // vocabulary's difference.
@@ -279,7 +279,7 @@ TEST(MapRun, MoeEntries) {
   EXPECT_EQ(x.job.parallel.pp, 4);
   EXPECT_EQ(x.job.parallel.vpp, 8);
   EXPECT_EQ(x.job.parallel.ep, 8);
-  EXPECT_EQ(x.job.parallel.expert_dp, 2);        // 64 / (1 x 8 x 4)
+  EXPECT_EQ(x.job.expert_dp(), 2);        // 64 / (1 x 8 x 4)
   ASSERT_EQ(x.job.parallel.stages.size(), 32u);  // one layer per virtual stage
   const ModelParams px = model_params(x.job.model);
   EXPECT_NEAR(px.total / 1e9, 46.7, 0.05);  // Mistral AI: 46.7B total, 12.9B active
@@ -342,7 +342,7 @@ TEST(MapRun, DeepSeekV3Schema) {
   EXPECT_EQ(model_params(got).total, model_params(ref).total);
   EXPECT_EQ(m.job.runtime.schedule, ScheduleKind::kDualPipeV);
   EXPECT_EQ(m.job.runtime.precision.fp8, Fp8Recipe::kBlockwise);
-  EXPECT_EQ(m.job.parallel.expert_dp, 2);  // 2048 / (1 x 64 x 16)
+  EXPECT_EQ(m.job.expert_dp(), 2);  // 2048 / (1 x 64 x 16)
   EXPECT_TRUE(m.job.parallel.stages.back().mtp_layers == 1);
   EXPECT_TRUE(m.mapped) << m.reason;  // needs an H800 in the catalogue
 }
@@ -359,7 +359,7 @@ TEST(MapRun, MaxTextTpu) {
   EXPECT_EQ(j.runtime.micro_batch_size, 16);
   EXPECT_EQ(j.runtime.global_batch_size, 1024);
   EXPECT_EQ(j.num_microbatches(), 1);
-  EXPECT_EQ(j.parallel.dp, 64);
+  EXPECT_EQ(j.dp(), 64);
   EXPECT_EQ(j.parallel.fsdp, FsdpKind::kFsdp2);  // the fsdp mesh axis, gathered per layer
   EXPECT_TRUE(j.parallel.fsdp_per_layer);
   const LayerSpec& l = j.model.layers[0];

@@ -143,7 +143,7 @@ TEST(Workload, IterationFlopsMatchAccounting) {
       }
     }
   }
-  const double total = per_microbatch * job.parallel.tp * job.num_microbatches() * job.parallel.dp;
+  const double total = per_microbatch * job.parallel.tp * job.num_microbatches() * job.dp();
   FlopOptions causal_half;
   causal_half.causal_attention_half = true;  // the kernels skip the masked half
   const ModelFlops mf = model_flops(job, causal_half);

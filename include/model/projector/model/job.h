@@ -352,9 +352,9 @@ struct ParallelSpec {
   int vpp = 1;  // virtual stages (model chunks) per pipeline rank
   int cp = 1;
   int ep = 1;
-  int etp = 1;        // expert tensor parallel; Megatron's default is etp = tp
-  int dp = 1;         // world / (tp x pp x cp)
-  int expert_dp = 1;  // world / (etp x ep x pp)
+  int etp = 1;  // expert tensor parallel; Megatron's default is etp = tp
+  // The data-parallel sizes are not stored: they follow from the world and these degrees
+  // (JobSpec::dp, JobSpec::expert_dp), so no writer of a job can leave them inconsistent.
   bool sequence_parallel = false;
   // pp * vpp entries; virtual stage z lives on pipeline rank z % pp as its chunk z / pp.
   std::vector<VirtualStage> stages;
@@ -430,8 +430,6 @@ struct ParallelSpec {
     }
     return false;
   }
-  // Ranks one FSDP group shards the weights over (HSDP: one replicate group's share).
-  int fsdp_shard_size() const { return std::max(1, dp * cp / std::max(1, dp_replicate)); }
   const VirtualStage& stage(int pp_rank, int chunk) const { return stages[chunk * pp + pp_rank]; }
 };
 
@@ -831,10 +829,33 @@ struct JobSpec {
   std::vector<AppliedDefault> defaults;
   std::vector<std::string> warnings;
 
+  // Data-parallel replicas of the dense part, world / (TP x PP x CP); 0 when the degrees do not
+  // divide the world (check_job_invariants refuses such a job).
+  int dp() const {
+    const std::int64_t dense =
+        static_cast<std::int64_t>(parallel.tp) * parallel.pp * std::max(1, parallel.cp);
+    const std::int64_t world = cluster.world_size();
+    return dense > 0 && world % dense == 0 ? static_cast<int>(world / dense) : 0;
+  }
+  // Data-parallel replicas of the experts, world / (ETP x EP x PP); 1 when the degrees do not
+  // divide the world (a dense model has no expert groups; with experts the invariants refuse it).
+  int expert_dp() const {
+    const std::int64_t expert = static_cast<std::int64_t>(parallel.etp) * parallel.ep * parallel.pp;
+    const std::int64_t world = cluster.world_size();
+    return expert > 0 && world % expert == 0 ? static_cast<int>(world / expert) : 1;
+  }
+  // Ranks one FSDP group shards the weights over (HSDP: one replicate group's share).
+  int fsdp_shard_size() const {
+    return std::max(1, dp() * parallel.cp / std::max(1, parallel.dp_replicate));
+  }
   // Microbatches per iteration on each data-parallel replica: gbs / (mbs x dp).
   int num_microbatches() const {
-    const std::int64_t per_step = static_cast<std::int64_t>(runtime.micro_batch_size) * parallel.dp;
+    const std::int64_t per_step = static_cast<std::int64_t>(runtime.micro_batch_size) * dp();
     return per_step > 0 ? static_cast<int>(runtime.global_batch_size / per_step) : 0;
+  }
+  // Microbatches of one flush of the schedule (gradient accumulation outside it: one round).
+  int microbatches_per_flush() const {
+    return num_microbatches() / std::max(1, runtime.accumulation_rounds);
   }
   std::int64_t tokens_per_iteration() const {
     return static_cast<std::int64_t>(runtime.global_batch_size) * runtime.seq_length;
