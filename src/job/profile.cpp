@@ -82,6 +82,12 @@ constexpr std::pair<const char*, MicrobatchRule> kMicrobatch[] = {
     {"global_batch", MicrobatchRule::kGlobalBatch},
     {"local_batch", MicrobatchRule::kLocalBatch},
     {"per_device_batch", MicrobatchRule::kPerDeviceBatch}};
+constexpr std::pair<const char*, NormKind> kNorms[] = {{"layernorm", NormKind::kLayerNorm},
+                                                       {"rmsnorm", NormKind::kRmsNorm}};
+constexpr std::pair<const char*, PositionEmbeddingKind> kPositions[] = {
+    {"learned_absolute", PositionEmbeddingKind::kLearnedAbsolute},
+    {"rope", PositionEmbeddingKind::kRope},
+    {"none", PositionEmbeddingKind::kNone}};
 constexpr std::pair<const char*, FlopCounting> kFlops[] = {{"model", FlopCounting::kModel},
                                                            {"hardware", FlopCounting::kHardware}};
 
@@ -180,6 +186,9 @@ void read_defaults(const Reader& r, const YAML::Node& defaults, FrameworkProfile
          read_default(r, e, k, p.dropout,
                       [&](const YAML::Node& v, const std::string& kk) { return r.number(v, kk); });
        }},
+      {"norm", c(p.norm, kNorms)},
+      {"position_embedding", c(p.position_embedding, kPositions)},
+      {"tied_embeddings", b(p.tied_embeddings)},
       {"kernel_gap_fraction",
        [&](const YAML::Node& e, const std::string& k) {
          read_default(r, e, k, p.kernel_gap_fraction,

@@ -9,62 +9,46 @@
 #include "projector/frontend/layer_pattern.h"
 #include "projector/util/bounds.h"
 #include "projector/util/text.h"
+#include "validate/family_facts.h"
 #include "validate/mapper.h"
 
 namespace projector::validate_detail {
 namespace {
 
-// Families whose reference configurations (HF config.json attention_dropout / hidden_dropout
-// 0.0; BLOOM: Le Scao et al. 2022, no dropout) train without dropout. Other families (GPT) take
-// the framework profile's default.
-constexpr const char* kNoDropoutFamilies[] = {"llama",   "mistral", "mixtral",  "qwen", "deepseek",
-                                              "gpt-oss", "gpt_oss", "nemotron", "bloom"};
-
-void read_dropout(Mapper& m, const std::string& family) {
-  for (const char* f : kNoDropoutFamilies) {
-    if (!has(family, f)) continue;
-    m.d_.attention_dropout = 0.0;
-    m.d_.hidden_dropout = 0.0;
-    m.assume("model.dropout", "0",
-             fmt::format("not stated; the {} family's reference configuration has no dropout",
-                         m.e_.model.family));
-    return;
+// An unstated model setting: the family's reference fact, else the framework profile's default,
+// with the reason to record ("not stated; ...").
+template <typename T>
+std::optional<FamilyFact<T>> unstated(const Mapper& m, std::optional<FamilyFact<T>> fact,
+                                      const ProfileDefault<T>& def) {
+  if (fact) {
+    fact->source = fmt::format("not stated; the {} family ({})", m.e_.model.family, fact->source);
+    return fact;
   }
+  if (!def.value) return std::nullopt;
+  return FamilyFact<T>{*def.value,
+                       fmt::format("not stated; {}: {}", m.d_.profile.name, def.source)};
 }
 
-// Vocabulary, normalisation, position embedding, tied output layer, dropout.
-bool map_embeddings(Mapper& m, int seq_len) {
+bool fail_unstated(Mapper& m, const char* key, const FamilyFacts& family) {
+  m.fail(fmt::format("{} not stated (neither the family in {} nor the {} profile gives it)", key,
+                     family.path(), m.d_.profile.name));
+  return false;
+}
+
+bool map_position_embedding(Mapper& m, FamilyFacts& family) {
   const RunEntry::Model& src = m.e_.model;
   ModelSpec& ms = m.d_.model;
-  const std::string family = to_lower(src.family);
-  const bool gpt_like = has(family, "gpt") && !has(family, "gpt_oss") && !has(family, "gpt-oss");
-  if (src.vocab_size) {
-    ms.vocab_size = *src.vocab_size;
-  } else if (gpt_like) {
-    ms.vocab_size = 50257;
-    m.assume("model.vocab_size", "50257", "not stated; GPT-2 BPE, Megatron's GPT tokenizer");
-  } else {
-    m.fail("model.vocab_size not stated");
-    return false;
-  }
-  const std::string norm = to_lower(src.norm);
-  if (norm.empty()) {
-    ms.norm = NormKind::kLayerNorm;
-    m.assume("model.norm", "layernorm", "not stated; Megatron default normalization");
-  } else if (has(norm, "rms")) {
-    ms.norm = NormKind::kRmsNorm;
-  } else if (has(norm, "layernorm") || has(norm, "layer_norm") || has(norm, "layer norm")) {
-    ms.norm = NormKind::kLayerNorm;
-    if (has(norm, "embedding")) m.note("model.norm: extra embedding LayerNorm not modelled");
-  } else {
-    ms.norm = NormKind::kRmsNorm;
-    m.assume("model.norm", "rmsnorm", "unrecognised text '" + src.norm + "'");
-  }
   const std::string pos = to_lower(src.position_embedding);
   if (pos.empty()) {
-    ms.position_embedding = PositionEmbeddingKind::kLearnedAbsolute;
-    m.assume("model.position_embedding", "learned_absolute",
-             "not stated; Megatron default position_embedding_type");
+    const auto f = unstated(m, family.position_embedding(), m.d_.profile.position_embedding);
+    if (!f) return fail_unstated(m, "model.position_embedding", family);
+    ms.position_embedding = f->value;
+    const PositionEmbeddingKind k = f->value;
+    m.assume("model.position_embedding",
+             k == PositionEmbeddingKind::kRope              ? "rope"
+             : k == PositionEmbeddingKind::kLearnedAbsolute ? "learned_absolute"
+                                                            : "none",
+             f->source);
   } else if (has(pos, "rope") || has(pos, "rotary")) {
     ms.position_embedding = PositionEmbeddingKind::kRope;
     if (has(pos, "percent") || has(pos, "yarn")) {
@@ -79,18 +63,57 @@ bool map_embeddings(Mapper& m, int seq_len) {
     m.assume("model.position_embedding", "rope",
              "unrecognised text '" + src.position_embedding + "'");
   }
+  return true;
+}
+
+// Vocabulary, normalisation, position embedding, tied output layer, dropout: as stated, else the
+// family's reference facts (data/models/_families.yaml), else the framework profile's default,
+// each recorded with its source; what none gives is refused rather than guessed. The vocabulary
+// has no framework default (it is the tokenizer's); dropout left unset here takes the profile's
+// in the job builder.
+bool map_embeddings(Mapper& m, int seq_len) {
+  const RunEntry::Model& src = m.e_.model;
+  ModelSpec& ms = m.d_.model;
+  FamilyFacts family(m.data_dir, src.family);
+  const std::string of_family = fmt::format("not stated; the {} family", src.family);
+  if (src.vocab_size) {
+    ms.vocab_size = *src.vocab_size;
+  } else if (const auto f = family.vocab_size()) {
+    ms.vocab_size = f->value;
+    m.assume("model.vocab_size", std::to_string(f->value), of_family + " (" + f->source + ")");
+  } else {
+    return fail_unstated(m, "model.vocab_size", family);
+  }
+  const std::string norm = to_lower(src.norm);
+  if (norm.empty()) {
+    const auto f = unstated(m, family.norm(), m.d_.profile.norm);
+    if (!f) return fail_unstated(m, "model.norm", family);
+    ms.norm = f->value;
+    m.assume("model.norm", f->value == NormKind::kRmsNorm ? "rmsnorm" : "layernorm", f->source);
+  } else if (has(norm, "rms")) {
+    ms.norm = NormKind::kRmsNorm;
+  } else if (has(norm, "layernorm") || has(norm, "layer_norm") || has(norm, "layer norm")) {
+    ms.norm = NormKind::kLayerNorm;
+    if (has(norm, "embedding")) m.note("model.norm: extra embedding LayerNorm not modelled");
+  } else {
+    ms.norm = NormKind::kRmsNorm;
+    m.assume("model.norm", "rmsnorm", "unrecognised text '" + src.norm + "'");
+  }
+  if (!map_position_embedding(m, family)) return false;
   ms.max_position_embeddings = seq_len;
   if (src.tied_embeddings) {
     ms.tied_embeddings = *src.tied_embeddings;
+  } else if (const auto f = unstated(m, family.tied_embeddings(), m.d_.profile.tied_embeddings)) {
+    ms.tied_embeddings = f->value;
+    m.assume("model.tied_embeddings", f->value ? "true" : "false", f->source);
   } else {
-    // Megatron and NeMo GPT share embeddings unless told not to; the modern families do not.
-    const bool tied = gpt_like || has(family, "bloom");
-    ms.tied_embeddings = tied;
-    m.assume("model.tied_embeddings", tied ? "true" : "false",
-             tied ? "not stated; Megatron GPT default (share_embeddings_and_output_weights)"
-                  : "not stated; untied output layer of the " + src.family + " family");
+    return fail_unstated(m, "model.tied_embeddings", family);
   }
-  read_dropout(m, family);
+  if (const auto f = family.dropout()) {
+    m.d_.attention_dropout = f->value;
+    m.d_.hidden_dropout = f->value;
+    m.assume("model.dropout", fmt::format("{}", f->value), of_family + " (" + f->source + ")");
+  }
   if (!src.block.empty()) m.note("model.block: '" + src.block + "' counted as a standard block");
   return true;
 }

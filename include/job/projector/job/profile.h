@@ -64,6 +64,11 @@ struct FrameworkProfile {
   ProfileDefault<FsdpKind> fsdp;
   ProfileDefault<int> vocab_padding;  // make_vocab_size_divisible_by (x TP)
   ProfileDefault<double> dropout;     // attention and hidden dropout
+  // The model's shape where a run or config leaves it to the framework (Megatron's argument
+  // defaults); a model family's own facts (data/models/_families.yaml) come first.
+  ProfileDefault<NormKind> norm;
+  ProfileDefault<PositionEmbeddingKind> position_embedding;
+  ProfileDefault<bool> tied_embeddings;
   // Share of the compute stream's time spent between kernels (launch latency, host-side Python
   // and synchronisation, allocator calls): the idle gaps a Kineto trace shows on the compute
   // stream of a steady-state step. Compute-stream ops take busy / (1 - gap). The one end-to-end
