@@ -1,0 +1,168 @@
+// Job builder steps (builder_detail.h): the framework profile's parallel, runtime and host-
+// dispatch defaults, each recorded.
+#include <algorithm>
+
+#include "job/builder_detail.h"
+
+namespace projector::job_detail {
+
+void Builder::parallel_defaults() {
+  ParallelSpec& p = job_.parallel;
+  const FrameworkProfile& prof = d_.profile;
+  p.fsdp = decide(DraftField::kFsdp, d_.fsdp ? d_.fsdp : mesh_fsdp_, prof.fsdp, FsdpKind::kNone);
+  if (p.fsdp == FsdpKind::kNone || d_.distributed_optimizer) {
+    p.distributed_optimizer = decide(DraftField::kDistributedOptimizer, d_.distributed_optimizer,
+                                     prof.distributed_optimizer, false);
+  }
+  p.sequence_parallel =
+      decide_when(DraftField::kSequenceParallel,
+                  d_.sequence_parallel ? d_.sequence_parallel : mesh_sequence_parallel_,
+                  prof.sequence_parallel, p.sequence_parallel_rule);
+  if (p.sequence_parallel && p.tp == 1) {
+    // Megatron turns it off at TP 1 (MG1 arguments.py:1433-1439): nothing to warn about.
+    p.sequence_parallel = false;
+    if (d_.sequence_parallel) {
+      record(DraftField::kSequenceParallel, "false",
+             "stated true, but sequence parallelism has no effect at TP 1 (Megatron disables it)");
+    }
+  }
+  p.overlap_grad_reduce = decide(DraftField::kOverlapGradReduce, d_.overlap_grad_reduce,
+                                 prof.overlap_grad_reduce, false);
+  p.overlap_param_gather = decide_when(DraftField::kOverlapParamGather, d_.overlap_param_gather,
+                                       prof.overlap_param_gather, p.overlap_param_gather_rule);
+  p.tp_comm_overlap = decide_when(DraftField::kTpCommOverlap, d_.tp_comm_overlap,
+                                  prof.tp_comm_overlap, p.tp_comm_overlap_rule);
+  // The gradient bucket rule, recorded where an overlapped non-FSDP2 reduction uses it.
+  p.ddp_bucket_min_params = prof.ddp_bucket_min_params.value.value_or(0);
+  p.ddp_bucket_params_per_dp = prof.ddp_bucket_params_per_dp.value.value_or(0);
+  if (p.overlap_grad_reduce && p.ddp_bucket_size_bytes == 0 && p.fsdp != FsdpKind::kFsdp2 &&
+      p.ddp_bucket_min_params > 0) {
+    job_.defaults.push_back({"ddp_bucket_size",
+                             fmt::format("max({}, {} x DP) parameters", p.ddp_bucket_min_params,
+                                         p.ddp_bucket_params_per_dp),
+                             prof.ddp_bucket_min_params.source, d_.profile.name});
+  }
+  // XLA pads a KV-head axis the tensor axis does not divide (MaxText); recorded where it applies.
+  p.kv_heads_padded = prof.kv_heads_padded.value.value_or(false);
+  if (p.kv_heads_padded) {
+    for (const LayerSpec& l : job_.model.layers) {
+      const int kv = l.has_attention() && l.attention.kind == AttentionKind::kStandard
+                         ? l.attention.num_query_groups
+                         : 0;
+      if (kv > 0 && kv % p.tp != 0) {
+        job_.defaults.push_back(
+            {"kv_heads_padded",
+             fmt::format("{} KV heads over TP {}: {} per rank", kv, p.tp, p.kv_heads_per_rank(kv)),
+             prof.kv_heads_padded.source, d_.profile.name});
+        break;
+      }
+    }
+  }
+  if (has_moe(job_.model) && p.tp > 1 && !p.sequence_parallel) {
+    job_.warnings.push_back(
+        "MoE with TP > 1 needs sequence parallelism (Megatron-Core asserts it)");
+  }
+}
+
+// The profile's host issue costs (microbenchmarks, data/frameworks), recorded as one default.
+void Builder::host_dispatch_defaults() {
+  const FrameworkProfile& prof = d_.profile;
+  HostDispatch& h = job_.runtime.host_dispatch;
+  std::vector<std::string> sources;
+  const auto take = [&](const ProfileDefault<double>& d, double& out) {
+    if (!d.value) return;
+    out = *d.value * 1e-6;
+    if (std::find(sources.begin(), sources.end(), d.source) == sources.end()) {
+      sources.push_back(d.source);
+    }
+  };
+  take(prof.host_op_us, h.op_s);
+  take(prof.host_module_us, h.module_s);
+  take(prof.host_launch_us, h.launch_s);
+  if (!h.modelled()) return;
+  record(DraftField::kHostDispatch,
+         fmt::format("op {:.1f} us, module {:.1f} us, launch {:.1f} us", h.op_s * 1e6,
+                     h.module_s * 1e6, h.launch_s * 1e6),
+         fmt::format("{}", fmt::join(sources, "; ")), true);
+}
+
+void Builder::runtime_defaults() {
+  RuntimeSpec& rt = job_.runtime;
+  ModelSpec& m = job_.model;
+  const FrameworkProfile& prof = d_.profile;
+  rt.flash_attention =
+      decide(DraftField::kFlashAttention, d_.flash_attention, prof.flash_attention, false);
+  rt.attention_kernel =
+      d_.attention_kernel
+          ? *d_.attention_kernel
+          : (rt.flash_attention ? prof.attention_kernel.value.value_or(AttentionKernel::kFused)
+                                : AttentionKernel::kFused);
+  rt.framework = prof.name;
+  rt.backend = prof.backend;
+  if (prof.kernel_gap_fraction.value) {
+    rt.kernel_gap_fraction = decide(DraftField::kKernelGapFraction, std::optional<double>{},
+                                    prof.kernel_gap_fraction, 0.0);
+  }
+  host_dispatch_defaults();
+  rt.precision.fp8 =
+      d_.fp8 ? decide(DraftField::kFp8Recipe, d_.fp8_recipe, prof.fp8_recipe, Fp8Recipe::kDelayed)
+             : Fp8Recipe::kNone;
+  if (rt.offload.any() && job_.cluster.accelerator.host_bw_bytes_per_s <= 0.0) {
+    job_.warnings.push_back(fmt::format(
+        "{} has no host_bandwidth in its accelerator file: the activation offload copies "
+        "are priced at PCIe Gen4 x16 (32 GB/s, an estimate)",
+        job_.cluster.accelerator.name));
+  }
+  if (rt.precision.fp4 != Fp4Recipe::kNone &&
+      job_.cluster.accelerator.peak_flops(Dtype::kFp4) <= 0.0) {
+    throw InputError({d_.source, 0, 0}, "fp4",
+                     fmt::format("{} has no FP4 peak: FP4 ({}) GEMMs cannot run on it",
+                                 job_.cluster.accelerator.name, to_string(rt.precision.fp4)));
+  }
+  rt.main_grads_dtype = decide(DraftField::kGradReduceDtype, d_.main_grads_dtype,
+                               prof.grad_reduce_dtype, Dtype::kFp32);
+  rt.loss_grad_in_place =
+      decide(DraftField::kLossGradInPlace, d_.loss_grad_in_place, prof.loss_grad_in_place, true);
+  if (has_moe(job_.model)) {
+    const ProfileDefault<bool>& placement = prof.moe_probs_in_experts;
+    rt.moe_probs_in_experts = placement.value.value_or(false);
+    job_.defaults.push_back(
+        {"moe_probs_in_experts", show(rt.moe_probs_in_experts),
+         placement.value ? placement.source : d_.profile.name + " has no default",
+         d_.profile.name});
+  }
+  RecomputeSpec& rc = rt.recompute;
+  if (rc.granularity == RecomputeGranularity::kSelective && rc.modules.empty()) {
+    rc.modules = decide(DraftField::kRecomputeModules, std::optional<RecomputeModules>{},
+                        prof.selective_recompute, RecomputeModules{RecomputeModule::kCoreAttn});
+  }
+  if (m.family != ModelFamily::kDecoderLm) return;
+  m.attention_dropout =
+      decide(DraftField::kAttentionDropout, d_.attention_dropout, prof.dropout, 0.0);
+  m.hidden_dropout = decide(DraftField::kHiddenDropout, d_.hidden_dropout, prof.dropout, 0.0);
+  m.make_vocab_size_divisible_by =
+      decide(DraftField::kVocabPadding, d_.vocab_padding, prof.vocab_padding, 1);
+}
+
+// overlap_moe_expert_parallel_comm needs expert parallelism and, with a pipeline, virtual stages
+// (MG2 transformer_config.py:3007-3015).
+void Builder::check_moe_overlap() const {
+  if (!combined_forward_backward(job_)) return;
+  // Checked here, after the command line's flags (--enable-deepep picks the flex dispatcher).
+  if (job_.runtime.moe_dispatcher == MoeDispatcher::kAllGather) {
+    fail(LayoutRule::kMoeOverlapDispatcher, DraftField::kMoeOverlap,
+         "needs the alltoall or flex dispatcher (Megatron asserts it)");
+  }
+  const ParallelSpec& p = job_.parallel;
+  if (p.ep <= 1) {
+    fail(LayoutRule::kNotMoe, DraftField::kEp,
+         "overlap_moe_expert_parallel_comm needs expert parallelism (EP > 1; Megatron asserts it)");
+  }
+  if (p.pp > 1 && p.vpp < 2) {
+    fail(LayoutRule::kScheduleVpp, DraftField::kVpp,
+         "overlap_moe_expert_parallel_comm with PP > 1 needs virtual pipeline stages (Megatron "
+         "asserts it)");
+  }
+}
+
+}  // namespace projector::job_detail

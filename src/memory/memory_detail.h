@@ -1,0 +1,126 @@
+// Internal to memory: what the files of the memory projection share (memory.cpp puts a rank
+// together; activations.cpp sizes the saved tensors of layers and chunks; static_memory.cpp the
+// weights, gradients, optimizer state and buffers; pipeline.cpp the schedule's in-flight
+// microbatches). Notation as in memory.cpp.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "projector/memory/memory.h"
+#include "projector/model/accounting.h"
+#include "projector/schedule/schedule.h"
+
+namespace projector::memory_detail {
+
+// A component's index in ComponentBytes.
+constexpr std::size_t idx(MemoryComponent c) {
+  return static_cast<std::size_t>(c);
+}
+
+// Selective-recompute modules, resolved once per projection.
+struct SelectiveSet {
+  bool core_attn = false, mlp = false, moe = false, moe_act = false, layernorm = false,
+       mla_up_proj = false, shared_experts = false;
+};
+
+SelectiveSet selective_set(const RecomputeSpec& r);
+
+struct Geometry {
+  double tokens = 0.0;  // T
+  double h = 0.0;
+  double t = 1.0;
+  double sp = 1.0;
+  double e = 2.0;
+  double g = 2.0;
+  double g_expert = 2.0;   // g of the routed-expert GEMMs (PrecisionSpec::fp8_experts)
+  double seq_local = 0.0;  // s / cp
+  double mbs = 1.0;
+};
+
+Geometry geometry(const JobSpec& job);
+// Bytes per element of a saved GEMM input under the job's fp8 / fp4 recipe.
+double gemm_input_bytes(const PrecisionSpec& p);
+
+// ------------------------------------------------------------------- activations.cpp
+LayerActivation layer_act_full(const JobSpec& job, const Geometry& geo, const SelectiveSet& rc,
+                               const LayerSpec& layer, bool upper, const MemoryOptions& options);
+
+struct ChunkActivation {
+  double per_microbatch = 0.0;  // saved bytes of one microbatch of this chunk
+  double w_retained = 0.0;
+  double transient = 0.0;
+  const char* transient_source = "";
+  // The least transient a compiler that rematerialises to the memory limit reaches (XLA's
+  // HloRematerialization pass, docs/tpu.md "XLA memory"): the working set of the tensors the
+  // backward reads that only a GEMM can produce; cheap elementwise outputs (norms, activations,
+  // residual sums) are recomputed next to their consumer. Equals `transient` without it.
+  double transient_floor = 0.0;
+};
+
+// Per-layer activations, computed once per run of identically shaped layers.
+struct LayerActCache {
+  const JobSpec* job = nullptr;
+  const Geometry* geo = nullptr;
+  const SelectiveSet* sel = nullptr;
+  const MemoryOptions* options = nullptr;
+  bool upper = false;
+  const LayerSpec* layer = nullptr;
+  LayerActivation act;
+
+  const LayerActivation& get(const LayerSpec& l) {
+    if (layer == nullptr || !same_layer_shape(*layer, l)) {
+      act = layer_act_full(*job, *geo, *sel, l, upper, *options);
+      layer = &l;
+    }
+    return act;
+  }
+};
+
+ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const VirtualStage& st,
+                                 LayerActCache& acts, const LayerActivation& mtp_act,
+                                 double vocab_local);
+
+// Saved bytes of one microbatch per chunk of a rank, point and upper (dropless MoE imbalance).
+struct RankChunks {
+  std::vector<double> full_upper, w_only_upper;  // all saved activations / W set after a split B
+  // (the point sizes go straight to RankMemory::activation_per_chunk_bytes /
+  // w_only_per_chunk_bytes)
+  double transient_point = 0.0, transient_upper = 0.0;
+  double transient_floor = 0.0;  // ChunkActivation::transient_floor of the rank's largest chunk
+  bool has_moe = false;
+};
+
+// What one projection resolves once and every rank reads.
+struct Context {
+  Context(const JobSpec& j, const MemoryOptions& o) : job(j), options(o) {}
+  const JobSpec& job;
+  const MemoryOptions& options;
+  int pp = 1;
+  int vpp = 1;
+  ScheduleKind schedule = ScheduleKind::k1F1B;
+  const std::vector<VirtualStage>* stages = nullptr;
+  std::optional<schedule::InFlightProfile> own_in_flight;  // when there is no cache
+  const schedule::InFlightProfile* in_flight = nullptr;
+  Geometry geo;
+  SelectiveSet sel;
+  LayerActivation mtp_point, mtp_upper;
+  bool dropless_moe = false;
+  double vocab_local = 0.0;
+  // Per-layer activations, shared by every rank (runs of identical layers are computed once).
+  LayerActCache cache_point, cache_upper;
+  RankChunks chunks;  // the current rank's, reused
+};
+
+// ------------------------------------------------------------------- pipeline.cpp
+InFlight to_in_flight(const schedule::InFlightProfile& profile, int rank, int state);
+void resolve_pipeline(Context& cx, MemoryReport& report);
+double activation_peak(const schedule::InFlightProfile& profile, int rank,
+                       const std::vector<double>& full, const std::vector<double>& w_only,
+                       int* which);
+
+// ------------------------------------------------------------------- static_memory.cpp
+ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_moe);
+int communicator_count(const JobSpec& job, bool holds_embedding_or_output, bool has_moe);
+
+}  // namespace projector::memory_detail

@@ -1,0 +1,107 @@
+// Sequence mixers other than attention (layer_ops.h): Mamba-2, gated delta-rule linear
+// attention, short convolutions.
+#include <algorithm>
+#include <cmath>
+
+#include "projector/model/accounting.h"
+#include "workload/layer_ops.h"
+
+namespace projector::workload_detail {
+
+// A Mamba-2 layer (MG11 mamba_layer.py, mamba_mixer.py): norm, in_proj (column-parallel), the
+// causal depthwise conv and the chunked SSD scan (one fused kernel, priced as memory-bound by the
+// bytes it moves: zxBCdt in, the conv output and y out, the fp32 chunk states written and read),
+// the gated RMSNorm over d_inner, out_proj (row-parallel), the residual. Its backward recomputes
+// the conv and the chunk states (MG11 mamba_mixer.py:707 mamba_split_conv1d_scan_combined), so
+// it moves about twice the forward's bytes.
+void add_mamba(const Ctx& c, std::vector<Op>& f, const MambaSpec& m) {
+  const std::int64_t h = c.job.model.hidden_size;
+  const std::int64_t d_inner = m.d_inner() / c.tp;
+  const std::int64_t conv_channels =
+      d_inner + 2 * static_cast<std::int64_t>(m.num_groups) * m.state_dim / c.tp;
+  const double T = static_cast<double>(c.tokens);
+  f.push_back(mem_op("mamba.norm", norm_bytes(c, c.tokens_sp, h)));
+  tp_enter(c, f, "mamba");
+  push_gemm(c, f, "mamba.in_proj", c.tokens, m.in_proj_width() / c.tp, h);
+  const double states =
+      T / std::max(1, m.chunk_size) * static_cast<double>(d_inner) * m.state_dim * 4.0;
+  Op scan = mem_op(
+      "mamba.conv_scan",
+      T * (static_cast<double>(m.in_proj_width()) / c.tp + conv_channels + d_inner) * c.act_b +
+          2.0 * states);
+  scan.bwd_bytes = 2.0 * scan.bytes;
+  scan.flops = 7.0 * T * static_cast<double>(d_inner) * m.state_dim;
+  f.push_back(scan);
+  f.push_back(mem_op("mamba.gated_norm", 3.0 * T * static_cast<double>(d_inner) * c.act_b));
+  push_gemm(c, f, "mamba.out_proj", c.tokens, h, d_inner);
+  tp_exit(c, f, "mamba");
+  f.push_back(mem_op("mamba.residual", 3.0 * static_cast<double>(c.tokens_sp) * h * c.act_b));
+}
+
+// A GDN / KDA layer (MG16 gdn.py:91-288; Primus PR8 gated_delta_net.py,
+// kimi_delta_attention.py): norm, in_proj (column-parallel), the causal depthwise conv with SiLU
+// over [q, k, v] (memory-bound: reads and writes conv_dim per token), the gate and L2-norm
+// preparation (memory-bound), the chunked delta rule as the batched GEMMs of its chunks (chunk C,
+// value heads per rank H: the C x C x d_k products Q K^T and K_beta K^T, the forward
+// substitution as C x C x floor(C / 3), A [V_beta | K_beta e^g] and P V_new as C x C x
+// (2 d_v + d_k), three C x d_k x d_v state products), the gated norm over each value head and
+// out_proj (row-parallel). KDA adds its low-rank gate expansions f_b and g_b (TP-local GEMMs).
+void add_linear_attention(const Ctx& c, std::vector<Op>& f, const LinearAttentionSpec& s) {
+  const std::int64_t h = c.job.model.hidden_size;
+  const RuntimeSpec& rt = c.job.runtime;
+  const int heads = s.num_value_heads / c.tp;
+  const std::int64_t v_dim = static_cast<std::int64_t>(heads) * s.value_head_dim;
+  const std::int64_t conv_dim = s.conv_dim() / c.tp;
+  const double T = static_cast<double>(c.tokens);
+  f.push_back(mem_op("linear_attn.norm", norm_bytes(c, c.tokens_sp, h)));
+  tp_enter(c, f, "linear_attn");
+  push_gemm(c, f, "linear_attn.in_proj", c.tokens, s.in_proj_width() / c.tp, h);
+  if (s.conv_kernel > 0) {
+    Op conv = mem_op("linear_attn.conv1d", 2.0 * T * static_cast<double>(conv_dim) * c.act_b);
+    conv.bwd_bytes = 2.0 * conv.bytes;  // reads input and output grad, writes both grads
+    f.push_back(conv);
+  }
+  if (s.kind == LinearAttentionKind::kKda) {
+    push_gemm(c, f, "linear_attn.f_b_proj", c.tokens,
+              static_cast<std::int64_t>(heads) * s.key_head_dim, s.value_head_dim);
+    // Kimi-K3's full-rank output gate is part of in_proj (no bottleneck expansion).
+    if (!s.full_rank_gate)
+      push_gemm(c, f, "linear_attn.g_b_proj", c.tokens, v_dim, s.value_head_dim);
+  }
+  // q / k L2 norms (repeated to the value heads) and the decay / beta gates.
+  const double qk_rep = 2.0 * heads * s.key_head_dim;
+  f.push_back(
+      mem_op("linear_attn.prepare", T * (static_cast<double>(conv_dim) + qk_rep) * c.act_b));
+  const std::int64_t per_seq = (rt.seq_length + s.chunk_size - 1) / s.chunk_size;
+  const int tiles = static_cast<int>(rt.micro_batch_size * per_seq * heads);
+  const int C = s.chunk_size;
+  f.push_back(einsum_op(c, "linear_attn.chunk_scores", C, C, s.key_head_dim, 2 * tiles));
+  f.push_back(einsum_op(c, "linear_attn.chunk_solve", C, C, C / 3, tiles));
+  f.push_back(
+      einsum_op(c, "linear_attn.chunk_wy", C, 2 * s.value_head_dim + s.key_head_dim, C, tiles));
+  f.push_back(
+      einsum_op(c, "linear_attn.chunk_state", C, s.value_head_dim, s.key_head_dim, 3 * tiles));
+  f.push_back(mem_op("linear_attn.gated_norm", 3.0 * T * static_cast<double>(v_dim) * c.act_b));
+  push_gemm(c, f, "linear_attn.out_proj", c.tokens, h, v_dim);
+  tp_exit(c, f, "linear_attn");
+  f.push_back(mem_op("linear_attn.residual", 3.0 * static_cast<double>(c.tokens_sp) * h * c.act_b));
+}
+
+// LFM2's gated short conv (PR10 attention.py:165-181), whole on every rank (parallel_mode None,
+// TP 1 enforced by the front-end): in_proj (a GEMM h -> 3 w), B * x (reads B and x, writes w),
+// the depthwise causal conv (reads and writes w; its backward moves twice the bytes), C * conv
+// (reads two, writes one) and out_proj (w -> h). No norm.
+void add_short_conv(const Ctx& c, std::vector<Op>& f, const LinearAttentionSpec& s) {
+  const std::int64_t h = c.job.model.hidden_size;
+  const double tw = static_cast<double>(c.tokens) * static_cast<double>(s.short_conv_width);
+  push_gemm(c, f, "short_conv.in_proj", c.tokens, s.in_proj_width(), h);
+  f.push_back(mem_op("short_conv.gate_in", 3.0 * tw * c.act_b));
+  Op conv = mem_op("short_conv.conv1d", 2.0 * tw * c.act_b);
+  conv.bwd_bytes = 2.0 * conv.bytes;  // reads input and output grad, writes both grads
+  f.push_back(conv);
+  f.push_back(mem_op("short_conv.gate_out", 3.0 * tw * c.act_b));
+  push_gemm(c, f, "short_conv.out_proj", c.tokens, h, s.short_conv_width);
+  f.push_back(mem_op("short_conv.residual", 3.0 * static_cast<double>(c.tokens_sp) * h * c.act_b));
+}
+
+}  // namespace projector::workload_detail
