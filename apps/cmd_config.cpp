@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "job_options.h"
+#include "projector/job/spec.h"
 #include "projector/report/job_report.h"
 #include "projector/util/error.h"
 

@@ -10,6 +10,7 @@
 #include "projector/commands/catalog.h"
 #include "projector/hardware/catalog.h"
 #include "projector/hardware/compare.h"
+#include "projector/job/spec.h"
 #include "projector/perf/perf.h"
 #include "projector/util/error.h"
 

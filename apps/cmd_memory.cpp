@@ -12,6 +12,7 @@
 #include "job_options.h"
 #include "projector/hardware/catalog.h"
 #include "projector/interval/interval.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/profile/benchmark.h"
 #include "projector/report/csv_report.h"

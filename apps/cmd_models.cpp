@@ -9,6 +9,7 @@
 #include "projector/commands/catalog.h"
 #include "projector/frontend/loader.h"
 #include "projector/hardware/catalog.h"
+#include "projector/job/spec.h"
 #include "projector/model/accounting.h"
 #include "projector/model/describe.h"
 #include "projector/util/error.h"

@@ -8,6 +8,7 @@
 #include "job_options.h"
 #include "projector/commands/projection.h"
 #include "projector/interval/training_plan.h"
+#include "projector/job/spec.h"
 #include "projector/perf/perf.h"
 #include "projector/profile/benchmark.h"
 #include "projector/report/csv_report.h"

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "job_options.h"
 #include "projector/commands/projection.h"
+#include "projector/job/spec.h"
 #include "projector/profile/profile.h"
 #include "projector/util/error.h"
 #include "report_outputs.h"

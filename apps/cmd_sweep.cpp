@@ -14,6 +14,7 @@
 #include "job_options.h"
 #include "projector/frontend/adapter.h"
 #include "projector/hardware/catalog.h"
+#include "projector/job/spec.h"
 #include "projector/report/html_report.h"
 #include "projector/report/job_report.h"
 #include "projector/sweep/recsys_sweep.h"

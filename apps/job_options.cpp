@@ -7,6 +7,7 @@
 
 #include "projector/commands/projection.h"
 #include "projector/frontend/export_config.h"
+#include "projector/job/spec.h"
 #include "projector/report/job_report.h"
 #include "projector/util/bounds.h"
 #include "projector/util/error.h"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 
 namespace CLI {

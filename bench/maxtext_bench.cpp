@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 #include "projector/sweep/sweep.h"

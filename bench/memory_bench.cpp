@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include "projector/job/layout.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 
 namespace {

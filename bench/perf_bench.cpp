@@ -6,6 +6,7 @@
 #include "projector/frontend/loader.h"
 #include "projector/hardware/catalog.h"
 #include "projector/job/layout.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 

@@ -5,6 +5,7 @@
 
 #include "projector/frontend/loader.h"
 #include "projector/job/recsys_plan.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 

@@ -16,6 +16,7 @@
 
 #include "fuzz_common.h"
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 

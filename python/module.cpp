@@ -18,6 +18,7 @@
 #include "projector/hardware/catalog.h"
 #include "projector/interval/interval.h"
 #include "projector/interval/training_plan.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 #include "projector/profile/benchmark.h"

@@ -10,6 +10,7 @@
 #include "projector/frontend/loader.h"
 #include "projector/hardware/catalog.h"
 #include "projector/hardware/compare.h"
+#include "projector/job/spec.h"
 #include "projector/model/accounting.h"
 
 namespace projector {

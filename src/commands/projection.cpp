@@ -8,6 +8,7 @@
 
 #include "projector/hardware/catalog.h"
 #include "projector/interval/interval.h"
+#include "projector/job/spec.h"
 #include "projector/profile/trace.h"
 #include "projector/report/memory_report.h"
 #include "projector/util/bounds.h"

@@ -7,6 +7,7 @@
 #include "projector/frontend/loader.h"
 #include "projector/hardware/catalog.h"
 #include "projector/job/builder.h"
+#include "projector/job/spec.h"
 
 namespace projector {
 namespace {

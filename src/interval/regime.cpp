@@ -6,6 +6,7 @@
 
 #include "projector/cost/collective.h"
 #include "projector/interval/interval.h"
+#include "projector/job/spec.h"
 
 namespace projector {
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "projector/interval/interval.h"
+#include "projector/job/spec.h"
 #include "projector/util/error.h"
 #include "projector/util/input_file.h"
 

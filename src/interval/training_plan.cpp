@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 
+#include "projector/job/spec.h"
 #include "projector/util/error.h"
 
 namespace projector {

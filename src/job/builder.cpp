@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "job/builder_detail.h"
+#include "projector/job/spec.h"
 
 namespace projector::job_detail {
 
@@ -122,7 +123,8 @@ void Builder::check_rules() const {
   const LayoutRule rule =
       check_layout(rule_facts(job_, RulePurpose::kStated, world_), layout_choice(job_));
   if (rule != LayoutRule::kLegal) fail(rule, field_of(rule), rule_message(rule));
-  if (const std::optional<BoundViolation> v = check_runtime_bounds(job_)) {
+  if (const std::optional<BoundViolation> v =
+          check_runtime_bounds(job_.runtime, job_.parallel, job_.num_microbatches())) {
     fail_bound(*v, DraftField::kGlobalBatchSize);
   }
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "job/builder_detail.h"
+#include "projector/job/spec.h"
 
 namespace projector::job_detail {
 

@@ -13,6 +13,7 @@
 
 #include "projector/job/builder.h"
 #include "projector/job/rules.h"
+#include "projector/job/spec.h"
 #include "projector/model/bounds.h"
 #include "projector/schedule/schedule.h"
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "projector/job/spec.h"
+
 namespace projector {
 
 DataParallelSizes data_parallel_sizes(std::int64_t world, int tp, int pp, int cp, int etp, int ep) {

@@ -8,6 +8,8 @@
 #include <limits>
 #include <numeric>
 
+#include "projector/job/spec.h"
+
 namespace projector {
 namespace {
 

@@ -12,6 +12,7 @@
 #include <map>
 #include <numeric>
 
+#include "projector/job/spec.h"
 #include "projector/model/recsys_accounting.h"
 
 namespace projector {

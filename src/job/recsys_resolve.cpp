@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "projector/job/recsys_plan.h"
+#include "projector/job/spec.h"
 #include "projector/util/error.h"
 
 namespace projector {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "projector/job/spec.h"
+
 namespace projector {
 
 RuleFacts rule_facts(const ModelSpec& model, int seq, int gbs, int gpus_per_node,

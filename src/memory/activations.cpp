@@ -30,6 +30,7 @@
 #include <cmath>
 
 #include "memory/memory_detail.h"
+#include "projector/job/accounting.h"
 #include "projector/model/accounting.h"
 #include "projector/model/recompute_policy.h"
 

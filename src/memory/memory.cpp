@@ -38,6 +38,7 @@
 #include "memory/memory_detail.h"
 #include "memory/recsys.h"
 #include "memory/remedies.h"
+#include "projector/job/spec.h"
 #include "projector/model/accounting.h"
 #include "projector/model/recompute_policy.h"
 #include "projector/util/error.h"

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
 #include "projector/schedule/schedule.h"

@@ -4,6 +4,7 @@
 #include <span>
 
 #include "memory/memory_detail.h"
+#include "projector/job/spec.h"
 
 namespace projector::memory_detail {
 

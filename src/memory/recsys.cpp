@@ -12,8 +12,9 @@
 #include <numeric>
 
 #include "projector/job/recsys_plan.h"
+#include "projector/job/recsys_ranks.h"
+#include "projector/job/spec.h"
 #include "projector/model/recsys_accounting.h"
-#include "projector/model/recsys_ranks.h"
 
 namespace projector::memory_detail {
 namespace {

@@ -1,6 +1,7 @@
 // The memory projection of the recommendation family (memory/recsys.cpp). Internal to memory.
 #pragma once
 
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 
 namespace projector::memory_detail {

@@ -9,6 +9,7 @@
 
 #include "projector/job/layout.h"
 #include "projector/job/rules.h"
+#include "projector/job/spec.h"
 #include "projector/schedule/schedule.h"
 
 namespace projector::memory_detail {

@@ -1,6 +1,7 @@
 // What would lower a job's peak: each framework's knobs, re-projected (memory/remedies.cpp).
 #pragma once
 
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 
 namespace projector::memory_detail {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "memory/memory_detail.h"
+#include "projector/job/spec.h"
 #include "projector/model/accounting.h"
 
 namespace projector::memory_detail {

@@ -361,43 +361,6 @@ double recompute_forward_flops_per_token(const ModelSpec& model, std::int64_t se
   return total;
 }
 
-ModelFlops model_flops(const JobSpec& job, const FlopOptions& options) {
-  require_modelled(job.model, ProjectionStage::kAccounting);
-  const std::int64_t seq = job.runtime.seq_length;
-  ModelFlops r;
-  r.tokens = static_cast<double>(job.tokens_per_iteration());
-  if (job.model.family == ModelFamily::kRecommendation) {
-    // A sample is one "token" (seq_length 1): its dense GEMMs and HSTU attention, 3x forward.
-    r.forward_per_token.decoder_flops = recsys_forward_flops_per_sample(job.model.recommendation);
-    r.model_flops = r.hardware_flops = 3.0 * r.forward_per_token.total() * r.tokens;
-    return r;
-  }
-  r.forward_per_token = forward_flops_per_token(
-      job.model, seq, padded_vocab_size(job.model, job.parallel.tp), options);
-  r.model_flops = 3.0 * r.forward_per_token.total() * r.tokens;
-  r.recompute_flops = recompute_forward_flops_per_token(
-                          job.model, seq, job.runtime.recompute, job.parallel.stages,
-                          job.parallel.pp * job.parallel.vpp, options, job.runtime.precision) *
-                      r.tokens;
-  // A vocab-tiled loss recomputes every tile's logits in its backward (RuntimeSpec::vocab_tiles).
-  if (job.runtime.vocab_tiles > 1 && !job.runtime.loss_grad_in_forward) {
-    r.recompute_flops += r.forward_per_token.logits_flops * r.tokens;
-  }
-  r.hardware_flops = r.model_flops + r.recompute_flops;
-  return r;
-}
-
-double maxtext_flops(const JobSpec& job) {
-  FlopOptions causal;
-  causal.causal_attention_half = true;
-  const ModelFlops f = model_flops(job, causal);
-  const double h = static_cast<double>(job.model.hidden_size);
-  const double vocab = static_cast<double>(padded_vocab_size(job.model, job.parallel.tp));
-  // Per MTP module MaxText adds only the layer: not the 2h x h projection nor the logits.
-  const double mtp_extra = job.model.mtp_num_layers * (2.0 * 2.0 * h * h + 2.0 * h * vocab);
-  return f.model_flops - 3.0 * mtp_extra * f.tokens;
-}
-
 double sc21_megatron_flops(double batch, double seq_len, double layers, double hidden,
                            double vocab) {
   return 96.0 * batch * seq_len * layers * hidden * hidden *

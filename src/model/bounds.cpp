@@ -147,10 +147,9 @@ std::optional<BoundViolation> check_model_bounds(const ModelSpec& model) {
   return c.result();
 }
 
-std::optional<BoundViolation> check_runtime_bounds(const JobSpec& job) {
+std::optional<BoundViolation> check_runtime_bounds(const RuntimeSpec& rt, const ParallelSpec& p,
+                                                   std::int64_t num_microbatches) {
   Checker c;
-  const RuntimeSpec& rt = job.runtime;
-  const ParallelSpec& p = job.parallel;
   c.range("micro_batch_size", rt.micro_batch_size, 1, kMaxGlobalBatch);
   c.range("global_batch_size", rt.global_batch_size, 1, kMaxGlobalBatch);
   c.range("seq_length", rt.seq_length, 1, kMaxSeqLength);
@@ -163,7 +162,7 @@ std::optional<BoundViolation> check_runtime_bounds(const JobSpec& job) {
                        "more than the {} this tool models",
                        rt.micro_batch_size, rt.seq_length, tokens, kMaxMicrobatchTokens));
   }
-  const std::int64_t m = job.num_microbatches();
+  const std::int64_t m = num_microbatches;
   const double chunks = static_cast<double>(m) * p.pp * p.vpp;
   if (m > kMaxMicrobatches || chunks > static_cast<double>(kMaxScheduledChunks)) {
     c.fail("global_batch_size",

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "projector/job/spec.h"
+
 namespace projector::perf_detail {
 namespace {
 

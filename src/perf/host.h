@@ -5,6 +5,7 @@
 // host's lead. Where the host's issue time exceeds the device's work, the device idles.
 #pragma once
 
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 #include "projector/workload/workload.h"
 

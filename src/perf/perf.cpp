@@ -7,6 +7,7 @@
 
 #include "perf/host.h"
 #include "perf/pricing.h"
+#include "projector/job/accounting.h"
 #include "projector/util/error.h"
 
 namespace projector {

@@ -1,6 +1,7 @@
 // Internal to perf: one op's price (perf.cpp), and the recommendation family's step (recsys.cpp).
 #pragma once
 
+#include "projector/job/spec.h"
 #include "projector/perf/perf.h"
 
 namespace projector::perf_detail {

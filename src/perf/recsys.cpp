@@ -10,7 +10,8 @@
 #include <cmath>
 
 #include "perf/pricing.h"
-#include "projector/model/recsys_ranks.h"
+#include "projector/job/recsys_ranks.h"
+#include "projector/job/spec.h"
 
 namespace projector::perf_detail {
 namespace {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "projector/cost/cost_cache.h"
+#include "projector/job/spec.h"
 #include "projector/util/error.h"
 #include "traced_ops.h"
 

@@ -9,6 +9,7 @@
 
 #include "projector/cost/cost_cache.h"
 #include "projector/hardware/catalog.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 #include "projector/profile/profile.h"

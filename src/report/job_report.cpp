@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "json_common.h"
+#include "projector/job/spec.h"
 #include "projector/model/accounting.h"
 #include "projector/model/describe.h"
 #include "recsys_report.h"

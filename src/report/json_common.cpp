@@ -1,5 +1,7 @@
 #include "json_common.h"
 
+#include "projector/job/spec.h"
+
 namespace projector::report_detail {
 
 Json parallel_json(const JobSpec& job) {

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 
 namespace projector::report_detail {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_common.h"
+#include "projector/job/spec.h"
 #include "recsys_report.h"
 
 namespace projector {

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "projector/job/recsys_plan.h"
+#include "projector/job/spec.h"
 #include "projector/model/recsys_accounting.h"
 
 namespace projector::report_detail {

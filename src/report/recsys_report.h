@@ -5,6 +5,7 @@
 #include <string>
 
 #include "json_common.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "projector/job/spec.h"
 #include "projector/sweep/sweep.h"
 
 namespace projector::sweep {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "projector/job/recsys_plan.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 #include "projector/sweep/recsys_sweep.h"

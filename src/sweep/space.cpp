@@ -11,6 +11,7 @@
 #include "projector/frontend/maxtext.h"
 #include "projector/job/layout.h"
 #include "projector/job/mesh.h"
+#include "projector/job/spec.h"
 #include "projector/sweep/sweep.h"
 #include "projector/util/error.h"
 #include "projector/util/text.h"

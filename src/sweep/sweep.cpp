@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/util/error.h"
 

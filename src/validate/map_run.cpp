@@ -14,6 +14,7 @@
 #include "projector/hardware/catalog.h"
 #include "projector/job/builder.h"
 #include "projector/job/rules.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/util/error.h"
 #include "projector/util/text.h"

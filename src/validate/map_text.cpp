@@ -7,6 +7,7 @@
 #include <cmath>
 #include <regex>
 
+#include "projector/job/spec.h"
 #include "projector/util/text.h"
 #include "validate/mapper.h"
 

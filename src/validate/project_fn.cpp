@@ -2,6 +2,7 @@
 // projection plus the memory projection of the same job.
 #include <algorithm>
 
+#include "projector/job/spec.h"
 #include "projector/perf/perf.h"
 #include "projector/validate/validate.h"
 

@@ -9,6 +9,7 @@
 
 #include "projector/frontend/adapter.h"
 #include "projector/frontend/torchtitan.h"
+#include "projector/job/spec.h"
 #include "projector/util/text.h"
 #include "validate/mapper.h"
 

@@ -9,6 +9,7 @@
 
 #include "projector/hardware/catalog.h"
 #include "projector/interval/interval.h"
+#include "projector/job/accounting.h"
 #include "projector/model/family.h"
 #include "projector/util/error.h"
 #include "projector/util/stats.h"

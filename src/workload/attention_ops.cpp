@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "projector/job/spec.h"
 #include "projector/model/accounting.h"
 #include "workload/layer_ops.h"
 

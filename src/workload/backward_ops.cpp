@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "projector/job/spec.h"
 #include "projector/model/accounting.h"
 #include "projector/model/recompute_policy.h"
 #include "workload/build_detail.h"

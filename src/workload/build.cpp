@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "projector/cost/moe_routing.h"
+#include "projector/job/spec.h"
 #include "projector/model/accounting.h"
 #include "projector/model/family.h"
 #include "projector/model/recompute_policy.h"

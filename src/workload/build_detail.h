@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "projector/job/spec.h"
 #include "projector/workload/workload.h"
 
 namespace projector::workload_detail {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "projector/cost/moe_routing.h"
+#include "projector/job/spec.h"
 #include "projector/model/accounting.h"
 #include "workload/layer_ops.h"
 

@@ -8,6 +8,7 @@
 // the cast weight and the reduction of its gradient, which is cast to grad_dtype afterwards.
 #include <algorithm>
 
+#include "projector/job/spec.h"
 #include "workload/build_detail.h"
 
 namespace projector::workload_detail {

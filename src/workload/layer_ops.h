@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "projector/job/spec.h"
 #include "projector/workload/workload.h"
 
 namespace projector::workload_detail {

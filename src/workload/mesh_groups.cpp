@@ -19,6 +19,7 @@
 #include <cmath>
 #include <initializer_list>
 
+#include "projector/job/spec.h"
 #include "workload/build_detail.h"
 
 namespace projector::workload_detail {

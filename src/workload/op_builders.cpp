@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "projector/job/spec.h"
 #include "workload/layer_ops.h"
 
 namespace projector::workload_detail {

@@ -4,7 +4,8 @@
 
 #include <vector>
 
-#include "projector/model/recsys_ranks.h"
+#include "projector/job/recsys_ranks.h"
+#include "projector/job/spec.h"
 #include "projector/workload/workload.h"
 
 namespace projector::workload_detail {

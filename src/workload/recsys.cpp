@@ -10,8 +10,9 @@
 
 #include <algorithm>
 
+#include "projector/job/recsys_ranks.h"
+#include "projector/job/spec.h"
 #include "projector/model/recsys_accounting.h"
-#include "projector/model/recsys_ranks.h"
 #include "workload/ops.h"
 
 namespace projector::workload_detail {

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "projector/job/accounting.h"
 #include "projector/model/accounting.h"
 #include "workload/build_detail.h"
 

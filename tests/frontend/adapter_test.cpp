@@ -10,6 +10,7 @@
 #include "projector/frontend/loader.h"
 #include "projector/hardware/catalog.h"
 #include "projector/job/builder.h"
+#include "projector/job/spec.h"
 #include "projector/report/job_report.h"
 #include "support/adapter_input.h"
 #include "support/model_builders.h"

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
 #include "projector/model/describe.h"

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/accounting.h"
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
 #include "projector/workload/workload.h"

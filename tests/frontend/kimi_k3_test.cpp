@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
 #include "projector/perf/perf.h"

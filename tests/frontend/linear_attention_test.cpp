@@ -8,6 +8,7 @@
 
 #include "projector/frontend/loader.h"
 #include "projector/job/rules.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
 #include "projector/perf/perf.h"

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
 #include "support/temp_dir.h"
@@ -95,9 +96,9 @@ TEST(PrimusExamples, Mixtral8x22B) {
   EXPECT_TRUE(std::all_of(job.model.layers.begin(), job.model.layers.end(),
                           [](const LayerSpec& l) { return l.is_moe && l.moe.num_experts == 8; }));
   EXPECT_EQ(job.cluster.nodes, 4);
-  EXPECT_EQ(job.dp(), 8);         // 32 / (TP 1 x PP 4)
-  EXPECT_EQ(job.expert_dp(), 1);  // 32 / (ETP 1 x EP 8 x PP 4)
-  EXPECT_EQ(job.parallel.etp, 1);        // = TP by default
+  EXPECT_EQ(job.dp(), 8);          // 32 / (TP 1 x PP 4)
+  EXPECT_EQ(job.expert_dp(), 1);   // 32 / (ETP 1 x EP 8 x PP 4)
+  EXPECT_EQ(job.parallel.etp, 1);  // = TP by default
   ASSERT_EQ(job.parallel.stages.size(), 4u);
   for (const VirtualStage& s : job.parallel.stages) EXPECT_EQ(s.num_layers, 14);
   EXPECT_EQ(job.runtime.recompute.granularity, RecomputeGranularity::kFull);

@@ -16,6 +16,7 @@
 
 #include "projector/frontend/adapter.h"
 #include "projector/frontend/loader.h"
+#include "projector/job/accounting.h"
 #include "projector/job/builder.h"
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "support/temp_dir.h"
 

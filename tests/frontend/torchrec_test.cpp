@@ -6,6 +6,7 @@
 
 #include "frontend/torchrec/adapter.h"
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/model/recsys_accounting.h"
 #include "projector/util/error.h"
 #include "support/config_text.h"

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/model/accounting.h"
 #include "projector/perf/perf.h"
 #include "projector/util/error.h"

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 #include "support/config_text.h"

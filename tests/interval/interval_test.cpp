@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "projector/job/spec.h"
 #include "projector/util/error.h"
 #include "projector/validate/validate.h"
 #include "support/job_builders.h"

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "projector/interval/interval.h"
+#include "projector/job/spec.h"
 #include "support/job_builders.h"
 #include "support/model_builders.h"
 

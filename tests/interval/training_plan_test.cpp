@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "projector/job/spec.h"
 #include "projector/util/error.h"
 #include "support/job_builders.h"
 #include "support/model_builders.h"

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "projector/job/layout.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/model/family.h"
 #include "support/job_builders.h"

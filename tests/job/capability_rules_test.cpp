@@ -10,6 +10,7 @@
 
 #include "projector/frontend/loader.h"
 #include "projector/job/rules.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/sweep/sweep.h"
 #include "support/config_text.h"

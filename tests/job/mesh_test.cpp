@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "projector/job/spec.h"
+
 namespace projector {
 namespace {
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/model/recsys_accounting.h"
 #include "support/temp_dir.h"
 

@@ -4,6 +4,7 @@
 
 #include "projector/job/builder.h"
 #include "projector/job/layout.h"
+#include "projector/job/spec.h"
 #include "projector/sweep/sweep.h"
 #include "support/job_builders.h"
 #include "support/model_builders.h"

@@ -2,6 +2,7 @@
 // generate_llm_fqn_per_model_part): the embedding and the output head count as layers.
 #include <gtest/gtest.h>
 
+#include "projector/job/spec.h"
 #include "support/job_builders.h"
 
 namespace projector {

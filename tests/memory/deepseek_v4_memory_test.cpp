@@ -3,6 +3,7 @@
 // that have no skewed upper bound. Values by hand in the comments.
 #include <gtest/gtest.h>
 
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "support/job_builders.h"
 

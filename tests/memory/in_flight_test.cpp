@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "projector/job/layout.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/schedule/simulator.h"
 #include "projector/util/error.h"

@@ -21,6 +21,7 @@
 #include <cstdio>
 
 #include "projector/job/layout.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "support/model_builders.h"
 

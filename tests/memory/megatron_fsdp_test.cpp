@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "support/config_text.h"
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "projector/job/layout.h"
+#include "projector/job/spec.h"
 #include "projector/model/accounting.h"
 #include "support/model_builders.h"
 

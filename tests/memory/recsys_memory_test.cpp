@@ -4,9 +4,10 @@
 // unplaceable plan.
 #include <gtest/gtest.h>
 
+#include "projector/job/recsys_ranks.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/model/recsys_accounting.h"
-#include "projector/model/recsys_ranks.h"
 #include "projector/report/memory_report.h"
 #include "support/recsys_jobs.h"
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "support/config_text.h"
 

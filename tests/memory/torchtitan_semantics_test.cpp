@@ -4,6 +4,7 @@
 // the byte counts written out by hand from the definitions (model/job.h, recompute_policy.h).
 #include <gtest/gtest.h>
 
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
 #include "support/job_builders.h"

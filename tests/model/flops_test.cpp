@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "projector/job/accounting.h"
 #include "projector/model/accounting.h"
 #include "support/model_builders.h"
 

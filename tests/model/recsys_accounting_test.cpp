@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "projector/job/accounting.h"
 #include "projector/model/accounting.h"
 #include "support/recsys_jobs.h"
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "projector/cost/gemm.h"
+#include "projector/job/spec.h"
 #include "projector/perf/perf.h"
 #include "support/catalogue.h"
 #include "support/config_text.h"

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "projector/hardware/catalog.h"
+#include "projector/job/spec.h"
 #include "projector/perf/perf.h"
 #include "support/job_builders.h"
 

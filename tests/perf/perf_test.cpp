@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "projector/job/spec.h"
 #include "support/job_builders.h"
 
 namespace projector {

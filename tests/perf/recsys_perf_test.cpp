@@ -4,6 +4,7 @@
 // device-bound at large) come out.
 #include <gtest/gtest.h>
 
+#include "projector/job/spec.h"
 #include "projector/perf/perf.h"
 #include "support/recsys_jobs.h"
 

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 #include "support/job_builders.h"

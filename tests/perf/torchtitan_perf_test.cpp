@@ -3,6 +3,7 @@
 // recompute in the workload, and the PaLM FLOP convention torchtitan logs.
 #include <gtest/gtest.h>
 
+#include "projector/job/spec.h"
 #include "projector/model/accounting.h"
 #include "projector/perf/perf.h"
 #include "projector/workload/workload.h"

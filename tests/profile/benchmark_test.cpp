@@ -10,6 +10,7 @@
 
 #include "fixtures.h"
 #include "projector/cost/cost_cache.h"
+#include "projector/job/spec.h"
 #include "projector/util/error.h"
 
 namespace projector::profile {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "fixtures.h"
+#include "projector/job/spec.h"
 #include "projector/profile/profile.h"
 #include "projector/util/error.h"
 

@@ -14,6 +14,7 @@
 
 #include "projector/frontend/loader.h"
 #include "projector/hardware/catalog.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 #include "projector/sweep/sweep.h"

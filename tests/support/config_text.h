@@ -7,6 +7,7 @@
 
 #include "projector/frontend/config_value.h"
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/util/error.h"
 #include "support/temp_dir.h"
 

@@ -7,6 +7,7 @@
 #include "projector/hardware/catalog.h"
 #include "projector/job/builder.h"
 #include "projector/job/layout.h"
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 #include "support/model_builders.h"
 

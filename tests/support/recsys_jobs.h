@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 
 namespace projector::testing {
 

@@ -7,6 +7,7 @@
 
 #include "projector/frontend/loader.h"
 #include "projector/job/mesh.h"
+#include "projector/job/spec.h"
 #include "projector/sweep/sweep.h"
 #include "support/temp_dir.h"
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "projector/interval/interval.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 #include "projector/util/error.h"

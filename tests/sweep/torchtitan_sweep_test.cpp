@@ -10,6 +10,7 @@
 #include <set>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/sweep/sweep.h"
 
 namespace projector::sweep {

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "projector/frontend/maxtext.h"
+#include "projector/job/spec.h"
 #include "projector/validate/validate.h"
 
 namespace projector {

@@ -4,6 +4,7 @@
 // README for the same run) and fit the part.
 #include <gtest/gtest.h>
 
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/validate/validate.h"
 

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/validate/validate.h"
 #include "support/temp_dir.h"
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "projector/job/spec.h"
 #include "projector/validate/validate.h"
 
 namespace projector {

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <limits>
 
+#include "projector/job/spec.h"
 #include "projector/perf/perf.h"
 #include "projector/validate/validate.h"
 

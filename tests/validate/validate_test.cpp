@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "projector/hardware/catalog.h"
+#include "projector/job/accounting.h"
 #include "projector/model/accounting.h"
 #include "projector/util/error.h"
 #include "projector/workload/workload.h"
@@ -279,7 +280,7 @@ TEST(MapRun, MoeEntries) {
   EXPECT_EQ(x.job.parallel.pp, 4);
   EXPECT_EQ(x.job.parallel.vpp, 8);
   EXPECT_EQ(x.job.parallel.ep, 8);
-  EXPECT_EQ(x.job.expert_dp(), 2);        // 64 / (1 x 8 x 4)
+  EXPECT_EQ(x.job.expert_dp(), 2);               // 64 / (1 x 8 x 4)
   ASSERT_EQ(x.job.parallel.stages.size(), 32u);  // one layer per virtual stage
   const ModelParams px = model_params(x.job.model);
   EXPECT_NEAR(px.total / 1e9, 46.7, 0.05);  // Mistral AI: 46.7B total, 12.9B active

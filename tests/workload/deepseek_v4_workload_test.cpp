@@ -3,6 +3,7 @@
 // replace the residual add and widen the pipeline send.
 #include <gtest/gtest.h>
 
+#include "projector/job/spec.h"
 #include "projector/workload/workload.h"
 #include "support/job_builders.h"
 #include "support/layer_ops.h"

@@ -3,6 +3,7 @@
 // MG2 transformer_config.py, MG9 combined_1f1b.py).
 #include <gtest/gtest.h>
 
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 #include "projector/schedule/schedule.h"

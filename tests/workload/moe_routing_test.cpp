@@ -3,6 +3,7 @@
 // the compute it overlaps. Expected values are derived by hand in the comments.
 #include <gtest/gtest.h>
 
+#include "projector/job/spec.h"
 #include "projector/perf/perf.h"
 #include "projector/workload/workload.h"
 #include "support/job_builders.h"

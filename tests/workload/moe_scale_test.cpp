@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "projector/cost/gemm.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 #include "projector/workload/workload.h"

@@ -4,6 +4,7 @@
 // fp32 master weights and the states, writes master and states back and the working weights.
 #include <gtest/gtest.h>
 
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
 #include "projector/workload/workload.h"

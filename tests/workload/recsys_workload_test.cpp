@@ -2,8 +2,9 @@
 // invariant), and each sharding type brings the collectives TorchRec runs for it.
 #include <gtest/gtest.h>
 
+#include "projector/job/recsys_ranks.h"
+#include "projector/job/spec.h"
 #include "projector/model/recsys_accounting.h"
-#include "projector/model/recsys_ranks.h"
 #include "projector/workload/workload.h"
 #include "support/recsys_jobs.h"
 

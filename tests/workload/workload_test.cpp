@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "projector/job/accounting.h"
 #include "projector/model/accounting.h"
 #include "support/job_builders.h"
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "projector/frontend/config_value.h"
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 #include "projector/util/bounds.h"
 

@@ -9,6 +9,7 @@
 #include "frontend/megatron/arg_reader.h"
 #include "projector/frontend/layer_pattern.h"
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/util/text.h"
 
 namespace projector {

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "projector/job/spec.h"
+
 namespace projector {
 namespace {
 

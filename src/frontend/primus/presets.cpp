@@ -7,6 +7,7 @@
 #include "frontend/primus/preset_names.h"
 #include "projector/frontend/loader.h"
 #include "projector/hardware/catalog.h"
+#include "projector/job/spec.h"
 
 namespace projector {
 namespace {

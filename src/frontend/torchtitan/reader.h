@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "projector/frontend/config_value.h"
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 
 namespace projector::frontend_detail {

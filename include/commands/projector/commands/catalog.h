@@ -7,6 +7,7 @@
 #include <string>
 
 #include "projector/hardware/hardware.h"
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 #include "projector/perf/perf.h"
 #include "projector/util/error.h"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "projector/interval/training_plan.h"
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 #include "projector/perf/perf.h"
 #include "projector/profile/benchmark.h"

@@ -17,6 +17,7 @@
 
 #include "projector/frontend/config_value.h"
 #include "projector/job/draft.h"
+#include "projector/job/spec.h"
 
 namespace projector {
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 
 namespace projector {

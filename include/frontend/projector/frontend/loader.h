@@ -20,6 +20,7 @@
 
 #include "projector/frontend/adapter.h"
 #include "projector/frontend/config_value.h"
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 
 namespace projector {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/model/job.h"
 #include "projector/perf/perf.h"

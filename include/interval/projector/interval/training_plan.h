@@ -5,6 +5,7 @@
 
 #include <string_view>
 
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 #include "projector/perf/perf.h"
 

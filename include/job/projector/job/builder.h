@@ -12,6 +12,7 @@
 
 #include "projector/job/draft.h"
 #include "projector/job/rules.h"
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 #include "projector/util/error.h"
 

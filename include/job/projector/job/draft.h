@@ -17,6 +17,7 @@
 
 #include "projector/job/profile.h"
 #include "projector/job/recsys_plan.h"
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 #include "projector/util/error.h"
 

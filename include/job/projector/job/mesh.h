@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "projector/hardware/hardware.h"
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 
 namespace projector {

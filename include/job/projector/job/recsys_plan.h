@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "projector/job/profile.h"
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 
 namespace projector {

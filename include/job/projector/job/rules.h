@@ -10,6 +10,7 @@
 #include <limits>
 #include <string_view>
 
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 
 namespace projector {

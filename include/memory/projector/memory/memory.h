@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "projector/job/spec.h"
 #include "projector/memory/recsys_memory.h"
 #include "projector/model/job.h"
 #include "projector/schedule/in_flight.h"

@@ -86,13 +86,6 @@ struct OptimizerBytes {
 };
 OptimizerBytes optimizer_bytes_per_param(const RuntimeSpec& rt);
 
-// Bytes of one tensor of the saved-tensor vocabulary (model/saved_tensors.h) for one microbatch
-// on one rank: T = mbs x seq / cp tokens, heads and MLP columns over TP, the residual stream over
-// TP with sequence parallelism, routed-expert tensors for the T x topk (x capacity factor) tokens
-// this rank's experts receive with balanced routing; `context` includes the fp32 logsumexp.
-// 0 for a tensor the layer does not have (latents without MLA, MoE tensors of a dense layer).
-double layer_tensor_bytes(const JobSpec& job, const LayerSpec& layer, LayerTensor t);
-
 // Whether the backward pass reads `t` (mlp_out is only summed into the residual stream, so no
 // policy saves it even when it names it).
 bool layer_tensor_needed(const LayerSpec& layer, LayerTensor t);
@@ -206,17 +199,10 @@ double recompute_forward_flops_per_token(const ModelSpec& model, std::int64_t se
                                          const FlopOptions& options = {},
                                          const PrecisionSpec& precision = {});
 
-// tokens = global_batch_size x seq_length; vocabulary padded by make_vocab_size_divisible_by x tp.
-ModelFlops model_flops(const JobSpec& job, const FlopOptions& options = {});
-
 // Training FLOPs per token in the convention of the PaLM paper (Chowdhery et al. 2022, App. B)
 // that torchtitan logs: 6 x (active parameters - embedding) + 6 x heads x (d_qk + d_v) x seq per
 // layer; every weight counted (norms too), tied weights once, no causal halving, no windows.
 double palm_flops_per_token(const ModelSpec& model, std::int64_t seq_len);
-// MaxText's count of one iteration (maxtext_utils.py calculate_tflops_training_per_device, summed
-// over devices): 3 x forward with causal-halved attention, the output layer counted, recompute
-// excluded, each MTP module counted without its embedding projection and logits.
-double maxtext_flops(const JobSpec& job);
 
 // SC'21 (Narayanan et al., arXiv:2104.04473, Eq. 3): hardware FLOPs of one iteration of a GPT
 // model with full recomputation, F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)).

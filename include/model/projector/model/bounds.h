@@ -27,6 +27,7 @@ std::optional<BoundViolation> check_model_bounds(const ModelSpec& model);
 // Batches and the schedule's size: microbatches per iteration and replica (at most
 // kMaxMicrobatches), microbatches x virtual stages (kMaxScheduledChunks), tokens per microbatch
 // (kMaxMicrobatchTokens), recompute layer counts. Expects the layout sizes already checked.
-std::optional<BoundViolation> check_runtime_bounds(const JobSpec& job);
+std::optional<BoundViolation> check_runtime_bounds(const RuntimeSpec& rt, const ParallelSpec& p,
+                                                   std::int64_t num_microbatches);
 
 }  // namespace projector

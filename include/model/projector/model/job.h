@@ -1,6 +1,7 @@
-// The job model: the one internal representation that every front-end produces and every model
-// (memory, workload, cost, schedule) consumes. Plain value types; no behaviour beyond small
-// helpers.
+// The parts of the job model (job/spec.h JobSpec): the model, its layout, the runtime settings and
+// the cluster, the one internal representation every front-end produces and every projection
+// consumes. Plain value types; no behaviour beyond small helpers. They live below the job module
+// because the model's FLOP, parameter and tensor accounting reads them.
 //
 // Naming follows Megatron-LM's argument names where one exists, so a reader can map each field to
 // the config key it came from.
@@ -354,7 +355,8 @@ struct ParallelSpec {
   int ep = 1;
   int etp = 1;  // expert tensor parallel; Megatron's default is etp = tp
   // The data-parallel sizes are not stored: they follow from the world and these degrees
-  // (JobSpec::dp, JobSpec::expert_dp), so no writer of a job can leave them inconsistent.
+  // (job/spec.h JobSpec::dp, JobSpec::expert_dp), so no writer of a job can leave them
+  // inconsistent.
   bool sequence_parallel = false;
   // pp * vpp entries; virtual stage z lives on pipeline rank z % pp as its chunk z / pp.
   std::vector<VirtualStage> stages;
@@ -809,80 +811,6 @@ struct ClusterSpec {
   // 64-bit: nodes x GPUs per node is computed before any bound is checked.
   std::int64_t world_size() const { return static_cast<std::int64_t>(nodes) * gpus_per_node; }
 };
-
-// ------------------------------------------------------------------------------------------ job
-
-// A value the tool chose because the input did not say: recorded so it can be printed.
-struct AppliedDefault {
-  std::string key;
-  std::string value;
-  std::string reason;
-  std::string source = "";  // the framework profile it came from (data/frameworks/<name>.yaml)
-};
-
-struct JobSpec {
-  std::string source;  // config path (or "<validation:id>")
-  ModelSpec model;
-  ParallelSpec parallel;
-  RuntimeSpec runtime;
-  ClusterSpec cluster;
-  std::vector<AppliedDefault> defaults;
-  std::vector<std::string> warnings;
-
-  // Data-parallel replicas of the dense part, world / (TP x PP x CP); 0 when the degrees do not
-  // divide the world (check_job_invariants refuses such a job).
-  int dp() const {
-    const std::int64_t dense =
-        static_cast<std::int64_t>(parallel.tp) * parallel.pp * std::max(1, parallel.cp);
-    const std::int64_t world = cluster.world_size();
-    return dense > 0 && world % dense == 0 ? static_cast<int>(world / dense) : 0;
-  }
-  // Data-parallel replicas of the experts, world / (ETP x EP x PP); 1 when the degrees do not
-  // divide the world (a dense model has no expert groups; with experts the invariants refuse it).
-  int expert_dp() const {
-    const std::int64_t expert = static_cast<std::int64_t>(parallel.etp) * parallel.ep * parallel.pp;
-    const std::int64_t world = cluster.world_size();
-    return expert > 0 && world % expert == 0 ? static_cast<int>(world / expert) : 1;
-  }
-  // Ranks one FSDP group shards the weights over (HSDP: one replicate group's share).
-  int fsdp_shard_size() const {
-    return std::max(1, dp() * parallel.cp / std::max(1, parallel.dp_replicate));
-  }
-  // Microbatches per iteration on each data-parallel replica: gbs / (mbs x dp).
-  int num_microbatches() const {
-    const std::int64_t per_step = static_cast<std::int64_t>(runtime.micro_batch_size) * dp();
-    return per_step > 0 ? static_cast<int>(runtime.global_batch_size / per_step) : 0;
-  }
-  // Microbatches of one flush of the schedule (gradient accumulation outside it: one round).
-  int microbatches_per_flush() const {
-    return num_microbatches() / std::max(1, runtime.accumulation_rounds);
-  }
-  std::int64_t tokens_per_iteration() const {
-    return static_cast<std::int64_t>(runtime.global_batch_size) * runtime.seq_length;
-  }
-};
-
-// Megatron's combined 1F1B (overlap_moe_expert_parallel_comm): the schedule pairs steady-state
-// forwards and backwards of different microbatches (schedule::ScheduleRequest).
-inline bool combined_forward_backward(const JobSpec& job) {
-  return job.runtime.moe_overlap.has(MoeOverlap::kOtherMicrobatch);
-}
-
-// Routed tokens on the busiest expert-parallel rank over the mean (>= 1), for dropless routing
-// with expert loads of coefficient of variation cv: a rank's load sums E/EP expert loads (its CV
-// cv / sqrt(E/EP)), and the largest of EP such loads lies z(EP) standard deviations above the mean
-// (z: the expected maximum of EP standard normals, Blom's approximation). Capped at what one rank
-// can receive (every token's copies that fit its experts). 1 with capacity-padded dispatch (the
-// buffers are sized to the capacity whatever the routing) or without expert parallelism.
-double moe_rank_load_factor(const JobSpec& job, const MoeSpec& moe);
-
-// The invariants every projection relies on: positive sizes, TP x PP x CP x DP and, with experts,
-// ETP x EP x PP x expert-DP equal to the world, pp x vpp contiguous stages covering every layer
-// once, a schedule that matches VPP, a global batch divisible by MBS x DP, a non-empty selective
-// recompute set. The job builder (job/builder.h) produces only such jobs; project_memory and
-// project_performance call this and refuse a malformed job with an InputError (key "job") instead
-// of repairing it. Also refuses a model family the projections do not model yet.
-void check_job_invariants(const JobSpec& job);
 
 std::string_view to_string(RecomputeGranularity g);
 std::string_view to_string(MoeDispatchKind k);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "projector/cost/cost_cache.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
 #include "projector/model/job.h"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "projector/cost/measured.h"
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/perf/perf.h"
 #include "projector/profile/profile.h"

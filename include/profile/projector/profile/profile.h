@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "projector/cost/measured.h"
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 #include "projector/profile/kernel_class.h"
 #include "projector/profile/trace.h"

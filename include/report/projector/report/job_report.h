@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 
 namespace projector {

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "projector/job/spec.h"
 #include "projector/memory/memory.h"
 #include "projector/model/job.h"
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 #include "projector/perf/perf.h"
 

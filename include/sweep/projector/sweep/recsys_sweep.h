@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 
 namespace projector::sweep {

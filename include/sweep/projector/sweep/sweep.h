@@ -31,6 +31,7 @@
 #include "projector/interval/interval.h"
 #include "projector/interval/training_plan.h"
 #include "projector/job/rules.h"
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 #include "projector/perf/perf.h"
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "projector/job/profile.h"
+#include "projector/job/spec.h"
 #include "projector/model/accounting.h"
 #include "projector/model/job.h"
 

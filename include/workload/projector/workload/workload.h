@@ -12,6 +12,7 @@
 #include "projector/cost/collective.h"
 #include "projector/cost/gemm.h"
 #include "projector/cost/memory_ops.h"
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 
 namespace projector {

@@ -1,9 +1,11 @@
 // Per-rank embedding load of a recommendation job (model/recsys_ranks.h).
-#include "projector/model/recsys_ranks.h"
+#include "projector/job/recsys_ranks.h"
 
 #include <algorithm>
 #include <set>
 #include <utility>
+
+#include "projector/job/spec.h"
 
 namespace projector {
 namespace {

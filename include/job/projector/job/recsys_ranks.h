@@ -17,6 +17,7 @@
 
 #include <vector>
 
+#include "projector/job/spec.h"
 #include "projector/model/job.h"
 
 namespace projector {
