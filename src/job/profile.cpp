@@ -264,6 +264,7 @@ FrameworkProfile load_profile(const std::string& path, int depth) {
     }
     p = load_profile(parent_path.string(), depth + 1);
     p.match.clear();
+    p.notes.clear();
   }
   p.name = stem;
   p.file = path;
@@ -284,8 +285,15 @@ FrameworkProfile load_profile(const std::string& path, int depth) {
       read_defaults(r, v, p);
     } else if (key == "recsys") {
       job_detail::read_recsys_profile(path, v, p.recsys);
+    } else if (key == "notes") {
+      if (!v.IsSequence()) r.fail(v, key, "expected a list of notes");
+      for (const YAML::Node& n : v) {
+        p.notes.push_back(r.text(n, key));
+        if (p.notes.back().empty()) r.fail(n, key, "a note is not empty");
+      }
     } else if (key != "extends") {
-      r.fail(kv.first, key, "unknown key (name, title, backend, extends, match, defaults, recsys)");
+      r.fail(kv.first, key,
+             "unknown key (name, title, backend, extends, match, notes, defaults, recsys)");
     }
   }
   if (p.backend.empty()) r.fail(root, "backend", "required");

@@ -642,6 +642,8 @@ MappedRun map_run(const RunEntry& entry, MappingCatalogue& catalogue) {
   }
   draft.profile = *profile;
   out.framework = draft.profile.name;
+  // Where the profile reads this framework through another's conventions, it says so per run.
+  for (const std::string& n : draft.profile.notes) m.note(draft.profile.name + ": " + n);
   out.backend = draft.profile.backend;
   name_fields(draft);
 

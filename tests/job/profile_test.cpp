@@ -45,7 +45,13 @@ TEST(Profiles, EveryValueHasASource) {
     check(p.dropout, "dropout");
     check(p.selective_recompute, "selective_recompute");
     check(p.flop_counting, "flop_counting");
-    if (p.name == "torchrec") continue;
+    check(p.norm, "norm");
+    check(p.position_embedding, "position_embedding");
+    check(p.tied_embeddings, "tied_embeddings");
+    for (const std::string& n : p.notes) EXPECT_FALSE(n.empty()) << p.name;
+    // The recommendation frameworks (TorchRec, HugeCTR read as TorchRec): the LLM behaviour
+    // defaults do not apply (job/builder.h: recommendation()).
+    if (p.backend == "torchrec_dlrm") continue;
     EXPECT_TRUE(p.distributed_optimizer.value && p.sequence_parallel.value &&
                 p.overlap_grad_reduce.value && p.overlap_param_gather.value &&
                 p.tp_comm_overlap.value && p.flash_attention.value && p.attention_kernel.value &&

@@ -51,6 +51,10 @@ struct FrameworkProfile {
   std::string backend;  // the back-end adapter that reads its configs (megatron, torchtitan, ...)
   std::string file;     // the data file (for messages)
   std::vector<std::string> match;  // lower-case keywords that name it in free text
+  // How a run of this framework is read where the tool models it through another framework's
+  // conventions (a HugeCTR run through TorchRec's): each note is listed with every run mapped
+  // with this profile. Not inherited through `extends`.
+  std::vector<std::string> notes;
 
   ProfileDefault<bool> distributed_optimizer;
   ProfileDefault<WhenRule> sequence_parallel;
