@@ -119,7 +119,6 @@ void Builder::recommendation() {
 }
 
 void Builder::check_rules() const {
-  check_moe_overlap();
   const LayoutRule rule =
       check_layout(rule_facts(job_, RulePurpose::kStated, world_), layout_choice(job_));
   if (rule != LayoutRule::kLegal) fail(rule, field_of(rule), rule_message(rule));
@@ -292,6 +291,15 @@ std::string Builder::rule_message(LayoutRule rule) const {
           "schedule {} at PP {}: attention residuals (Kimi-K3) widen the stage transfer only for "
           "1F1B and interleaved 1F1B; Primus refuses the others (kimi_k3_pp_shape_patches.py)",
           to_string(rt.schedule), p.pp);
+    case LayoutRule::kMoeOverlapDispatcher:
+      return "needs the alltoall or flex dispatcher (Megatron asserts it)";
+    case LayoutRule::kMoeOverlapLayout:
+      return p.ep <= 1 ? "overlap_moe_expert_parallel_comm needs expert parallelism (EP > 1; "
+                         "Megatron asserts it)"
+                       : fmt::format(
+                             "overlap_moe_expert_parallel_comm at PP {} needs virtual "
+                             "pipeline stages (VPP >= 2, VPP is {}; Megatron asserts it)",
+                             p.pp, p.vpp);
     default:
       return std::string(explanation(rule));
   }
@@ -386,6 +394,7 @@ DraftField field_of(LayoutRule rule) {
     case LayoutRule::kWorldSize:
       return DraftField::kNodes;
     case LayoutRule::kMoeOverlapDispatcher:
+    case LayoutRule::kMoeOverlapLayout:
       return DraftField::kMoeOverlap;
     case LayoutRule::kSizes:
     case LayoutRule::kLegal:

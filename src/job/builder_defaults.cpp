@@ -147,23 +147,5 @@ void Builder::runtime_defaults() {
 
 // overlap_moe_expert_parallel_comm needs expert parallelism and, with a pipeline, virtual stages
 // (MG2 transformer_config.py:3007-3015).
-void Builder::check_moe_overlap() const {
-  if (!combined_forward_backward(job_)) return;
-  // Checked here, after the command line's flags (--enable-deepep picks the flex dispatcher).
-  if (job_.runtime.moe_dispatcher == MoeDispatcher::kAllGather) {
-    fail(LayoutRule::kMoeOverlapDispatcher, DraftField::kMoeOverlap,
-         "needs the alltoall or flex dispatcher (Megatron asserts it)");
-  }
-  const ParallelSpec& p = job_.parallel;
-  if (p.ep <= 1) {
-    fail(LayoutRule::kNotMoe, DraftField::kEp,
-         "overlap_moe_expert_parallel_comm needs expert parallelism (EP > 1; Megatron asserts it)");
-  }
-  if (p.pp > 1 && p.vpp < 2) {
-    fail(LayoutRule::kScheduleVpp, DraftField::kVpp,
-         "overlap_moe_expert_parallel_comm with PP > 1 needs virtual pipeline stages (Megatron "
-         "asserts it)");
-  }
-}
 
 }  // namespace projector::job_detail

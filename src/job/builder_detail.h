@@ -200,7 +200,6 @@ class Builder {
   void host_dispatch_defaults();
   void recommendation();
   void check_rules() const;
-  void check_moe_overlap() const;
   std::string rule_message(LayoutRule rule) const;
 
   const JobDraft& d_;

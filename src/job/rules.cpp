@@ -76,6 +76,8 @@ RuleFacts rule_facts(const JobSpec& job, RulePurpose purpose, std::int64_t world
   const bool other_family = job.model.family != ModelFamily::kDecoderLm;
   f.stated_stages = other_family || (purpose == RulePurpose::kStated && p.stages_stated);
   f.search = purpose == RulePurpose::kSearch;
+  f.moe_overlap = combined_forward_backward(job);
+  f.allgather_dispatcher = job.runtime.moe_dispatcher == MoeDispatcher::kAllGather;
   return f;
 }
 
@@ -152,6 +154,8 @@ std::string_view to_string(LayoutRule r) {
       return "layer_split";
     case LayoutRule::kMoeOverlapDispatcher:
       return "moe_overlap_dispatcher";
+    case LayoutRule::kMoeOverlapLayout:
+      return "moe_overlap_layout";
     case LayoutRule::kCount:
       break;
   }
@@ -214,6 +218,8 @@ std::string_view explanation(LayoutRule r) {
       return "stated layout does not place every layer on PP x VPP stages";
     case LayoutRule::kMoeOverlapDispatcher:
       return "EP overlap (combined 1F1B) needs the alltoall or flex dispatcher";
+    case LayoutRule::kMoeOverlapLayout:
+      return "EP overlap (combined 1F1B) needs EP > 1 and, with PP > 1, VPP >= 2";
     case LayoutRule::kCount:
       break;
   }

@@ -143,5 +143,43 @@ TEST(CapabilityRules, FactsOfABuiltJob) {
   EXPECT_NE(check_layout(stated, three), LayoutRule::kLayers);
 }
 
+// Megatron's combined 1F1B (overlap_moe_expert_parallel_comm) asserts EP > 1 and, with PP > 1,
+// virtual stages: a rule of the set, so a re-layout (the sweep, a remedy) of such a job is held to
+// it as the stated job is (before, the builder checked it on the stated job only).
+TEST(CapabilityRules, EpOverlapNeedsExpertParallelismAndVirtualStages) {
+  LoadRequest r = testing::bundled_request(
+      std::string(PROJECTOR_DEFAULT_DATA_DIR) + "/../examples/deepseek_v3-BF16-pretrain.yaml",
+      "mi300x");
+  r.set_overrides = {"overlap_moe_expert_parallel_comm=true", "recompute_granularity=null"};
+  r.cli.enable_deepep = true;  // the flex dispatcher (the allgather one is refused first)
+  const JobSpec job = load_job(r);
+  ASSERT_TRUE(combined_forward_backward(job));
+  // (Its 61 layers sit on a stated layout, so the stated facts skip the balanced-split rule.)
+  const RuleFacts facts = rule_facts(job, RulePurpose::kStated);
+  EXPECT_TRUE(facts.moe_overlap);
+  EXPECT_FALSE(facts.allgather_dispatcher);
+  EXPECT_EQ(check_layout(facts, layout_choice(job)), LayoutRule::kLegal);
+  LayoutChoice no_ep = layout_choice(job);
+  no_ep.ep = 1;
+  EXPECT_EQ(check_layout(facts, no_ep), LayoutRule::kMoeOverlapLayout);
+  LayoutChoice one_chunk = layout_choice(job);
+  ASSERT_GT(one_chunk.pp, 1);
+  one_chunk.vpp = 1;
+  one_chunk.schedule = ScheduleKind::k1F1B;
+  EXPECT_EQ(check_layout(facts, one_chunk), LayoutRule::kMoeOverlapLayout);
+  RuleFacts allgather = facts;
+  allgather.allgather_dispatcher = true;
+  EXPECT_EQ(check_layout(allgather, layout_choice(job)), LayoutRule::kMoeOverlapDispatcher);
+  // Stated on the command line, the refusal names the overlap flag and says why.
+  r.cli.ep = 1;
+  try {
+    load_job(r);
+    FAIL() << "EP 1 with the EP overlap was accepted";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(has(e.what(), "overlap_moe_expert_parallel_comm")) << e.what();
+    EXPECT_TRUE(has(e.what(), "EP > 1")) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace projector

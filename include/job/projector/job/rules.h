@@ -38,12 +38,13 @@ enum class LayoutRule : std::uint8_t {
   kDualPipeMicrobatches,     // dualpipev: microbatches < 2 x PP
   kSplitBackwardRecompute,   // zero-bubble / V-shape schedules split B and W: no full recompute
   kScheduleWidenedTransfer,  // attention residuals at PP > 1: 1F1B and interleaved 1F1B only
+  kMoeOverlapDispatcher,     // combined 1F1B (EP overlap) with the allgather dispatcher
+  kMoeOverlapLayout,         // combined 1F1B without EP > 1, or at PP > 1 without VPP >= 2
   kRecomputeBlock,           // search: block recompute of >= the layers of the smallest chunk
   // Rules only a stated job can break (an enumerated candidate is built to satisfy them).
   kSizes,       // a size, batch or length below 1 or above kMaxCount
   kWorldSize,   // nodes x GPUs per node above kMaxWorldSize
   kLayerSplit,  // a stated layout or first / last stage counts that do not place every layer
-  kMoeOverlapDispatcher,  // combined 1F1B (EP overlap) with the allgather dispatcher
   kCount
 };
 inline constexpr int kNumLayoutRules = static_cast<int>(LayoutRule::kCount);
@@ -66,6 +67,11 @@ struct RuleFacts {
   // Kimi-K3's attention residuals widen the stage transfer, which Primus does only for 1F1B and
   // interleaved 1F1B (PR14 kimi_k3_pp_shape_patches.py:188-199).
   bool stock_schedules_only = false;
+  // Megatron's combined 1F1B (overlap_moe_expert_parallel_comm) and whether the job's MoE
+  // dispatcher is the allgather one (Megatron asserts the alltoall or flex dispatcher, EP > 1 and,
+  // with PP > 1, virtual stages).
+  bool moe_overlap = false;
+  bool allgather_dispatcher = false;
   int experts_gcd = 0;  // routed experts (0: dense model)
   int seq = 0;
   int gbs = 0;
@@ -184,6 +190,10 @@ inline LayoutRule check_schedule(const RuleFacts& f, const LayoutChoice& c, std:
   if (f.stock_schedules_only && c.pp > 1 && c.schedule != ScheduleKind::k1F1B &&
       c.schedule != ScheduleKind::kInterleaved) {
     return LayoutRule::kScheduleWidenedTransfer;
+  }
+  if (f.moe_overlap) {
+    if (f.allgather_dispatcher) return LayoutRule::kMoeOverlapDispatcher;
+    if (c.ep <= 1 || (c.pp > 1 && c.vpp < 2)) return LayoutRule::kMoeOverlapLayout;
   }
   const std::int64_t stages = static_cast<std::int64_t>(c.pp) * c.vpp;
   if (f.search && c.recompute_block_layers != 0 &&
