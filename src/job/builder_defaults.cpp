@@ -33,6 +33,9 @@ void Builder::parallel_defaults() {
                                        prof.overlap_param_gather, p.overlap_param_gather_rule);
   p.tp_comm_overlap = decide_when(DraftField::kTpCommOverlap, d_.tp_comm_overlap,
                                   prof.tp_comm_overlap, p.tp_comm_overlap_rule);
+  // FSDP's reshard after forward by the rule the adapter read (torchtitan's default: without PP),
+  // decided on the final PP (after --pp and the environment), as a re-layout decides it again.
+  p.reshard_after_forward = p.applies(p.reshard_after_forward_rule);
   // The gradient bucket rule, recorded where an overlapped non-FSDP2 reduction uses it.
   p.ddp_bucket_min_params = prof.ddp_bucket_min_params.value.value_or(0);
   p.ddp_bucket_params_per_dp = prof.ddp_bucket_params_per_dp.value.value_or(0);

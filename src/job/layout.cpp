@@ -60,6 +60,14 @@ void relayout(JobSpec& job, const LayoutChoice& c) {
   p.sequence_parallel = p.applies(p.sequence_parallel_rule) && p.tp > 1;
   p.overlap_param_gather = p.applies(p.overlap_param_gather_rule);
   p.tp_comm_overlap = p.applies(p.tp_comm_overlap_rule);
+  p.reshard_after_forward = p.applies(p.reshard_after_forward_rule);
+  // Accumulation outside the schedule (torchtitan): without PP every microbatch is its own round;
+  // with PP the per-replica batch is one flush of the schedule.
+  RuntimeSpec& rt = job.runtime;
+  rt.accumulation_rounds = 1;
+  if (rt.accumulation_outside_schedule && p.pp == 1) {
+    rt.accumulation_rounds = std::max(1, job.num_microbatches());
+  }
 }
 
 }  // namespace projector

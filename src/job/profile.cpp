@@ -67,7 +67,8 @@ constexpr std::pair<const char*, WhenRule> kWhen[] = {
     {"true", WhenRule::kAlways},
     {"with_tp", WhenRule::kWithTp},
     {"with_distributed_optimizer", WhenRule::kWithDistributedOptimizer},
-    {"with_sequence_parallel", WhenRule::kWithSequenceParallel}};
+    {"with_sequence_parallel", WhenRule::kWithSequenceParallel},
+    {"without_pp", WhenRule::kWithoutPp}};
 constexpr std::pair<const char*, AttentionKernel> kKernels[] = {{"fused", AttentionKernel::kFused},
                                                                 {"fa2", AttentionKernel::kFa2}};
 constexpr std::pair<const char*, Fp8Recipe> kRecipes[] = {

@@ -543,16 +543,9 @@ void apply_candidate(const Candidate& c, int nodes, JobSpec& job) {
                                             : FsdpKind::kNone;
   p.ddp_bucket_size_bytes = c.bucket_bytes;
   p.dp_replicate = c.sharding == Sharding::kFsdp2 ? c.dp_replicate : 1;
-  // Sizes, DP, expert DP, balanced stages, MBS, schedule, and the switches the framework's
-  // profile ties to them (sequence parallelism by its rule, not whenever TP > 1).
+  // Sizes, balanced stages, MBS, schedule, and what the framework ties to them by the rules the
+  // job carries: sequence parallelism, the overlaps, FSDP's reshard, the accumulation rounds.
   relayout(job, choice_of(c));
-  job.runtime.accumulation_rounds = 1;
-  if (c.sharding == Sharding::kFsdp2) {
-    // torchtitan: reshard after forward unless PP; without PP every microbatch is its own
-    // accumulation round, with PP the iteration is one flush.
-    p.reshard_after_forward = c.pp == 1;
-    if (c.pp == 1) job.runtime.accumulation_rounds = std::max(1, job.num_microbatches());
-  }
   relayout_mesh(job);  // a mesh job: its axes, torus places and sharding follow the sizes
   RecomputeSpec& rc = job.runtime.recompute;
   rc.layer_ids.clear();

@@ -231,7 +231,8 @@ void map_sharding(Mapper& m) {
   if (d.fsdp && *d.fsdp != FsdpKind::kNone) {
     if (fr.shard_group) map_shard_group(m, *fr.shard_group);
     if (fr.reshard_after_forward) {
-      d.parallel.reshard_after_forward = *fr.reshard_after_forward;
+      d.parallel.reshard_after_forward_rule =
+          *fr.reshard_after_forward ? WhenRule::kAlways : WhenRule::kNever;
       m.note(fmt::format("training.fsdp: reshard_after_forward {}",
                          *fr.reshard_after_forward ? "true"
                                                    : "false (gathered weights kept "

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "projector/frontend/loader.h"
+#include "projector/job/layout.h"
 #include "projector/job/spec.h"
 #include "projector/model/accounting.h"
 #include "projector/perf/perf.h"
@@ -593,6 +594,39 @@ TEST(TorchtitanCli, MemoryPerformanceAndJson) {
   r = run_cli("memory -c " + toml + " --set model.flavor=9B");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("model.flavor"), std::string::npos) << r.out;
+}
+
+// FSDP's reshard after forward and the accumulation rounds are torchtitan's rules, kept on the job
+// and decided again by a re-layout (the sweep, a remedy), not by the sweep's own policy (issue 29
+// §2): reshard by default only without PP (parallelize.py:319-328); without PP every local batch
+// is its own accumulation round (train.py), with PP the per-replica batch is one flush. The
+// llama3_8b.toml job: 8 GPUs, PP 1, local batch 1, so 8 microbatches of 1 sequence per replica.
+TEST(TorchtitanRules, ReshardAndAccumulationFollowTheLayout) {
+  JobSpec j = upstream("llama3_8b.toml", {"training.global_batch_size=64"});
+  ASSERT_EQ(j.parallel.pp, 1);
+  EXPECT_TRUE(j.parallel.reshard_after_forward);
+  EXPECT_EQ(j.runtime.accumulation_rounds, 8);  // 64 / (1 x DP 8)
+  LayoutChoice two = layout_choice(j);
+  two.pp = 2;
+  two.schedule = ScheduleKind::k1F1B;
+  relayout(j, two);
+  EXPECT_FALSE(j.parallel.reshard_after_forward);
+  EXPECT_EQ(j.runtime.accumulation_rounds, 1);  // one flush of 16 microbatches (DP 4)
+  LayoutChoice one = layout_choice(j);
+  one.pp = 1;
+  relayout(j, one);
+  EXPECT_TRUE(j.parallel.reshard_after_forward);
+  EXPECT_EQ(j.runtime.accumulation_rounds, j.num_microbatches());
+  EXPECT_EQ(j.runtime.accumulation_rounds, 8);
+  // A stated policy holds for every layout.
+  JobSpec always = upstream("llama3_8b.toml", {"training.global_batch_size=64",
+                                               "parallelism.fsdp_reshard_after_forward=always"});
+  relayout(always, two);
+  EXPECT_TRUE(always.parallel.reshard_after_forward);
+  // Decided on the final PP: --pp 2 on a PP 1 file keeps the weights from forward to backward.
+  LoadRequest r = request(kTitan + "/upstream/llama3_8b.toml", {"training.global_batch_size=64"});
+  r.cli.pp = 2;
+  EXPECT_FALSE(load_job(r).parallel.reshard_after_forward);
 }
 
 }  // namespace

@@ -74,7 +74,7 @@ inline JobSpec make_fsdp2_job(const JobShape& s, int replicate = 1, bool reshard
   d.fsdp = FsdpKind::kFsdp2;
   d.distributed_optimizer = false;
   d.parallel.dp_replicate = replicate;
-  d.parallel.reshard_after_forward = reshard;
+  d.parallel.reshard_after_forward_rule = reshard ? WhenRule::kAlways : WhenRule::kNever;
   return finalize_job(d, make_cluster(s));
 }
 

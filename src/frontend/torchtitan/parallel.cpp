@@ -199,10 +199,12 @@ void read_mesh(TitanReader& r, const TitanModelFacts& facts, JobDraft& d) {
   d.distributed_optimizer = false;
   d.parallel.vocab_parallel_loss = !r.boolean("parallelism.disable_loss_parallel");
   const std::string reshard = r.text("parallelism.fsdp_reshard_after_forward");
+  // The rule, not only the value, so that a re-layout (the sweep, a remedy) decides it again.
   if (reshard == "default") {
-    d.parallel.reshard_after_forward = pp == 1;  // llama3/infra/parallelize.py:319-328
+    d.parallel.reshard_after_forward_rule = WhenRule::kWithoutPp;  // parallelize.py:319-328
   } else if (reshard == "always" || reshard == "never") {
-    d.parallel.reshard_after_forward = reshard == "always";
+    d.parallel.reshard_after_forward_rule =
+        reshard == "always" ? WhenRule::kAlways : WhenRule::kNever;
   } else {
     r.fail("parallelism.fsdp_reshard_after_forward",
            fmt::format("expected default, always or never, got '{}'", reshard));
@@ -242,6 +244,8 @@ void read_batches(TitanReader& r, int pp, int tp, int cp, JobDraft& d) {
     }
   }
   d.flush_batch_size = local;
+  d.runtime.accumulation_outside_schedule =
+      true;  // train.py: accumulation steps around the schedule
   if (gbs > 0) {
     d.global_batch_size = static_cast<int>(std::min<std::int64_t>(gbs, kMaxCount));
   } else if (gbs == -1) {

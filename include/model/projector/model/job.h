@@ -305,6 +305,7 @@ enum class WhenRule : std::uint8_t {
   kWithTp,                    // TP > 1
   kWithDistributedOptimizer,  // the distributed optimizer (or FSDP) is on
   kWithSequenceParallel,      // sequence parallelism is on (implies TP > 1)
+  kWithoutPp,                 // PP == 1 (torchtitan's default FSDP reshard policy)
 };
 
 // A named device-mesh axis (JAX Mesh, torch DeviceMesh) and what it shards. The neutral sizes of
@@ -391,6 +392,7 @@ struct ParallelSpec {
   WhenRule sequence_parallel_rule = WhenRule::kWithTp;
   WhenRule overlap_param_gather_rule = WhenRule::kNever;
   WhenRule tp_comm_overlap_rule = WhenRule::kNever;
+  WhenRule reshard_after_forward_rule = WhenRule::kAlways;  // FSDP: reshard_after_forward
   // FSDP (kFsdp2) details. Hybrid sharding (HSDP): the DP x CP ranks form dp_replicate groups
   // that each shard the state over dp x cp / dp_replicate ranks (experts: expert_dp /
   // dp_replicate) and replicate across groups (gradients reduce-scatter inside a group, then
@@ -429,6 +431,8 @@ struct ParallelSpec {
         return distributed_optimizer || fsdp != FsdpKind::kNone;
       case WhenRule::kWithSequenceParallel:
         return sequence_parallel && tp > 1;
+      case WhenRule::kWithoutPp:
+        return pp == 1;
     }
     return false;
   }
@@ -754,6 +758,10 @@ struct RuntimeSpec {
   // schedule this many times back to back, each round a flush of num_microbatches / rounds
   // microbatches with its own bubble, its own FSDP gathers and its own gradient reduction.
   int accumulation_rounds = 1;
+  // The framework accumulates gradients outside the pipeline schedule (torchtitan): a re-layout
+  // (job/layout.h relayout) runs each microbatch as its own round without PP and the whole
+  // per-replica batch as one flush with PP; false: one round.
+  bool accumulation_outside_schedule = false;
   // Norms, rotary embedding and the gated activation run as fused kernels (Transformer Engine,
   // Apex, torch.compile); false: PyTorch eager, each op of their decomposition its own kernel
   // reading and writing whole tensors (torchtitan without compile).
