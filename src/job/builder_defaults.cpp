@@ -136,6 +136,7 @@ void Builder::runtime_defaults() {
          d_.profile.name});
   }
   RecomputeSpec& rc = rt.recompute;
+  if (prof.selective_recompute.value) rt.selective_default = *prof.selective_recompute.value;
   if (rc.granularity == RecomputeGranularity::kSelective && rc.modules.empty()) {
     rc.modules = decide(DraftField::kRecomputeModules, std::optional<RecomputeModules>{},
                         prof.selective_recompute, RecomputeModules{RecomputeModule::kCoreAttn});

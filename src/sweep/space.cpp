@@ -557,8 +557,9 @@ void apply_candidate(const Candidate& c, int nodes, JobSpec& job) {
       rc.granularity = RecomputeGranularity::kNone;
       break;
     case RecomputeKind::kSelective:
+      // The framework's own selective set (its profile), as the builder applies it.
       rc.granularity = RecomputeGranularity::kSelective;
-      rc.modules.add(RecomputeModule::kCoreAttn);
+      rc.modules = job.runtime.selective_default;
       break;
     case RecomputeKind::kFull:
       rc.granularity = RecomputeGranularity::kFull;

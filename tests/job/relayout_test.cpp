@@ -73,5 +73,22 @@ TEST(Relayout, AProfileChangeReachesTheSweep) {
   EXPECT_EQ(off.dp(), on.dp());
 }
 
+// The sweep's selective candidate takes the framework's selective set (the profile's
+// selective_recompute, kept on the job), not Megatron's core_attn whatever the framework.
+TEST(Relayout, SelectiveRecomputeIsTheFrameworksSet) {
+  JobDraft d = testing::make_draft(testing::llama31_8b(), {.gbs = 64});
+  d.profile.selective_recompute.value = RecomputeModules{RecomputeModule::kMlp};
+  const JobSpec base = finalize_job(d, testing::make_cluster({.gbs = 64}));
+  EXPECT_EQ(base.runtime.selective_default, RecomputeModules{RecomputeModule::kMlp});
+  sweep::Candidate c;
+  c.tp = c.etp = 1;
+  c.pp = c.vpp = 1;
+  c.mbs = 1;
+  c.recompute = {sweep::RecomputeKind::kSelective, 0};
+  const JobSpec j = sweep::make_job(base, c, 0);
+  EXPECT_EQ(j.runtime.recompute.granularity, RecomputeGranularity::kSelective);
+  EXPECT_EQ(j.runtime.recompute.modules, RecomputeModules{RecomputeModule::kMlp});
+}
+
 }  // namespace
 }  // namespace projector

@@ -762,6 +762,9 @@ struct RuntimeSpec {
   // (job/layout.h relayout) runs each microbatch as its own round without PP and the whole
   // per-replica batch as one flush with PP; false: one round.
   bool accumulation_outside_schedule = false;
+  // The framework's selective-recompute set (its profile's selective_recompute), for a re-layout
+  // that turns selective recompute on (the sweep); Megatron's core_attn for hand-built jobs.
+  RecomputeModules selective_default{RecomputeModule::kCoreAttn};
   // Norms, rotary embedding and the gated activation run as fused kernels (Transformer Engine,
   // Apex, torch.compile); false: PyTorch eager, each op of their decomposition its own kernel
   // reading and writing whole tensors (torchtitan without compile).
