@@ -86,6 +86,7 @@ Geometry geometry(const JobSpec& job) {
   const PrecisionSpec& p = job.runtime.precision;
   g.g = p.fp8_dense ? gemm_input_bytes(p) : g.e;
   g.g_expert = p.fp8_experts ? gemm_input_bytes(p) : g.e;
+  g.quantized_dense = (p.fp8 != Fp8Recipe::kNone && p.fp8_dense) || p.fp4 != Fp4Recipe::kNone;
   return g;
 }
 
@@ -246,9 +247,7 @@ struct LayerActBytes {
 void projection_act(const JobSpec& job, const Geometry& geo, const AttentionSpec& a,
                     LayerActBytes& b) {
   const double T = geo.tokens, t = geo.t, sp = geo.sp, e = geo.e, g = geo.g;
-  const PrecisionSpec& pr = job.runtime.precision;
-  // Quantised inputs of the dense GEMMs (fp8 when the recipe covers them, fp4 on every linear).
-  const bool fp8 = (pr.fp8 != Fp8Recipe::kNone && pr.fp8_dense) || pr.fp4 != Fp4Recipe::kNone;
+  const bool fp8 = geo.quantized_dense;
   const double heads = a.num_heads;
   if (a.kind == AttentionKind::kMla) {
     const double qk = a.qk_head_dim + a.qk_pos_emb_head_dim;
@@ -349,8 +348,7 @@ void moe_block_act(const JobSpec& job, const Geometry& geo, const SelectiveSet& 
                    const LayerSpec& layer, bool upper, const MemoryOptions& options,
                    LayerActBytes& b) {
   const double T = geo.tokens, sp = geo.sp, e = geo.e;
-  const PrecisionSpec& pr = job.runtime.precision;
-  const bool fp8 = (pr.fp8 != Fp8Recipe::kNone && pr.fp8_dense) || pr.fp4 != Fp4Recipe::kNone;
+  const bool fp8 = geo.quantized_dense;
   const MoeSpec& m = layer.moe;
   const double router_in = rc.layernorm ? 0.0 : b.seq_in * e;  // LN output: router + dispatch
   const double probs = T * m.num_experts * (4.0 + 1.0) / sp;   // fp32 probs + routing map

@@ -37,6 +37,9 @@ struct Geometry {
   double g_expert = 2.0;   // g of the routed-expert GEMMs (PrecisionSpec::fp8_experts)
   double seq_local = 0.0;  // s / cp
   double mbs = 1.0;
+  // The dense GEMMs quantise their inputs (fp8 when the recipe covers them, fp4 on every
+  // linear): a second, quantised copy of an input shared by two GEMMs.
+  bool quantized_dense = false;
 };
 
 Geometry geometry(const JobSpec& job);

@@ -15,13 +15,18 @@
 namespace projector::validate_detail {
 namespace {
 
+// Why an unstated setting took the family's reference fact.
+std::string family_reason(const Mapper& m, const std::string& source) {
+  return fmt::format("not stated; the {} family ({})", m.e_.model.family, source);
+}
+
 // An unstated model setting: the family's reference fact, else the framework profile's default,
 // with the reason to record ("not stated; ...").
 template <typename T>
 std::optional<FamilyFact<T>> unstated(const Mapper& m, std::optional<FamilyFact<T>> fact,
                                       const ProfileDefault<T>& def) {
   if (fact) {
-    fact->source = fmt::format("not stated; the {} family ({})", m.e_.model.family, fact->source);
+    fact->source = family_reason(m, fact->source);
     return fact;
   }
   if (!def.value) return std::nullopt;
@@ -75,12 +80,11 @@ bool map_embeddings(Mapper& m, int seq_len) {
   const RunEntry::Model& src = m.e_.model;
   ModelSpec& ms = m.d_.model;
   FamilyFacts family(m.data_dir, src.family);
-  const std::string of_family = fmt::format("not stated; the {} family", src.family);
   if (src.vocab_size) {
     ms.vocab_size = *src.vocab_size;
   } else if (const auto f = family.vocab_size()) {
     ms.vocab_size = f->value;
-    m.assume("model.vocab_size", std::to_string(f->value), of_family + " (" + f->source + ")");
+    m.assume("model.vocab_size", std::to_string(f->value), family_reason(m, f->source));
   } else {
     return fail_unstated(m, "model.vocab_size", family);
   }
@@ -112,7 +116,7 @@ bool map_embeddings(Mapper& m, int seq_len) {
   if (const auto f = family.dropout()) {
     m.d_.attention_dropout = f->value;
     m.d_.hidden_dropout = f->value;
-    m.assume("model.dropout", fmt::format("{}", f->value), of_family + " (" + f->source + ")");
+    m.assume("model.dropout", fmt::format("{}", f->value), family_reason(m, f->source));
   }
   if (!src.block.empty()) m.note("model.block: '" + src.block + "' counted as a standard block");
   return true;
