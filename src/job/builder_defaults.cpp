@@ -83,7 +83,21 @@ void Builder::host_dispatch_defaults() {
   take(prof.host_op_us, h.op_s);
   take(prof.host_module_us, h.module_s);
   take(prof.host_launch_us, h.launch_s);
-  if (!h.modelled()) return;
+  if (!h.modelled()) {
+    // An eager framework without measured host costs (torchtitan, AutoModel): the host's issue
+    // time and its device-to-host reads are not modelled; flagged, not silently zero. A compiled
+    // step (XLA) issues one program; a recommendation job has its own host step (recsys).
+    if (!prof.name.empty() && !job_.runtime.whole_step_compiled &&
+        job_.model.family != ModelFamily::kRecommendation) {
+      record(DraftField::kHostDispatch, "not modelled",
+             fmt::format("{} sets no host issue costs{}; the host is assumed to keep ahead of the "
+                         "device (docs/host.md), its gaps only in kernel_gap_fraction",
+                         prof.name,
+                         prof.host_op_us.source.empty() ? "" : " [" + prof.host_op_us.source + "]"),
+             true);
+    }
+    return;
+  }
   record(DraftField::kHostDispatch,
          fmt::format("op {:.1f} us, module {:.1f} us, launch {:.1f} us", h.op_s * 1e6,
                      h.module_s * 1e6, h.launch_s * 1e6),

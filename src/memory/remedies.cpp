@@ -3,11 +3,13 @@
 #include "memory/remedies.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string>
 
 #include "projector/job/layout.h"
+#include "projector/job/recompute.h"
 #include "projector/job/rules.h"
 #include "projector/job/spec.h"
 #include "projector/schedule/schedule.h"
@@ -15,14 +17,11 @@
 namespace projector::memory_detail {
 namespace {
 
-// Full recomputation of every layer (uniform, one layer per checkpoint): the same knob under
-// each framework's name.
-RecomputeSpec full_recompute() {
-  RecomputeSpec r;
-  r.granularity = RecomputeGranularity::kFull;
-  r.method = RecomputeMethod::kUniform;
-  r.num_layers = 1;
-  return r;
+// The job with recompute choice `c`, as its framework applies it (job/recompute.h).
+JobSpec with_recompute(const JobSpec& job, const RecomputeChoice& c) {
+  JobSpec j = job;
+  apply_recompute(j, c);
+  return j;
 }
 
 // The largest micro batch below the job's that still divides each data-parallel rank's share of
@@ -42,11 +41,10 @@ int smaller_micro_batch(const JobSpec& job) {
 template <typename Attempt>
 void add_maxtext_remedies(const JobSpec& job, const Attempt& attempt) {
   const RecomputeSpec& rc = job.runtime.recompute;
-  if (!(rc.granularity == RecomputeGranularity::kTensors && rc.tensors == TensorPolicy{})) {
-    JobSpec j = job;
-    j.runtime.recompute = RecomputeSpec{};
-    j.runtime.recompute.granularity = RecomputeGranularity::kTensors;
-    attempt("remat_policy: full", j);
+  const NamedTensorPolicy* full = find_tensor_policy(job.runtime.tensor_policies, "full");
+  if (full != nullptr &&
+      !(rc.granularity == RecomputeGranularity::kTensors && rc.tensors == full->policy)) {
+    attempt("remat_policy: full", with_recompute(job, {RecomputeKind::kTensorPolicy, 0, full}));
   }
   if (const int mbs = smaller_micro_batch(job); mbs > 0) {
     JobSpec j = job;
@@ -83,15 +81,11 @@ void add_torchtitan_remedies(const JobSpec& job, const Attempt& attempt, const L
   const RecomputeSpec& rc = job.runtime.recompute;
   const ParallelSpec& p = job.parallel;
   if (rc.granularity == RecomputeGranularity::kNone) {
-    JobSpec j = job;
-    j.runtime.recompute = RecomputeSpec{};
-    j.runtime.recompute.granularity = RecomputeGranularity::kOpPolicy;
-    attempt("activation_checkpoint.mode: selective, selective_ac_option: op", j);
+    attempt("activation_checkpoint.mode: selective, selective_ac_option: op",
+            with_recompute(job, {RecomputeKind::kOpPolicy}));
   }
   if (rc.granularity != RecomputeGranularity::kFull) {
-    JobSpec j = job;
-    j.runtime.recompute = full_recompute();
-    attempt("activation_checkpoint.mode: full", j);
+    attempt("activation_checkpoint.mode: full", with_recompute(job, {RecomputeKind::kFull}));
   }
   if (p.fsdp == FsdpKind::kNone && job.dp() * p.cp > 1) {
     JobSpec j = job;
@@ -127,16 +121,14 @@ void add_megatron_remedies(const JobSpec& job, const Attempt& attempt, const Leg
   const ParallelSpec& p = job.parallel;
   const RecomputeSpec& rc = job.runtime.recompute;
   if (rc.granularity == RecomputeGranularity::kNone) {
-    JobSpec j = job;
-    j.runtime.recompute.granularity = RecomputeGranularity::kSelective;
-    j.runtime.recompute.modules = {RecomputeModule::kCoreAttn};
-    attempt("selective recompute (core_attn)", j);
+    // The framework's selective set (its profile's selective_recompute), named as it is written.
+    attempt(fmt::format("selective recompute ({})",
+                        fmt::join(job.runtime.selective_default.names(), ", ")),
+            with_recompute(job, {RecomputeKind::kSelective}));
   }
   if (!(rc.granularity == RecomputeGranularity::kFull && rc.method == RecomputeMethod::kUniform &&
         rc.num_layers <= 1)) {
-    JobSpec j = job;
-    j.runtime.recompute = full_recompute();
-    attempt("full recompute (uniform, 1 layer)", j);
+    attempt("full recompute (uniform, 1 layer)", with_recompute(job, {RecomputeKind::kFull}));
   }
   if (!p.distributed_optimizer && p.fsdp == FsdpKind::kNone && job.dp() * p.cp > 1) {
     JobSpec j = job;

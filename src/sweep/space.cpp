@@ -8,9 +8,9 @@
 #include <charconv>
 #include <numeric>
 
-#include "projector/frontend/maxtext.h"
 #include "projector/job/layout.h"
 #include "projector/job/mesh.h"
+#include "projector/job/recompute.h"
 #include "projector/job/spec.h"
 #include "projector/sweep/sweep.h"
 #include "projector/util/error.h"
@@ -72,34 +72,47 @@ ScheduleKind parse_schedule_name(std::string_view text) {
   return *s;
 }
 
+// A remat:<name> value parses to a per-tensor policy without its table: the name is resolved
+// against the base job's framework (resolve_recompute) when the space is built.
 RecomputeOption parse_recompute(std::string_view text) {
   const std::string t = lower(text);
-  if (t == "none") return {RecomputeKind::kNone, 0};
-  if (t == "selective") return {RecomputeKind::kSelective, 0};
-  if (t == "full") return {RecomputeKind::kFull, 0};
-  if (t.rfind("block", 0) == 0 && t.size() > 5) {
-    return {RecomputeKind::kFullBlock,
-            positive_int("recompute", std::string_view(t).substr(5), kMaxLayers)};
-  }
-  if (t == "op") return {RecomputeKind::kOpPolicy, 0};
-  if (t.rfind("every", 0) == 0 && t.size() > 5) {
-    return {RecomputeKind::kEveryN,
-            positive_int("recompute", std::string_view(t).substr(5), kMaxLayers)};
-  }
-  if (t.rfind("remat:", 0) == 0) {
-    const std::string name = t.substr(6);
-    if (name == "base") return {RecomputeKind::kTensorPolicy, -1};
-    const auto& names = maxtext::remat_policy_names();
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == name && name != "custom") {
-        return {RecomputeKind::kTensorPolicy, static_cast<int>(i)};
-      }
+  if (t.rfind("remat:", 0) == 0 && t.size() > 6) return {RecomputeKind::kTensorPolicy};
+  // The layer counts with the grid's own bound and message.
+  for (const auto& [prefix, kind] :
+       {std::pair{std::string_view("block"), RecomputeKind::kFullBlock},
+        std::pair{std::string_view("every"), RecomputeKind::kEveryN}}) {
+    if (t.rfind(prefix, 0) == 0 && t.size() > prefix.size()) {
+      return {kind,
+              positive_int("recompute", std::string_view(t).substr(prefix.size()), kMaxLayers)};
     }
   }
+  if (const std::optional<RecomputeChoice> c = parse_recompute_choice(t, {})) return *c;
   bad_grid(
       fmt::format("recompute: unknown '{}' (none, selective, full, block<N>, op, every<N>, "
-                  "remat:<MaxText remat_policy>, remat:base)",
+                  "remat:<remat policy>, remat:base)",
                   text));
+}
+
+// The grid's recompute values with each remat:<name> looked up in the job's named policies.
+std::vector<RecomputeOption> resolve_recompute(const JobSpec& base, const Grid& grid) {
+  std::vector<RecomputeOption> out = grid.recompute;
+  const std::span<const NamedTensorPolicy> named = base.runtime.tensor_policies;
+  for (std::size_t i = 0; i < out.size() && i < grid.recompute_text.size(); ++i) {
+    const std::string t = lower(grid.recompute_text[i]);
+    if (out[i].kind != RecomputeKind::kTensorPolicy || t == "remat:base") continue;
+    const NamedTensorPolicy* p = find_tensor_policy(named, std::string_view(t).substr(6));
+    if (p == nullptr) {
+      std::string names;
+      for (const NamedTensorPolicy& n : named)
+        names += (names.empty() ? "" : ", ") + std::string(n.name);
+      bad_grid(fmt::format(
+          "recompute: '{}': {}", grid.recompute_text[i],
+          named.empty() ? std::string("this job's framework names no remat policies")
+                        : "not one of this job's framework's remat policies (" + names + ")"));
+    }
+    out[i].tensors = p;
+  }
+  return out;
 }
 
 Sharding parse_sharding(std::string_view text) {
@@ -168,9 +181,7 @@ LayoutChoice choice_of(const Candidate& c) {
   l.etp = c.etp;
   l.mbs = c.mbs;
   l.schedule = c.schedule;
-  l.full_recompute = c.recompute.kind == RecomputeKind::kFull ||
-                     c.recompute.kind == RecomputeKind::kFullBlock ||
-                     c.recompute.kind == RecomputeKind::kEveryN;
+  l.full_recompute = checkpoints_whole_layers(c.recompute);
   l.recompute_block_layers =
       c.recompute.kind == RecomputeKind::kFullBlock ? c.recompute.num_layers : 0;
   return l;
@@ -220,30 +231,6 @@ std::string_view to_string(Sharding s) {
   return s == Sharding::kFsdp ? "fsdp" : (s == Sharding::kFsdp2 ? "fsdp2" : "dist-opt");
 }
 
-std::string to_string(RecomputeOption r) {
-  switch (r.kind) {
-    case RecomputeKind::kNone:
-      return "none";
-    case RecomputeKind::kSelective:
-      return "selective";
-    case RecomputeKind::kFull:
-      return "full";
-    case RecomputeKind::kFullBlock:
-      return fmt::format("block{}", r.num_layers);
-    case RecomputeKind::kOpPolicy:
-      return "op";
-    case RecomputeKind::kEveryN:
-      return fmt::format("every{}", r.num_layers);
-    case RecomputeKind::kTensorPolicy:
-      return r.num_layers < 0
-                 ? std::string("remat:base")
-                 : fmt::format(
-                       "remat:{}",
-                       maxtext::remat_policy_names()[static_cast<std::size_t>(r.num_layers)]);
-  }
-  return "?";
-}
-
 std::string describe(const Candidate& c) {
   std::string s = fmt::format("TP{} PP{} VPP{} CP{} EP{} ETP{} DP{} MBS{} {} recompute={} {}", c.tp,
                               c.pp, c.vpp, c.cp, c.ep, c.etp, c.dp, c.mbs, to_string(c.schedule),
@@ -288,7 +275,11 @@ Grid parse_grid(std::string_view text) {
       for (const std::string_view v : values) g.schedules.push_back(parse_schedule_name(v));
     } else if (key == "recompute") {
       g.recompute.clear();
-      for (const std::string_view v : values) g.recompute.push_back(parse_recompute(v));
+      g.recompute_text.clear();
+      for (const std::string_view v : values) {
+        g.recompute.push_back(parse_recompute(v));
+        g.recompute_text.emplace_back(v);
+      }
     } else if (key == "sharding") {
       g.sharding.clear();
       for (const std::string_view v : values) g.sharding.push_back(parse_sharding(v));
@@ -381,7 +372,7 @@ std::vector<std::pair<ScheduleKind, int>> schedule_variants(const Facts& f, cons
 }
 
 // Megatron's granularities, or for a per-tensor-policy job (MaxText) its own policy and every
-// named remat_policy (none / minimal_flash / the quantization variants repeat others).
+// named policy of its framework a search should try (NamedTensorPolicy::searched).
 std::vector<RecomputeOption> default_recompute(const JobSpec& base) {
   // DeepSeek-V4's block checkpoints whole layers only (docs/deepseek-v4.md): no selective set.
   for (const LayerSpec& l : base.model.layers) {
@@ -393,9 +384,9 @@ std::vector<RecomputeOption> default_recompute(const JobSpec& base) {
     return {{RecomputeKind::kNone, 0}, {RecomputeKind::kSelective, 0}, {RecomputeKind::kFull, 0}};
   }
   // The job's own policy, then the ones the MaxText adapter names for a layout search.
-  std::vector<RecomputeOption> out = {{RecomputeKind::kTensorPolicy, -1}};
-  for (const int i : maxtext::remat_policy_search_indices()) {
-    out.push_back({RecomputeKind::kTensorPolicy, i});
+  std::vector<RecomputeOption> out = {{RecomputeKind::kTensorPolicy}};
+  for (const NamedTensorPolicy& p : base.runtime.tensor_policies) {
+    if (p.searched) out.push_back({RecomputeKind::kTensorPolicy, 0, &p});
   }
   return out;
 }
@@ -419,7 +410,7 @@ Axes axes_of(const JobSpec& base, const Facts& f, const Grid& grid, const SpaceO
   a.mbs = !grid.mbs.empty() ? grid.mbs : options.default_mbs;
   const bool native = options.fsdp2_native;
   a.mesh = !base.parallel.mesh.empty();
-  a.recompute = !grid.recompute.empty() ? grid.recompute
+  a.recompute = !grid.recompute.empty() ? resolve_recompute(base, grid)
                 : native                ? std::vector<RecomputeOption>{{RecomputeKind::kNone, 0},
                                                                        {RecomputeKind::kOpPolicy, 0},
                                                                        {RecomputeKind::kEveryN, 2},
@@ -547,49 +538,8 @@ void apply_candidate(const Candidate& c, int nodes, JobSpec& job) {
   // job carries: sequence parallelism, the overlaps, FSDP's reshard, the accumulation rounds.
   relayout(job, choice_of(c));
   relayout_mesh(job);  // a mesh job: its axes, torus places and sharding follow the sizes
-  RecomputeSpec& rc = job.runtime.recompute;
-  rc.layer_ids.clear();
-  rc.modules.clear();
-  rc.method = RecomputeMethod::kUniform;
-  rc.num_layers = 0;
-  switch (c.recompute.kind) {
-    case RecomputeKind::kNone:
-      rc.granularity = RecomputeGranularity::kNone;
-      break;
-    case RecomputeKind::kSelective:
-      // The framework's own selective set (its profile), as the builder applies it.
-      rc.granularity = RecomputeGranularity::kSelective;
-      rc.modules = job.runtime.selective_default;
-      break;
-    case RecomputeKind::kFull:
-      rc.granularity = RecomputeGranularity::kFull;
-      rc.num_layers = 1;
-      break;
-    case RecomputeKind::kFullBlock:
-      rc.granularity = RecomputeGranularity::kFull;
-      rc.method = RecomputeMethod::kBlock;
-      rc.num_layers = c.recompute.num_layers;
-      break;
-    case RecomputeKind::kOpPolicy:
-      rc.granularity = RecomputeGranularity::kOpPolicy;
-      rc.memory_budget = -1.0;
-      break;
-    case RecomputeKind::kEveryN:
-      rc.granularity = RecomputeGranularity::kNone;
-      for (int i = 0; i < job.model.num_layers(); ++i) {
-        if ((i + 1) % std::max(1, c.recompute.num_layers) == 0) rc.layer_ids.push_back(i);
-      }
-      break;
-    case RecomputeKind::kTensorPolicy:
-      rc.granularity = RecomputeGranularity::kTensors;
-      if (c.recompute.num_layers >= 0) {
-        const auto& names = maxtext::remat_policy_names();
-        rc.tensors =
-            maxtext::remat_policy(names[static_cast<std::size_t>(c.recompute.num_layers)], nullptr)
-                .value_or(TensorPolicy{});
-      }
-      break;
-  }
+  // The recompute choice as the framework's selective set and named policies read it.
+  apply_recompute(job, c.recompute);
 }
 
 JobSpec make_job(const JobSpec& base, const Candidate& c, int nodes) {

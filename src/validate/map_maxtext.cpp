@@ -147,6 +147,7 @@ void map_remat(Mapper& m) {
   rc = RecomputeSpec{};
   rc.granularity = RecomputeGranularity::kTensors;
   rc.tensors = *policy;
+  m.d_.runtime.tensor_policies = maxtext::named_remat_policies();
   std::string kept;
   for (int i = 0; i < kNumLayerTensors; ++i) {
     const auto lt = static_cast<LayerTensor>(i);

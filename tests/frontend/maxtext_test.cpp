@@ -603,13 +603,12 @@ namespace {
 // remats are among them; none (the sweep's own no-remat option), custom (needs per-tensor keys)
 // and minimal_flash are not; every one is a policy the adapter reads.
 TEST(MaxTextAdapter, RematPoliciesForASearch) {
-  const auto& names = maxtext::remat_policy_names();
   std::vector<std::string_view> search;
-  for (const int i : maxtext::remat_policy_search_indices()) {
-    ASSERT_GE(i, 0);
-    ASSERT_LT(static_cast<std::size_t>(i), names.size());
-    search.push_back(names[static_cast<std::size_t>(i)]);
-    EXPECT_TRUE(maxtext::remat_policy(search.back(), nullptr).has_value()) << search.back();
+  for (const NamedTensorPolicy& p : maxtext::named_remat_policies()) {
+    // Each entry is the policy the adapter reads under that name.
+    EXPECT_EQ(maxtext::remat_policy(p.name, nullptr), std::optional<TensorPolicy>(p.policy))
+        << p.name;
+    if (p.searched) search.push_back(p.name);
   }
   auto in = [&](std::string_view n) {
     return std::find(search.begin(), search.end(), n) != search.end();

@@ -325,5 +325,30 @@ TEST(Builder, GradientBucketFromTheProfile) {
   EXPECT_EQ(find_default(build("megatron-lm", 1 << 26), "ddp_bucket_size"), nullptr);
 }
 
+// The host's issue time is modelled where a profile measured it (Megatron-LM: 8 us per eager op,
+// docs/host.md) and flagged where it did not: torchtitan and AutoModel set no host costs, so the
+// job says "not modelled" instead of a silent zero; a compiled step (XLA) issues one program and
+// gets no flag.
+TEST(Builder, HostIssueCostsModelledOrFlagged) {
+  const auto built = [](const std::string& profile, bool compiled) {
+    JobDraft d = make_draft(testing::llama31_8b(), {.gbs = 64});
+    d.profile = load_framework_profile(default_data_dir() + "/frameworks/" + profile + ".yaml");
+    d.runtime.whole_step_compiled = compiled;
+    return finalize_job(d, make_cluster({.gbs = 64}));
+  };
+  const JobSpec megatron = built("megatron-lm", false);
+  EXPECT_DOUBLE_EQ(megatron.runtime.host_dispatch.op_s, 8.0e-6);
+  ASSERT_NE(find_default(megatron, "host_dispatch"), nullptr);
+  for (const char* eager : {"torchtitan", "nemo-automodel"}) {
+    const JobSpec j = built(eager, false);
+    EXPECT_FALSE(j.runtime.host_dispatch.modelled()) << eager;
+    const AppliedDefault* a = find_default(j, "host_dispatch");
+    ASSERT_NE(a, nullptr) << eager;
+    EXPECT_EQ(a->value, "not modelled");
+    EXPECT_EQ(a->source, eager);
+  }
+  EXPECT_EQ(find_default(built("maxtext", true), "host_dispatch"), nullptr);
+}
+
 }  // namespace
 }  // namespace projector

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "projector/frontend/loader.h"
+#include "projector/frontend/maxtext.h"
 #include "projector/job/mesh.h"
 #include "projector/job/spec.h"
 #include "projector/sweep/sweep.h"
@@ -39,9 +40,17 @@ TEST(MaxTextSweep, RematPoliciesAndMeshAxes) {
   EXPECT_TRUE(remat.count("remat:full"));
   EXPECT_TRUE(remat.count("remat:minimal"));
   EXPECT_TRUE(expert);
-  // A named policy parses; an unknown one is a grid error.
-  EXPECT_EQ(sweep::parse_grid("recompute=remat:save_dot_except_mlp").recompute.size(), 1u);
-  EXPECT_THROW(sweep::parse_grid("recompute=remat:nope"), InputError);
+  // A named policy is looked up in the job's framework's table: it gives that policy; an unknown
+  // one is a grid error once the space is built.
+  const sweep::Grid one = sweep::parse_grid("tp=1; pp=1; recompute=remat:save_dot_except_mlp");
+  const sweep::Enumeration en = sweep::enumerate(base, one, sweep::SpaceOptions{});
+  ASSERT_FALSE(en.legal.empty());
+  for (const sweep::Candidate& c : en.legal) {
+    EXPECT_EQ(sweep::to_string(c.recompute), "remat:save_dot_except_mlp");
+    EXPECT_EQ(sweep::make_job(base, c, 0).runtime.recompute.tensors,
+              maxtext::remat_policy("save_dot_except_mlp", nullptr).value());
+  }
+  EXPECT_THROW(sweep::enumerate(base, sweep::parse_grid("recompute=remat:nope"), {}), InputError);
 }
 
 }  // namespace

@@ -110,6 +110,8 @@ void read_remat(MaxTextReader& r, JobDraft& d) {
   rc = RecomputeSpec{};
   rc.granularity = RecomputeGranularity::kTensors;
   rc.tensors = *policy;
+  // The named policies, for a re-layout that picks one (the sweep, the memory remedies).
+  d.runtime.tensor_policies = maxtext::named_remat_policies();
 }
 
 void read_attention_and_moe(MaxTextReader& r, JobDraft& d) {

@@ -190,17 +190,14 @@ const std::vector<std::string_view>& remat_policy_names() {
   return k;
 }
 
-const std::vector<int>& remat_policy_search_indices() {
-  static const std::vector<int> k = [] {
-    std::vector<int> v;
-    const auto& names = remat_policy_names();
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      const std::string_view n = names[i];
-      if (n == "none" || n == "minimal_flash" || n == "custom" ||
-          n.find("quantization") != std::string_view::npos) {
-        continue;
-      }
-      v.push_back(static_cast<int>(i));
+std::span<const NamedTensorPolicy> named_remat_policies() {
+  static const std::vector<NamedTensorPolicy> k = [] {
+    std::vector<NamedTensorPolicy> v;
+    for (const Preset& p : presets()) {
+      const std::string_view n = p.name;
+      const bool searched =
+          n != "none" && n != "minimal_flash" && n.find("quantization") == std::string_view::npos;
+      v.push_back({n, remat_policy(n, nullptr).value_or(TensorPolicy{}), searched});
     }
     return v;
   }();

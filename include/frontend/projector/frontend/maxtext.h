@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,11 +42,11 @@ using PlacementLookup = std::function<std::optional<std::string>(std::string_vie
 std::optional<TensorPolicy> remat_policy(std::string_view name, const PlacementLookup& placement);
 // The policy names MaxText accepts.
 const std::vector<std::string_view>& remat_policy_names();
-// The indices (into remat_policy_names) of the policies a layout search should try: each a
-// distinct memory / recompute trade; not `none` (the sweep's own no-remat option),
-// `minimal_flash` (the flash kernel's own residuals), `custom` (needs per-tensor keys) or the
-// quantization-specific policies.
-const std::vector<int>& remat_policy_search_indices();
+// The named policies as a re-layout may choose them (RuntimeSpec::tensor_policies; not `custom`,
+// which needs per-tensor keys). Searched: each a distinct memory / recompute trade; not `none`
+// (the sweep's own no-remat option), `minimal_flash` (the flash kernel's own residuals) or the
+// quantization-specific policies, which repeat others.
+std::span<const NamedTensorPolicy> named_remat_policies();
 
 // "float32", "bfloat16", "float16", "fp8", ... (jnp dtype names) -> Dtype.
 std::optional<Dtype> parse_dtype_name(std::string_view name);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -765,6 +766,10 @@ struct RuntimeSpec {
   // The framework's selective-recompute set (its profile's selective_recompute), for a re-layout
   // that turns selective recompute on (the sweep); Megatron's core_attn for hand-built jobs.
   RecomputeModules selective_default{RecomputeModule::kCoreAttn};
+  // The per-tensor policies the framework names (MaxText's remat_policy), for a re-layout that
+  // picks one by name (the sweep's remat:<name>, the memory remedies); empty for frameworks
+  // without named policies. Views the adapter's static table.
+  std::span<const NamedTensorPolicy> tensor_policies;
   // Norms, rotary embedding and the gated activation run as fused kernels (Transformer Engine,
   // Apex, torch.compile); false: PyTorch eager, each op of their decomposition its own kernel
   // reading and writing whole tensors (torchtitan without compile).

@@ -78,4 +78,13 @@ class TensorPolicy {
   std::array<TensorPlacement, kNumLayerTensors> placement_{};
 };
 
+// A per-tensor policy a framework names (MaxText's remat_policy presets), as a re-layout may
+// choose it. `searched`: a distinct memory / recompute trade a layout search should try. The
+// framework's adapter owns the table (static storage); jobs refer to it.
+struct NamedTensorPolicy {
+  std::string_view name;
+  TensorPolicy policy;
+  bool searched = false;
+};
+
 }  // namespace projector

@@ -11,7 +11,9 @@
 // hardware. Replaced per candidate: the layout fields of ParallelSpec, micro batch, schedule and
 // recompute policy. Pipeline stages are always Megatron's balanced split (an explicit
 // pipeline_model_parallel_layout or decoder_first/last_pipeline_num_layers of the base config is
-// not carried over). Sequence parallelism is on whenever TP > 1.
+// not carried over). The switches a framework ties to the layout (sequence parallelism, the
+// overlaps, FSDP's reshard, accumulation rounds) and the recompute choice are written as the job's
+// framework does (job/layout.h relayout, job/recompute.h apply_recompute).
 //
 // Determinism: each candidate's outcome is a pure function of (base job, candidate), results are
 // stored by enumeration index, and ranking ties are broken by enumeration index, so the output is
@@ -30,6 +32,7 @@
 
 #include "projector/interval/interval.h"
 #include "projector/interval/training_plan.h"
+#include "projector/job/recompute.h"
 #include "projector/job/rules.h"
 #include "projector/job/spec.h"
 #include "projector/model/job.h"
@@ -56,23 +59,11 @@ enum class Sharding : std::uint8_t {
 };
 std::string_view to_string(Sharding s);
 
-enum class RecomputeKind : std::uint8_t {
-  kNone,
-  kSelective,  // selective, modules [core_attn] (Megatron's default set)
-  kFull,       // full, uniform, 1 layer per group: every layer keeps only its input
-  kFullBlock,  // full, block: the first `num_layers` layers of every model chunk
-  kOpPolicy,   // per-op selective checkpointing (RecomputeGranularity::kOpPolicy)
-  kEveryN,     // every `num_layers`-th block fully checkpointed (torchtitan selective N)
-  // A per-tensor (saved-tensor) policy of a compiled job: MaxText's remat_policy named by
-  // `num_layers` as an index into maxtext::remat_policy_names(), or -1 for the base job's own.
-  kTensorPolicy,
-};
-struct RecomputeOption {
-  RecomputeKind kind = RecomputeKind::kNone;
-  int num_layers = 0;  // kFullBlock, kEveryN: the layers; kTensorPolicy: the policy index
-  friend bool operator==(const RecomputeOption&, const RecomputeOption&) = default;
-};
-std::string to_string(RecomputeOption r);  // none, selective, full, block<N>, op, every<N>
+// The recompute axis takes the job module's choices (job/recompute.h): none, selective (the
+// framework's selective set), full, block<N>, op, every<N>, and a per-tensor policy the job's
+// framework names (remat:<name>; remat:base keeps the job's own).
+using projector::RecomputeKind;
+using RecomputeOption = RecomputeChoice;
 
 // One layout. dp / expert_dp follow from the world size.
 struct Candidate {
@@ -95,6 +86,10 @@ struct Grid {
   std::vector<int> tp, pp, vpp, cp, ep, etp, mbs;
   std::vector<ScheduleKind> schedules;
   std::vector<RecomputeOption> recompute;
+  // The text of each recompute value as written (parallel to `recompute`): a remat:<name> value
+  // is looked up in the base job's named policies when the space is built (enumerate), since
+  // which names exist is the job's framework's.
+  std::vector<std::string> recompute_text;
   std::vector<Sharding> sharding;
   std::vector<std::int64_t> bucket_bytes;
   std::vector<int> replicate;  // HSDP replicate degrees (with sharding fsdp2)
