@@ -259,6 +259,31 @@ int print_results(std::FILE* text_out, const SweepCliOptions& o, const sweep::Re
   }
   return r.stopped ? kExitInterrupted : kExitOk;  // interrupted: the best found so far, exit 130
 }
+// The base job of a sweep, as the config describes it. A stated layout the rules refuse (e.g. 43
+// layers on PP 8, which Megatron asserts against) does not stop a search that replaces the layout
+// anyway: the base is then loaded with every parallel size at 1 and the refusal printed as a
+// warning. Anything else that is refused (a bad key, a model not modelled) stays an error.
+JobSpec load_sweep_base(const JobOptions& load, const ResolvedConfig& resolved,
+                        const LoadRequest& request) {
+  try {
+    return build_job_spec(resolved, request);
+  } catch (const InputError& refused) {
+    JobOptions neutral = load;
+    neutral.tp = neutral.pp = neutral.vpp = neutral.cp = neutral.ep = neutral.etp = 1;
+    const LoadRequest plain = to_load_request(neutral);
+    JobSpec base;
+    try {
+      base = build_job_spec(resolve_config(plain), plain);
+    } catch (const InputError&) {
+      throw refused;
+    }
+    fmt::print(stderr,
+               "projector: warning: the config's own layout is refused ({}); the sweep starts from "
+               "TP, PP, VPP, CP, EP 1 and searches every legal layout\n",
+               refused.what());
+    return base;
+  }
+}
 
 int run(const SweepCliOptions& o, const CLI::App& cmd) {
   if (!(o.memory_limit > 0.0 && o.memory_limit <= 1.5)) {  // NaN fails too
@@ -284,7 +309,7 @@ int run(const SweepCliOptions& o, const CLI::App& cmd) {
   load.nodes = 0;
   const LoadRequest request = to_load_request(load);
   const ResolvedConfig resolved = resolve_config(request);
-  const JobSpec base = build_job_spec(resolved, request);
+  const JobSpec base = load_sweep_base(load, resolved, request);
   // Before a sweep that may run for minutes: an output that would overwrite an input is refused.
   check_output(o.json_path, "--json");
   check_output(o.csv_path, "--csv");

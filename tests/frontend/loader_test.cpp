@@ -710,5 +710,37 @@ TEST(Keys, EditDistanceAndTokenizers) {
   EXPECT_FALSE(tokenizer_vocab_size("KimiK2Tokenizer", "", kRepoData)->source.empty());
 }
 
+// Files in Primus' config folders that describe no job get a message that says what they are: a
+// Transformer Engine precision config (its `configs` / `matchers`, named by
+// te_precision_config_file of an experiment) and a template whose model is a placeholder.
+TEST(PrimusExamples, FilesThatAreNotJobsSaySo) {
+  testing::TempDir dir;
+  const std::string te = dir.write(
+      "te-precision.yaml",
+      "configs:\n  bf16:\n    transformer_engine_config_type: TEQuantizationParams\n"
+      "matchers:\n  qkv:\n    config: bf16\n    type: glob\n    pattern: '*.linear_qkv'\n");
+  try {
+    load_job(request(te));
+    ADD_FAILURE() << "a precision config was loaded as a job";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, te);
+    EXPECT_NE(std::string(e.what()).find("not a training experiment"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("te_precision_config_file"), std::string::npos);
+  }
+  const std::string tpl =
+      dir.write("template.yaml",
+                "work_group: x\nuser_name: y\nexp_name: z\nworkspace: ./output\nmodules:\n"
+                "  pre_trainer:\n    framework: megatron\n    config: pre_trainer.yaml\n"
+                "    model: <YOUR_MODEL_YAML>\n");
+  try {
+    load_job(request(tpl));
+    ADD_FAILURE() << "a template was loaded as a job";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "model");
+    EXPECT_NE(std::string(e.what()).find("template placeholder"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace projector

@@ -270,6 +270,14 @@ ResolvedConfig resolve_config(const LoadRequest& request) {
     // A flat file of one back-end's arguments (no Primus experiment structure): a top-level
     // `framework:` names the back-end, else an adapter that recognizes its format (a MaxText YAML),
     // else Megatron arguments.
+    // A Transformer Engine precision config (which layers run in which recipe) sits beside the
+    // experiment configs in Primus' folders; it describes no job.
+    if (experiment.find("matchers") != nullptr && experiment.find("configs") != nullptr) {
+      throw InputError(experiment.where, "matchers",
+                       "not a training experiment: a Transformer Engine precision config "
+                       "(`configs` and `matchers`), which Megatron reads through "
+                       "te_precision_config_file; project the experiment config that names it");
+    }
     out.args = experiment;
     for (const char* meta : {"work_group", "user_name", "exp_name", "workspace", "platform"}) {
       out.args.erase(meta);

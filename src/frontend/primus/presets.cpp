@@ -68,6 +68,13 @@ std::string find_model_preset(const std::string& name, const std::string& data_d
   }
   const fs::path bundled = fs::path(data_dir) / "models" / file;
   if (fs::is_regular_file(bundled, ec)) return bundled.string();
+  // A template's placeholder (Primus ships `<YOUR_MODEL_YAML>` templates beside its configs).
+  if (name.size() > 2 && name.front() == '<' && name.back() == '>') {
+    throw InputError(where, "model",
+                     fmt::format("'{}' is a template placeholder: fill in a model preset "
+                                 "(projector models list)",
+                                 name));
+  }
   const std::string nearest = nearest_name(name, list_model_presets(data_dir));
   std::string msg = fmt::format("unknown model preset '{}' (not in {}/models", name, data_dir);
   msg += primus_path.empty() ? "; no Primus checkout given: --primus-path or PRIMUS_PATH)"
