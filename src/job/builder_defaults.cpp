@@ -98,9 +98,14 @@ void Builder::host_dispatch_defaults() {
     }
     return;
   }
+  // What the host issues per MoE op, counted in the framework's code (its profile's census).
+  h.census = prof.host_census;
+  if (h.census) sources.push_back("census " + h.census->source);
   record(DraftField::kHostDispatch,
-         fmt::format("op {:.1f} us, module {:.1f} us, launch {:.1f} us", h.op_s * 1e6,
-                     h.module_s * 1e6, h.launch_s * 1e6),
+         fmt::format("op {:.1f} us, module {:.1f} us, launch {:.1f} us{}", h.op_s * 1e6,
+                     h.module_s * 1e6, h.launch_s * 1e6,
+                     h.census ? fmt::format(", MoE census of {} ops", h.census->moe_ops.size())
+                              : std::string()),
          fmt::format("{}", fmt::join(sources, "; ")), true);
 }
 

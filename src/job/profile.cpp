@@ -240,6 +240,84 @@ void read_defaults(const Reader& r, const YAML::Node& defaults, FrameworkProfile
   }
 }
 
+// A count of host calls: a non-negative number below a million.
+double calls(const Reader& r, const YAML::Node& n, const std::string& key) {
+  const double v = r.number(n, key);
+  if (v >= 1e6) r.fail(n, key, "expected a count of calls below 1e6");
+  return v;
+}
+
+HostTransferCalls read_transfer(const Reader& r, const YAML::Node& n, const std::string& key) {
+  if (!n.IsSequence() || n.size() != 2) r.fail(n, key, "expected [forward, backward] calls");
+  return {calls(r, n[0], key), calls(r, n[1], key)};
+}
+
+HostCensusOp read_census_op(const Reader& r, const std::string& name, const YAML::Node& n,
+                            const std::string& key) {
+  if (!n.IsMap()) r.fail(n, key, "expected {ops, modules, per_expert}");
+  HostCensusOp op{name};
+  for (const auto& kv : n) {
+    const std::string k = kv.first.Scalar();
+    if (k == "ops") {
+      op.ops = calls(r, kv.second, key + ".ops");
+    } else if (k == "modules") {
+      op.modules = calls(r, kv.second, key + ".modules");
+    } else if (k == "per_expert" && kv.second.IsSequence()) {
+      for (const YAML::Node& e : kv.second) {
+        const std::string what = to_lower(r.text(e, key + ".per_expert"));
+        if (what != "launch" && what != "hook") {
+          r.fail(e, key + ".per_expert", "expected launch or hook");
+        }
+        (what == "launch" ? op.launch_per_expert : op.hook_per_expert) = true;
+      }
+    } else {
+      r.fail(kv.first, key + "." + k, "unknown key (ops, modules, per_expert: [launch, hook])");
+    }
+  }
+  return op;
+}
+
+// `host_census:` {source, ops: {name: {ops, modules, per_expert}}, transfers: {...}}.
+std::shared_ptr<const HostCensus> read_host_census(const Reader& r, const YAML::Node& n) {
+  if (!n.IsMap()) r.fail(n, "host_census", "expected {source, ops, transfers}");
+  auto c = std::make_shared<HostCensus>();
+  const std::pair<const char*, HostTransferCalls HostCensus::*> transfers[] = {
+      {"alltoall_dispatch", &HostCensus::alltoall_dispatch},
+      {"alltoall_combine", &HostCensus::alltoall_combine},
+      {"flex_dispatch", &HostCensus::flex_dispatch},
+      {"flex_combine", &HostCensus::flex_combine},
+      {"deepep_multihot", &HostCensus::deepep_multihot}};
+  for (const auto& kv : n) {
+    const std::string k = kv.first.Scalar();
+    if (k == "source") {
+      c->source = r.text(kv.second, "host_census.source");
+    } else if (k == "ops" && kv.second.IsMap()) {
+      for (const auto& op : kv.second) {
+        const std::string name = op.first.Scalar();
+        c->moe_ops.push_back(read_census_op(r, name, op.second, "host_census.ops." + name));
+      }
+    } else if (k == "transfers" && kv.second.IsMap()) {
+      for (const auto& t : kv.second) {
+        const std::string name = t.first.Scalar();
+        const auto it = std::find_if(std::begin(transfers), std::end(transfers),
+                                     [&](const auto& e) { return name == e.first; });
+        if (it == std::end(transfers)) {
+          r.fail(t.first, "host_census.transfers." + name,
+                 "unknown transfer (alltoall_dispatch, alltoall_combine, flex_dispatch, "
+                 "flex_combine, deepep_multihot)");
+        }
+        (*c).*(it->second) = read_transfer(r, t.second, "host_census.transfers." + name);
+      }
+    } else if (k == "ops" || k == "transfers") {
+      r.fail(kv.second, "host_census." + k, "expected a mapping");
+    } else {
+      r.fail(kv.first, "host_census." + k, "unknown key (source, ops, transfers)");
+    }
+  }
+  if (c->source.empty()) r.fail(n, "host_census.source", "every profile value needs a source");
+  return c;
+}
+
 YAML::Node load_file(const std::string& path) {
   const std::string text = read_input_file(path);
   try {
@@ -284,6 +362,8 @@ FrameworkProfile load_profile(const std::string& path, int depth) {
       for (const YAML::Node& m : v) p.match.push_back(to_lower(r.text(m, key)));
     } else if (key == "defaults") {
       read_defaults(r, v, p);
+    } else if (key == "host_census") {
+      p.host_census = read_host_census(r, v);
     } else if (key == "recsys") {
       job_detail::read_recsys_profile(path, v, p.recsys);
     } else if (key == "notes") {
@@ -294,7 +374,8 @@ FrameworkProfile load_profile(const std::string& path, int depth) {
       }
     } else if (key != "extends") {
       r.fail(kv.first, key,
-             "unknown key (name, title, backend, extends, match, notes, defaults, recsys)");
+             "unknown key (name, title, backend, extends, match, notes, defaults, host_census, "
+             "recsys)");
     }
   }
   if (p.backend.empty()) r.fail(root, "backend", "required");

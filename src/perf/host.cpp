@@ -1,3 +1,6 @@
+// The host side of an eager framework (perf/host.h). What the host issues per MoE op is the
+// framework's census (RuntimeSpec::host_dispatch.census, its profile's host_census); other ops,
+// and every op of a framework without a census, are counted generically.
 #include "perf/host.h"
 
 #include <algorithm>
@@ -7,42 +10,6 @@
 
 namespace projector::perf_detail {
 namespace {
-
-// One routed-expert MoE op of Megatron-Core (TE GroupedLinear experts, fused permute, fused
-// router), by name and phase: the census of docs/host.md (HO4: Megatron-LM token_dispatcher.py,
-// router.py, moe_utils.py, experts.py; HO5: Transformer Engine grouped_linear.py, gemm.cpp,
-// cublaslt_gemm.cu; HO6: DeepEP buffer.hpp). `groups` is the rank's local experts.
-struct MoeCensus {
-  std::string_view name;
-  double ops;
-  double modules;
-  bool per_expert_launch;  // one cuBLAS call per local expert from TE's C++ loop
-  bool per_expert_hook;    // one Megatron DDP hook per local expert weight
-};
-
-constexpr MoeCensus kMoe[] = {
-    // Forward. Router: gating GEMM (an autograd function), fused top-k, aux-loss scores, the
-    // aux loss, its logging and scaler, the expert-bias guard.
-    {"moe.router", 2, 1, false, false},
-    {"moe.topk", 16, 0, false, false},
-    {"moe.permute", 8, 0, false, false},  // preprocess (compiled) and TE's fused permute
-    {"moe.experts.fc1", 20, 1, true, false},
-    {"moe.experts.act", 4, 0, false, false},
-    {"moe.experts.fc2", 20, 1, true, false},
-    {"moe.unpermute", 2, 0, false, false},
-    // Backward (autograd order): the gating backward's casts, the top-k and aux-loss backward.
-    {"moe.unpermute.bwd", 3, 0, false, false},
-    {"moe.experts.fc2.dgrad", 10, 1, true, false},
-    {"moe.experts.act.bwd", 3, 0, false, false},
-    {"moe.experts.fc1.dgrad", 10, 1, true, false},
-    {"moe.permute.bwd", 5, 0, false, false},
-    {"moe.topk.bwd", 6, 0, false, false},
-    {"moe.router.dgrad", 9, 0, false, false},
-    // Weight gradients: the wgrad GEMM loop, and a DDP hook per expert weight.
-    {"moe.experts.fc1.wgrad", 8, 0, true, true},
-    {"moe.experts.fc2.wgrad", 8, 0, true, true},
-    {"moe.router.wgrad", 2, 0, false, false},
-};
 
 bool dropless_sync(const JobSpec& job) {
   // Megatron's dropless dispatch reads the token counts on the host: the all-to-all dispatcher
@@ -55,24 +22,24 @@ bool dropless_sync(const JobSpec& job) {
   return !capacity && !job.runtime.moe_host_sync_free;
 }
 
-// The EP transfers of the dispatch and combine (all-to-all and flex dispatchers).
-HostWork moe_transfer(const JobSpec& job, std::string_view n, WorkPhase ph) {
+// The EP transfers of the dispatch and combine (all-to-all and flex dispatchers), as the
+// framework's census counts them.
+HostWork moe_transfer(const JobSpec& job, const HostCensus& census, std::string_view n,
+                      WorkPhase ph) {
   const bool flex = job.runtime.moe_dispatcher == MoeDispatcher::kFlex;
-  // Megatron's DeepEP path converts the top-k indices with the default indices-to-multihot: eleven
-  // more ops forward (three of them device-to-host reads) and a boolean-mask read in its
-  // backward (token_dispatcher.py _indices_to_multihot); HybridEP and the others take the map.
+  // Megatron's DeepEP path converts the top-k indices with the default indices-to-multihot;
+  // HybridEP and the others take the map.
   const bool multihot = flex && job.runtime.moe_dispatch_kernel == MoeDispatchKernel::kDeepEp;
+  const bool fwd = ph == WorkPhase::kF;
+  const auto calls = [fwd](const HostTransferCalls& t) { return fwd ? t.forward : t.backward; };
   HostWork w;
   if (n.starts_with("moe.dispatch")) {
-    // Flex: the kernel's layout, notify and dispatch calls; all-to-all: the count bookkeeping,
-    // two all-to-alls and the chunk sort.
-    const bool fwd = ph == WorkPhase::kF;
-    w.ops = fwd ? (flex ? 8 : 25) : (flex ? 6 : 5);
-    if (multihot) w.ops += fwd ? 12 : 4;
+    w.ops = calls(flex ? census.flex_dispatch : census.alltoall_dispatch);
+    if (multihot) w.ops += calls(census.deepep_multihot);
     w.sync = (fwd || multihot) && dropless_sync(job);
     return w;
   }
-  w.ops = ph == WorkPhase::kF ? (flex ? 9 : 5) : (flex ? 6 : 4);
+  w.ops = calls(flex ? census.flex_combine : census.alltoall_combine);
   return w;
 }
 
@@ -136,19 +103,20 @@ HostWork census(const JobSpec& job, const Op& op) {
   if (op.recompute && n.ends_with(".recompute"))
     n.remove_suffix(std::string_view(".recompute").size());
   const WorkPhase ph = op.recompute ? WorkPhase::kF : op.phase;
-  if (n.starts_with("moe.") && !n.starts_with("moe.shared.")) {
+  const HostCensus* census = job.runtime.host_dispatch.census.get();
+  if (census != nullptr && n.starts_with("moe.") && !n.starts_with("moe.shared.")) {
     if (op.kind == OpKind::kCollective &&
         (n.starts_with("moe.dispatch") || n.starts_with("moe.combine"))) {
-      return moe_transfer(job, n, ph);
+      return moe_transfer(job, *census, n, ph);
     }
-    for (const MoeCensus& c : kMoe) {
+    for (const HostCensusOp& c : census->moe_ops) {
       if (c.name != n) continue;
       const double groups =
           op.kind == OpKind::kGroupedGemm ? std::max<double>(1.0, op.gemm.batch) : 1.0;
       HostWork w;
-      w.ops = c.ops + (c.per_expert_hook ? groups : 0.0);
+      w.ops = c.ops + (c.hook_per_expert ? groups : 0.0);
       w.modules = c.modules;
-      w.launches = c.per_expert_launch ? groups : 0.0;
+      w.launches = c.launch_per_expert ? groups : 0.0;
       // Without an EP transfer the grouped GEMM's split sizes are the first host read.
       if (n == "moe.experts.fc1" && ph == WorkPhase::kF &&
           job.parallel.ep * job.parallel.etp == 1) {

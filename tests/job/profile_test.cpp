@@ -131,6 +131,41 @@ TEST(Profiles, MalformedFilesNameFileLineAndKey) {
   EXPECT_EQ(e.key(), "backend");
   e = error_of("backend: megatron\ndefaults:\n  fsdp: {value: zero9, source: s}\n");
   EXPECT_EQ(e.key(), "defaults.fsdp.value");
+  e = error_of("backend: megatron\nhost_census:\n  source: s\n  ops:\n    moe.x: {ops: -1}\n");
+  EXPECT_EQ(e.key(), "host_census.ops.moe.x.ops");
+  EXPECT_EQ(e.where().line, 5);
+  e = error_of(
+      "backend: megatron\nhost_census:\n  source: s\n  transfers:\n    flex_dispatch: [8]\n");
+  EXPECT_EQ(e.key(), "host_census.transfers.flex_dispatch");
+  e = error_of("backend: megatron\nhost_census:\n  ops: {}\n");
+  EXPECT_EQ(e.key(), "host_census.source");
+}
+
+// Megatron-Core's MoE host census is profile data (docs/host.md): read as written, inherited by the
+// profiles that extend megatron-lm (Primus runs Megatron-Core), and absent from torchtitan's.
+TEST(Profiles, HostCensusIsTheFrameworksData) {
+  const ProfileCatalog c = load_framework_profiles(kData);
+  const FrameworkProfile* mlm = c.find("megatron-lm");
+  ASSERT_NE(mlm, nullptr);
+  ASSERT_TRUE(mlm->host_census);
+  const HostCensus& census = *mlm->host_census;
+  EXPECT_FALSE(census.source.empty());
+  const auto fc1 = std::find_if(census.moe_ops.begin(), census.moe_ops.end(),
+                                [](const HostCensusOp& o) { return o.name == "moe.experts.fc1"; });
+  ASSERT_NE(fc1, census.moe_ops.end());
+  // TE GroupedLinear forward: 20 eager calls, one module entry, one cuBLAS call per local expert.
+  EXPECT_EQ(fc1->ops, 20.0);
+  EXPECT_EQ(fc1->modules, 1.0);
+  EXPECT_TRUE(fc1->launch_per_expert);
+  EXPECT_FALSE(fc1->hook_per_expert);
+  EXPECT_EQ(census.alltoall_dispatch.forward, 25.0);
+  EXPECT_EQ(census.flex_combine.backward, 6.0);
+  ASSERT_NE(c.find("primus"), nullptr);
+  ASSERT_TRUE(c.find("primus")->host_census);
+  EXPECT_EQ(c.find("primus")->host_census->moe_ops.size(), census.moe_ops.size());
+  EXPECT_EQ(c.find("primus")->host_census->source, census.source);
+  ASSERT_NE(c.find("torchtitan"), nullptr);
+  EXPECT_FALSE(c.find("torchtitan")->host_census);
 }
 
 // A job reads only the profile it names (process start-up): the profile equals the catalogue's,

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "projector/hardware/catalog.h"
+#include "projector/job/profile.h"
 #include "projector/job/spec.h"
 #include "projector/perf/perf.h"
 #include "support/job_builders.h"
@@ -36,8 +37,16 @@ TEST(HostClock, DeviceWaitsForTheHost) {
   EXPECT_NEAR(synced.idle_s(), 25 * kUs, 1e-12);
 }
 
+// Megatron-Core's census (data/frameworks/megatron-lm.yaml host_census), as the builder attaches
+// it to a job of that profile.
+std::shared_ptr<const HostCensus> megatron_census() {
+  static const std::shared_ptr<const HostCensus> c =
+      load_named_framework_profile(default_data_dir(), "megatron-lm").host_census;
+  return c;
+}
+
 JobSpec with_host(JobSpec job, double us) {
-  job.runtime.host_dispatch = {us * kUs, us * kUs, us * kUs};
+  job.runtime.host_dispatch = {us * kUs, us * kUs, us * kUs, megatron_census()};
   return job;
 }
 
@@ -52,8 +61,8 @@ PerfReport project(const JobSpec& job) {
 // dispatch makes the host wait, the backward's all-to-all does not; Primus-Turbo's sync-free
 // stage 2 and a capacity factor remove the wait.
 TEST(HostWork, MegatronMoeCensus) {
-  JobSpec job = testing::make_dropless_ep_job(8, 64, 8);
-  const PerfReport rep = project(with_host(job, 1.0));
+  const JobSpec job = with_host(testing::make_dropless_ep_job(8, 64, 8), 1.0);
+  const PerfReport rep = project(job);
   bool saw_fc1 = false, saw_sync = false;
   for (const PricedOp& po : rep.chunks.at(0).ops) {
     const HostWork w = perf_detail::host_work(job, po.op);
@@ -69,6 +78,18 @@ TEST(HostWork, MegatronMoeCensus) {
   }
   EXPECT_TRUE(saw_fc1);
   EXPECT_TRUE(saw_sync);
+  // Without a census (a framework whose profile counts none) the same ops are generic: the
+  // grouped GEMM one module entry and no per-expert launches, the dispatch one call, no read.
+  JobSpec generic = job;
+  generic.runtime.host_dispatch.census.reset();
+  for (const PricedOp& po : rep.chunks.at(0).ops) {
+    const HostWork w = perf_detail::host_work(generic, po.op);
+    EXPECT_EQ(w.launches, 0.0) << po.op.name;
+    EXPECT_FALSE(w.sync) << po.op.name;
+    if (po.op.name == "moe.experts.fc1") {
+      EXPECT_EQ(w.modules, 1.0);
+    }
+  }
 
   JobSpec sync_free = job;
   sync_free.runtime.moe_host_sync_free = true;  // as the adapters set it (stages 2-3)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -106,6 +107,8 @@ struct FrameworkProfile {
   // without a compile_topology); nullopt: the class alone is not enough (--hardware required).
   ProfileDefault<std::string> accelerator;
   RecsysProfile recsys;  // recommendation models (`recsys:`; empty for the LLM frameworks)
+  // What the host issues per MoE op (`host_census:`, inherited through `extends`); null: none.
+  std::shared_ptr<const HostCensus> host_census;
 };
 
 // Every profile of a data directory (data/frameworks/*.yaml), `extends:` resolved.

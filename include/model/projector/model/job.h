@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -663,10 +664,36 @@ struct CudaGraphs {
 // host_op_us / host_module_us / host_launch_us, from host-side microbenchmarks): one eager
 // operator call (Python and dispatcher), one Transformer Engine module entry, one kernel issued
 // from a C++ loop. All 0: the host is not modelled (compiled programs, jobs built in code).
+// What the host issues for each op of a framework's MoE layer, counted in its source code (the
+// profile's host_census; docs/host.md): eager operator calls, module entries, and per local
+// expert a kernel launch from a C++ loop and / or a gradient hook. Ops the census does not name
+// are counted generically (a GEMM is a module entry, a weight gradient a hook, others one call).
+struct HostCensusOp {
+  std::string name;  // the workload's op name ("moe.experts.fc1", "moe.router.dgrad", ...)
+  double ops = 0.0;
+  double modules = 0.0;
+  bool launch_per_expert = false;
+  bool hook_per_expert = false;
+};
+// Eager operator calls of one EP transfer, forward and backward.
+struct HostTransferCalls {
+  double forward = 0.0;
+  double backward = 0.0;
+};
+struct HostCensus {
+  std::vector<HostCensusOp> moe_ops;
+  HostTransferCalls alltoall_dispatch, alltoall_combine;  // the all-to-all dispatcher
+  HostTransferCalls flex_dispatch, flex_combine;          // the flex dispatcher (DeepEP, HybridEP)
+  HostTransferCalls deepep_multihot;  // extra calls of DeepEP's indices-to-multihot conversion
+  std::string source;
+};
+
 struct HostDispatch {
   double op_s = 0.0;
   double module_s = 0.0;
   double launch_s = 0.0;
+  // The framework's census (its profile); null: every op is counted generically.
+  std::shared_ptr<const HostCensus> census;
   bool modelled() const { return op_s > 0.0 || module_s > 0.0 || launch_s > 0.0; }
 };
 
