@@ -449,6 +449,17 @@ TEST(MegatronFidelity, CudaGraphModulesAreRead) {
   EXPECT_TRUE(load_text(dir, flat_args("cuda_graph_impl: local\n"
                                        "cuda_graph_scope: full_iteration\n"))
                   .runtime.cuda_graphs.full_iteration);
+  // Graphs on: their pool memory is flagged as not modelled, at the key that turned them on;
+  // graphs off: no such warning.
+  const JobSpec graphs = load_text(dir, flat_args("enable_cuda_graph: true\n"));
+  const auto flagged = [](const JobSpec& j) {
+    return std::any_of(j.warnings.begin(), j.warnings.end(), [](const std::string& w) {
+      return w.find("enable_cuda_graph: CUDA graphs (local)") != std::string::npos &&
+             w.find("pool") != std::string::npos && w.find("not modelled") != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(flagged(graphs));
+  EXPECT_FALSE(flagged(load_text(dir, flat_args("cuda_graph_modules: [attn]\n"))));
   try {
     load_text(dir, flat_args("cuda_graph_impl: local\ncuda_graph_modules: [attention]\n"));
     FAIL() << "an unknown module loaded";
