@@ -33,6 +33,10 @@ void add_job_options(CLI::App* cmd, JobOptions& o) {
                   "installed back-end source to read model tables from (torchtitan: its flavor "
                   "tables; default: BACKEND_PATH, else <Primus>/third_party/torchtitan, else the "
                   "transcribed tables)");
+  cmd->add_option("--framework-version", o.framework_version,
+                  "the back-end's version the config was written for (torchtitan: a tag such as "
+                  "v0.1.0, or a main-branch date YYYY-MM-DD; default: the config's header "
+                  "comment, else the installed checkout, else the current one)");
   cmd->add_option("--set", o.set,
                   "override a back-end argument (Megatron: any argument): key=value (repeatable)")
       ->take_all();
@@ -89,6 +93,7 @@ LoadRequest to_load_request(const JobOptions& o) {
   r.data_dir = o.data_dir;  // empty: the bundled catalogue (no hidden environment switch)
   r.primus_path = o.primus_path;
   r.backend_path = o.backend_path;
+  r.framework_version = o.framework_version;
   r.set_overrides = o.set;
   // Flags are range-checked on parse (count_range), so the values fit an int.
   auto opt = [](std::int64_t v) {

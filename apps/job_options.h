@@ -17,11 +17,12 @@ class App;
 namespace projector::cli {
 
 struct JobOptions {
-  std::string config;            // --config / --exp / -c
-  std::string data_dir;          // --data-dir (else the bundled data)
-  std::string primus_path;       // --primus-path (else PRIMUS_PATH)
-  std::string backend_path;      // --backend-path (else BACKEND_PATH): an installed back-end
-  std::vector<std::string> set;  // --set key=value (repeatable)
+  std::string config;             // --config / --exp / -c
+  std::string data_dir;           // --data-dir (else the bundled data)
+  std::string primus_path;        // --primus-path (else PRIMUS_PATH)
+  std::string backend_path;       // --backend-path (else BACKEND_PATH): an installed back-end
+  std::string framework_version;  // --framework-version: the back-end's version (torchtitan)
+  std::vector<std::string> set;   // --set key=value (repeatable)
   // First-class overrides; 0 (or -1 for sync_free_stage) means "not given".
   std::int64_t tp = 0, pp = 0, vpp = 0, cp = 0, ep = 0, etp = 0;
   std::int64_t nodes = 0, gpus_per_node = 0;

@@ -119,6 +119,8 @@ bool apply_flag(LoadRequest& r, const std::string& key, const py::handle& v) {
     r.primus_path = path_argument(key, v);
   else if (key == "backend_path")
     r.backend_path = path_argument(key, v);
+  else if (key == "framework_version")
+    r.framework_version = str_argument(key, v);
   else
     return false;
   return true;

@@ -40,6 +40,7 @@ JobDraft build_job_draft(const ResolvedConfig& config, const LoadRequest& reques
   in.model_name = model_name(config);
   in.data_dir = data_dir;
   in.backend_path = request.backend_path;
+  in.framework_version = request.framework_version;
   if (in.backend_path.empty() && request.env) {
     if (auto p = request.env("BACKEND_PATH")) in.backend_path = *p;
   }

@@ -23,7 +23,11 @@ std::string format_input_error(const SourceLocation& where, const std::string& k
     if (where.column > 0) out += fmt::format(":{}", where.column);
     out += ": ";
   }
-  if (!key.empty()) out += key.size() <= kMaxPart ? key + ": " : clip(key) + ": ";
+  // A command-line flag is both the place and the key ("--grid"): named once.
+  const bool flag_is_place = where.line == 0 && where.file == key;
+  if (!key.empty() && !flag_is_place) {
+    out += key.size() <= kMaxPart ? key + ": " : clip(key) + ": ";
+  }
   out += message.size() <= kMaxPart ? message : clip(message);
   for (char& c : out) {
     if (c == '\n' || c == '\r') c = ' ';

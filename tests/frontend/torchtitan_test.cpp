@@ -629,6 +629,93 @@ TEST(TorchtitanRules, ReshardAndAccumulationFollowTheLayout) {
   EXPECT_FALSE(load_job(r).parallel.reshard_after_forward);
 }
 
+// torchtitan versions (data/frameworks/torchtitan/versions.yaml): before #1238 (2025-06-05) the
+// per-rank batch was training.batch_size, with no global batch; before #1073 (2025-04-07) PP split
+// it into parallelism.pipeline_parallel_microbatches, by default the total number of stages.
+std::string old_toml(testing::TempDir& dir, const std::string& header, const std::string& pp_keys) {
+  return dir.write("old.toml", header +
+                                   "[model]\nname = \"llama3\"\nflavor = \"8B\"\n"
+                                   "[training]\nbatch_size = 8\nseq_len = 8192\n"
+                                   "[parallelism]\npipeline_parallel_degree = 2\n" +
+                                   pp_keys);
+}
+
+JobSpec load_as(const std::string& path, const std::string& version) {
+  LoadRequest r = request(path);
+  r.framework_version = version;
+  return load_job(r);
+}
+
+TEST(TorchtitanVersions, OldBatchAndMicrobatchKeys) {
+  testing::TempDir dir;
+  // Header version 2025-03-10: local batch 8 (batch_size); 1F1B has one stage per rank, so the
+  // default is PP 2 x 1 = 2 microbatches of 8 / 2 = 4; 8 GPUs / PP 2 = DP 4, GBS 8 x 4 = 32.
+  const std::string path = old_toml(dir, "# trained with torchtitan main 2025-03-10\n",
+                                    "pipeline_parallel_schedule = \"1F1B\"\n");
+  const JobSpec j = load_job(request(path));
+  EXPECT_EQ(j.runtime.micro_batch_size, 4);
+  EXPECT_EQ(j.num_microbatches(), 2);
+  EXPECT_EQ(j.runtime.global_batch_size, 32);
+  const AppliedDefault* v = find_default(j, "framework_version");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->value, "torchtitan 2025-03-10");
+  EXPECT_NE(v->reason.find("old.toml:1"), std::string::npos) << v->reason;
+  // Interleaved1F1B: 2 stages per rank, 4 microbatches of 2.
+  const JobSpec inter = load_job(request(old_toml(
+      dir, "# torchtitan 2025-03-10\n", "pipeline_parallel_schedule = \"Interleaved1F1B\"\n")));
+  EXPECT_EQ(inter.runtime.micro_batch_size, 2);
+  EXPECT_EQ(inter.num_microbatches(), 4);
+  // A stated count: 8 / 8 = 1; one that does not divide the batch is refused by its key.
+  EXPECT_EQ(load_as(old_toml(dir, "", "pipeline_parallel_microbatches = 8\n"), "2025-03-10")
+                .runtime.micro_batch_size,
+            1);
+  try {
+    load_as(old_toml(dir, "", "pipeline_parallel_microbatches = 3\n"), "2025-03-10");
+    ADD_FAILURE() << "8 local samples split into 3 microbatches";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "parallelism.pipeline_parallel_microbatches");
+  }
+}
+
+// The same file read as v0.2.2 (the flag beats the header): the old keys are ignored with a
+// warning naming the change, so the local batch is v0.2.2's default 8 and microbatches are of
+// pipeline_parallel_microbatch_size 1: 8 of them. v0.1.0 (2025-06-17) comes after both changes:
+// the same as v0.2.2 here.
+TEST(TorchtitanVersions, NewerVersionsIgnoreTheOldKeysAndSaySo) {
+  testing::TempDir dir;
+  const std::string path =
+      old_toml(dir, "# torchtitan 2025-03-10\n", "pipeline_parallel_microbatches = 8\n");
+  for (const char* version : {"v0.2.2", "0.1.0"}) {
+    const JobSpec j = load_as(path, version);
+    EXPECT_EQ(j.runtime.micro_batch_size, 1) << version;
+    EXPECT_EQ(j.num_microbatches(), 8) << version;
+    EXPECT_TRUE(has_warning(j, "training.batch_size: not a key of torchtitan")) << version;
+    EXPECT_TRUE(has_warning(j, "parallelism.pipeline_parallel_microbatches: not a key")) << version;
+    EXPECT_EQ(find_default(j, "framework_version")->reason, "--framework-version");
+  }
+  // A key that came later is refused on an older version; an unknown version is refused.
+  const std::string newer = dir.write("new.toml",
+                                      "[model]\nname = \"llama3\"\nflavor = \"8B\"\n"
+                                      "[training]\nlocal_batch_size = 4\n");
+  try {
+    load_as(newer, "2025-05-01");
+    ADD_FAILURE() << "local_batch_size read on a version before it existed";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "training.local_batch_size");
+  }
+  try {
+    load_as(newer, "v9.9.9");
+    ADD_FAILURE() << "an unknown version was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "--framework-version");
+  }
+  // Nothing stated: the version the transcribed job_config.yaml is of.
+  const JobSpec plain = load_job(request(newer));
+  const AppliedDefault* v = find_default(plain, "framework_version");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->value, "torchtitan v0.2.2");
+}
+
 }  // namespace
 }  // namespace projector
 

@@ -171,9 +171,13 @@ JobDraft TorchtitanAdapter::normalize(AdapterInput& in) const {
   }
   TitanReader r(in.args, defaults, origins, d.defaults);
   name_fields(r, d);
+  // The version the job is read as (keys whose meaning changed between versions).
+  const TitanVersions versions = load_titan_versions(in.data_dir);
+  const TitanVersion version = resolve_titan_version(in, versions, d.warnings);
+  r.note("framework_version", "torchtitan " + version.label, version.origin);
   TitanModelFacts facts;
   d.model = read_torchtitan_model(r, in, d, facts);
-  read_torchtitan_parallel(r, facts, d);
+  read_torchtitan_parallel(r, facts, TitanKeyVersion{versions, version}, d);
   read_torchtitan_runtime(r, facts, d);
   return d;
 }

@@ -9,6 +9,7 @@
 
 #include "frontend/torchtitan/flavors.h"
 #include "frontend/torchtitan/reader.h"
+#include "frontend/torchtitan/versions.h"
 #include "projector/frontend/adapter.h"
 #include "projector/job/draft.h"
 
@@ -48,8 +49,18 @@ struct TitanModelFacts {
 // model.name / model.flavor (+ architecture keys under `model:`) -> ModelSpec (model.cpp).
 ModelSpec read_torchtitan_model(TitanReader& r, const AdapterInput& in, JobDraft& d,
                                 TitanModelFacts& facts);
+// The version a job is read as, with the table of keys that changed (versions.h).
+struct TitanKeyVersion {
+  const TitanVersions& table;
+  const TitanVersion& version;
+  // The change that introduced `key` when the job predates it; nullptr otherwise.
+  const TitanChange* predating(std::string_view key) const {
+    return predating_change(table, version, key);
+  }
+};
 // Mesh, batches, pipeline split and schedule (parallel.cpp).
-void read_torchtitan_parallel(TitanReader& r, const TitanModelFacts& facts, JobDraft& d);
+void read_torchtitan_parallel(TitanReader& r, const TitanModelFacts& facts,
+                              const TitanKeyVersion& version, JobDraft& d);
 // Activation checkpointing, precision and converters, compile, attention kernel, optimizer
 // (runtime.cpp).
 void read_torchtitan_runtime(TitanReader& r, const TitanModelFacts& facts, JobDraft& d);

@@ -223,9 +223,56 @@ void read_mesh(TitanReader& r, const TitanModelFacts& facts, JobDraft& d) {
   }
 }
 
-void read_batches(TitanReader& r, int pp, int tp, int cp, JobDraft& d) {
-  const int local = positive(r, "training.local_batch_size");
-  const std::int64_t gbs = r.integer("training.global_batch_size");
+// A key that belongs to another torchtitan version than the job's: the new key stated on an older
+// version is refused (that torchtitan would reject it); the old key stated on a newer version is
+// ignored with a warning that says which version would read it.
+void check_version_keys(TitanReader& r, const TitanKeyVersion& v, const TitanChange& c,
+                        bool predates, JobDraft& d) {
+  if (predates && r.stated(c.key) != nullptr) {
+    r.fail(c.key, fmt::format("not a key of torchtitan {} ({}): it came with {}; before it, {} "
+                              "({})",
+                              v.version.label, v.version.origin, c.source, c.old_key, c.before));
+  }
+  if (!predates && r.stated(c.old_key) != nullptr) {
+    const SourceLocation w = r.where(c.old_key);
+    d.warnings.push_back(fmt::format(
+        "{}{}: not a key of torchtitan {} ({}); it was replaced by {} on {} ({}): ignored. "
+        "--framework-version with an earlier version reads it",
+        w.file.empty() ? "" : fmt::format("{}:{}: ", w.file, w.line), c.old_key, v.version.label,
+        v.version.origin, c.key, c.since, c.source));
+  }
+}
+
+const TitanChange& change_of(const TitanKeyVersion& v, std::string_view key) {
+  for (const TitanChange& c : v.table.changes) {
+    if (c.key == key) return c;
+  }
+  throw InputError({v.table.file, 0, 0}, std::string(key), "missing from the version table");
+}
+
+// The per-rank batch: training.local_batch_size, or before torchtitan #1238 training.batch_size
+// (no global batch, no gradient accumulation).
+int local_batch(TitanReader& r, const TitanKeyVersion& v, JobDraft& d) {
+  const TitanChange& c = change_of(v, "training.local_batch_size");
+  const bool old = v.predating(c.key) != nullptr;
+  check_version_keys(r, v, c, old, d);
+  if (!old) return positive(r, c.key);
+  if (r.stated("training.global_batch_size") != nullptr) {
+    r.fail("training.global_batch_size",
+           fmt::format("not a key of torchtitan {}: gradient accumulation came with {}",
+                       v.version.label, c.source));
+  }
+  if (r.stated(c.old_key) != nullptr) return positive(r, c.old_key);
+  if (!c.old_default) r.fail(c.old_key, "required before " + c.since);
+  r.note(c.old_key, std::to_string(*c.old_default),
+         "torchtitan's default before " + c.since + " (" + c.source + ")");
+  return static_cast<int>(*c.old_default);
+}
+
+void read_batches(TitanReader& r, int pp, int tp, int cp, const TitanKeyVersion& v, JobDraft& d) {
+  const int local = local_batch(r, v, d);
+  const bool old_batches = v.predating("training.local_batch_size") != nullptr;
+  const std::int64_t gbs = old_batches ? -1 : r.integer("training.global_batch_size");
   const int seq = positive(r, "training.seq_len");
   d.seq_length = seq;
   if (seq % (tp * 2 * cp) != 0 && (tp > 1 || cp > 1)) {
@@ -234,9 +281,10 @@ void read_batches(TitanReader& r, int pp, int tp, int cp, JobDraft& d) {
                        tp * 2 * cp));
   }
   // The builder splits the flush batch: the whole local batch without PP, microbatches of
-  // pipeline_parallel_microbatch_size with PP (also when PP comes from PRIMUS_PP / --pp).
+  // pipeline_parallel_microbatch_size with PP (also when PP comes from PRIMUS_PP / --pp). Before
+  // torchtitan #1073 a count of microbatches instead (pipeline_microbatches_before_1073).
   const std::string key = "parallelism.pipeline_parallel_microbatch_size";
-  if (pp > 1 || r.stated(key) != nullptr) {
+  if (v.predating(key) == nullptr && (pp > 1 || r.stated(key) != nullptr)) {
     d.pipeline_micro_batch_size = positive(r, key);
     if (pp > 1) {
       d.set_origin(DraftField::kMicroBatchSize, key,
@@ -255,12 +303,44 @@ void read_batches(TitanReader& r, int pp, int tp, int cp, JobDraft& d) {
   }
 }
 
+// Before torchtitan #1073 the pipeline split the local batch into a number of microbatches,
+// parallelism.pipeline_parallel_microbatches, by default the total number of stages (PP x stages
+// per rank); the local batch must divide by it.
+void pipeline_microbatches_before_1073(TitanReader& r, const TitanKeyVersion& v, int pp,
+                                       int per_rank, JobDraft& d) {
+  const TitanChange& c = change_of(v, "parallelism.pipeline_parallel_microbatch_size");
+  const bool old = v.predating(c.key) != nullptr;
+  check_version_keys(r, v, c, old, d);
+  if (!old || pp == 1) return;
+  const int stages = pp * per_rank;
+  int n = stages;
+  if (r.stated(c.old_key) != nullptr) {
+    n = positive(r, c.old_key);
+  } else {
+    r.note(c.old_key, std::to_string(n),
+           fmt::format("torchtitan's default before {}: the total number of stages, PP {} x {} "
+                       "per rank ({})",
+                       c.since, pp, per_rank, c.source));
+  }
+  const int local = d.flush_batch_size.value_or(1);
+  if (local % n != 0) {
+    r.fail(r.stated(c.old_key) != nullptr ? c.old_key : "training.batch_size",
+           fmt::format("the local batch {} is not divisible by the {} pipeline microbatches", local,
+                       n));
+  }
+  d.pipeline_micro_batch_size = local / n;
+  d.set_origin(DraftField::kMicroBatchSize, c.old_key,
+               r.stated(c.old_key) != nullptr ? r.where(c.old_key) : SourceLocation{});
+}
+
 }  // namespace
 
-void read_torchtitan_parallel(TitanReader& r, const TitanModelFacts& facts, JobDraft& d) {
+void read_torchtitan_parallel(TitanReader& r, const TitanModelFacts& facts,
+                              const TitanKeyVersion& version, JobDraft& d) {
   read_mesh(r, facts, d);
-  read_batches(r, *d.pp, *d.tp, *d.cp, d);
+  read_batches(r, *d.pp, *d.tp, *d.cp, version, d);
   read_pipeline(r, facts, *d.pp, d.model.num_layers(), d);
+  pipeline_microbatches_before_1073(r, version, *d.pp, d.vpp.value_or(1), d);
 }
 
 }  // namespace projector::frontend_detail

@@ -105,8 +105,9 @@ struct AdapterInput {
   // and the Primus checkout (--primus-path / PRIMUS_PATH; empty: none).
   std::string backend_path;
   std::string primus_path;
-  std::string module_preset;  // the module preset file read (checkout or bundled copy), if any
-  EnvLookup env;              // environment (PRIMUS_MAXTEXT_PATH, ...); empty: none
+  std::string framework_version;  // --framework-version (LoadRequest); empty: not given
+  std::string module_preset;      // the module preset file read (checkout or bundled copy), if any
+  EnvLookup env;                  // environment (PRIMUS_MAXTEXT_PATH, ...); empty: none
   std::vector<AppliedDefault> defaults;
   std::vector<std::string> warnings;
   bool strict_keys = false;  // an unknown key is an InputError instead of a warning

@@ -46,6 +46,10 @@ struct LoadRequest {
   // The installed back-end's source (torchtitan: its flavor tables); empty: BACKEND_PATH from
   // `env`, else <Primus>/third_party/<back-end>, else the transcribed tables in data/.
   std::string backend_path;
+  // The back-end's version (--framework-version; torchtitan: a tag such as v0.1.0 or the date of a
+  // main-branch commit); empty: a version the config states, else the checkout's, else the
+  // adapter's current one.
+  std::string framework_version;
   EnvLookup env;  // environment; empty: none (tests) — the CLI passes the real one
   std::vector<std::string> set_overrides;  // "key=value" (dotted keys reach into nested maps)
   CliOverrides cli;
