@@ -89,6 +89,17 @@ def test_impossible_layout_names_the_key():
     assert "not divisible by TP 3" in err.value.message
 
 
+def test_framework_version_is_the_cli_flag():
+    toml = os.path.join(ROOT, "tests", "data", "torchtitan", "upstream", "llama3_8b.toml")
+    job = projector.load(toml, overrides={"framework_version": "v0.1.0"}).to_dict()
+    versions = [d for d in job["defaults"] if d["key"] == "framework_version"]
+    assert versions and versions[0]["value"] == "torchtitan v0.1.0"
+    assert versions[0]["reason"] == "--framework-version"
+    with pytest.raises(projector.InputError) as err:
+        projector.load(toml, overrides={"framework_version": "v9.9.9"})
+    assert err.value.key == "--framework-version"
+
+
 def test_unknown_model_names_the_file_and_key():
     path = os.path.join(ROOT, "tests", "data", "unknown_model.yaml")
     with pytest.raises(projector.InputError) as err:
