@@ -88,9 +88,22 @@ void Builder::micro_batch_size() {
     rt.micro_batch_size =
         size_or(DraftField::kMicroBatchSize, d_.micro_batch_size, 1, nullptr, kMaxGlobalBatch);
   } else if (d_.flush_batch_size) {
-    // One flush: the whole per-replica batch without PP, pipeline microbatches with PP.
-    const int mbs =
-        job_.parallel.pp > 1 ? d_.pipeline_micro_batch_size.value_or(1) : *d_.flush_batch_size;
+    // One flush: the whole per-replica batch without PP, pipeline microbatches with PP (of a
+    // stated size, or a count of them: torchtitan before #1073).
+    const ParallelSpec& p = job_.parallel;
+    int mbs = p.pp > 1 ? d_.pipeline_micro_batch_size.value_or(1) : *d_.flush_batch_size;
+    if (p.pp > 1 && d_.pipeline_microbatch_count) {
+      // Stages per rank as stated (the layout step derives VPP after this one).
+      const int n = *d_.pipeline_microbatch_count > 0 ? *d_.pipeline_microbatch_count
+                                                      : p.pp * std::max(1, d_.vpp.value_or(p.vpp));
+      if (*d_.flush_batch_size % n != 0) {
+        fail(LayoutRule::kGbs, DraftField::kMicroBatchSize,
+             fmt::format("the per-replica batch {} is not divisible by the {} pipeline "
+                         "microbatches",
+                         *d_.flush_batch_size, n));
+      }
+      mbs = *d_.flush_batch_size / n;
+    }
     rt.micro_batch_size = size_or(DraftField::kMicroBatchSize, mbs, 1, nullptr, kMaxGlobalBatch);
     if (*d_.flush_batch_size % rt.micro_batch_size != 0) {
       fail(LayoutRule::kGbs, DraftField::kMicroBatchSize,

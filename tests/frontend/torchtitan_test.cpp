@@ -665,6 +665,16 @@ TEST(TorchtitanVersions, OldBatchAndMicrobatchKeys) {
       dir, "# torchtitan 2025-03-10\n", "pipeline_parallel_schedule = \"Interleaved1F1B\"\n")));
   EXPECT_EQ(inter.runtime.micro_batch_size, 2);
   EXPECT_EQ(inter.num_microbatches(), 4);
+  // PP from the command line on a file without it: the default count follows the final layout
+  // (PP 2 x 1 stage = 2 microbatches of 4), as that torchtitan would split it.
+  const std::string no_pp =
+      dir.write("no_pp.toml",
+                "# torchtitan 2025-03-10\n[model]\nname = \"llama3\"\nflavor = \"8B\"\n"
+                "[training]\nbatch_size = 8\nseq_len = 8192\n");
+  LoadRequest with_pp = request(no_pp);
+  with_pp.cli.pp = 2;
+  EXPECT_EQ(load_job(with_pp).runtime.micro_batch_size, 4);
+  EXPECT_EQ(load_job(request(no_pp)).runtime.micro_batch_size, 8);  // no PP: one microbatch
   // A stated count: 8 / 8 = 1; one that does not divide the batch is refused by its key.
   EXPECT_EQ(load_as(old_toml(dir, "", "pipeline_parallel_microbatches = 8\n"), "2025-03-10")
                 .runtime.micro_batch_size,

@@ -305,32 +305,22 @@ void read_batches(TitanReader& r, int pp, int tp, int cp, const TitanKeyVersion&
 
 // Before torchtitan #1073 the pipeline split the local batch into a number of microbatches,
 // parallelism.pipeline_parallel_microbatches, by default the total number of stages (PP x stages
-// per rank); the local batch must divide by it.
-void pipeline_microbatches_before_1073(TitanReader& r, const TitanKeyVersion& v, int pp,
-                                       int per_rank, JobDraft& d) {
+// per rank); the builder divides, on the final layout (also a PP set by --pp or PRIMUS_PP).
+void pipeline_microbatches_before_1073(TitanReader& r, const TitanKeyVersion& v, JobDraft& d) {
   const TitanChange& c = change_of(v, "parallelism.pipeline_parallel_microbatch_size");
   const bool old = v.predating(c.key) != nullptr;
   check_version_keys(r, v, c, old, d);
-  if (!old || pp == 1) return;
-  const int stages = pp * per_rank;
-  int n = stages;
+  if (!old) return;
+  d.pipeline_micro_batch_size.reset();
   if (r.stated(c.old_key) != nullptr) {
-    n = positive(r, c.old_key);
-  } else {
-    r.note(c.old_key, std::to_string(n),
-           fmt::format("torchtitan's default before {}: the total number of stages, PP {} x {} "
-                       "per rank ({})",
-                       c.since, pp, per_rank, c.source));
+    d.pipeline_microbatch_count = positive(r, c.old_key);
+    d.set_origin(DraftField::kMicroBatchSize, c.old_key, r.where(c.old_key));
+    return;
   }
-  const int local = d.flush_batch_size.value_or(1);
-  if (local % n != 0) {
-    r.fail(r.stated(c.old_key) != nullptr ? c.old_key : "training.batch_size",
-           fmt::format("the local batch {} is not divisible by the {} pipeline microbatches", local,
-                       n));
-  }
-  d.pipeline_micro_batch_size = local / n;
-  d.set_origin(DraftField::kMicroBatchSize, c.old_key,
-               r.stated(c.old_key) != nullptr ? r.where(c.old_key) : SourceLocation{});
+  d.pipeline_microbatch_count = 0;
+  r.note(
+      c.old_key, "the total number of stages",
+      fmt::format("torchtitan's default before {}: PP x stages per rank ({})", c.since, c.source));
 }
 
 }  // namespace
@@ -340,7 +330,7 @@ void read_torchtitan_parallel(TitanReader& r, const TitanModelFacts& facts,
   read_mesh(r, facts, d);
   read_batches(r, *d.pp, *d.tp, *d.cp, version, d);
   read_pipeline(r, facts, *d.pp, d.model.num_layers(), d);
-  pipeline_microbatches_before_1073(r, version, *d.pp, d.vpp.value_or(1), d);
+  pipeline_microbatches_before_1073(r, version, d);
 }
 
 }  // namespace projector::frontend_detail

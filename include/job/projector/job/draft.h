@@ -148,6 +148,10 @@ struct JobDraft {
   // pipeline_parallel_microbatch_size, default 1); without PP the flush batch is one microbatch.
   // A stated micro_batch_size wins.
   std::optional<int> pipeline_micro_batch_size;
+  // Instead, a count of pipeline microbatches the flush batch splits into (torchtitan before
+  // #1073: pipeline_parallel_microbatches); 0: the total number of virtual stages (PP x VPP) of
+  // the final layout, so that a PP set later (--pp, PRIMUS_PP) gets the count it would.
+  std::optional<int> pipeline_microbatch_count;
 
   // kAuto: the schedule module's selection rule; prefer_zero_bubble asks for the zero-bubble
   // schedules when they are legal (Primus enable_zero_bubble + patch_zero_bubble).
