@@ -32,6 +32,9 @@ struct ValidateOptions {
   bool map_only = false;
   std::string only_run;  // --run ID: just this entry
   bool explain = false;  // --explain: print each projection's performance summary
+  // --configs FILE: the configs index naming each run's framework config; empty: the runs file's
+  // configs/index.yaml when there is one; "none": the free-text path only.
+  std::string configs_index;
 };
 
 void print_assumptions(const std::vector<std::string>& assumptions) {
@@ -41,6 +44,31 @@ void print_assumptions(const std::vector<std::string>& assumptions) {
 void print_stats_row(const std::string& label, const ErrorStats& s) {
   fmt::print("  {:<22} {:>4} {:>9.1f} {:>9.1f} {:>9.1f} {:>+9.1f}\n", label, s.count, s.mape_pct,
              s.median_abs_pct, s.p90_abs_pct, s.mean_signed_pct);
+}
+
+// The run projected from its framework config: each compared metric, or why it was not.
+void print_config_path(const RunResult::ConfigPath& c) {
+  fmt::print("      via config {}: {}{}\n", c.config, c.status,
+             c.reason.empty() ? "" : " (" + c.reason + ")");
+  for (const MetricComparison& m : c.metrics) {
+    fmt::print("      {:<23} {:>12.4g} {:>12.4g} {:>+8.1f}\n", m.metric, m.predicted, m.measured,
+               m.error_pct);
+  }
+  for (const std::string& w : c.warnings) fmt::print("      config warning: {}\n", w);
+}
+
+void print_config_summary(const ConfigPathSummary& s) {
+  if (s.runs == 0) return;
+  fmt::print("\n  user's path (each run's framework config): {} runs, {} compared, {} failed\n",
+             s.runs, s.compared, s.failed);
+  print_stats_row("config throughput", s.throughput);
+  if (s.memory.count > 0) print_stats_row("config peak memory", s.memory);
+  print_stats_row("same runs, config", s.same_runs_throughput);
+  print_stats_row("same runs, free text", s.free_text_throughput);
+  if (!s.projected_oom.empty()) {
+    fmt::print("  ran but the config's projection is out of memory: {}\n",
+               fmt::join(s.projected_oom, ", "));
+  }
 }
 
 int run_map_only(const std::vector<RunEntry>& runs, const std::string& data_dir) {
@@ -106,6 +134,9 @@ int run_validate(const ValidateOptions& o, const CLI::App& cmd) {
   }
   const std::string data_dir = o.data_dir.empty() ? default_data_dir() : o.data_dir;
   std::vector<RunEntry> runs = load_runs(o.runs_file);
+  const std::string index =
+      o.configs_index.empty() ? default_configs_index(o.runs_file) : o.configs_index;
+  if (!index.empty() && index != "none") attach_run_configs(runs, o.runs_file, index);
   if (!o.only_run.empty()) {
     std::erase_if(runs, [&](const RunEntry& e) { return e.id != o.only_run; });
     if (runs.empty()) {
@@ -148,6 +179,7 @@ int run_validate(const ValidateOptions& o, const CLI::App& cmd) {
       fmt::print("      excluded from the statistics: {}\n", r.excluded);
     }
     print_assumptions(r.assumptions);
+    if (r.config_path) print_config_path(*r.config_path);
   }
 
   const ValidationSummary& s = report.summary;
@@ -170,6 +202,7 @@ int run_validate(const ValidateOptions& o, const CLI::App& cmd) {
       s.projected_oom.empty() ? ""
                               : " (" + fmt::format("{}", fmt::join(s.projected_oom, ", ")) + ")");
 
+  print_config_summary(s.config_path);
   for (const CoverageStats& cv : s.coverage) {
     fmt::print("  80 % range coverage ({} {}): {} of {} runs inside, {:.0f} %\n", cv.group,
                cv.value, cv.inside, cv.runs, cv.pct());
@@ -237,6 +270,9 @@ void add_validate_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--map-only", opts->map_only,
                 "only map each run to a job and list the assumptions (no projection)");
   cmd->add_option("--run", opts->only_run, "validate only the entry with this id");
+  cmd->add_option("--configs", opts->configs_index,
+                  "configs index naming each run's framework config (default: configs/index.yaml "
+                  "beside the runs file; none: the free-text reading only)");
   cmd->add_flag("--explain", opts->explain,
                 "print the performance summary and op table of each projected run");
   cmd->callback([opts, cmd, &exit_code] { exit_code = run_validate(*opts, *cmd); });

@@ -320,14 +320,19 @@ py::object sweep_layouts(const Job& job, const py::object& nodes, const py::obje
   return document_to_python(doc);
 }
 
-py::object validate_runs(const py::object& runs_path, const py::object& data_dir_path) {
+py::object validate_runs(const py::object& runs_path, const py::object& data_dir_path,
+                         const py::object& configs_path) {
   const std::string path = path_argument("path", runs_path);
   const std::string data_dir =
       data_dir_path.is_none() ? "" : path_argument("data_dir", data_dir_path);
+  // As --configs: the index beside the runs file unless one is named; "none" turns it off.
+  const std::string configs = configs_path.is_none() ? "" : path_argument("configs", configs_path);
   std::string doc;
   {
     py::gil_scoped_release unlocked;
-    const std::vector<RunEntry> runs = load_runs(path);
+    std::vector<RunEntry> runs = load_runs(path);
+    const std::string index = configs.empty() ? default_configs_index(path) : configs;
+    if (!index.empty() && index != "none") attach_run_configs(runs, path, index);
     const ProjectFn project = make_default_project_fn();
     doc = report_to_json(data_dir.empty() ? validate(runs, project)
                                           : validate(runs, project, data_dir));
@@ -444,5 +449,6 @@ PYBIND11_MODULE(projector, m) {
         "nodes (default: the job's), restricted by `grid` ({'tp': [1, 2], 'pp': [1, 2]} or "
         "'tp=1,2; pp=1,2').");
   m.def("validate", &validate_runs, py::arg("path"), py::arg("data_dir") = py::none(),
-        "`projector validate PATH --json` as a dict.");
+        py::arg("configs") = py::none(),
+        "`projector validate PATH --json [--configs FILE]` as a dict.");
 }

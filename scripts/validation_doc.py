@@ -47,6 +47,10 @@ def run_lines(report):
             line += f" mem {mem:+6.1f}"
         if (r.get("predicted") or {}).get("out_of_memory"):
             line += "  projected OOM"
+        cp = r.get("config_path")
+        if cp is not None:  # the user's path: the run's own framework config
+            cerr = cp.get("throughput_error_pct")
+            line += f"  config {cerr:+7.1f}" if cerr is not None else f"  config {cp['status']}"
         out.append(line.rstrip())
     return out
 

@@ -30,6 +30,44 @@ nlohmann::json prediction_json(const Prediction& p) {
   return j;
 }
 
+nlohmann::json optional_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// The user's path of one run (RunResult::ConfigPath).
+nlohmann::json config_path_json(const RunResult::ConfigPath& c) {
+  nlohmann::json j = {{"config", c.config}, {"status", c.status}};
+  if (!c.reason.empty()) j["reason"] = c.reason;
+  j["predicted"] = c.status == "ok" || c.status == "no_measurement" ? prediction_json(c.predicted)
+                                                                    : nlohmann::json::object();
+  nlohmann::json measured = nlohmann::json::object();
+  nlohmann::json error = nlohmann::json::object();
+  for (const MetricComparison& m : c.metrics) {
+    measured[m.metric] = m.measured;
+    error[m.metric] = m.error_pct;
+  }
+  j["measured"] = std::move(measured);
+  j["error_pct"] = std::move(error);
+  j["throughput_error_pct"] = optional_json(c.throughput_error_pct);
+  if (!c.throughput_basis.empty()) j["throughput_basis"] = c.throughput_basis;
+  j["memory_error_pct"] = optional_json(c.memory_error_pct);
+  j["warnings"] = c.warnings;
+  return j;
+}
+
+nlohmann::json config_summary_json(const ConfigPathSummary& s) {
+  return {{"runs", s.runs},
+          {"compared", s.compared},
+          {"failed", s.failed},
+          {"throughput", stats_json(s.throughput)},
+          {"memory", stats_json(s.memory)},
+          {"same_runs",
+           {{"config_throughput", stats_json(s.same_runs_throughput)},
+            {"free_text_throughput", stats_json(s.free_text_throughput)},
+            {"free_text_memory", stats_json(s.free_text_memory)}}},
+          {"projected_oom", s.projected_oom}};
+}
+
 }  // namespace
 
 std::string report_to_json(const ValidationReport& report) {
@@ -89,6 +127,7 @@ std::string report_to_json(const ValidationReport& report) {
                    {"cp", r.cp},
                    {"ep", r.ep},
                    {"fp8", r.fp8}};
+    if (r.config_path) j["config_path"] = config_path_json(*r.config_path);
     runs.push_back(std::move(j));
   }
   const ValidationSummary& s = report.summary;
@@ -124,6 +163,7 @@ std::string report_to_json(const ValidationReport& report) {
                         {"coverage_pct", c.pct()}});
   }
   out["summary"]["interval_coverage"] = std::move(coverage);
+  out["summary"]["config_path"] = config_summary_json(s.config_path);
   return out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

@@ -16,6 +16,7 @@
 #include "projector/util/text.h"
 #include "projector/validate/validate.h"
 #include "validate/phrases.h"
+#include "validate/run_config.h"
 
 namespace projector {
 namespace {
@@ -401,7 +402,21 @@ void read_measured(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   e.derived.step_time_s = r.number(de, "step_time_s", "derived");
 }
 
-RunEntry read_entry(const YAML::Node& node, std::size_t index) {
+// The entry's own framework config (`config:` with its `args:`), resolved against the runs file.
+void read_config(EntryReader& r, const YAML::Node& node, const std::string& file, RunEntry& e) {
+  const YAML::Node config = node["config"];
+  if (is_null(config)) {
+    if (!is_null(node["args"])) r.error("args", "args without a config", line_of(node["args"]));
+    return;
+  }
+  try {
+    e.config = validate_detail::read_run_config(config, node["args"], file);
+  } catch (const InputError& ex) {
+    r.error(ex.key(), ex.message(), ex.where().line);
+  }
+}
+
+RunEntry read_entry(const YAML::Node& node, std::size_t index, const std::string& file) {
   RunEntry e;
   e.line = line_of(node);
   e.id = "#" + std::to_string(index + 1);
@@ -427,6 +442,7 @@ RunEntry read_entry(const YAML::Node& node, std::size_t index) {
   read_model(r, node, e);
   read_training(r, node, e);
   read_measured(r, node, e);
+  read_config(r, node, file, e);
   return e;
 }
 
@@ -468,7 +484,7 @@ std::vector<RunEntry> parse_runs(const std::string& yaml_text, const std::string
   runs.reserve(root.size());
   std::set<std::string> seen;
   for (std::size_t i = 0; i < root.size(); ++i) {
-    RunEntry e = read_entry(root[i], i);
+    RunEntry e = read_entry(root[i], i, file);
     if (!seen.insert(e.id).second) {
       e.errors.push_back(e.id + ": id: duplicate id (line " + std::to_string(e.line) + ")");
     }

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "projector/frontend/loader.h"
 #include "projector/hardware/catalog.h"
 #include "projector/interval/interval.h"
 #include "projector/job/accounting.h"
 #include "projector/model/family.h"
 #include "projector/util/error.h"
 #include "projector/util/stats.h"
+#include "validate/run_config.h"
 
 namespace projector {
 namespace {
@@ -285,6 +287,38 @@ ErrorStats error_stats(const std::vector<double>& errors_pct) {
   return s;
 }
 
+namespace {
+
+// The user's path over the runs that have a config; the free-text path's errors on the runs where
+// both paths compared, beside the config path's on the same runs.
+ConfigPathSummary summarize_config_path(const std::vector<RunResult>& runs) {
+  ConfigPathSummary s;
+  std::vector<double> tp, mem, ft_tp, ft_mem, same_tp;
+  for (const RunResult& r : runs) {
+    if (!r.config_path || !r.excluded.empty()) continue;
+    const RunResult::ConfigPath& c = *r.config_path;
+    ++s.runs;
+    if (c.status == "ok") ++s.compared;
+    if (c.status == "load_failed" || c.status == "projection_failed") ++s.failed;
+    if (c.status == "ok" && c.predicted.out_of_memory) s.projected_oom.push_back(r.id);
+    if (c.throughput_error_pct) tp.push_back(*c.throughput_error_pct);
+    if (c.memory_error_pct) mem.push_back(*c.memory_error_pct);
+    if (c.throughput_error_pct && r.throughput_error_pct) {
+      ft_tp.push_back(*r.throughput_error_pct);
+      same_tp.push_back(*c.throughput_error_pct);
+    }
+    if (c.memory_error_pct && r.memory_error_pct) ft_mem.push_back(*r.memory_error_pct);
+  }
+  s.throughput = error_stats(tp);
+  s.memory = error_stats(mem);
+  s.free_text_throughput = error_stats(ft_tp);
+  s.free_text_memory = error_stats(ft_mem);
+  s.same_runs_throughput = error_stats(same_tp);
+  return s;
+}
+
+}  // namespace
+
 ValidationSummary summarize(const std::vector<RunResult>& runs) {
   ValidationSummary s;
   s.runs = static_cast<int>(runs.size());
@@ -313,6 +347,7 @@ ValidationSummary summarize(const std::vector<RunResult>& runs) {
   s.throughput = error_stats(tp);
   s.memory = error_stats(mem);
   summarize_coverage(runs, s.coverage);
+  s.config_path = summarize_config_path(runs);
   auto& g = s.by_regime;
   for (const char* v : {"dense", "moe", "recommendation"}) {
     add_group(g, runs, "model", v, [](const RunResult& r, const std::string& x) {
@@ -353,6 +388,20 @@ ValidationSummary summarize(const std::vector<RunResult>& runs) {
 
 namespace {
 
+// The verdict as `projector memory` gives it: with the run's memory range, scored without its
+// family (`family`'s residuals left out).
+void decide_memory_with_range(const ResidualTable& residuals, const Regime& regime,
+                              const std::string& family, Prediction& p) {
+  const auto mq = residual_quantiles(residuals, regime, ResidualMetric::kMemory, family);
+  if (!mq || !p.peak_bytes) return;
+  const Prediction::PeakBytes& b = *p.peak_bytes;
+  const double fixed = b.point - b.allocator;
+  const MemoryVerdict v =
+      verdict_with_range(b.point, b.upper, fixed + b.allocator / (1.0 + mq->q90_pct / 100.0),
+                         fixed + b.allocator / (1.0 + mq->q10_pct / 100.0), b.capacity);
+  p.out_of_memory = v == MemoryVerdict::kOom;
+}
+
 // One entry: mapped, projected, compared. Everything it throws is this entry's failure.
 // The run's calibrated range, scored without its own family's residuals.
 void attach_range(const ResidualTable& residuals, const MappedRun& m, RunResult& r) {
@@ -372,15 +421,7 @@ void attach_range(const ResidualTable& residuals, const MappedRun& m, RunResult&
     const double g = *r.predicted.peak_memory_gib;
     r.memory_range = {g / (1.0 + mq->q90_pct / 100.0), g / (1.0 + mq->q10_pct / 100.0)};
   }
-  // The verdict as `projector memory` gives it: with the run's range, scored without its family.
-  if (mq && r.predicted.peak_bytes) {
-    const Prediction::PeakBytes& b = *r.predicted.peak_bytes;
-    const double fixed = b.point - b.allocator;
-    const MemoryVerdict v =
-        verdict_with_range(b.point, b.upper, fixed + b.allocator / (1.0 + mq->q90_pct / 100.0),
-                           fixed + b.allocator / (1.0 + mq->q10_pct / 100.0), b.capacity);
-    r.predicted.out_of_memory = v == MemoryVerdict::kOom;
-  }
+  decide_memory_with_range(residuals, regime, r.family, r.predicted);
 }
 
 // A run projected out of memory although it ran: the facts that decide the verdict which the entry
@@ -405,8 +446,74 @@ void note_unstated_memory_facts(const RunEntry& e, RunResult& r) {
       fmt::join(unstated, ", ")));
 }
 
+// The user's path: the run's framework config loaded by its adapter, as `projector performance
+// -c CONFIG` with the config's args would, projected and compared like the free-text reading. The
+// source's FLOP convention (how it counted TFLOP/s) is the free-text reading's: a fact of the
+// source, not of the job.
+RunResult::ConfigPath project_config(const RunEntry& e, const MappedRun& m,
+                                     const ProjectFn& project, const std::string& data_dir,
+                                     const ResidualTable& residuals, const std::string& family) {
+  RunResult::ConfigPath c;
+  c.config = e.config->path;
+  MappedRun mc = m;
+  try {
+    mc.job = load_job(validate_detail::load_request_of(*e.config, data_dir));
+  } catch (const InputError& ex) {
+    c.status = "load_failed";
+    c.reason = ex.what();
+    return c;
+  }
+  c.warnings = mc.job.warnings;
+  const int per_chip = std::max(1, mc.job.cluster.devices_per_chip);
+  mc.num_gpus = static_cast<int>(mc.job.cluster.world_size() / per_chip);
+  RunResult r;
+  try {
+    r.predicted = project(mc.job);
+  } catch (const NotModelledError& ex) {
+    c.status = "not_modelled";
+    c.reason = ex.what();
+    return c;
+  } catch (const InputError& ex) {
+    c.status = "projection_failed";
+    c.reason = ex.what();
+    return c;
+  }
+  compare(e, mc, r);
+  decide_memory_with_range(residuals, classify_regime(mc.job), family, r.predicted);
+  c.predicted = r.predicted;
+  c.metrics = std::move(r.metrics);
+  c.throughput_error_pct = r.throughput_error_pct;
+  c.throughput_basis = std::move(r.throughput_basis);
+  c.memory_error_pct = r.memory_error_pct;
+  c.status = c.metrics.empty() ? "no_measurement" : "ok";
+  if (c.metrics.empty()) c.reason = "no measured metric that the projection predicts";
+  return c;
+}
+
+RunResult validate_free_text(const RunEntry& e, const ProjectFn& project,
+                             MappingCatalogue& catalogue, const ResidualTable& residuals,
+                             MappedRun& m);
+
 RunResult validate_entry(const RunEntry& e, const ProjectFn& project, MappingCatalogue& catalogue,
                          const ResidualTable& residuals) {
+  MappedRun m;
+  RunResult r = validate_free_text(e, project, catalogue, residuals, m);
+  if (e.ok() && e.config) {
+    try {
+      r.config_path = project_config(e, m, project, catalogue.data_dir(), residuals, r.family);
+    } catch (const std::exception& ex) {  // the free-text result stands whatever this throws
+      r.config_path = RunResult::ConfigPath{};
+      r.config_path->config = e.config->path;
+      r.config_path->status = "projection_failed";
+      r.config_path->reason = ex.what();
+    }
+  }
+  return r;
+}
+
+RunResult validate_free_text(const RunEntry& e, const ProjectFn& project,
+                             MappingCatalogue& catalogue, const ResidualTable& residuals,
+                             MappedRun& m) {
   RunResult r;
   r.id = e.id;
   r.excluded = e.exclude_from_statistics;
@@ -416,7 +523,7 @@ RunResult validate_entry(const RunEntry& e, const ProjectFn& project, MappingCat
     for (std::size_t i = 1; i < e.errors.size(); ++i) r.reason += "; " + e.errors[i];
     return r;
   }
-  const MappedRun m = map_run(e, catalogue);
+  m = map_run(e, catalogue);
   r.assumptions = m.assumptions;
   r.framework = m.framework;
   // The source is its title up to the first comma (a container or a machine follows it).

@@ -154,6 +154,13 @@ def test_validate_is_the_cli_document(cli_json):
     doc = projector.validate(runs)
     assert doc == cli_json("validate", runs)
     assert doc["summary"]["compared"] > 0
+    # The runs' framework configs (data/validation/configs/index.yaml) are projected as the CLI
+    # does; configs="none" is --configs none.
+    assert doc["summary"]["config_path"]["runs"] > 0
+    off = projector.validate(runs, configs="none")
+    assert off == cli_json("validate", runs, "--configs", "none")
+    assert off["summary"]["config_path"]["runs"] == 0
+    assert off["summary"]["throughput"] == doc["summary"]["throughput"]
 
 
 # --------------------------------------------------------------------- every command of the CLI

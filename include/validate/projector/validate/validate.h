@@ -18,6 +18,23 @@ namespace projector {
 
 // ----------------------------------------------------------------------------------------- input
 
+// One command-line option of a run's config (`args:`): the CLI's long option name without its
+// dashes (`hardware`, `nodes`, `gpus-per-node`, `set`, ...) and its values (one; `set` a list).
+struct RunConfigArg {
+  std::string key;
+  std::vector<std::string> values;
+  int line = 0;
+};
+
+// The framework's own config of a run (docs/validation.md "The user's path"): `validate` projects
+// it through its back-end adapter exactly as a user's job, beside the free-text reading.
+struct RunConfig {
+  std::string path;      // the config file, resolved against the file that names it
+  std::string named_in;  // the runs file or configs index that names it
+  int line = 0;          // ... and the line
+  std::vector<RunConfigArg> args;
+};
+
 // One list entry of the runs file, as written (null / absent -> nullopt). Free-text fields are
 // kept verbatim; map_run reads them by keywords.
 struct RunEntry {
@@ -184,6 +201,9 @@ struct RunEntry {
     std::optional<double> step_time_s;
   } derived;
 
+  // `config:` / `args:` of the entry, or the configs index's item for it.
+  std::optional<RunConfig> config;
+
   // Per-entry problems, one line each: "<id>: <field>: <message> (line N)". An entry with errors
   // (not a mapping, no id, a duplicate id) is reported as status "invalid"; the other entries are
   // unaffected.
@@ -201,8 +221,18 @@ struct RunEntry {
 // InputError; anything wrong inside one entry becomes that entry's `errors`. Unknown keys are
 // ignored.
 std::vector<RunEntry> load_runs(const std::string& path);
-// Same, from YAML text (`file` names it in messages).
+// Same, from YAML text (`file` names it in messages and is where relative `config:` paths start).
 std::vector<RunEntry> parse_runs(const std::string& yaml_text, const std::string& file);
+
+// A configs index (data/validation/configs/index.yaml): a list of {runs_file, run, config, args}
+// naming the framework's own config of published runs without editing the runs files. Attaches
+// the items whose runs_file is `runs_file`'s name to those runs (config paths are relative to the
+// index). An item naming a run the file lacks, a config that does not exist, a run that states
+// its own config, or a malformed item throws InputError at the item's line.
+void attach_run_configs(std::vector<RunEntry>& runs, const std::string& runs_file,
+                        const std::string& index_path);
+// <directory of runs_file>/configs/index.yaml when it exists, else "".
+std::string default_configs_index(const std::string& runs_file);
 
 // --------------------------------------------------------------------------------------- mapping
 
@@ -330,6 +360,22 @@ struct RunResult {
   std::vector<std::string> assumptions;
   // The entry's exclude_from_statistics reason: compared and shown, never in a statistic.
   std::string excluded;
+  // The same run projected from its framework config (RunEntry::config), compared like the
+  // free-text reading above.
+  struct ConfigPath {
+    std::string config;  // the config file
+    // ok, load_failed (the adapter refused the config), projection_failed, not_modelled,
+    // no_measurement
+    std::string status;
+    std::string reason;
+    Prediction predicted;
+    std::vector<MetricComparison> metrics;
+    std::optional<double> throughput_error_pct;
+    std::string throughput_basis;
+    std::optional<double> memory_error_pct;
+    std::vector<std::string> warnings;  // the adapter's warnings on the config
+  };
+  std::optional<ConfigPath> config_path;
   // The framework profile the run was read with, and its family: one source's runs of one model
   // (the unit of leave-one-family-out fits: "<source title to its first comma> | <model family>").
   std::string framework;
@@ -378,6 +424,20 @@ struct CoverageStats {
   double pct() const { return runs > 0 ? 100.0 * inside / runs : 0.0; }
 };
 
+// The user's path (RunResult::config_path) over the runs that have a config, with the free-text
+// path's statistics on the same runs beside it.
+struct ConfigPathSummary {
+  int runs = 0;      // runs with a config (excluded runs not counted)
+  int compared = 0;  // ... projected from it and compared
+  int failed = 0;    // ... whose config did not load or project
+  ErrorStats throughput;
+  ErrorStats memory;
+  ErrorStats free_text_throughput;  // the free-text path on the same runs (both compared)
+  ErrorStats free_text_memory;
+  ErrorStats same_runs_throughput;         // the config path on those same runs
+  std::vector<std::string> projected_oom;  // ran, but the config's projection says OOM
+};
+
 struct ValidationSummary {
   int runs = 0;
   int compared = 0;
@@ -396,6 +456,7 @@ struct ValidationSummary {
   int skew_bracketed = 0;
   std::vector<std::string> within_skew_bracket;
   std::vector<CoverageStats> coverage;  // "all" first, then by model and accelerator
+  ConfigPathSummary config_path;
 };
 
 struct ValidationReport {
