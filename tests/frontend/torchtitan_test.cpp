@@ -646,6 +646,55 @@ JobSpec load_as(const std::string& path, const std::string& version) {
   return load_job(r);
 }
 
+// Keys that moved (versions.yaml renames): torchtitan main of 2024-12-26 stated the parallel
+// degrees under [training] / [experimental] (#980, 2025-03-18), Float8 as float8.
+// enable_float8_linear (#823, 2025-02-15) and compile as training.compile (#1608), and compiled
+// the model only (the loss from #1033, 2025-04-02). Read as that version: CP 2, DP shard 4,
+// Float8 on, compile on, loss eager. Read as v0.2.2 the same keys are not read, each with a
+// warning naming its change.
+TEST(TorchtitanVersions, KeysThatMovedAreReadWhereTheirVersionHadThem) {
+  testing::TempDir dir;
+  const std::string path = dir.write(
+      "moved.toml",
+      "# torchtitan main 2024-12-26 (9dec370)\n[model]\nname = \"llama3\"\nflavor = \"8B\"\n"
+      "[training]\nbatch_size = 1\nseq_len = 8192\ndata_parallel_shard_degree = 4\n"
+      "tensor_parallel_degree = 1\ncompile = true\n"
+      "[experimental]\ncontext_parallel_degree = 2\n[float8]\nenable_float8_linear = true\n");
+  const JobSpec old = load_job(request(path));
+  EXPECT_EQ(old.parallel.cp, 2);
+  EXPECT_NE(old.runtime.precision.fp8, Fp8Recipe::kNone);
+  EXPECT_TRUE(old.runtime.fused_elementwise);  // compiled
+  const AppliedDefault* comp = find_default(old, "compile.components");
+  ASSERT_NE(comp, nullptr);
+  EXPECT_EQ(comp->value, "[model]");
+  EXPECT_NE(comp->reason.find("#1033"), std::string::npos) << comp->reason;
+  const AppliedDefault* cp = find_default(old, "parallelism.context_parallel_degree");
+  ASSERT_NE(cp, nullptr);
+  EXPECT_EQ(cp->value, "experimental.context_parallel_degree = 2");
+
+  const JobSpec now = load_as(path, "v0.2.2");
+  EXPECT_EQ(now.parallel.cp, 1);
+  EXPECT_EQ(now.runtime.precision.fp8, Fp8Recipe::kNone);
+  EXPECT_FALSE(now.runtime.fused_elementwise);
+  int not_read = 0;
+  for (const std::string& w : now.warnings) {
+    if (w.find("not read: torchtitan v0.2.2") != std::string::npos) ++not_read;
+  }
+  EXPECT_EQ(not_read, 5);
+  // The old and the new key of one setting on the old version: refused, naming the old key.
+  const std::string both =
+      dir.write("both.toml",
+                "# torchtitan main 2024-12-26\n[model]\nname = \"llama3\"\nflavor = \"8B\"\n"
+                "[training]\nbatch_size = 1\ntensor_parallel_degree = 2\n[parallelism]\n"
+                "tensor_parallel_degree = 2\n");
+  try {
+    load_job(request(both));
+    ADD_FAILURE() << "both spellings accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "training.tensor_parallel_degree");
+  }
+}
+
 TEST(TorchtitanVersions, OldBatchAndMicrobatchKeys) {
   testing::TempDir dir;
   // Header version 2025-03-10: local batch 8 (batch_size); 1F1B has one stage per rank, so the

@@ -159,8 +159,16 @@ KeySchema TorchtitanAdapter::key_schema(const std::string& data_dir) const {
 }
 
 JobDraft TorchtitanAdapter::normalize(AdapterInput& in) const {
+  // The version the job is read as: keys that moved are read where that version had them, and
+  // keys whose meaning changed as that version meant them.
+  std::vector<std::string> version_warnings;
+  const TitanVersions versions = load_titan_versions(in.data_dir);
+  const TitanVersion version = resolve_titan_version(in, versions, version_warnings);
+  std::vector<TitanReading> renamed;
+  apply_titan_renames(in.args, versions, version, renamed, version_warnings);
   normalize_torchtitan_args(in.args);
   JobDraft d = start_draft(in);
+  for (std::string& w : version_warnings) d.warnings.push_back(std::move(w));
   warn_unknown_keys(in, key_schema(in.data_dir), d);
   const TitanDefaults defaults = load_titan_defaults(in.data_dir);
   TitanOrigins origins;
@@ -171,10 +179,8 @@ JobDraft TorchtitanAdapter::normalize(AdapterInput& in) const {
   }
   TitanReader r(in.args, defaults, origins, d.defaults);
   name_fields(r, d);
-  // The version the job is read as (keys whose meaning changed between versions).
-  const TitanVersions versions = load_titan_versions(in.data_dir);
-  const TitanVersion version = resolve_titan_version(in, versions, d.warnings);
   r.note("framework_version", "torchtitan " + version.label, version.origin);
+  for (const TitanReading& n : renamed) r.note(n.key, n.value, n.origin);
   TitanModelFacts facts;
   d.model = read_torchtitan_model(r, in, d, facts);
   read_torchtitan_parallel(r, facts, TitanKeyVersion{versions, version}, d);

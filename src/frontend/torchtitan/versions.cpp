@@ -101,7 +101,128 @@ std::optional<TitanVersion> header_version(const TitanVersions& t, const std::st
   return std::nullopt;
 }
 
+std::vector<std::string> text_list(const ConfigValue* v) {
+  std::vector<std::string> out;
+  if (v != nullptr) {
+    for (const ConfigValue& item : v->items) out.push_back(item.to_text());
+  }
+  return out;
+}
+
+void read_renames(const ConfigValue& doc, TitanVersions& t) {
+  const auto need = [&](const ConfigValue& c, const char* key) -> std::string {
+    const ConfigValue* v = c.find(key);
+    if (v == nullptr || v->is_null()) throw InputError(c.where, key, "missing");
+    return v->to_text();
+  };
+  if (const ConfigValue* list = doc.find("renames"); list != nullptr) {
+    for (const ConfigValue& c : list->items) {
+      TitanRename r{need(c, "old_key"), need(c, "key"), need(c, "since"),
+                    text_list(c.find("when_true")), need(c, "source")};
+      if (!is_date(r.since)) throw InputError(c.where, "renames.since", "expected YYYY-MM-DD");
+      t.renames.push_back(std::move(r));
+    }
+  }
+  if (const ConfigValue* list = doc.find("old_defaults"); list != nullptr) {
+    for (const ConfigValue& c : list->items) {
+      TitanOldDefault d{need(c, "key"), text_list(c.find("value")), need(c, "until"),
+                        need(c, "source")};
+      if (!is_date(d.until)) throw InputError(c.where, "old_defaults.until", "expected YYYY-MM-DD");
+      t.old_defaults.push_back(std::move(d));
+    }
+  }
+}
+
+// The value at a dotted key, and its parent map (nullptr when absent).
+ConfigValue* find_dotted(ConfigValue& args, const std::string& dotted, ConfigValue** parent) {
+  ConfigValue* at = &args;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = dotted.find('.', start);
+    const std::string part = dotted.substr(start, dot == std::string::npos ? dot : dot - start);
+    if (!at->is_map()) return nullptr;
+    ConfigValue* next = at->find(part);
+    if (next == nullptr) return nullptr;
+    if (dot == std::string::npos) {
+      if (parent != nullptr) *parent = at;
+      return next;
+    }
+    at = next;
+    start = dot + 1;
+  }
+}
+
+void set_dotted(ConfigValue& args, const std::string& dotted, ConfigValue value) {
+  ConfigValue* at = &args;
+  std::size_t start = 0;
+  for (std::size_t dot = dotted.find('.'); dot != std::string::npos;
+       dot = dotted.find('.', start)) {
+    const std::string part = dotted.substr(start, dot - start);
+    if (at->find(part) == nullptr || !at->find(part)->is_map()) {
+      at->set(part, ConfigValue::make_map(value.where));
+    }
+    at = at->find(part);
+    start = dot + 1;
+  }
+  at->set(dotted.substr(start), std::move(value));
+}
+
+ConfigValue string_list(const std::vector<std::string>& items, SourceLocation where) {
+  ConfigValue list;
+  list.kind = ConfigValue::Kind::kList;
+  list.where = where;
+  for (const std::string& s : items) list.items.push_back(ConfigValue::make_string(s, where));
+  return list;
+}
+
+std::string short_source(const std::string& source) {
+  return source.substr(0, source.find(':'));
+}
+
 }  // namespace
+
+void apply_titan_renames(ConfigValue& args, const TitanVersions& t, const TitanVersion& v,
+                         std::vector<TitanReading>& notes, std::vector<std::string>& warnings) {
+  for (const TitanRename& r : t.renames) {
+    ConfigValue* parent = nullptr;
+    ConfigValue* old = find_dotted(args, r.old_key, &parent);
+    if (old == nullptr) continue;
+    const ConfigValue value = *old;
+    const std::string leaf = r.old_key.substr(r.old_key.rfind('.') + 1);
+    parent->erase(leaf);
+    const std::string at =
+        value.where.file.empty() ? "" : fmt::format("{}:{}: ", value.where.file, value.where.line);
+    if (v.date >= r.since) {
+      warnings.push_back(
+          fmt::format("{}{}: not read: torchtitan {} (from {}) reads {} instead since {} ({})", at,
+                      r.old_key, v.label, v.origin, r.key, r.since, short_source(r.source)));
+      continue;
+    }
+    if (find_dotted(args, r.key, nullptr) != nullptr) {
+      throw InputError(value.where, r.old_key,
+                       fmt::format("states the same setting as {}, which torchtitan {} does not "
+                                   "have yet ({}, {}): state one",
+                                   r.key, v.label, short_source(r.source), r.since));
+    }
+    if (!r.when_true.empty()) {
+      if (value.kind != ConfigValue::Kind::kBool) {
+        throw InputError(value.where, r.old_key, "expected true or false");
+      }
+      if (!value.b) continue;
+      set_dotted(args, r.key, string_list(r.when_true, value.where));
+    } else {
+      set_dotted(args, r.key, value);
+    }
+    notes.push_back({r.key, r.old_key + " = " + value.to_text(),
+                     fmt::format("torchtitan {} before {} ({})", v.label, r.since, r.source)});
+  }
+  for (const TitanOldDefault& d : t.old_defaults) {
+    if (v.date >= d.until || find_dotted(args, d.key, nullptr) != nullptr) continue;
+    set_dotted(args, d.key, string_list(d.value, SourceLocation{t.file, 0, 0}));
+    notes.push_back({d.key, string_list(d.value, {}).to_text(),
+                     fmt::format("torchtitan {} before {} ({})", v.label, d.until, d.source)});
+  }
+}
 
 TitanVersions load_titan_versions(const std::string& data_dir) {
   TitanVersions t;
@@ -129,6 +250,7 @@ TitanVersions load_titan_versions(const std::string& data_dir) {
     if (!is_date(ch.since)) throw InputError(c.where, "changes.since", "expected YYYY-MM-DD");
     t.changes.push_back(std::move(ch));
   }
+  read_renames(doc, t);
   return t;
 }
 

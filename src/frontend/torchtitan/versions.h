@@ -23,11 +23,33 @@ struct TitanChange {
   std::string source;
 };
 
+// A key that moved: before `since` the job states `old_key` where later versions state `key`.
+// `when_true`: the old key was a switch; true means `key` = that list (float8.enable_float8_linear
+// -> model.converters [float8]), false means nothing.
+struct TitanRename {
+  std::string old_key;
+  std::string key;
+  std::string since;
+  std::vector<std::string> when_true;
+  std::string source;
+};
+
+// A default of a key that differed before `until` (compile.components was [model] before the loss
+// was compiled too).
+struct TitanOldDefault {
+  std::string key;
+  std::vector<std::string> value;
+  std::string until;
+  std::string source;
+};
+
 struct TitanVersions {
   std::string file;
   std::string current;                                    // v0.2.2
   std::vector<std::pair<std::string, std::string>> tags;  // tag -> date
   std::vector<TitanChange> changes;
+  std::vector<TitanRename> renames;
+  std::vector<TitanOldDefault> old_defaults;
 };
 TitanVersions load_titan_versions(const std::string& data_dir);
 
@@ -40,6 +62,19 @@ struct TitanVersion {
 // unknown version in the header comment is a warning (added to `warnings`) and not used.
 TitanVersion resolve_titan_version(const AdapterInput& in, const TitanVersions& t,
                                    std::vector<std::string>& warnings);
+
+// Reads the keys of `args` as of version `v`: an old key stated on a version before its rename is
+// moved to the new key (recorded in `notes` as key -> how it was read); an old key stated on a
+// later version is removed with a warning naming the change (the version does not read it); an
+// old default applies where the key is unstated. A job stating both the old and the new key is an
+// InputError.
+struct TitanReading {
+  std::string key;
+  std::string value;
+  std::string origin;
+};
+void apply_titan_renames(ConfigValue& args, const TitanVersions& t, const TitanVersion& v,
+                         std::vector<TitanReading>& notes, std::vector<std::string>& warnings);
 
 // The change that introduced `key` when `v` predates it; nullptr otherwise.
 const TitanChange* predating_change(const TitanVersions& t, const TitanVersion& v,
