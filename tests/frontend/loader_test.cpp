@@ -318,6 +318,29 @@ TEST(Schedule, ZeroBubbleNeedsThePatch) {
   EXPECT_EQ(load_job(patched).runtime.schedule, ScheduleKind::kZeroBubble);
 }
 
+// Primus' own pipeline scheduler (primus_pipeline.yaml): with patch_primus_pipeline, pp_algorithm
+// picks the schedule (v-half / v-min: the V-shape schedules at half / the least activation
+// memory); without the patch it is not Primus' schedule and Megatron's default stands.
+TEST(Schedule, PrimusPipelineAlgorithmNeedsThePatch) {
+  testing::TempDir dir;
+  const std::string body =
+      "modules:\n  pre_trainer:\n    model: llama3.1_8B.yaml\n    overrides:\n"
+      "      pipeline_model_parallel_size: 2\n      micro_batch_size: 1\n"
+      "      global_batch_size: 64\n      seq_length: 4096\n";
+  auto schedule = [&](const std::string& extra) {
+    return load_job(request(dir.write("pp.yaml", body + extra))).runtime.schedule;
+  };
+  EXPECT_EQ(schedule("      pp_algorithm: v-half\n"), ScheduleKind::k1F1B);
+  const std::string patch = "      patch_primus_pipeline: true\n";
+  EXPECT_EQ(schedule(patch + "      pp_algorithm: zbv-formatted\n"), ScheduleKind::kZbvFormatted);
+  EXPECT_EQ(schedule(patch + "      pp_algorithm: v-half\n"), ScheduleKind::kZbvGreedyHalf);
+  EXPECT_EQ(schedule(patch + "      pp_algorithm: v-min\n"), ScheduleKind::kZbvGreedyMin);
+  EXPECT_EQ(schedule(patch + "      pp_algorithm: zero-bubble-heuristic\n"),
+            ScheduleKind::kZeroBubble);
+  expect_input_error([&] { schedule(patch + "      pp_algorithm: v-shape\n"); }, "pp_algorithm", 10,
+                     "unknown Primus pipeline algorithm");
+}
+
 // Megatron's attention_backend: flash = the flash-attn package (FlashAttention-2 class),
 // unfused = no fused kernel; anything else is an error naming the key.
 TEST(Schedule, AttentionBackendSelectsTheKernel) {

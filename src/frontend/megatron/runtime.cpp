@@ -466,6 +466,26 @@ void read_moe_dispatcher(ArgReader& r, JobDraft& d) {
   read_moe_overlap(r, d);
 }
 
+// Primus' own pipeline scheduler (patch_primus_pipeline, primus_pipeline.yaml pp_algorithm):
+// 1f1b, 1f1b-interleaved, zero-bubble, zero-bubble-heuristic, zbv-formatted, and the V-shape
+// schedules with controllable memory v-half / v-min (ZB-V at half / the least of 1F1B's
+// activation memory: the greedy ZB-V schedules of the same budget).
+void read_primus_pipeline_schedule(ArgReader& r, JobDraft& d) {
+  const std::string text = to_lower(r.string_or("pp_algorithm", "1f1b-interleaved", ""));
+  std::optional<ScheduleKind> s = parse_schedule_name(text);
+  if (text == "zero-bubble-heuristic") s = ScheduleKind::kZeroBubble;
+  if (text == "v-half") s = ScheduleKind::kZbvGreedyHalf;
+  if (text == "v-min") s = ScheduleKind::kZbvGreedyMin;
+  if (!s) {
+    r.fail("pp_algorithm", fmt::format("unknown Primus pipeline algorithm '{}' (1f1b, "
+                                       "1f1b-interleaved, zero-bubble, zero-bubble-heuristic, "
+                                       "zbv-formatted, v-half, v-min)",
+                                       text));
+  }
+  name_field(r, d, DraftField::kSchedule, "pp_algorithm");
+  d.schedule = *s;
+}
+
 void read_schedule(ArgReader& r, JobDraft& d) {
   name_field(r, d, DraftField::kSchedule, "pipeline_schedule_algorithm");
   if (r.has("pipeline_schedule_algorithm")) {
@@ -476,6 +496,8 @@ void read_schedule(ArgReader& r, JobDraft& d) {
              fmt::format("unknown pipeline schedule '{}' ({})", text, schedule_kind_names()));
     }
     d.schedule = *s;
+  } else if (r.bool_quiet("patch_primus_pipeline", false) && r.has("pp_algorithm")) {
+    read_primus_pipeline_schedule(r, d);
   }
   // Primus' runtime only switches to zero bubble when patch_zero_bubble is also set (its
   // projection ignored that: defect 12.2 #19, fixed here).
