@@ -350,6 +350,12 @@ TEST(MaxTextAdapter, MoeAndAttentionArchitecture) {
                                     "compile_topology: v5p-16\n");
   EXPECT_DOUBLE_EQ(dropped.model.layers[0].moe.capacity_factor, 1.25);
   EXPECT_EQ(dropped.runtime.moe_dispatch, MoeDispatchKind::kDenseCapacity);
+  // sparse_matmul (the default) never drops: a capacity factor beside it routes every token.
+  const JobSpec sparse = load_text(dir,
+                                   "model_name: mixtral-8x7b\nper_device_batch_size: 1\n"
+                                   "capacity_factor: 1.25\ncompile_topology: v5p-16\n");
+  EXPECT_LE(sparse.model.layers[0].moe.capacity_factor, 0.0);
+  EXPECT_NE(sparse.runtime.moe_dispatch, MoeDispatchKind::kDenseCapacity);
 }
 
 // Local / global attention by decoder block. gemma2.py Gemma2DecoderLayer holds a local and a

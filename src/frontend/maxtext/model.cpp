@@ -175,10 +175,13 @@ MoeSpec read_moe(MaxTextReader& r, const std::string& block, const Dims& dims) {
   // Shared experts use moe_mlp_dim, Gemma 4's mlp_dim (maxtext_utils.py get_shared_expert_mlp_dim).
   const std::int64_t shared = r.integer("shared_experts", 0);
   m.shared_expert_ffn_hidden_size = shared * (block == "gemma4" ? dims.mlp : dims.moe_mlp);
-  const double cf = r.number("capacity_factor", -1.0);
-  m.capacity_factor = cf > 0.0 ? cf : 0.0;
   m.router_bias = r.boolean("routed_bias", false);
   m.grouped_gemm = r.boolean("sparse_matmul", true);
+  // Only the dense path drops tokens (MX6 moe.py dense_matmul :2732, `if capacity_factor > 0`
+  // :2791); sparse_matmul (:1403) routes every token whatever capacity_factor says (its ragged
+  // buffers are ragged_buffer_factor's, runtime.cpp).
+  const double cf = r.number("capacity_factor", -1.0);
+  m.capacity_factor = cf > 0.0 && !m.grouped_gemm ? cf : 0.0;
   if (m.topk < 1 || m.topk > m.num_experts) {
     r.fail("num_experts_per_tok",
            fmt::format("must be in 1..num_experts ({}), got {}", m.num_experts, m.topk));
