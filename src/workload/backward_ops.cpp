@@ -89,8 +89,10 @@ bool layer_fully_recomputed(const JobSpec& job, int layer_index) {
     return true;
   }
   if (r.granularity != RecomputeGranularity::kFull) return false;
-  if (r.method == RecomputeMethod::kUniform || r.num_layers <= 0) return true;
-  // Block: the first num_layers layers of each model chunk are recomputed.
+  if (r.method == RecomputeMethod::kUniform) return true;
+  // Block: the first num_layers layers of each model chunk are recomputed (none for 0, as
+  // Megatron's recompute.py block loop, and as memory and FLOP accounting count it).
+  if (r.num_layers <= 0) return false;
   for (const VirtualStage& st : job.parallel.stages) {
     if (layer_index >= st.first_layer && layer_index < st.first_layer + st.num_layers) {
       return layer_index - st.first_layer < r.num_layers;

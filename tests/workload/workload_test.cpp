@@ -120,6 +120,24 @@ TEST(Workload, FullRecomputeReplaysForward) {
   EXPECT_DOUBLE_EQ(re, fwd);
 }
 
+// Block recompute of N layers replays the first N layers of each chunk; N = 0 replays none, as
+// Megatron's block loop does (recompute.py: layer_idx < recompute_num_layers) and as the FLOP
+// accounting counts it (recompute_forward_flops_per_token 0 = no recompute).
+TEST(Workload, BlockRecomputeOfZeroLayersReplaysNone) {
+  JobSpec job = testing::make_job(testing::llama31_8b(), {});
+  job.runtime.recompute.granularity = RecomputeGranularity::kFull;
+  job.runtime.recompute.method = RecomputeMethod::kBlock;
+  auto replayed = [&](int n, int layer) {
+    job.runtime.recompute.num_layers = n;
+    double re = 0;
+    for (const Op& op : build_layer_work(job, layer).ops) re += op.recompute ? op.flops : 0.0;
+    return re;
+  };
+  EXPECT_EQ(replayed(0, 0), 0.0);
+  EXPECT_GT(replayed(2, 1), 0.0);
+  EXPECT_EQ(replayed(2, 2), 0.0);
+}
+
 // Whole-model consistency: the GEMM + attention FLOPs of every rank's workload, times the
 // microbatches and data-parallel replicas, equal the independent model-FLOP accounting (3x
 // forward, causal attention halved) within 1% (the accounting ignores the tiny router/loss ops).
