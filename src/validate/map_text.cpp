@@ -282,10 +282,21 @@ FlopConvention read_convention(Mapper& m, const std::string& text) {
   c.hardware = has(t, "hardware") || has(t, "incl. recompute") || has(t, "4*2") ||
                has(t, "including recompute");
   if (has(t, "no recompute")) c.hardware = false;
-  // "causal-halved" attention counting; "non-causal" / "full" attention is the whole s x s.
+  // "causal-halved" attention counting, and FLOPs "incl. causal attention" (the attention of the
+  // causal mask: its unmasked half, as Megatron-LM has counted it since 8873b55d6a, 2025-03-06,
+  // MG1 training.py num_floating_point_operations, and MaxText since July 2025); "non-causal" /
+  // "full" attention is the whole s x s.
   c.options.causal_attention_half =
-      (has(t, "causal-halved") || has(t, "causal halved") || has(t, "half")) &&
+      (has(t, "causal-halved") || has(t, "causal halved") || has(t, "half") ||
+       has(t, "causal attention") || has(t, "megatron-lm model flops") ||
+       has(t, "num_floating_point_operations") || has(t, "primus/megatron tflop")) &&
       !has(t, "non-causal") && !has(t, "full (non-causal)");
+  if (c.options.causal_attention_half && !has(t, "causal")) {
+    m.note(
+        "measured.flop_counting: Megatron-LM's num_floating_point_operations counts the causal "
+        "half of the attention since 8873b55d6a (2025-03-06, MG1 training.py), as the run's "
+        "code does");
+  }
   c.description = text;
   return c;
 }

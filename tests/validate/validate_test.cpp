@@ -381,6 +381,32 @@ TEST(MapRun, MaxTextTpu) {
 }
 
 // Null fields of the Megatron-Core weak-scaling table get Megatron defaults, each listed.
+// How a source counted attention in its TFLOP/s, read from measured.flop_counting: Megatron-LM's
+// num_floating_point_operations has counted the causal half since 8873b55d6a (2025-03-06), and
+// "incl. causal attention" says the same; the SC'21 paper formula, "full (non-causal)" and an
+// unstated convention (the profile's of the era) count the whole s x s product.
+TEST(MapRun, AttentionFlopConventionByPhrasing) {
+  const std::vector<std::pair<std::string, bool>> table = {
+      {"Megatron-LM model FLOPs incl. causal attention (no recompute), BF16", true},
+      {"Megatron-LM model FLOPs (no recompute); MXFP8 GEMMs counted like BF16", true},
+      {"Megatron-LM num_floating_point_operations (model FLOPs, no recompute), BF16", true},
+      {"Primus/Megatron TFLOP/s (model FLOPs, no recompute)", true},
+      {"MaxText TFLOP/s/device (model FLOPs incl. causal attention, excludes remat)", true},
+      {"Megatron paper formula incl. recompute (hardware FLOPs, 4 passes)", false},
+      {"MaxText calc: 6*N-style matmul FLOPs + full (non-causal) attention FLOPs", false},
+      {"model TFLOP/s (NeMo/Megatron model-FLOPs formula)", false},
+      {"", false}};
+  for (const auto& [text, half] : table) {
+    RunEntry e = find_run("megatron-core-h100-weakscale-gpt-1.7b-x48");
+    e.measured.flop_counting = text;
+    const MappedRun m = map_run(e, kDataDir);
+    EXPECT_EQ(m.flop_convention.options.causal_attention_half, half) << text;
+    // The Megatron-LM reading without the word "causal" says where it comes from.
+    const bool noted = has_assumption(m, "measured.flop_counting: Megatron-LM's");
+    EXPECT_EQ(noted, half && text.find("causal") == std::string::npos) << text;
+  }
+}
+
 TEST(MapRun, AssumptionsForNullFields) {
   const MappedRun m = map_run(find_run("megatron-core-h100-weakscale-gpt-1.7b-x48"), kDataDir);
   ASSERT_TRUE(m.mapped) << m.reason;
