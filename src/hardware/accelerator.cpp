@@ -33,6 +33,7 @@ constexpr std::string_view kTopKeys[] = {"name",
                                          "boost_clock_mhz",
                                          "sustained_clock_mhz",
                                          "board_power_w",
+                                         "idle_power_w",
                                          "hbm_capacity",
                                          "hbm_bandwidth",
                                          "l2",
@@ -502,6 +503,10 @@ void read_compute_and_memory(const hw::YamlContext& ctx, const YAML::Node& root,
     hw::fail(ctx, root["sustained_clock_mhz"], "sustained_clock_mhz", "is above the boost clock");
   }
   acc.board_power_w = r.number("board_power_w", 0, 1e4, true, true);
+  acc.idle_power_w = r.number("idle_power_w", 0, 1e4, true, true);
+  if (acc.idle_power_w > 0.0 && !(acc.idle_power_w < acc.board_power_w)) {
+    hw::fail(ctx, root["idle_power_w"], "idle_power_w", "must be below board_power_w");
+  }
   acc.hbm_bytes = r.bytes("hbm_capacity", false);
   acc.hbm_bw_bytes_per_s = r.bandwidth("hbm_bandwidth", false);
   acc.l2_bytes = r.bytes("l2", true);

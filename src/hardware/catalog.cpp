@@ -344,6 +344,7 @@ AcceleratorSpec device_share(const AcceleratorSpec& chip) {
   d.compute_units = std::max(1, chip.compute_units / n);
   d.dies = std::max(1, chip.dies / n);
   d.board_power_w /= n;
+  d.idle_power_w /= n;
   d.hbm_bytes /= n;
   d.hbm_bw_bytes_per_s /= n;
   d.scaleup_bw_bytes_per_s /= n;

@@ -124,6 +124,8 @@ std::vector<ComparedFact> compare_accelerators(const AcceleratorSpec& a, const A
               [](const AcceleratorSpec& x) { return x.boost_clock_mhz; });
   rows.number("board_power_w", "board power (W)",
               [](const AcceleratorSpec& x) { return x.board_power_w; });
+  rows.number("idle_power_w", "idle power (W)",
+              [](const AcceleratorSpec& x) { return x.idle_power_w; });
   rows.number("hbm_capacity", "HBM (GiB)",
               [](const AcceleratorSpec& x) { return x.hbm_bytes / kGiB; });
   rows.number("hbm_bandwidth", "HBM bandwidth (TB/s)",

@@ -87,7 +87,8 @@ PlanInputs make_plan_inputs(std::string_view train_tokens_text, double gpu_hour_
 }
 
 TrainingPlan plan_from_rate(const JobSpec& job, int world_size, double tokens_per_s_per_gpu,
-                            double tokens_lo, double tokens_hi, const PlanInputs& in) {
+                            double tokens_lo, double tokens_hi, const PlanInputs& in,
+                            double busy_fraction) {
   TrainingPlan p;
   p.train_tokens = in.train_tokens;
   // GPU-hours and prices count chips (a TPU7x chip is two framework devices).
@@ -109,13 +110,25 @@ TrainingPlan plan_from_rate(const JobSpec& job, int world_size, double tokens_pe
   if (in.gpu_hour_cost_usd > 0.0) {
     p.cost_usd = scaled(chips * in.gpu_hour_cost_usd / 3600.0, p, tps, lo, hi);
   }
-  p.board_power_w = job.cluster.accelerator.board_power_w;
-  for (const AcceleratorSpec::FieldSource& s : job.cluster.accelerator.sources) {
+  const AcceleratorSpec& acc = job.cluster.accelerator;
+  p.board_power_w = acc.board_power_w;
+  for (const AcceleratorSpec::FieldSource& s : acc.sources) {
     if (s.field == "board_power_w") p.power_source = s.source;
+    if (s.field == "idle_power_w") p.idle_power_source = s.source;
   }
   if (p.board_power_w > 0.0) {
-    // Per-device board power x devices x s = J; 1 MWh = 3.6e9 J.
-    p.energy_mwh = scaled(world_size * p.board_power_w / 3.6e9, p, tps, lo, hi);
+    // Board power while computing, the measured idle power while waiting (docs/hardware.md
+    // "Power"); without either, board power throughout (the upper end).
+    double watts = p.board_power_w;
+    if (acc.idle_power_w > 0.0 && busy_fraction > 0.0) {
+      p.idle_power_w = acc.idle_power_w;
+      p.busy_fraction = std::min(1.0, busy_fraction);
+      watts = p.idle_power_w + (p.board_power_w - p.idle_power_w) * p.busy_fraction;
+    } else {
+      p.idle_power_source.clear();
+    }
+    // Per-device watts x devices x s = J; 1 MWh = 3.6e9 J.
+    p.energy_mwh = scaled(world_size * watts / 3.6e9, p, tps, lo, hi);
   }
   return p;
 }
@@ -126,7 +139,7 @@ TrainingPlan plan_training(const JobSpec& job, const PerfReport& rep, const Plan
   return plan_from_rate(job, rep.world_size,
                         rep.world_size > 0 ? rep.tokens_per_s / rep.world_size : 0.0,
                         ranged ? rep.range->tokens_per_s_per_gpu_lo : 0.0,
-                        ranged ? rep.range->tokens_per_s_per_gpu_hi : 0.0, in);
+                        ranged ? rep.range->tokens_per_s_per_gpu_hi : 0.0, in, rep.busy_fraction);
 }
 
 }  // namespace projector

@@ -660,6 +660,15 @@ void fill_metrics(const JobSpec& job, CostCache& cache, PerfReport& rep) {
   rep.palm_mfu = peak > 0 ? rep.palm_tflops_per_gpu * 1e12 / peak : 0.0;
   rep.bubble_fraction = rep.simulation.max_bubble_fraction;
   rep.bubble_over_ideal = rep.simulation.bubble_over_ideal;
+  double busy = 0.0;
+  for (std::size_t r = 0; r < rep.simulation.ranks.size(); ++r) {
+    const double opt = r < rep.optimizer_s_per_rank.size() ? rep.optimizer_s_per_rank[r] : 0.0;
+    busy += rounds * rep.simulation.ranks[r].busy_s + opt;
+  }
+  if (!rep.simulation.ranks.empty() && rep.iteration_s > 0.0) {
+    rep.busy_fraction =
+        std::min(1.0, busy / static_cast<double>(rep.simulation.ranks.size()) / rep.iteration_s);
+  }
 }
 
 // Per pipeline rank: EP dispatch / combine priced, hidden by the shared experts (per block), hidden

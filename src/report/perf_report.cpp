@@ -111,10 +111,17 @@ std::string plan_text(const TrainingPlan& p) {
         fmt::format("  Cost                    {:>12.0f} USD at {:g} USD per GPU-hour{}\n",
                     p.cost_usd.value, p.gpu_hour_cost_usd, figure_range(p, p.cost_usd, "{:.0f}"));
   }
-  if (p.board_power_w > 0.0) {
+  if (p.board_power_w > 0.0 && p.idle_power_w > 0.0) {
     out += fmt::format(
-        "  Energy (GPU boards)     {:>12.1f} MWh at {:g} W per GPU ({}){}; hosts, network and "
-        "cooling not included\n",
+        "  Energy (GPU boards)     {:>12.1f} MWh{}: {:g} W per GPU while computing ({:.0f} % of "
+        "the "
+        "time; {}), {:g} W while waiting ({}); hosts, network and cooling not included\n",
+        p.energy_mwh.value, figure_range(p, p.energy_mwh, "{:.1f}"), p.board_power_w,
+        100.0 * p.busy_fraction, p.power_source, p.idle_power_w, p.idle_power_source);
+  } else if (p.board_power_w > 0.0) {
+    out += fmt::format(
+        "  Energy (GPU boards)     {:>12.1f} MWh at {:g} W per GPU ({}){}, an upper end (no "
+        "measured idle power in the catalogue); hosts, network and cooling not included\n",
         p.energy_mwh.value, p.board_power_w, p.power_source,
         figure_range(p, p.energy_mwh, "{:.1f}"));
   } else {
@@ -368,6 +375,9 @@ ordered_json plan_json(const TrainingPlan& p) {
   }
   j["board_power_w"] = p.board_power_w > 0.0 ? ordered_json(p.board_power_w) : nullptr;
   j["board_power_source"] = p.power_source;
+  j["idle_power_w"] = p.idle_power_w > 0.0 ? ordered_json(p.idle_power_w) : nullptr;
+  j["idle_power_source"] = p.idle_power_source;
+  j["busy_fraction"] = p.busy_fraction;
   if (p.board_power_w > 0.0) {
     j.update(figure_json(p, p.energy_mwh, "energy_mwh"));
   } else {

@@ -128,6 +128,7 @@ void evaluate(const Candidate& c, std::size_t index, Shared& s, WorkerState& w) 
     }
     e.mfu = rep.mfu;
     e.bubble_fraction = rep.bubble_fraction;
+    e.busy_fraction = rep.busy_fraction;
     e.exposed = rep.exposed;
     out.status = Status::kProjected;
   } catch (const std::exception& ex) {
@@ -188,7 +189,8 @@ double score(const Entry& e, Objective o) {
 }
 
 TrainingPlan entry_plan(const Entry& e, const Result& r, const JobSpec& base) {
-  return plan_from_rate(base, r.world, e.tokens_per_s_per_gpu, e.tokens_lo, e.tokens_hi, r.plan);
+  return plan_from_rate(base, r.world, e.tokens_per_s_per_gpu, e.tokens_lo, e.tokens_hi, r.plan,
+                        e.busy_fraction);
 }
 
 Result run_candidates(const JobSpec& base, const std::vector<Candidate>& candidates, int nodes,

@@ -122,7 +122,9 @@ TEST(Cli, TimeToTrainAndItsRefusals) {
   EXPECT_NE(r.out.find("Time to train"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("days for 15T tokens"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("USD at 2.5 USD per GPU-hour"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("MWh at 750 W per GPU (S1"), std::string::npos) << r.out;  // MI300X
+  // MI300X: board power while computing, its measured idle power (EN5) while waiting.
+  EXPECT_NE(r.out.find("750 W per GPU while computing"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("191 W while waiting (EN5"), std::string::npos) << r.out;
   r = run("both -c " + cfg);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out.find("Time to train"), std::string::npos) << r.out;

@@ -132,6 +132,15 @@ TEST(AcceleratorFile, SustainedClockAboveBoostIsAnError) {
                 "sustained_clock_mhz", "sustained_clock_mhz:"});
 }
 
+// A measured idle power lies below the board power (MI300X: 191 W of 750 W, EN5).
+TEST(AcceleratorFile, IdlePowerBelowBoardPower) {
+  ScratchDir dir;
+  EXPECT_DOUBLE_EQ(load_accelerator_file(dir.write("mi300x.yaml", mi300x_text())).idle_power_w,
+                   191.0);
+  expect_error(
+      {"idle_power_w: {value: 191", "idle_power_w: {value: 750", "idle_power_w", "idle_power_w:"});
+}
+
 TEST(AcceleratorFile, DefaultNetworkMustExist) {
   ScratchDir dir;
   const std::string path = dir.write(

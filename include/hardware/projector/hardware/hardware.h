@@ -44,9 +44,13 @@ struct AcceleratorSpec {
   int dies = 1;           // XCDs / GCDs seen by one kernel
   double boost_clock_mhz = 0.0;
   double sustained_clock_mhz = 0.0;  // typical clock under GEMM load (power managed); 0 = boost
-  // Board power (TDP / typical board power, W): what a training job's energy is priced at;
-  // 0 = unpublished (no energy figure).
+  // Board power (TDP / typical board power, W): what a device draws while it computes (an upper
+  // end: measured training draw is 76-87 % of it, docs/hardware.md EN1-EN2); 0 = unpublished (no
+  // energy figure).
   double board_power_w = 0.0;
+  // What a device holding a job draws while it runs no kernel (pipeline bubbles, waits), measured;
+  // 0 = unpublished (a run's energy is then priced at board power throughout).
+  double idle_power_w = 0.0;
   double hbm_bytes = 0.0;
   double hbm_bw_bytes_per_s = 0.0;
   double l2_bytes = 0.0;

@@ -26,11 +26,15 @@ PlanInputs make_plan_inputs(std::string_view train_tokens_text, double gpu_hour_
 
 // Time to train at rep's throughput (rep.range, when set, gives the lo / hi of each figure):
 // days = tokens / (tokens/s) / 86,400, GPU-hours = days x 24 x devices, cost = GPU-hours x price,
-// energy = devices x board power x wall time (the catalogue's board power: the draw a training
-// job runs near, an upper end; hosts, network and cooling excluded).
+// energy = devices x wall time x (idle + (board - idle) x busy): board power while the compute
+// stream runs (an upper end of what computing draws), the catalogue's measured idle power while it
+// waits, busy = rep.busy_fraction; board power throughout when the idle power is unpublished or
+// the run was not simulated. Hosts, network and cooling excluded.
 TrainingPlan plan_training(const JobSpec& job, const PerfReport& rep, const PlanInputs& in);
-// The same from a throughput per GPU and its range (lo = hi = 0: no range), as a sweep has it.
+// The same from a throughput per GPU and its range (lo = hi = 0: no range) and the busy fraction
+// (0: unknown, board power throughout), as a sweep has them.
 TrainingPlan plan_from_rate(const JobSpec& job, int world_size, double tokens_per_s_per_gpu,
-                            double tokens_lo, double tokens_hi, const PlanInputs& in);
+                            double tokens_lo, double tokens_hi, const PlanInputs& in,
+                            double busy_fraction = 0.0);
 
 }  // namespace projector

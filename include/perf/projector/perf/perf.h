@@ -116,6 +116,11 @@ struct TrainingPlan {
   PlanFigure cost_usd;
   double board_power_w = 0.0;  // per device; 0: unpublished, no energy figure
   std::string power_source;    // the catalogue's source for it
+  double idle_power_w = 0.0;   // per device; 0: unpublished (board power throughout)
+  std::string idle_power_source;
+  // The share of the run the devices compute (PerfReport::busy_fraction; 1 when not simulated):
+  // energy = devices x time x (idle + (board - idle) x busy).
+  double busy_fraction = 1.0;
   PlanFigure energy_mwh;
   bool has_range = false;  // lo / hi come from the calibrated range
 };
@@ -148,7 +153,11 @@ struct PerfReport {
   std::optional<CalibratedRange> range;  // filled by the caller (interval/interval.h)
   std::optional<TrainingPlan> plan;      // filled by the caller (interval/training_plan.h)
   double bubble_fraction = 0.0;          // idle / makespan on the busiest rank
-  double bubble_over_ideal = 0.0;        // (makespan - ideal) / ideal
+  // Mean over pipeline ranks of the time the compute stream runs kernels (its chunks, exposed
+  // in-layer communication included, and the optimizer step) over the iteration: the share of
+  // the run a device draws compute power (TrainingPlan::energy_mwh). 0: not simulated.
+  double busy_fraction = 0.0;
+  double bubble_over_ideal = 0.0;  // (makespan - ideal) / ideal
   ExposedComm exposed;
   std::vector<EpCommSplit> ep_comm;  // one per pipeline rank (empty without EP collectives)
   std::string ep_pair_mechanism;     // what pairs microbatches ("" when nothing does)

@@ -201,6 +201,7 @@ struct Entry {
   double tokens_hi = 0.0;
   double mfu = 0.0;
   double bubble_fraction = 0.0;
+  double busy_fraction = 0.0;  // PerfReport::busy_fraction (the energy figure's)
   ExposedComm exposed;
   bool pareto = false;  // on the throughput / peak-memory Pareto front
   double exposed_total_s() const {
