@@ -876,4 +876,38 @@ std::optional<std::int64_t> bounded_integer(const ConfigValue& v, std::string& e
   return v.kind == ConfigValue::Kind::kInt ? v.i : static_cast<std::int64_t>(v.f);
 }
 
+ConfigValue* find_dotted(ConfigValue& root, std::string_view dotted, ConfigValue** parent) {
+  ConfigValue* at = &root;
+  std::size_t start = 0;
+  while (at->is_map()) {
+    const std::size_t dot = dotted.find('.', start);
+    ConfigValue* next = at->find(dotted.substr(start, dot - start));
+    if (next == nullptr) return nullptr;
+    if (dot == std::string_view::npos) {
+      if (parent != nullptr) *parent = at;
+      return next;
+    }
+    at = next;
+    start = dot + 1;
+  }
+  return nullptr;
+}
+
+void set_dotted(ConfigValue& root, std::string_view dotted, ConfigValue value) {
+  ConfigValue* node = &root;
+  std::size_t start = 0;
+  for (std::size_t dot = dotted.find('.'); dot != std::string_view::npos;
+       dot = dotted.find('.', start)) {
+    const std::string part(dotted.substr(start, dot - start));
+    ConfigValue* child = node->find(part);
+    if (child == nullptr || !child->is_map()) {
+      node->set(part, ConfigValue::make_map(value.where));
+      child = node->find(part);
+    }
+    node = child;
+    start = dot + 1;
+  }
+  node->set(std::string(dotted.substr(start)), std::move(value));
+}
+
 }  // namespace projector

@@ -446,6 +446,23 @@ void note_unstated_memory_facts(const RunEntry& e, RunResult& r) {
       fmt::join(unstated, ", ")));
 }
 
+// Projects `job`; a model the projections do not cover (status not_modelled) or a job they refuse
+// (projection_failed) sets the status and reason and returns false.
+bool run_projection(const ProjectFn& project, const JobSpec& job, Prediction& out,
+                    std::string& status, std::string& reason) {
+  try {
+    out = project(job);
+    return true;
+  } catch (const NotModelledError& ex) {
+    status = "not_modelled";
+    reason = ex.what();
+  } catch (const InputError& ex) {
+    status = "projection_failed";
+    reason = ex.what();
+  }
+  return false;
+}
+
 // The user's path: the run's framework config loaded by its adapter, as `projector performance
 // -c CONFIG` with the config's args would, projected and compared like the free-text reading. The
 // source's FLOP convention (how it counted TFLOP/s) is the free-text reading's: a fact of the
@@ -467,17 +484,7 @@ RunResult::ConfigPath project_config(const RunEntry& e, const MappedRun& m,
   const int per_chip = std::max(1, mc.job.cluster.devices_per_chip);
   mc.num_gpus = static_cast<int>(mc.job.cluster.world_size() / per_chip);
   RunResult r;
-  try {
-    r.predicted = project(mc.job);
-  } catch (const NotModelledError& ex) {
-    c.status = "not_modelled";
-    c.reason = ex.what();
-    return c;
-  } catch (const InputError& ex) {
-    c.status = "projection_failed";
-    c.reason = ex.what();
-    return c;
-  }
+  if (!run_projection(project, mc.job, r.predicted, c.status, c.reason)) return c;
   compare(e, mc, r);
   decide_memory_with_range(residuals, classify_regime(mc.job), family, r.predicted);
   c.predicted = r.predicted;
@@ -551,17 +558,7 @@ RunResult validate_free_text(const RunEntry& e, const ProjectFn& project,
     r.excluded = r.excluded.empty() ? c : r.excluded + "; " + c;
     r.assumptions.push_back(c + "; kept out of the statistics");
   }
-  try {
-    r.predicted = project(m.job);
-  } catch (const NotModelledError& ex) {
-    r.status = "not_modelled";
-    r.reason = ex.what();
-    return r;
-  } catch (const InputError& ex) {
-    r.status = "projection_failed";
-    r.reason = ex.what();
-    return r;
-  }
+  if (!run_projection(project, m.job, r.predicted, r.status, r.reason)) return r;
   compare(e, m, r);
   note_unstated_memory_facts(e, r);
   attach_range(residuals, m, r);

@@ -39,27 +39,6 @@ void collect_keys(const ConfigValue& map, std::vector<std::string>& out) {
   for (const auto& [k, v] : map.entries) out.push_back(k);
 }
 
-// Sets `dotted` (a.b.c) in `root`, creating maps on the way.
-void set_dotted(ConfigValue& root, const std::string& dotted, ConfigValue value) {
-  ConfigValue* node = &root;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t dot = dotted.find('.', start);
-    const std::string part = dotted.substr(start, dot - start);
-    if (dot == std::string::npos) {
-      node->set(part, std::move(value));
-      return;
-    }
-    ConfigValue* child = node->find(part);
-    if (child == nullptr || !child->is_map()) {
-      node->set(part, ConfigValue::make_map(value.where));
-      child = node->find(part);
-    }
-    node = child;
-    start = dot + 1;
-  }
-}
-
 // The trainer module: modules.pre_trainer, else the first module whose name has "trainer";
 // nullptr for a flat argument file.
 const ConfigValue* find_trainer(const ConfigValue& experiment, std::string& name) {

@@ -133,40 +133,6 @@ void read_renames(const ConfigValue& doc, TitanVersions& t) {
   }
 }
 
-// The value at a dotted key, and its parent map (nullptr when absent).
-ConfigValue* find_dotted(ConfigValue& args, const std::string& dotted, ConfigValue** parent) {
-  ConfigValue* at = &args;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t dot = dotted.find('.', start);
-    const std::string part = dotted.substr(start, dot == std::string::npos ? dot : dot - start);
-    if (!at->is_map()) return nullptr;
-    ConfigValue* next = at->find(part);
-    if (next == nullptr) return nullptr;
-    if (dot == std::string::npos) {
-      if (parent != nullptr) *parent = at;
-      return next;
-    }
-    at = next;
-    start = dot + 1;
-  }
-}
-
-void set_dotted(ConfigValue& args, const std::string& dotted, ConfigValue value) {
-  ConfigValue* at = &args;
-  std::size_t start = 0;
-  for (std::size_t dot = dotted.find('.'); dot != std::string::npos;
-       dot = dotted.find('.', start)) {
-    const std::string part = dotted.substr(start, dot - start);
-    if (at->find(part) == nullptr || !at->find(part)->is_map()) {
-      at->set(part, ConfigValue::make_map(value.where));
-    }
-    at = at->find(part);
-    start = dot + 1;
-  }
-  at->set(dotted.substr(start), std::move(value));
-}
-
 ConfigValue string_list(const std::vector<std::string>& items, SourceLocation where) {
   ConfigValue list;
   list.kind = ConfigValue::Kind::kList;

@@ -68,6 +68,13 @@ struct ConfigValue {
   static ConfigValue make_map(SourceLocation where = {});
 };
 
+// The value at a dotted key (a.b.c) of nested maps, nullptr when absent; `parent` (optional)
+// receives the map that holds it.
+ConfigValue* find_dotted(ConfigValue& root, std::string_view dotted,
+                         ConfigValue** parent = nullptr);
+// Sets a dotted key, creating (or replacing non-map values with) maps on the way.
+void set_dotted(ConfigValue& root, std::string_view dotted, ConfigValue value);
+
 // Types a plain (unquoted) scalar with PyYAML's YAML 1.1 resolver. An integer beyond int64 (PyYAML
 // would give a Python int of any size) becomes a float with its value, never a wrapped integer.
 ConfigValue resolve_plain_scalar(const std::string& text, SourceLocation where);
