@@ -695,6 +695,37 @@ TEST(TorchtitanVersions, KeysThatMovedAreReadWhereTheirVersionHadThem) {
   }
 }
 
+// model.norm_type until #1115 (2025-04-17): rmsnorm is the flavor's norm (read, no warning),
+// fused_rmsnorm a Triton kernel the projection does not price (flagged), layernorm another model
+// (refused by its key); on v0.2.2 the key is gone (not read, with a warning naming the change).
+TEST(TorchtitanVersions, NormTypeUntilItWasRemoved) {
+  testing::TempDir dir;
+  auto file = [&](const std::string& type) {
+    return dir.write("norm.toml",
+                     "# torchtitan main 2024-12-26\n[model]\nname = \"llama3\"\n"
+                     "flavor = \"8B\"\nnorm_type = \"" +
+                         type + "\"\n[training]\nbatch_size = 1\n");
+  };
+  auto mentions = [](const JobSpec& j, const std::string& text) {
+    int n = 0;
+    for (const std::string& w : j.warnings) n += w.find(text) != std::string::npos ? 1 : 0;
+    return n;
+  };
+  const JobSpec plain = load_job(request(file("rmsnorm")));
+  EXPECT_EQ(mentions(plain, "norm_type"), 0);
+  const AppliedDefault* read = find_default(plain, "model.norm_type");
+  ASSERT_NE(read, nullptr);
+  EXPECT_EQ(read->value, "rmsnorm");
+  EXPECT_EQ(mentions(load_job(request(file("fused_rmsnorm"))), "FusedRMSNorm) is not modelled"), 1);
+  try {
+    load_job(request(file("layernorm")));
+    ADD_FAILURE() << "layernorm accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "model.norm_type");
+  }
+  EXPECT_EQ(mentions(load_as(file("rmsnorm"), "v0.2.2"), "model.norm_type: not read"), 1);
+}
+
 TEST(TorchtitanVersions, OldBatchAndMicrobatchKeys) {
   testing::TempDir dir;
   // Header version 2025-03-10: local batch 8 (batch_size); 1F1B has one stage per rank, so the

@@ -123,6 +123,13 @@ void read_renames(const ConfigValue& doc, TitanVersions& t) {
       t.renames.push_back(std::move(r));
     }
   }
+  if (const ConfigValue* list = doc.find("removed"); list != nullptr) {
+    for (const ConfigValue& c : list->items) {
+      TitanRemoved r{need(c, "key"), need(c, "until"), need(c, "source")};
+      if (!is_date(r.until)) throw InputError(c.where, "removed.until", "expected YYYY-MM-DD");
+      t.removed.push_back(std::move(r));
+    }
+  }
   if (const ConfigValue* list = doc.find("old_defaults"); list != nullptr) {
     for (const ConfigValue& c : list->items) {
       TitanOldDefault d{need(c, "key"), text_list(c.find("value")), need(c, "until"),
@@ -143,6 +150,30 @@ ConfigValue string_list(const std::vector<std::string>& items, SourceLocation wh
 
 std::string short_source(const std::string& source) {
   return source.substr(0, source.find(':'));
+}
+
+// model.norm_type as torchtitan read it before #1115 (norms.py build_norm): rmsnorm is the
+// flavors' own norm; fused_rmsnorm a Triton kernel fusing the norm's passes, which the eager norm
+// ops do not price (flagged); the LayerNorm variants change the model (refused).
+void read_norm_type(const ConfigValue& value, const TitanRemoved& r, const TitanVersion& v,
+                    std::vector<TitanReading>& notes, std::vector<std::string>& warnings) {
+  const std::string type = value.to_text();
+  const std::string origin =
+      fmt::format("torchtitan {} before {} ({})", v.label, r.until, short_source(r.source));
+  if (type == "rmsnorm") {
+    notes.push_back({r.key, type, origin + ": the flavor's RMSNorm"});
+  } else if (type == "fused_rmsnorm") {
+    notes.push_back({r.key, type, origin});
+    warnings.push_back(fmt::format(
+        "{}:{}: model.norm_type = fused_rmsnorm (torchtitan's Triton FusedRMSNorm) is not "
+        "modelled: the norm is priced as the eager ops unless the model is compiled",
+        value.where.file, value.where.line));
+  } else {
+    throw InputError(value.where, r.key,
+                     fmt::format("'{}' (torchtitan {}: layernorm, np_layernorm, rmsnorm, "
+                                 "fused_rmsnorm): only the flavors' RMSNorm is modelled",
+                                 type, v.label));
+  }
 }
 
 }  // namespace
@@ -181,6 +212,22 @@ void apply_titan_renames(ConfigValue& args, const TitanVersions& t, const TitanV
     }
     notes.push_back({r.key, r.old_key + " = " + value.to_text(),
                      fmt::format("torchtitan {} before {} ({})", v.label, r.since, r.source)});
+  }
+  for (const TitanRemoved& r : t.removed) {
+    ConfigValue* parent = nullptr;
+    const ConfigValue* stated = find_dotted(args, r.key, &parent);
+    if (stated == nullptr) continue;
+    const ConfigValue value = *stated;
+    parent->erase(r.key.substr(r.key.rfind('.') + 1));
+    if (v.date >= r.until) {
+      warnings.push_back(
+          fmt::format("{}:{}: {}: not read: torchtitan {} (from {}) removed it on {} "
+                      "({})",
+                      value.where.file, value.where.line, r.key, v.label, v.origin, r.until,
+                      short_source(r.source)));
+    } else if (r.key == "model.norm_type") {
+      read_norm_type(value, r, v, notes, warnings);
+    }
   }
   for (const TitanOldDefault& d : t.old_defaults) {
     if (v.date >= d.until || find_dotted(args, d.key, nullptr) != nullptr) continue;

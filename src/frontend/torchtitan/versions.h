@@ -43,6 +43,13 @@ struct TitanOldDefault {
   std::string source;
 };
 
+// A key that existed until `until` (model.norm_type).
+struct TitanRemoved {
+  std::string key;
+  std::string until;
+  std::string source;
+};
+
 struct TitanVersions {
   std::string file;
   std::string current;                                    // v0.2.2
@@ -50,6 +57,7 @@ struct TitanVersions {
   std::vector<TitanChange> changes;
   std::vector<TitanRename> renames;
   std::vector<TitanOldDefault> old_defaults;
+  std::vector<TitanRemoved> removed;
 };
 TitanVersions load_titan_versions(const std::string& data_dir);
 
