@@ -358,6 +358,30 @@ TEST(MaxTextAdapter, MoeAndAttentionArchitecture) {
   EXPECT_NE(sparse.runtime.moe_dispatch, MoeDispatchKind::kDenseCapacity);
 }
 
+// MaxText's 2023 head count: before 975c3e83 (2023-12-22) base_num_heads set the query and the
+// key / value heads alike (the v4 22B config of 76bd53b0f: 24 heads of 256); it is read so, not
+// warned as unknown; a stated base_num_kv_heads keeps its own count; both names at once are
+// refused.
+TEST(MaxTextAdapter, HeadCountOf2023) {
+  testing::TempDir dir;
+  const std::string body =
+      "base_emb_dim: 6144\nbase_mlp_dim: 24576\nbase_num_decoder_layers: 4\nhead_dim: 256\n"
+      "per_device_batch_size: 1\ncompile_topology: v5p-16\n";
+  const JobSpec mha = load_text(dir, "base_num_heads: 24\n" + body);
+  EXPECT_EQ(mha.model.layers[0].attention.num_heads, 24);
+  EXPECT_EQ(mha.model.layers[0].attention.num_query_groups, 24);
+  for (const std::string& w : mha.warnings) EXPECT_EQ(w.find("base_num_heads"), std::string::npos);
+  const JobSpec gqa = load_text(dir, "base_num_heads: 24\nbase_num_kv_heads: 8\n" + body);
+  EXPECT_EQ(gqa.model.layers[0].attention.num_heads, 24);
+  EXPECT_EQ(gqa.model.layers[0].attention.num_query_groups, 8);
+  try {
+    load_text(dir, "base_num_heads: 24\nbase_num_query_heads: 24\n" + body);
+    ADD_FAILURE() << "both head-count names accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "base_num_heads");
+  }
+}
+
 // Local / global attention by decoder block. gemma2.py Gemma2DecoderLayer holds a local and a
 // global attention, each with its own MLP: base_num_decoder_layers 2 is four transformer layers,
 // the even ones with the 4096-token window. Per token at seq 8192 (heads x head_dim = 8 x 128 =

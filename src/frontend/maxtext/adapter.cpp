@@ -153,6 +153,36 @@ bool MaxTextAdapter::recognizes(const ConfigValue& flat) const {
   return false;
 }
 
+namespace {
+
+// MaxText before 975c3e83 ("Unified Attention", 2023-12-22) stated one head count, base_num_heads,
+// for queries and keys / values alike (MX1 base.yml:48 at 76bd53b0f); it became
+// base_num_query_heads and base_num_kv_heads. A config of that era is read as MaxText read it.
+void read_head_count_of_2023(AdapterInput& in, JobDraft& d) {
+  ConfigValue& args = in.args;
+  const ConfigValue* old = args.find("base_num_heads");
+  if (old == nullptr) return;
+  const ConfigValue heads = *old;
+  if (args.find("base_num_query_heads") != nullptr) {
+    throw InputError(heads.where, "base_num_heads",
+                     "MaxText's head count before 975c3e83 (2023-12-22), stated beside "
+                     "base_num_query_heads, its later name: state one");
+  }
+  args.erase("base_num_heads");
+  std::erase(in.user_keys, "base_num_heads");  // read, not unknown
+  const std::string why =
+      "base_num_heads = " + heads.to_text() +
+      ": MaxText's one head count for queries and keys / values before 975c3e83 (2023-12-22)";
+  args.set("base_num_query_heads", heads);
+  d.defaults.push_back({"base_num_query_heads", heads.to_text(), why, ""});
+  if (args.find("base_num_kv_heads") == nullptr) {
+    args.set("base_num_kv_heads", heads);
+    d.defaults.push_back({"base_num_kv_heads", heads.to_text(), why, ""});
+  }
+}
+
+}  // namespace
+
 MaxTextConfig merge_maxtext_config(AdapterInput& in, JobDraft& d) {
   MaxTextConfig cfg;
   const std::string configs = find_checkout(in, d);
@@ -194,6 +224,7 @@ MaxTextConfig merge_maxtext_config(AdapterInput& in, JobDraft& d) {
     }
   }
   for (const auto& [k, v] : overrides.entries) in.args.set(k, v);
+  read_head_count_of_2023(in, d);
   return cfg;
 }
 
