@@ -68,6 +68,10 @@ void add_job_options(CLI::App* cmd, JobOptions& o) {
   cmd->add_option("--sync-free-stage", o.sync_free_stage,
                   "Primus sync-free MoE stage 0-3 (2 and 3 also enable Turbo DeepEP)")
       ->check(CLI::Range(0, 3));
+  cmd->add_option("--alloc-conf", o.alloc_conf,
+                  "PyTorch allocator settings as in PYTORCH_CUDA_ALLOC_CONF, e.g. "
+                  "expandable_segments:True (default: the environment, else the framework's "
+                  "launcher, else off)");
   cmd->add_option("--pipeline-schedule-algorithm,--schedule", o.pipeline_schedule,
                   "auto, 1f1b, interleaved, zerobubble, zbv-formatted, zbv-greedy-min, "
                   "zbv-greedy-half, dualpipev");
@@ -115,6 +119,7 @@ LoadRequest to_load_request(const JobOptions& o) {
   if (o.enable_zero_bubble) r.cli.enable_zero_bubble = true;
   if (o.enable_deepep) r.cli.enable_deepep = true;
   if (!o.pipeline_schedule.empty()) r.cli.pipeline_schedule = o.pipeline_schedule;
+  if (!o.alloc_conf.empty()) r.cli.alloc_conf = o.alloc_conf;
   r.hardware = o.hardware;
   r.hardware_config = o.hardware_config;
   r.allow_tp_beyond_node = o.allow_tp_beyond_node;

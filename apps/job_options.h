@@ -35,6 +35,7 @@ struct JobOptions {
   bool strict = false;            // --strict: an unknown config key is an error (exit 2)
   bool verbose = false;           // --verbose: every default applied in the text reports
   std::string pipeline_schedule;  // --pipeline-schedule-algorithm
+  std::string alloc_conf;         // --alloc-conf (PYTORCH_CUDA_ALLOC_CONF syntax)
   std::string hardware;           // --hardware / --gpu-arch
   std::string hardware_config;    // --hardware-config (Primus hardware_config YAML)
 };

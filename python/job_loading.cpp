@@ -105,6 +105,8 @@ bool apply_flag(LoadRequest& r, const std::string& key, const py::handle& v) {
     r.cli.enable_deepep = bool_argument(key, v);
   else if (key == "pipeline_schedule")
     r.cli.pipeline_schedule = text();
+  else if (key == "alloc_conf")
+    r.cli.alloc_conf = text();
   else if (key == "allow_tp_beyond_node")
     r.allow_tp_beyond_node = bool_argument(key, v);
   else if (key == "strict")

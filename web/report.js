@@ -224,7 +224,12 @@ function renderMemory(mem) {
         card(
             'peak (upper bound)', `${gib(mem.peak.upper_bytes)} GiB`,
             `pipeline rank ${rankLabel(mem.ranks[mem.peak.upper_rank])}`),
-        card('schedule', mem.schedule, `${mem.num_microbatches} microbatches`)));
+        card('schedule', mem.schedule, `${mem.num_microbatches} microbatches`),
+        mem.peak_reserved_gib !== undefined ?
+            card(
+                'allocator peaks', `${num(mem.peak_allocated_gib, 1)} / ${num(mem.peak_reserved_gib, 1)} GiB`,
+                `allocated / reserved (${mem.allocator.kind})`) :
+            null));
 
   const components = Object.keys(mem.ranks[0].point_bytes);
   const order = mem.ranks.map(rankLabel);
@@ -325,6 +330,8 @@ function renderMemory(mem) {
                    `verdict uses it (without it: ${mem.verdict_without_range}).` :
                    ''));
 
+  renderAllocationTimeline(s, mem);
+
   if (mem.remedies && mem.remedies.length) {
     s.append(h('h3', {}, 'What would make it fit (re-projected)'));
     s.append(table(
@@ -340,6 +347,66 @@ function renderMemory(mem) {
         ],
         mem.remedies));
   }
+}
+
+// The allocation timeline of every pipeline rank: bytes allocated while each of its schedule
+// actions runs (docs/memory.md "Timeline"), the peak moment of each rank marked.
+function renderAllocationTimeline(s, mem) {
+  if (!mem.ranks.length || !mem.ranks[0].timeline_bytes) return;
+  const points = [];
+  const peaks = [];
+  for (const r of mem.ranks) {
+    const label = rankLabel(r);
+    r.timeline_bytes.forEach((b, i) => points.push({rank: label, action: i, gib: b / GIB}));
+    if (r.moment && r.moment.action >= 0) {
+      peaks.push({
+        rank: label,
+        action: r.moment.action,
+        gib: r.peak_allocated_bytes / GIB,
+        what: `${r.moment.phase} mb ${r.moment.microbatch} chunk ${r.moment.chunk}` +
+            (r.moment.temporary ? ` + ${r.moment.temporary}` : ''),
+      });
+    }
+  }
+  const order = mem.ranks.map(rankLabel);
+  const color = {field: 'rank', type: 'nominal', sort: order, title: 'pipeline rank'};
+  chart(
+      s, 'memory_timeline', {
+        title: {
+          text: 'Allocation timeline per pipeline rank (one flush)',
+          subtitle: 'allocated GiB while each schedule action runs; dots: each rank\'s peak moment'
+        },
+        width: 720,
+        height: 280,
+        layer: [
+          {
+            data: {values: points},
+            mark: {type: 'line', interpolate: 'step-after', strokeWidth: 1.5},
+            encoding: {
+              x: {field: 'action', type: 'quantitative', title: 'action of the rank (schedule order)'},
+              y: {field: 'gib', type: 'quantitative', title: 'GiB allocated', scale: {zero: false}},
+              color: color,
+            },
+          },
+          {
+            data: {values: peaks},
+            mark: {type: 'point', filled: true, size: 70, tooltip: true},
+            encoding: {
+              x: {field: 'action', type: 'quantitative'},
+              y: {field: 'gib', type: 'quantitative'},
+              color: color,
+              tooltip: [
+                {field: 'rank'}, {field: 'what', title: 'moment'},
+                {field: 'gib', title: 'GiB', format: '.2f'}
+              ],
+            },
+          },
+        ],
+      },
+      'Static buffers, the saved activations held and the running action\'s temporary. ' +
+          'The reserved peak adds what the allocator model keeps beyond it (' +
+          `${mem.allocator.kind}) and the residual fraction.`,
+      points.length > 4000 ? 'canvas' : 'svg');
 }
 
 // ------------------------------------------------------------------------------ performance

@@ -351,7 +351,8 @@ std::string_view to_string(DraftField f) {
                                                 "mesh",
                                                 "kernel_gap_fraction",
                                                 "moe_overlap",
-                                                "host_dispatch"};
+                                                "host_dispatch",
+                                                "expandable_segments"};
   static_assert(std::size(kNames) == kNumDraftFields);
   const auto i = static_cast<std::size_t>(f);
   return i < std::size(kNames) ? kNames[i] : "?";

@@ -109,6 +109,31 @@ void Builder::host_dispatch_defaults() {
          fmt::format("{}", fmt::join(sources, "; ")), true);
 }
 
+// The device allocator (RuntimeSpec::allocator): XLA's for a whole compiled step, else PyTorch's
+// caching allocator, with expandable segments as stated (PYTORCH_*_ALLOC_CONF, --alloc-conf), as
+// the framework's launcher sets them, or PyTorch's default (off).
+void Builder::allocator_defaults() {
+  RuntimeSpec& rt = job_.runtime;
+  if (rt.whole_step_compiled) {
+    rt.allocator = DeviceAllocatorKind::kXla;
+    return;
+  }
+  bool expandable = false;
+  const ProfileDefault<bool>& def = d_.profile.expandable_segments;
+  if (d_.expandable_segments) {
+    expandable = *d_.expandable_segments;
+  } else if (def.value) {
+    expandable = *def.value;
+    record(DraftField::kExpandableSegments, show(expandable), def.source, true);
+  } else {
+    record(DraftField::kExpandableSegments, show(false),
+           "PyTorch's default: expandable segments stay off unless PYTORCH_CUDA_ALLOC_CONF turns "
+           "them on");
+  }
+  rt.allocator =
+      expandable ? DeviceAllocatorKind::kCachingExpandable : DeviceAllocatorKind::kCaching;
+}
+
 void Builder::runtime_defaults() {
   RuntimeSpec& rt = job_.runtime;
   ModelSpec& m = job_.model;
@@ -146,6 +171,7 @@ void Builder::runtime_defaults() {
                                prof.grad_reduce_dtype, Dtype::kFp32);
   rt.loss_grad_in_place =
       decide(DraftField::kLossGradInPlace, d_.loss_grad_in_place, prof.loss_grad_in_place, true);
+  allocator_defaults();
   if (has_moe(job_.model)) {
     const ProfileDefault<bool>& placement = prof.moe_probs_in_experts;
     rt.moe_probs_in_experts = placement.value.value_or(false);

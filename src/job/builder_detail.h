@@ -198,6 +198,7 @@ class Builder {
   void parallel_defaults();
   void runtime_defaults();
   void host_dispatch_defaults();
+  void allocator_defaults();
   void recommendation();
   void check_rules() const;
   std::string rule_message(LayoutRule rule) const;

@@ -212,6 +212,7 @@ void read_defaults(const Reader& r, const YAML::Node& defaults, FrameworkProfile
              [&](const YAML::Node& v, const std::string& kk) { return read_modules(r, v, kk); });
        }},
       {"loss_grad_in_place", b(p.loss_grad_in_place)},
+      {"expandable_segments", b(p.expandable_segments)},
       {"moe_probs_in_experts", b(p.moe_probs_in_experts)},
       {"microbatch_rule", c(p.microbatch_rule, kMicrobatch)},
       {"flop_counting", c(p.flop_counting, kFlops)},

@@ -642,7 +642,7 @@ double attn_res_bytes(const JobSpec& job, const Geometry& geo, int i, bool check
 
 ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const VirtualStage& st,
                                  LayerActCache& acts, const LayerActivation& mtp_act,
-                                 double vocab_local) {
+                                 double vocab_local, std::vector<double>* blocks) {
   const RecomputeSpec& rc = job.runtime.recompute;
   const bool full = rc.granularity == RecomputeGranularity::kFull;
   const bool block = rc.method == RecomputeMethod::kBlock;
@@ -651,7 +651,9 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
   const int first = std::max(0, st.first_layer);
   const int last = std::min(job.model.num_layers(), st.first_layer + st.num_layers);
   double group_work = 0.0;
+  if (blocks != nullptr) blocks->clear();
   for (int i = first; i < last; ++i) {
+    const double before = c.per_microbatch;
     const LayerActivation& la = acts.get(job.model.layers[static_cast<std::size_t>(i)]);
     const int j = i - first;
     consider_transient(c, la.largest_temporary_bytes, "largest layer temporary");
@@ -706,8 +708,13 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
                            "selective recompute working set");
       }
     }
+    if (blocks != nullptr) blocks->push_back(c.per_microbatch - before);
   }
+  const double before_head = c.per_microbatch;
   add_head_activations(job, geo, st, mtp_act, vocab_local, c);
+  if (blocks != nullptr && c.per_microbatch > before_head) {
+    blocks->push_back(c.per_microbatch - before_head);
+  }
   const bool compiled = job.runtime.whole_step_compiled;
   c.transient_floor = compiled ? std::min(c.transient, c.transient_floor) : c.transient;
   return c;

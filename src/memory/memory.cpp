@@ -201,10 +201,14 @@ const RankChunks& rank_chunks(Context& cx, int r, RankMemory& rm) {
     rm.virtual_stages[static_cast<std::size_t>(c)] = z;
     has_emb = has_emb || (*cx.stages)[static_cast<std::size_t>(z)].has_embedding;
   }
-  RankChunks& out = cx.chunks;
-  out = RankChunks{std::move(out.full_upper), std::move(out.w_only_upper)};
+  RankChunks& out = cx.chunks;  // reused from rank to rank: its vectors keep their capacity
+  out.transient_point = out.transient_upper = out.transient_floor = 0.0;
+  out.has_moe = false;
+  out.blocks.resize(v);
   out.full_upper.assign(v, 0.0);
   out.w_only_upper.assign(v, 0.0);
+  out.transient_per_chunk.assign(v, 0.0);
+  out.transient_source_per_chunk.assign(v, "");
   rm.activation_per_chunk_bytes.assign(v, 0.0);
   rm.w_only_per_chunk_bytes.assign(v, 0.0);
   for (std::size_t c = 0; c < v; ++c) {
@@ -220,8 +224,10 @@ const RankChunks& rank_chunks(Context& cx, int r, RankMemory& rm) {
     rm.mtp_layers += st.mtp_layers;
     out.has_moe = out.has_moe || sp.expert_params > 0.0;
 
-    const ChunkActivation p =
-        chunk_activation(job, cx.geo, st, cx.cache_point, cx.mtp_point, cx.vocab_local);
+    const ChunkActivation p = chunk_activation(job, cx.geo, st, cx.cache_point, cx.mtp_point,
+                                               cx.vocab_local, &out.blocks[c]);
+    out.transient_per_chunk[c] = p.transient;
+    out.transient_source_per_chunk[c] = p.transient_source;
     const ChunkActivation u = cx.dropless_moe ? chunk_activation(job, cx.geo, st, cx.cache_upper,
                                                                  cx.mtp_upper, cx.vocab_local)
                                               : p;
@@ -240,24 +246,35 @@ const RankChunks& rank_chunks(Context& cx, int r, RankMemory& rm) {
   return out;
 }
 
-RankMemory project_rank(Context& cx, int r) {
+// What the caching allocator holds throughout the step: every static component but the two that
+// live outside it (runtime context, communicator buffers).
+double allocator_static_bytes(const ComponentBytes& s) {
+  double b = 0.0;
+  for (int i = 0; i < kNumMemoryComponents; ++i) {
+    if (in_caching_allocator(static_cast<MemoryComponent>(i))) b += s[static_cast<std::size_t>(i)];
+  }
+  return b;
+}
+
+RankMemory project_rank(Context& cx, int r, bool replay) {
   RankMemory rm;
   const RankChunks& ch = rank_chunks(cx, r, rm);
-  int at_point = 0;
-  const double act_p = activation_peak(*cx.in_flight, r, rm.activation_per_chunk_bytes,
-                                       rm.w_only_per_chunk_bytes, &at_point);
   const double act_u = activation_peak(*cx.in_flight, r, ch.full_upper, ch.w_only_upper, nullptr);
-  rm.in_flight = to_in_flight(*cx.in_flight, r, at_point);
   rm.communicators = communicator_count(cx.job, rm.has_embedding || rm.has_output, ch.has_moe);
 
   const ComponentBytes s = static_memory(cx, rm, ch.has_moe);
+  // The point decomposes the timeline's peak moment: the activations held then (rm.in_flight)
+  // and the temporary of the action that runs.
+  memory_detail::build_timeline(cx, r, ch, allocator_static_bytes(s), rm);
+  const double act_p = rm.moment.held_bytes;
   const AcceleratorSpec::Calibration& cal = cx.job.cluster.accelerator.calibration;
   rm.point = s;
   rm.upper = s;
   rm.point[idx(MemoryComponent::kActivations)] = act_p;
   rm.upper[idx(MemoryComponent::kActivations)] = act_u;
   const double window = s[idx(MemoryComponent::kFsdpUnsharded)];
-  double transient_p = ch.transient_point;
+  double transient_p = rm.moment.temporary_bytes;
+  if (!rm.moment.temporary.empty()) rm.transient_source = rm.moment.temporary;
   const double capacity = cx.job.cluster.accelerator.hbm_bytes;
   if (cx.job.runtime.whole_step_compiled && capacity > 0.0 && ch.transient_floor < transient_p) {
     // XLA rematerialises to the device's memory limit at compile time: a step whose working set
@@ -272,17 +289,54 @@ RankMemory project_rank(Context& cx, int r) {
   }
   rm.point[idx(MemoryComponent::kTransient)] = transient_p;
   rm.upper[idx(MemoryComponent::kTransient)] = ch.transient_upper;
-  rm.point[idx(MemoryComponent::kFragmentation)] =
-      cal.fragmentation_fraction.value * (act_p + transient_p + window);
-  rm.upper[idx(MemoryComponent::kFragmentation)] =
-      cal.fragmentation_upper_fraction.value * (act_u + ch.transient_upper + window);
-  rm.total_point_bytes = sum(rm.point);
-  rm.total_upper_bytes = sum(rm.upper);
+  const double static_alloc = allocator_static_bytes(s);
+  rm.peak_allocated_bytes = static_alloc + act_p + transient_p;  // after XLA's rematerialisation
   const double outside =
       s[idx(MemoryComponent::kRuntimeContext)] + s[idx(MemoryComponent::kCommBuffers)];
+  if (replay && cx.replay_table != nullptr) {
+    // XLA's assignment reserves what is live: nothing beyond the allocated peak to replay.
+    const memory_detail::Replay rp = memory_detail::replay_allocator(
+        cx, r, ch, rm, s, capacity > 0.0 ? capacity - outside : 0.0);
+    rm.allocator_excess_bytes = std::max(0.0, rp.peak_reserved_bytes - rm.peak_allocated_bytes);
+    rm.allocator_segments = rp.segments;
+  }
+  // The residual fraction covers what the timeline's per-layer blocks do not show (each layer's
+  // many tensors and the kernels' workspaces); the replay's excess is added to it.
+  rm.point[idx(MemoryComponent::kFragmentation)] =
+      cal.fragmentation_fraction.value * (act_p + transient_p + window) + rm.allocator_excess_bytes;
+  rm.upper[idx(MemoryComponent::kFragmentation)] =
+      cal.fragmentation_upper_fraction.value * (act_u + ch.transient_upper + window) +
+      rm.allocator_excess_bytes;
+  rm.total_point_bytes = sum(rm.point);
+  rm.total_upper_bytes = sum(rm.upper);
   rm.allocator_point_bytes = rm.total_point_bytes - outside;
   rm.allocator_upper_bytes = rm.total_upper_bytes - outside;
   return rm;
+}
+
+// The allocator replay of the ranks that can hold the device peak: those whose allocated peak is
+// within kReplayBand of the largest. A rank further below would need its allocator to reserve that
+// much more than the leading rank's to overtake it; the others keep allocated + residual
+// (allocator_segments 0, noted).
+void replay_candidates(Context& cx, MemoryReport& report) {
+  constexpr double kReplayBand = 0.10;
+  memory_detail::resolve_replay_table(cx);
+  double top = 0.0;
+  for (const RankMemory& rm : report.ranks) top = std::max(top, rm.peak_allocated_bytes);
+  int skipped = 0;
+  for (RankMemory& rm : report.ranks) {
+    if (rm.peak_allocated_bytes >= (1.0 - kReplayBand) * top) {
+      rm = project_rank(cx, rm.pp_rank, true);
+    } else {
+      ++skipped;
+    }
+  }
+  if (skipped > 0) {
+    report.notes.push_back(fmt::format(
+        "allocator replayed on the pipeline ranks within {:.0f} % of the largest allocated peak; "
+        "the {} others are allocated + residual fraction",
+        100.0 * kReplayBand, skipped));
+  }
 }
 
 void add_largest_components(const ComponentBytes& pk, MemoryReport& report) {
@@ -346,12 +400,16 @@ MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
     return report;
   }
   MemoryReport report;
+  report.allocator = job.runtime.allocator;
+  report.allocator_replayed =
+      options.replay_allocator && job.runtime.allocator != DeviceAllocatorKind::kXla;
   Context cx{job, options};
   resolve_pipeline(cx, report);
   resolve_activations(cx, report);
   fill_sources(job.cluster.accelerator.calibration, report);
   report.ranks.reserve(static_cast<std::size_t>(cx.pp));
-  for (int r = 0; r < cx.pp; ++r) report.ranks.push_back(project_rank(cx, r));
+  for (int r = 0; r < cx.pp; ++r) report.ranks.push_back(project_rank(cx, r, false));
+  if (report.allocator_replayed) replay_candidates(cx, report);
   summarise(job, options, report);
   const double budget = job.runtime.recompute.memory_budget;
   if (budget > 0.0 && budget < 1.0) {

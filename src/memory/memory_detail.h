@@ -81,9 +81,11 @@ struct LayerActCache {
   }
 };
 
+// `blocks` (optional): receives the saved bytes of one microbatch layer by layer, then those of
+// the embedding and output head, as the allocation timeline allocates them (sum: per_microbatch).
 ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const VirtualStage& st,
                                  LayerActCache& acts, const LayerActivation& mtp_act,
-                                 double vocab_local);
+                                 double vocab_local, std::vector<double>* blocks = nullptr);
 
 // Saved bytes of one microbatch per chunk of a rank, point and upper (dropless MoE imbalance).
 struct RankChunks {
@@ -93,6 +95,11 @@ struct RankChunks {
   double transient_point = 0.0, transient_upper = 0.0;
   double transient_floor = 0.0;  // ChunkActivation::transient_floor of the rank's largest chunk
   bool has_moe = false;
+  // Per chunk (point): its largest temporary and what it is, and the saved blocks of one
+  // microbatch (chunk_activation `blocks`).
+  std::vector<double> transient_per_chunk;
+  std::vector<const char*> transient_source_per_chunk;
+  std::vector<std::vector<double>> blocks;
 };
 
 // What one projection resolves once and every rank reads.
@@ -106,6 +113,13 @@ struct Context {
   const std::vector<VirtualStage>* stages = nullptr;
   std::optional<schedule::InFlightProfile> own_in_flight;  // when there is no cache
   const schedule::InFlightProfile* in_flight = nullptr;
+  std::optional<schedule::ScheduleTable> own_table;  // when neither the caller nor a cache has it
+  const schedule::ScheduleTable* table = nullptr;
+  schedule::ScheduleRequest request;  // what `table` was built from
+  // The table the allocator replay walks: `table`, or the same schedule with fewer microbatches
+  // when the steady state repeats (replay_table below).
+  std::optional<schedule::ScheduleTable> own_replay_table;
+  const schedule::ScheduleTable* replay_table = nullptr;
   Geometry geo;
   SelectiveSet sel;
   LayerActivation mtp_point, mtp_upper;
@@ -122,6 +136,26 @@ void resolve_pipeline(Context& cx, MemoryReport& report);
 double activation_peak(const schedule::InFlightProfile& profile, int rank,
                        const std::vector<double>& full, const std::vector<double>& w_only,
                        int* which);
+
+// ------------------------------------------------------------------- timeline.cpp
+// The allocation timeline of rank `r` (RankMemory::timeline_bytes, moment, in_flight): walks the
+// rank's actions of one flush. `static_bytes`: what the allocator holds throughout.
+void build_timeline(const Context& cx, int r, const RankChunks& ch, double static_bytes,
+                    RankMemory& rm);
+// Replays the timeline of rank `r` (two flushes, so that the second reuses what the first left
+// cached) through the allocator model: the simulated reserved peak. `s`: the static components.
+struct Replay {
+  double peak_reserved_bytes = 0.0;
+  double peak_allocated_bytes = 0.0;
+  int segments = 0;
+};
+Replay replay_allocator(const Context& cx, int r, const RankChunks& ch, const RankMemory& rm,
+                        const ComponentBytes& s, double capacity_bytes);
+// Sets cx.replay_table. Every steady-state step of a schedule frees one microbatch's blocks and
+// allocates the next one's of the same sizes, which reuse them exactly; so beyond the warm-up
+// (at most (vpp + 2) x pp microbatches for every schedule here) more microbatches add nothing
+// to what the allocator reserves, and the replay runs the schedule with at most that many.
+void resolve_replay_table(Context& cx);
 
 // ------------------------------------------------------------------- static_memory.cpp
 ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_moe);

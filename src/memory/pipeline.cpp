@@ -39,17 +39,38 @@ void resolve_pipeline(Context& cx, MemoryReport& report) {
   report.num_microbatches = cx.job.num_microbatches();
   schedule::ScheduleRequest request{cx.schedule, cx.pp, cx.vpp, m};
   request.combined_forward_backward = combined_forward_backward(cx.job);
+  cx.request = request;
   const schedule::ScheduleTable* given = cx.options.table;
   if (given != nullptr && given->algorithm == cx.schedule && given->pp == cx.pp &&
       given->vpp == cx.vpp && given->microbatches == m &&
       given->combined_forward_backward == request.combined_forward_backward) {
     cx.own_in_flight.emplace(*given);
     cx.in_flight = &*cx.own_in_flight;
+    cx.table = given;
   } else if (cx.options.in_flight_cache != nullptr) {
     cx.in_flight = &cx.options.in_flight_cache->get(request);
+    cx.table = &cx.options.in_flight_cache->table(request);
   } else {
-    cx.own_in_flight.emplace(schedule::build_schedule(request));
+    cx.own_table.emplace(schedule::build_schedule(request));
+    cx.own_in_flight.emplace(*cx.own_table);
     cx.in_flight = &*cx.own_in_flight;
+    cx.table = &*cx.own_table;
+  }
+}
+
+void resolve_replay_table(Context& cx) {
+  const int cap = (cx.vpp + 2) * cx.pp;
+  if (cx.request.microbatches <= cap) {
+    cx.replay_table = cx.table;
+    return;
+  }
+  schedule::ScheduleRequest shorter = cx.request;
+  shorter.microbatches = cap;
+  if (cx.options.in_flight_cache != nullptr) {
+    cx.replay_table = &cx.options.in_flight_cache->table(shorter);
+  } else {
+    cx.own_replay_table.emplace(schedule::build_schedule(shorter));
+    cx.replay_table = &*cx.own_replay_table;
   }
 }
 

@@ -21,6 +21,37 @@ std::string gib(double bytes) {
   return fmt::format("{:.2f}", bytes / kGiB);
 }
 
+// What one action of the schedule is, in words.
+std::string action_words(const PeakMoment& m) {
+  const std::string what = m.phase == "F"    ? "forward"
+                           : m.phase == "B"  ? "input-gradient backward"
+                           : m.phase == "W"  ? "weight-gradient backward"
+                           : m.phase == "BW" ? "backward"
+                                             : m.phase;
+  return fmt::format("the {} of microbatch {} (chunk {})", what, m.microbatch, m.chunk);
+}
+
+std::string allocator_text(const MemoryReport& rep, const RankMemory& peak) {
+  std::string out = fmt::format("Allocated peak {} GiB, reserved {} GiB ({} allocator)",
+                                gib(peak.peak_allocated_bytes), gib(peak.allocator_point_bytes),
+                                to_string(rep.allocator));
+  if (peak.moment.action >= 0) {
+    out += fmt::format(", at {}", action_words(peak.moment));
+    if (!peak.moment.temporary.empty()) {
+      out += fmt::format(" with its {} ({} GiB) live", peak.moment.temporary,
+                         gib(peak.moment.temporary_bytes));
+    }
+  }
+  out += "\n";
+  if (rep.allocator_replayed) {
+    out += fmt::format(
+        "  replaying the timeline reserves {} GiB beyond the allocated peak ({} segments); the "
+        "rest of `fragmentation` is the residual fraction\n",
+        gib(peak.allocator_excess_bytes), peak.allocator_segments);
+  }
+  return out;
+}
+
 std::string rank_label(const RankMemory& r) {
   std::string l = fmt::format("pp{}", r.pp_rank);
   if (r.has_embedding) l += " emb";
@@ -116,6 +147,7 @@ std::string summary_text(const JobSpec& job, const MemoryReport& rep, bool all_d
   out += fmt::format("Peak: pipeline rank {} ({}), point {} GiB, upper {} GiB; transient: {}\n",
                      peak.pp_rank, rank_label(peak), gib(rep.peak_point_bytes),
                      gib(rep.peak_upper_bytes), peak.transient_source);
+  out += allocator_text(rep, peak);
   if (rep.range) {
     const MemoryRange& r = *rep.range;
     out += fmt::format(
@@ -162,6 +194,16 @@ Json components_json(const ComponentBytes& c) {
   return j;
 }
 
+Json moment_json(const PeakMoment& m) {
+  return {{"action", m.action},
+          {"phase", m.phase},
+          {"chunk", m.chunk},
+          {"microbatch", m.microbatch},
+          {"temporary", m.temporary},
+          {"held_bytes", m.held_bytes},
+          {"temporary_bytes", m.temporary_bytes}};
+}
+
 Json report_json(const JobSpec& job, const MemoryReport& rep) {
   Json j;
   j["schema_version"] = MemoryReport::kSchemaVersion;
@@ -200,6 +242,12 @@ Json report_json(const JobSpec& job, const MemoryReport& rep) {
     rj["allocator_upper_bytes"] = r.allocator_upper_bytes;
     rj["communicators"] = r.communicators;
     rj["transient_source"] = r.transient_source;
+    rj["peak_allocated_bytes"] = r.peak_allocated_bytes;
+    rj["peak_reserved_bytes"] = r.allocator_point_bytes;
+    rj["allocator_excess_bytes"] = r.allocator_excess_bytes;
+    rj["allocator_segments"] = r.allocator_segments;
+    rj["moment"] = moment_json(r.moment);
+    rj["timeline_bytes"] = r.timeline_bytes;
     ranks.push_back(std::move(rj));
   }
   j["ranks"] = std::move(ranks);
@@ -227,6 +275,16 @@ Json report_json(const JobSpec& job, const MemoryReport& rep) {
                {"upper_rank", rep.peak_upper_rank},
                {"point_bytes", rep.peak_point_bytes},
                {"upper_bytes", rep.peak_upper_bytes}};
+  if (!rep.ranks.empty()) {
+    const RankMemory& pk = rep.ranks[static_cast<std::size_t>(rep.peak_rank)];
+    j["peak"]["allocated_bytes"] = pk.peak_allocated_bytes;
+    j["peak"]["reserved_bytes"] = pk.allocator_point_bytes;
+    j["peak"]["moment"] = moment_json(pk.moment);
+    j["peak_allocated_gib"] = pk.peak_allocated_bytes / kGiB;
+    j["peak_reserved_gib"] = pk.allocator_point_bytes / kGiB;
+  }
+  j["allocator"] = {{"kind", std::string(to_string(rep.allocator))},
+                    {"replayed", rep.allocator_replayed}};
   j["capacity_bytes"] = rep.capacity_bytes;
   j["verdict"] = std::string(to_string(rep.verdict));
   if (rep.range) {

@@ -79,6 +79,21 @@ class SeenStates {
 
 }  // namespace
 
+std::span<const Action> memory_order(const ScheduleTable& table, int rank,
+                                     std::vector<Action>& scratch) {
+  const std::span<const Action> list = table.rank_actions(rank);
+  if (!table.combined_forward_backward) return list;
+  scratch.assign(list.begin(), list.end());
+  for (std::size_t i = 0; i + 1 < scratch.size(); ++i) {
+    if (scratch[i].overlap_with_next && scratch[i].phase == Phase::kF &&
+        scratch[i + 1].phase != Phase::kF) {
+      std::swap(scratch[i], scratch[i + 1]);
+      ++i;
+    }
+  }
+  return scratch;
+}
+
 InFlightProfile::InFlightProfile(const ScheduleTable& table) : chunks_(table.vpp) {
   const std::size_t v = static_cast<std::size_t>(table.vpp);
   const std::size_t width = 2 * v;
@@ -100,23 +115,8 @@ InFlightProfile::InFlightProfile(const ScheduleTable& table) : chunks_(table.vpp
     int* const w_only = full + v;
     int total = 0;
     int peak = 0;
-    std::span<const Action> list = table.rank_actions(r);
-    // Combined 1F1B (Megatron overlap_moe_expert_parallel_comm) runs a paired F and B layer by
-    // layer, the forward's layer i beside the backward's layer L - 1 - i (MG9 combined_1f1b.py,
-    // schedule_chunk_1f1b): the backward frees a layer as the forward saves one, so the pair
-    // holds one microbatch, not two. Counted as the B before its partner F.
     std::vector<Action> paired;
-    if (table.combined_forward_backward) {
-      paired.assign(list.begin(), list.end());
-      for (std::size_t i = 0; i + 1 < paired.size(); ++i) {
-        if (paired[i].overlap_with_next && paired[i].phase == Phase::kF &&
-            paired[i + 1].phase != Phase::kF) {
-          std::swap(paired[i], paired[i + 1]);
-          ++i;
-        }
-      }
-      list = paired;
-    }
+    const std::span<const Action> list = memory_order(table, r, paired);
     const Action* const end = list.data() + list.size();
     // Only F and B can raise a count, and only an F adds without taking away, so a state is kept
     // when an F or B is followed by something other than an F (or ends the list).
@@ -184,7 +184,7 @@ int InFlightProfile::peak_state(int rank) const {
   return 0;  // unreachable: a state holding the peak is never covered by a smaller one
 }
 
-const InFlightProfile& InFlightCache::get(const ScheduleRequest& request) {
+InFlightCache::Entry& InFlightCache::entry(const ScheduleRequest& request) {
   const Key key{request.algorithm,
                 request.pp,
                 request.vpp,
@@ -195,9 +195,19 @@ const InFlightProfile& InFlightCache::get(const ScheduleRequest& request) {
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     if (entries_.size() >= 4096) entries_.clear();  // bound the memo; sweeps use far fewer shapes
-    it = entries_.emplace(key, InFlightProfile(build_schedule(request))).first;
+    ScheduleTable t = build_schedule(request);
+    InFlightProfile p(t);
+    it = entries_.emplace(key, Entry{std::move(t), std::move(p)}).first;
   }
   return it->second;
+}
+
+const InFlightProfile& InFlightCache::get(const ScheduleRequest& request) {
+  return entry(request).profile;
+}
+
+const ScheduleTable& InFlightCache::table(const ScheduleRequest& request) {
+  return entry(request).table;
 }
 
 }  // namespace projector::schedule

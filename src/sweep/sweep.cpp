@@ -93,6 +93,9 @@ void evaluate(const Candidate& c, std::size_t index, Shared& s, WorkerState& w) 
     MemoryOptions mo;
     mo.suggest_remedies = false;
     mo.in_flight_cache = &w.in_flight;
+    // The screen is allocated + the residual fraction; the allocator replay (about 0.1 ms a
+    // layout) is left to `memory` / `both` on the chosen one (docs/memory.md "Allocator").
+    mo.replay_allocator = false;
     const MemoryReport mem = project_memory(job, mo);
     const std::int64_t t1 = thread_cpu_ns();
     w.memory_ns += t1 - t0;

@@ -30,8 +30,13 @@ ProjectFn make_default_project_fn() {
       // Published peaks are the framework allocator's (max reserved / allocated) on the worst
       // rank: compare with the caching-allocator part of the projection.
       double peak = 0.0;
-      for (const RankMemory& r : rep.memory.ranks) peak = std::max(peak, r.allocator_point_bytes);
+      double allocated = 0.0;
+      for (const RankMemory& r : rep.memory.ranks) {
+        peak = std::max(peak, r.allocator_point_bytes);
+        allocated = std::max(allocated, r.peak_allocated_bytes);
+      }
       p.peak_memory_gib = peak * per_chip / (1024.0 * 1024.0 * 1024.0);
+      p.peak_allocated_gib = allocated * per_chip / (1024.0 * 1024.0 * 1024.0);
       p.out_of_memory = rep.memory.verdict == MemoryVerdict::kOom;
       p.out_of_memory_point = p.out_of_memory;
       const RankMemory& at = rep.memory.ranks[static_cast<std::size_t>(rep.memory.peak_rank)];

@@ -14,6 +14,7 @@
 #include "projector/model/family.h"
 #include "projector/util/error.h"
 #include "projector/util/stats.h"
+#include "projector/util/text.h"
 #include "validate/run_config.h"
 
 namespace projector {
@@ -157,6 +158,15 @@ std::string contradiction(const RunEntry& e, const MappedRun& m) {
   return "contradictory measurement: " + fmt::format("{}", fmt::join(found, "; "));
 }
 
+}  // namespace
+
+bool measures_allocated(std::string_view memory_metric) {
+  const std::string m = to_lower(memory_metric);
+  return m.find("allocated") != std::string::npos && m.find("reserved") == std::string::npos;
+}
+
+namespace {
+
 void compare_memory(const RunEntry::Measured& ms, const Prediction& p, RunResult& r) {
   std::optional<double> mem;
   std::string mem_basis;
@@ -168,9 +178,13 @@ void compare_memory(const RunEntry::Measured& ms, const Prediction& p, RunResult
     mem_basis = "measured GB converted to GiB";
   }
   if (mem && !ms.memory_metric.empty()) mem_basis += "; " + ms.memory_metric;
-  if (mem && p.peak_memory_gib && comparable(*p.peak_memory_gib, *mem)) {
-    add_metric(r, "peak_memory_gib", *p.peak_memory_gib, *mem, mem_basis);
-    r.memory_error_pct = pct(*p.peak_memory_gib, *mem);
+  // Like with like (docs/memory.md "Validation"): a run that says it measured the allocated peak
+  // is compared with the projection's allocated peak, any other with the reserved one.
+  const std::optional<double>& predicted =
+      measures_allocated(ms.memory_metric) ? p.peak_allocated_gib : p.peak_memory_gib;
+  if (mem && predicted && comparable(*predicted, *mem)) {
+    add_metric(r, "peak_memory_gib", *predicted, *mem, mem_basis);
+    r.memory_error_pct = pct(*predicted, *mem);
   }
 }
 

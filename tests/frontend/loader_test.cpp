@@ -767,3 +767,30 @@ TEST(PrimusExamples, FilesThatAreNotJobsSaySo) {
 
 }  // namespace
 }  // namespace projector
+
+namespace projector {
+namespace {
+
+// The device allocator (RuntimeSpec::allocator; docs/memory.md "Allocator"): PyTorch's default is
+// fixed segments (recorded as a default); the environment Primus reads (P10) and --alloc-conf
+// turn expandable segments on or off, the flag beating the environment; a setting that states
+// nothing about them is refused.
+TEST(AllocatorSetting, DefaultEnvironmentAndFlag) {
+  const std::string cfg = kData + "/primus_llama3_8B-BF16-pretrain.yaml";
+  const JobSpec plain = load_job(request(cfg));
+  EXPECT_EQ(plain.runtime.allocator, DeviceAllocatorKind::kCaching);
+  EXPECT_TRUE(has_default(plain, "expandable_segments"));
+  const JobSpec env = load_job(request(cfg, {{"PYTORCH_HIP_ALLOC_CONF",
+                                              "garbage_collection_threshold:0.8,"
+                                              "expandable_segments:True"}}));
+  EXPECT_EQ(env.runtime.allocator, DeviceAllocatorKind::kCachingExpandable);
+  EXPECT_FALSE(has_default(env, "expandable_segments"));
+  LoadRequest flag = request(cfg, {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}});
+  flag.cli.alloc_conf = "expandable_segments:False";
+  EXPECT_EQ(load_job(flag).runtime.allocator, DeviceAllocatorKind::kCaching);
+  flag.cli.alloc_conf = "max_split_size_mb:512";
+  expect_input_error([&] { load_job(flag); }, "alloc_conf", -1, "expandable_segments");
+}
+
+}  // namespace
+}  // namespace projector

@@ -67,6 +67,9 @@ TEST(TorchtitanToml, Llama3_8B) {
   EXPECT_TRUE(j.parallel.reshard_after_forward);  // no PP
   EXPECT_EQ(j.runtime.micro_batch_size, 1);
   EXPECT_EQ(j.runtime.global_batch_size, 8);  // local 1 x DP 8
+  // run_train.sh exports expandable segments (TT5): the allocator model grows segments.
+  EXPECT_EQ(j.runtime.allocator, DeviceAllocatorKind::kCachingExpandable);
+  ASSERT_NE(find_default(j, "expandable_segments"), nullptr);
   EXPECT_EQ(j.runtime.seq_length, 8192);
   EXPECT_EQ(j.runtime.recompute.granularity, RecomputeGranularity::kOpPolicy);
   EXPECT_EQ(j.runtime.precision.fp8, Fp8Recipe::kNone);  // converters commented out

@@ -72,6 +72,15 @@ def test_overrides_act_like_the_cli_flags(cli_json):
     assert job.world_size == 16
 
 
+def test_alloc_conf_acts_like_the_flag(cli_json):
+    job = projector.load(LLAMA_8B, overrides={"alloc_conf": "expandable_segments:True"})
+    cli = cli_json("memory", "--config", LLAMA_8B, "--alloc-conf", "expandable_segments:True")
+    doc = projector.memory(job)
+    assert doc == cli
+    assert doc["allocator"]["kind"] == "pytorch caching, expandable segments"
+    assert doc["peak_reserved_gib"] >= doc["peak_allocated_gib"]
+
+
 def test_bad_yaml_names_file_line_and_key():
     path = os.path.join(ROOT, "tests", "data", "malformed.yaml")
     with pytest.raises(projector.InputError) as err:

@@ -92,9 +92,11 @@ JobSpec hand_job(const Candidate& c) {
   return job;
 }
 
+// The sweep's screen: no remedies, no allocator replay (docs/memory.md "Allocator").
 MemoryOptions no_remedies() {
   MemoryOptions mo;
   mo.suggest_remedies = false;
+  mo.replay_allocator = false;
   return mo;
 }
 

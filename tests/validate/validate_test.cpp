@@ -630,6 +630,35 @@ constexpr const char* kRunC = R"(
   measured: {step_time_s: 2.0}
 )";
 
+// A published peak is compared like with like (docs/memory.md "Validation"): the run that says it
+// measured max_memory_allocated against the allocated peak (44 vs 40 GiB: +10 %), the one that
+// measured max reserved against the reserved one (50 vs 40 GiB: +25 %).
+TEST(Validate, MemoryComparedLikeWithLike) {
+  EXPECT_TRUE(measures_allocated("torch.cuda.max_memory_allocated()"));
+  EXPECT_FALSE(measures_allocated("max reserved bytes (not allocated)"));
+  EXPECT_FALSE(measures_allocated(""));
+  const std::string text = std::string(kRunA) +
+                           "  measured: {tokens_per_sec_per_gpu: 800, peak_memory_gib: 40,\n"
+                           "             memory_metric: torch.cuda.max_memory_allocated}\n" +
+                           std::string(kRunA) +
+                           "  measured: {tokens_per_sec_per_gpu: 800, peak_memory_gib: 40,\n"
+                           "             memory_metric: torchtitan max_reserved_gib}\n";
+  std::string renamed = text;
+  renamed.replace(renamed.rfind("- id: a"), 7, "- id: a2");
+  const ProjectFn fake = [](const JobSpec&) {
+    Prediction p;
+    p.tokens_per_sec_per_gpu = 800;
+    p.peak_memory_gib = 50.0;
+    p.peak_allocated_gib = 44.0;
+    return p;
+  };
+  const ValidationReport r = validate(parse_runs(renamed, "fake.yaml"), fake, kDataDir);
+  ASSERT_EQ(r.runs.size(), 2u);
+  ASSERT_TRUE(r.runs[0].memory_error_pct && r.runs[1].memory_error_pct);
+  EXPECT_NEAR(*r.runs[0].memory_error_pct, 10.0, 1e-9);
+  EXPECT_NEAR(*r.runs[1].memory_error_pct, 25.0, 1e-9);
+}
+
 TEST(Validate, FakeProjection) {
   const std::string text = std::string(kRunA) +
                            "  measured: {tokens_per_sec_per_gpu: 800, peak_memory_gib: 40}\n" + R"(

@@ -13,6 +13,7 @@
 #include "frontend/megatron/adapter.h"
 #include "projector/frontend/primus_turbo.h"
 #include "projector/hardware/catalog.h"
+#include "projector/util/allocator_kind.h"
 
 namespace projector::frontend_detail {
 namespace {
@@ -78,6 +79,20 @@ void apply_environment(const LoadRequest& request, JobDraft& d) {
     }
     set_size(d, field, static_cast<int>(*v), {fmt::format("environment {}", var), 0, 0});
   }
+  // The PyTorch allocator's settings, as Primus' projection reads them (P10): the
+  // first variable that states expandable_segments decides.
+  if (!request.env) return;
+  for (const char* var :
+       {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_HIP_ALLOC_CONF"}) {
+    const std::optional<std::string> v = request.env(var);
+    if (!v) continue;
+    if (const std::optional<bool> e = expandable_segments_of(*v)) {
+      d.expandable_segments = *e;
+      d.set_origin(DraftField::kExpandableSegments, var,
+                   {fmt::format("environment {}", var), 0, 0});
+      return;
+    }
+  }
 }
 
 void apply_cli(const CliOverrides& c, JobDraft& d) {
@@ -95,6 +110,17 @@ void apply_cli(const CliOverrides& c, JobDraft& d) {
     if (value) set_size(d, field, *value, {flag, 0, 0});
   }
   if (c.enable_zero_bubble) d.prefer_zero_bubble = *c.enable_zero_bubble;
+  if (c.alloc_conf) {
+    const std::optional<bool> e = expandable_segments_of(*c.alloc_conf);
+    if (!e) {
+      throw InputError({"--alloc-conf", 0, 0}, "alloc_conf",
+                       fmt::format("'{}' states no expandable_segments:True|False, the one "
+                                   "allocator setting the memory model reads",
+                                   *c.alloc_conf));
+    }
+    d.expandable_segments = *e;
+    d.set_origin(DraftField::kExpandableSegments, "--alloc-conf", {"--alloc-conf", 0, 0});
+  }
   // DeepEP dispatch and combine: the flex dispatcher with the DeepEP kernel (a kernel choice: what
   // hides the communication is decided by the overlap settings, not by DeepEP).
   // The kernel's compute units when the config named none (the Megatron adapter's defaults).

@@ -37,6 +37,8 @@ struct CliOverrides {
   // router's tokens_per_expert counts in a profile); 0 = balanced.
   std::optional<double> moe_expert_load_cv;
   std::optional<std::string> pipeline_schedule;  // auto, 1f1b, interleaved, zerobubble, zbv-*, ...
+  // PyTorch allocator settings in PYTORCH_CUDA_ALLOC_CONF syntax ("expandable_segments:True").
+  std::optional<std::string> alloc_conf;
 };
 
 struct LoadRequest {

@@ -57,8 +57,9 @@ enum class DraftField : std::uint8_t {
   kDp,
   kMesh,
   kKernelGapFraction,
-  kMoeOverlap,    // Megatron overlap_moe_expert_parallel_comm (combined 1F1B)
-  kHostDispatch,  // the profile's host issue costs (RuntimeSpec::host_dispatch)
+  kMoeOverlap,          // Megatron overlap_moe_expert_parallel_comm (combined 1F1B)
+  kHostDispatch,        // the profile's host issue costs (RuntimeSpec::host_dispatch)
+  kExpandableSegments,  // PyTorch allocator's expandable_segments (RuntimeSpec::allocator)
   kCount
 };
 inline constexpr int kNumDraftFields = static_cast<int>(DraftField::kCount);
@@ -134,6 +135,7 @@ struct JobDraft {
   std::optional<double> attention_dropout, hidden_dropout;
   std::optional<int> vocab_padding;  // make_vocab_size_divisible_by
   std::optional<bool> loss_grad_in_place;
+  std::optional<bool> expandable_segments;  // PYTORCH_*_ALLOC_CONF / --alloc-conf
 
   // Batches: unset MBS / sequence from the profile; unset GBS is the replica batch x DP when
   // stated (torchtitan's local_batch_size, MaxText's per-device batch), else MBS x DP (one

@@ -94,6 +94,9 @@ struct FrameworkProfile {
   ProfileDefault<bool> kv_heads_padded;
   ProfileDefault<RecomputeModules> selective_recompute;
   ProfileDefault<bool> loss_grad_in_place;
+  // Whether the framework's launcher turns on the PyTorch allocator's expandable segments
+  // (RuntimeSpec::allocator); unset: PyTorch's default, off.
+  ProfileDefault<bool> expandable_segments;
   // MoE: the routing probabilities scale the experts' activation (the combine keeps no expert
   // output for their gradient) rather than the combined output.
   ProfileDefault<bool> moe_probs_in_experts;

@@ -30,6 +30,7 @@
 #include "projector/memory/recsys_memory.h"
 #include "projector/model/job.h"
 #include "projector/schedule/in_flight.h"
+#include "projector/util/allocator_kind.h"
 
 namespace projector {
 
@@ -94,6 +95,10 @@ struct MemoryOptions {
   // performance projection). Used only when it matches the job's schedule, PP, VPP and
   // microbatches.
   const schedule::ScheduleTable* table = nullptr;
+  // Replay each rank's allocation timeline through the allocator model (allocator.h) for the
+  // reserved peak. Off: the reserved peak is the allocated one plus the residual fraction only
+  // (what a sweep screens with; docs/memory.md "Allocator").
+  bool replay_allocator = true;
 };
 
 // Saved bytes of `layer` for one microbatch under the job's parallelism, precision and recompute
@@ -137,6 +142,19 @@ struct RankParams {
   double largest_unit_params = 0.0;  // FSDP unit (layer / embedding / output) on this rank
 };
 
+// The moment a rank's allocated bytes peak on its allocation timeline (docs/memory.md
+// "Timeline"): which action of the schedule runs, and which temporary is live on top of the saved
+// activations it holds.
+struct PeakMoment {
+  int action = -1;  // index into the rank's actions of one flush (schedule::memory_order); -1: none
+  std::string phase;        // "F", "B", "W" or "BW" (schedule::Phase)
+  int chunk = 0;            // the rank's model chunk
+  int microbatch = 0;       // within the flush
+  std::string temporary;    // the temporary live at the moment ("" when none)
+  double held_bytes = 0.0;  // saved activations held at the moment (all chunks)
+  double temporary_bytes = 0.0;
+};
+
 struct RankMemory {
   int pp_rank = 0;
   std::vector<int> virtual_stages;  // data-flow indices of its chunks
@@ -160,6 +178,18 @@ struct RankMemory {
   double allocator_upper_bytes = 0.0;
   int communicators = 0;         // communicators this rank belongs to
   std::string transient_source;  // which temporary sets kTransient
+  // Allocation timeline of one flush (memory/timeline.cpp): the bytes allocated through the
+  // framework's allocator while each action of the rank runs (static buffers, the saved
+  // activations held, the action's temporary), in schedule order. Its maximum is the moment the
+  // point components decompose.
+  std::vector<double> timeline_bytes;
+  PeakMoment moment;
+  double peak_allocated_bytes = 0.0;  // max of timeline_bytes (torch max_memory_allocated)
+  // What the allocator model reserves beyond the allocated peak when it replays the timeline
+  // (rounding, split blocks, per-stream pools); part of kFragmentation, with the residual
+  // fraction. allocator_point_bytes is the reserved peak (torch max_memory_reserved).
+  double allocator_excess_bytes = 0.0;
+  int allocator_segments = 0;  // segments the replay created
 };
 
 // What re-running the projection with one change gives.
@@ -189,7 +219,7 @@ MemoryVerdict verdict_with_range(double point_bytes, double upper_bytes, double 
                                  double hi_bytes, double capacity_bytes);
 
 struct MemoryReport {
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   ScheduleKind schedule = ScheduleKind::k1F1B;  // resolved
   int num_microbatches = 0;
   double tokens_per_microbatch = 0.0;  // per rank: mbs x seq / cp
@@ -200,6 +230,8 @@ struct MemoryReport {
   double peak_upper_bytes = 0.0;
   double capacity_bytes = 0.0;  // AcceleratorSpec::hbm_bytes
   MemoryVerdict verdict = MemoryVerdict::kUnknown;
+  DeviceAllocatorKind allocator = DeviceAllocatorKind::kCaching;  // RuntimeSpec::allocator
+  bool allocator_replayed = false;  // MemoryOptions::replay_allocator and a timeline to replay
   std::vector<MemoryComponent> largest_components;  // of the peak rank, largest first (top 3)
   std::vector<MemoryRemedy> remedies;               // only when the verdict is AT RISK or OOM
   std::vector<std::string> notes;    // assumptions and defaults the projection applied

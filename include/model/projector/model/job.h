@@ -20,6 +20,7 @@
 #include "projector/hardware/hardware.h"
 #include "projector/model/recommendation.h"
 #include "projector/model/saved_tensors.h"
+#include "projector/util/allocator_kind.h"
 #include "projector/util/bounds.h"
 #include "projector/util/dtype.h"
 #include "projector/util/schedule_kind.h"
@@ -825,6 +826,10 @@ struct RuntimeSpec {
   // liveness (a tensor is freed at its last use, e.g. the logits before the layers' backward),
   // weights are gathered one array at a time, the fused loss writes its gradient into its logits.
   bool whole_step_compiled = false;
+  // The device allocator whose reservation decides the memory verdict (memory/allocator.h): XLA's
+  // when the step is compiled whole, else PyTorch's caching allocator, with expandable segments
+  // when PYTORCH_CUDA_ALLOC_CONF (or the framework's launcher) turns them on.
+  DeviceAllocatorKind allocator = DeviceAllocatorKind::kCaching;
   // The TFLOP/s convention the framework's own logs use, reported next to projector's (perf.h
   // logged_tflops_per_gpu): kMaxText is calculate_tflops_training_per_device (maxtext_utils.py):
   // model FLOPs with causal-halved attention, the unembedding counted, recompute excluded, MTP

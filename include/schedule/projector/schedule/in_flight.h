@@ -15,6 +15,15 @@
 
 namespace projector::schedule {
 
+// The actions of `rank` in the order their memory effects apply: the table's order, except that
+// combined 1F1B (Megatron overlap_moe_expert_parallel_comm) runs a paired F and B layer by layer,
+// the forward's layer i beside the backward's layer L - 1 - i (MG9 combined_1f1b.py,
+// schedule_chunk_1f1b): the backward frees a layer as the forward saves one, so the pair holds
+// one microbatch, not two; it is counted as the B before its partner F. `scratch` holds the
+// reordered copy when one is needed.
+std::span<const Action> memory_order(const ScheduleTable& table, int rank,
+                                     std::vector<Action>& scratch);
+
 // Per rank, the states it passes through that no other state of the rank covers (holds at least as
 // many of every kind on every chunk), in order of first appearance. The activation peak for any
 // per-chunk sizes (all >= 0) is reached at one of them. A state is `full` (per chunk: microbatches
@@ -49,11 +58,18 @@ class InFlightProfile {
 class InFlightCache {
  public:
   const InFlightProfile& get(const ScheduleRequest& request);
+  // The table itself (the memory projection's allocation timeline walks it).
+  const ScheduleTable& table(const ScheduleRequest& request);
   std::size_t size() const { return entries_.size(); }
 
  private:
+  struct Entry {
+    ScheduleTable table;
+    InFlightProfile profile;
+  };
+  Entry& entry(const ScheduleRequest& request);
   using Key = std::tuple<ScheduleKind, int, int, int, bool, int, bool>;
-  std::map<Key, InFlightProfile> entries_;
+  std::map<Key, Entry> entries_;
 };
 
 }  // namespace projector::schedule

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "projector/job/profile.h"
@@ -300,6 +301,10 @@ MappedRun map_run(const RunEntry& entry, MappingCatalogue& catalogue);
 
 // ------------------------------------------------------------------------------------ validation
 
+// Whether a run's `memory_metric` says it measured the allocated peak (torch
+// max_memory_allocated) rather than the reserved one (max_memory_reserved, or XLA's own peak).
+bool measures_allocated(std::string_view memory_metric);
+
 // What a projection predicts for one job (per GPU; 0 = not predicted).
 struct Prediction {
   double tokens_per_sec_per_gpu = 0.0;
@@ -307,7 +312,8 @@ struct Prediction {
   double model_tflops_per_gpu = 0.0;
   double hardware_tflops_per_gpu = 0.0;
   double mfu_pct = 0.0;
-  std::optional<double> peak_memory_gib;
+  std::optional<double> peak_memory_gib;     // reserved (torch max_memory_reserved; XLA's own)
+  std::optional<double> peak_allocated_gib;  // allocated (torch max_memory_allocated)
   // The memory verdict is OOM: contradicts a run that was measured (it fit). validate() re-decides
   // it with the run's calibrated memory range (verdict_with_range, leave-one-family-out) from the
   // peak rank's bytes below; out_of_memory_point keeps the verdict without the range.
