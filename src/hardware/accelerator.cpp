@@ -89,6 +89,10 @@ constexpr CalKey kCalKeys[] = {
     {"workspace_bytes", &Cal::workspace_bytes, 0, 1e12, false, true, true},
     {"fragmentation_fraction", &Cal::fragmentation_fraction, 0, 1, false, false, true},
     {"fragmentation_upper_fraction", &Cal::fragmentation_upper_fraction, 0, 1, false, false, true},
+    {"fragmentation_expandable_fraction", &Cal::fragmentation_expandable_fraction, 0, 1, false,
+     false, false},
+    {"fragmentation_expandable_upper_fraction", &Cal::fragmentation_expandable_upper_fraction, 0, 1,
+     false, false, false},
     {"comm_compute_interference", &Cal::comm_compute_interference, 0, 1, false, false, true},
     {"grouped_gemm_fraction", &Cal::grouped_gemm_fraction, 0, 1, true, false, false},
     {"grouped_gemm_fraction_fp8", &Cal::grouped_gemm_fraction_fp8, 0, 1, true, false, false},
@@ -385,6 +389,12 @@ void read_calibration(const hw::YamlContext& ctx, const YAML::Node& root, Accele
     hw::fail(ctx, has_cal ? node["fragmentation_upper_fraction"] : root,
              "calibration.fragmentation_upper_fraction",
              "must not be below fragmentation_fraction");
+  }
+  if (c.fragmentation_expandable_upper_fraction.value > 0.0 &&
+      c.fragmentation_expandable_upper_fraction.value < c.fragmentation_expandable_fraction.value) {
+    hw::fail(ctx, has_cal ? node["fragmentation_expandable_upper_fraction"] : root,
+             "calibration.fragmentation_expandable_upper_fraction",
+             "must not be below fragmentation_expandable_fraction");
   }
 }
 

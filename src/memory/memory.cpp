@@ -172,14 +172,35 @@ void resolve_activations(Context& cx, MemoryReport& report) {
   }
 }
 
-void fill_sources(const AcceleratorSpec::Calibration& cal, MemoryReport& report) {
+// The residual fractions of the job's allocator (docs/memory.md "Allocator"): the expandable-
+// segment pair when the accelerator file has one, else the fixed-segment pair.
+struct Residual {
+  const Sourced* point;
+  const Sourced* upper;
+};
+Residual residual_of(const JobSpec& job) {
+  const AcceleratorSpec::Calibration& cal = job.cluster.accelerator.calibration;
+  if (job.runtime.allocator == DeviceAllocatorKind::kCachingExpandable &&
+      cal.fragmentation_expandable_fraction.value > 0.0) {
+    return {&cal.fragmentation_expandable_fraction,
+            cal.fragmentation_expandable_upper_fraction.value > 0.0
+                ? &cal.fragmentation_expandable_upper_fraction
+                : &cal.fragmentation_upper_fraction};
+  }
+  return {&cal.fragmentation_fraction, &cal.fragmentation_upper_fraction};
+}
+
+void fill_sources(const JobSpec& job, MemoryReport& report) {
+  const AcceleratorSpec::Calibration& cal = job.cluster.accelerator.calibration;
+  const Residual residual = residual_of(job);
   auto& src = report.sources;
   src[idx(MemoryComponent::kRuntimeContext)] = cal.runtime_context_bytes.source;
   src[idx(MemoryComponent::kCommBuffers)] =
       cal.comm_buffer_bytes_per_group.source + " (per communicator)";
   src[idx(MemoryComponent::kWorkspace)] = cal.workspace_bytes.source;
   src[idx(MemoryComponent::kFragmentation)] =
-      cal.fragmentation_fraction.source + " / upper: " + cal.fragmentation_upper_fraction.source;
+      "the allocator replay (docs/memory.md Allocator) + residual: " + residual.point->source +
+      " / upper: " + residual.upper->source;
   src[idx(MemoryComponent::kWeights)] = "accounting.h stage_params x params dtype";
   src[idx(MemoryComponent::kGradients)] = "params x main_grads_dtype";
   src[idx(MemoryComponent::kMasterWeights)] = "fp32 copy, sharded by the optimizer";
@@ -267,7 +288,7 @@ RankMemory project_rank(Context& cx, int r, bool replay) {
   // and the temporary of the action that runs.
   memory_detail::build_timeline(cx, r, ch, allocator_static_bytes(s), rm);
   const double act_p = rm.moment.held_bytes;
-  const AcceleratorSpec::Calibration& cal = cx.job.cluster.accelerator.calibration;
+  const Residual residual = residual_of(cx.job);
   rm.point = s;
   rm.upper = s;
   rm.point[idx(MemoryComponent::kActivations)] = act_p;
@@ -279,7 +300,7 @@ RankMemory project_rank(Context& cx, int r, bool replay) {
   if (cx.job.runtime.whole_step_compiled && capacity > 0.0 && ch.transient_floor < transient_p) {
     // XLA rematerialises to the device's memory limit at compile time: a step whose working set
     // would not fit recomputes cheap tensors instead, down to the floor (ChunkActivation).
-    const double frag = cal.fragmentation_fraction.value;
+    const double frag = residual.point->value;
     const double total = sum(s) + act_p + transient_p + frag * (act_p + transient_p + window);
     const double excess = total - capacity;
     if (excess > 0.0) {
@@ -303,10 +324,9 @@ RankMemory project_rank(Context& cx, int r, bool replay) {
   // The residual fraction covers what the timeline's per-layer blocks do not show (each layer's
   // many tensors and the kernels' workspaces); the replay's excess is added to it.
   rm.point[idx(MemoryComponent::kFragmentation)] =
-      cal.fragmentation_fraction.value * (act_p + transient_p + window) + rm.allocator_excess_bytes;
+      residual.point->value * (act_p + transient_p + window) + rm.allocator_excess_bytes;
   rm.upper[idx(MemoryComponent::kFragmentation)] =
-      cal.fragmentation_upper_fraction.value * (act_u + ch.transient_upper + window) +
-      rm.allocator_excess_bytes;
+      residual.upper->value * (act_u + ch.transient_upper + window) + rm.allocator_excess_bytes;
   rm.total_point_bytes = sum(rm.point);
   rm.total_upper_bytes = sum(rm.upper);
   rm.allocator_point_bytes = rm.total_point_bytes - outside;
@@ -395,7 +415,7 @@ MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
   check_job_invariants(job);  // a malformed job is refused, never repaired
   if (job.model.family == ModelFamily::kRecommendation) {
     MemoryReport report = memory_detail::project_recsys_memory(job, options);
-    fill_sources(job.cluster.accelerator.calibration, report);
+    fill_sources(job, report);
     if (!report.ranks.empty()) add_largest_components(report.ranks.front().point, report);
     return report;
   }
@@ -406,7 +426,7 @@ MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
   Context cx{job, options};
   resolve_pipeline(cx, report);
   resolve_activations(cx, report);
-  fill_sources(job.cluster.accelerator.calibration, report);
+  fill_sources(job, report);
   report.ranks.reserve(static_cast<std::size_t>(cx.pp));
   for (int r = 0; r < cx.pp; ++r) report.ranks.push_back(project_rank(cx, r, false));
   if (report.allocator_replayed) replay_candidates(cx, report);

@@ -2,9 +2,13 @@
 // a 2-stage 1F1B timeline derived by hand, and cross-module invariants of the replay.
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "projector/frontend/loader.h"
 #include "projector/job/layout.h"
 #include "projector/job/spec.h"
 #include "projector/memory/memory.h"
+#include "support/config_text.h"
 #include "support/model_builders.h"
 
 namespace projector {
@@ -155,6 +159,30 @@ TEST(AllocatorReplay, WithoutReplayTheExcessIsAllThatChanges) {
     EXPECT_DOUBLE_EQ(a.ranks[r].peak_allocated_bytes, b.ranks[r].peak_allocated_bytes);
     EXPECT_NEAR(a.ranks[r].total_point_bytes - b.ranks[r].total_point_bytes,
                 a.ranks[r].allocator_excess_bytes, 1.0);
+  }
+}
+
+// The residual beyond the replay is the accelerator file's constant for the job's allocator: a
+// torchtitan job on the H100 runs expandable segments (its launcher) and takes the H100's
+// expandable-segment residual; the same job with fixed segments (--alloc-conf) takes the fixed
+// one. Both from data/hardware/accelerators/h100_sxm.yaml.
+TEST(AllocatorReplay, ResidualOfTheJobsAllocator) {
+  LoadRequest r = testing::bundled_request(
+      std::string(PROJECTOR_TEST_DATA_DIR) + "/torchtitan/upstream/llama3_8b.toml", "h100_sxm");
+  for (const bool expandable : {true, false}) {
+    if (!expandable) r.cli.alloc_conf = "expandable_segments:False";
+    const JobSpec job = load_job(r);
+    const auto& cal = job.cluster.accelerator.calibration;
+    const double frac =
+        expandable ? cal.fragmentation_expandable_fraction.value : cal.fragmentation_fraction.value;
+    EXPECT_GT(cal.fragmentation_expandable_fraction.value, cal.fragmentation_fraction.value);
+    const RankMemory rm = project_memory(job).ranks[0];
+    const double dynamic = rm.point[idx(MemoryComponent::kActivations)] +
+                           rm.point[idx(MemoryComponent::kTransient)] +
+                           rm.point[idx(MemoryComponent::kFsdpUnsharded)];
+    EXPECT_NEAR(rm.point[idx(MemoryComponent::kFragmentation)],
+                frac * dynamic + rm.allocator_excess_bytes, 1.0)
+        << expandable;
   }
 }
 

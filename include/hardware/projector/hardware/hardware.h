@@ -103,8 +103,13 @@ struct AcceleratorSpec {
     Sourced runtime_context_bytes;        // CUDA/HIP context and allocator pools
     Sourced comm_buffer_bytes_per_group;  // NCCL/RCCL buffers per communicator
     Sourced workspace_bytes;              // cuBLAS/hipBLASLt workspace
-    Sourced fragmentation_fraction;       // allocator rounding, point estimate (of dynamic memory)
+    // What the framework's allocator reserves beyond the replay of the allocation timeline
+    // (docs/memory.md "Allocator"), as a fraction of dynamic memory: point and upper bound, for
+    // fixed segments (and XLA), and for PyTorch's expandable segments (0: the fixed values).
+    Sourced fragmentation_fraction;
     Sourced fragmentation_upper_fraction;
+    Sourced fragmentation_expandable_fraction;
+    Sourced fragmentation_expandable_upper_fraction;
     Sourced comm_compute_interference;  // slowdown of compute while a collective overlaps it
     // Added for the cost models (cost/): 0 means "not calibrated" and each model says its fallback.
     Sourced grouped_gemm_fraction;  // grouped (MoE) GEMM main-loop speed relative to dense (0: 1.0)
