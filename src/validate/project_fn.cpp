@@ -37,6 +37,7 @@ ProjectFn make_default_project_fn() {
       }
       p.peak_memory_gib = peak * per_chip / (1024.0 * 1024.0 * 1024.0);
       p.peak_allocated_gib = allocated * per_chip / (1024.0 * 1024.0 * 1024.0);
+      p.peak_device_gib = rep.memory.peak_point_bytes * per_chip / (1024.0 * 1024.0 * 1024.0);
       p.out_of_memory = rep.memory.verdict == MemoryVerdict::kOom;
       p.out_of_memory_point = p.out_of_memory;
       const RankMemory& at = rep.memory.ranks[static_cast<std::size_t>(rep.memory.peak_rank)];

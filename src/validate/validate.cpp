@@ -160,28 +160,51 @@ std::string contradiction(const RunEntry& e, const MappedRun& m) {
 
 }  // namespace
 
-bool measures_allocated(std::string_view memory_metric) {
+MemoryMetricReading read_memory_metric(std::string_view memory_metric) {
   const std::string m = to_lower(memory_metric);
-  return m.find("allocated") != std::string::npos && m.find("reserved") == std::string::npos;
+  const auto has = [&](const char* s) { return m.find(s) != std::string::npos; };
+  MemoryMetricReading r;
+  if (has("primus") && has("max mem")) {
+    // PR15 print_rank_last_patches.py: "rocm max mem usage" is the largest ROCm SMI VRAM use
+    // over the ranks, printed as bytes / 1024**3 with the label "GB".
+    r.kind = MeasuredMemory::kDevice;
+    r.gb_are_gib = true;
+    r.note =
+        "Primus' \"max mem\" is ROCm SMI's used VRAM, the whole device, logged as bytes / 1024^3 "
+        "with the label GB (PR15): read as GiB and compared with the device total";
+  } else if (has("rocm-smi") || has("nvidia-smi") || has("rocm smi")) {
+    r.kind = MeasuredMemory::kDevice;
+    r.note = "SMI used memory: the whole device, compared with the device total";
+  } else if (has("allocated") && !has("reserved")) {
+    r.kind = MeasuredMemory::kAllocated;
+    r.note = "max_memory_allocated: compared with the allocated peak";
+  }
+  return r;
 }
 
 namespace {
 
 void compare_memory(const RunEntry::Measured& ms, const Prediction& p, RunResult& r) {
+  const MemoryMetricReading reading = read_memory_metric(ms.memory_metric);
   std::optional<double> mem;
   std::string mem_basis;
   if (ms.peak_memory_gib) {
     mem = ms.peak_memory_gib;
     mem_basis = "measured GiB";
+  } else if (ms.peak_memory_gb && reading.gb_are_gib) {
+    mem = *ms.peak_memory_gb;
+    mem_basis = "measured 'GB' that are GiB";
   } else if (ms.peak_memory_gb) {
     mem = *ms.peak_memory_gb * 1e9 / kGiB;
     mem_basis = "measured GB converted to GiB";
   }
   if (mem && !ms.memory_metric.empty()) mem_basis += "; " + ms.memory_metric;
-  // Like with like (docs/memory.md "Validation"): a run that says it measured the allocated peak
-  // is compared with the projection's allocated peak, any other with the reserved one.
+  if (mem && !reading.note.empty()) mem_basis += "; read as: " + reading.note;
+  // Like with like (docs/memory.md "Validation").
   const std::optional<double>& predicted =
-      measures_allocated(ms.memory_metric) ? p.peak_allocated_gib : p.peak_memory_gib;
+      reading.kind == MeasuredMemory::kAllocated ? p.peak_allocated_gib
+      : reading.kind == MeasuredMemory::kDevice  ? p.peak_device_gib
+                                                 : p.peak_memory_gib;
   if (mem && predicted && comparable(*predicted, *mem)) {
     add_metric(r, "peak_memory_gib", *predicted, *mem, mem_basis);
     r.memory_error_pct = pct(*predicted, *mem);

@@ -632,31 +632,47 @@ constexpr const char* kRunC = R"(
 
 // A published peak is compared like with like (docs/memory.md "Validation"): the run that says it
 // measured max_memory_allocated against the allocated peak (44 vs 40 GiB: +10 %), the one that
-// measured max reserved against the reserved one (50 vs 40 GiB: +25 %).
+// measured max reserved against the reserved one (50 vs 40 GiB: +25 %), Primus' "max mem" (the
+// whole device, 40 "GB" that are GiB) against the device total (52 vs 40 GiB: +30 %).
 TEST(Validate, MemoryComparedLikeWithLike) {
-  EXPECT_TRUE(measures_allocated("torch.cuda.max_memory_allocated()"));
-  EXPECT_FALSE(measures_allocated("max reserved bytes (not allocated)"));
-  EXPECT_FALSE(measures_allocated(""));
+  EXPECT_EQ(read_memory_metric("torch.cuda.max_memory_allocated()").kind,
+            MeasuredMemory::kAllocated);
+  EXPECT_EQ(read_memory_metric("max reserved bytes (not allocated)").kind,
+            MeasuredMemory::kReserved);
+  EXPECT_EQ(read_memory_metric("").kind, MeasuredMemory::kReserved);
+  EXPECT_EQ(read_memory_metric("nvidia-smi memory.used").kind, MeasuredMemory::kDevice);
+  // The shipped Primus entry's phrasing: the whole device, "GB" that are GiB (PR15).
+  const MemoryMetricReading primus = read_memory_metric(
+      "Primus \"max mem\" (GB, 78 % of 288 GB => decimal GB), as logged by the pretrain run");
+  EXPECT_EQ(primus.kind, MeasuredMemory::kDevice);
+  EXPECT_TRUE(primus.gb_are_gib);
   const std::string text = std::string(kRunA) +
                            "  measured: {tokens_per_sec_per_gpu: 800, peak_memory_gib: 40,\n"
                            "             memory_metric: torch.cuda.max_memory_allocated}\n" +
                            std::string(kRunA) +
                            "  measured: {tokens_per_sec_per_gpu: 800, peak_memory_gib: 40,\n"
-                           "             memory_metric: torchtitan max_reserved_gib}\n";
+                           "             memory_metric: torchtitan max_reserved_gib}\n" +
+                           std::string(kRunA) +
+                           "  measured: {tokens_per_sec_per_gpu: 800, peak_memory_gb: 40,\n"
+                           "             memory_metric: Primus max mem}\n";
   std::string renamed = text;
-  renamed.replace(renamed.rfind("- id: a"), 7, "- id: a2");
+  const std::size_t third = renamed.rfind("- id: a");
+  renamed.replace(third, 7, "- id: a3");
+  renamed.replace(renamed.rfind("- id: a", third - 1), 7, "- id: a2");
   const ProjectFn fake = [](const JobSpec&) {
     Prediction p;
     p.tokens_per_sec_per_gpu = 800;
     p.peak_memory_gib = 50.0;
     p.peak_allocated_gib = 44.0;
+    p.peak_device_gib = 52.0;
     return p;
   };
   const ValidationReport r = validate(parse_runs(renamed, "fake.yaml"), fake, kDataDir);
-  ASSERT_EQ(r.runs.size(), 2u);
-  ASSERT_TRUE(r.runs[0].memory_error_pct && r.runs[1].memory_error_pct);
+  ASSERT_EQ(r.runs.size(), 3u);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(r.runs[i].memory_error_pct) << i;
   EXPECT_NEAR(*r.runs[0].memory_error_pct, 10.0, 1e-9);
   EXPECT_NEAR(*r.runs[1].memory_error_pct, 25.0, 1e-9);
+  EXPECT_NEAR(*r.runs[2].memory_error_pct, 30.0, 1e-9);
 }
 
 TEST(Validate, FakeProjection) {

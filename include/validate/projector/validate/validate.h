@@ -301,9 +301,19 @@ MappedRun map_run(const RunEntry& entry, MappingCatalogue& catalogue);
 
 // ------------------------------------------------------------------------------------ validation
 
-// Whether a run's `memory_metric` says it measured the allocated peak (torch
-// max_memory_allocated) rather than the reserved one (max_memory_reserved, or XLA's own peak).
-bool measures_allocated(std::string_view memory_metric);
+// What a run's published peak memory is, read from its `memory_metric` text (docs/memory.md
+// "Validation"): the allocator's reserved peak (torch max_memory_reserved, XLA's own peak: the
+// reading when nothing else is said), its allocated peak (max_memory_allocated), or the whole
+// device's used memory (rocm-smi / nvidia-smi, which also counts the runtime context and the
+// communicator buffers).
+enum class MeasuredMemory { kReserved, kAllocated, kDevice };
+struct MemoryMetricReading {
+  MeasuredMemory kind = MeasuredMemory::kReserved;
+  // The figure labelled GB is bytes / 1024^3 (the log divides by 1024^3 and prints "GB").
+  bool gb_are_gib = false;
+  std::string note;  // why, when a rule applied
+};
+MemoryMetricReading read_memory_metric(std::string_view memory_metric);
 
 // What a projection predicts for one job (per GPU; 0 = not predicted).
 struct Prediction {
@@ -314,6 +324,7 @@ struct Prediction {
   double mfu_pct = 0.0;
   std::optional<double> peak_memory_gib;     // reserved (torch max_memory_reserved; XLA's own)
   std::optional<double> peak_allocated_gib;  // allocated (torch max_memory_allocated)
+  std::optional<double> peak_device_gib;     // the whole device: + context and comm buffers
   // The memory verdict is OOM: contradicts a run that was measured (it fit). validate() re-decides
   // it with the run's calibrated memory range (verdict_with_range, leave-one-family-out) from the
   // peak rank's bytes below; out_of_memory_point keeps the verdict without the range.
