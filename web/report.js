@@ -380,6 +380,7 @@ function renderAllocationTimeline(s, mem) {
         height: 280,
         layer: [
           {
+            name: 'allocated',
             data: {values: points},
             mark: {type: 'line', interpolate: 'step-after', strokeWidth: 1.5},
             encoding: {
@@ -389,6 +390,7 @@ function renderAllocationTimeline(s, mem) {
             },
           },
           {
+            name: 'peaks',
             data: {values: peaks},
             mark: {type: 'point', filled: true, size: 70, tooltip: true},
             encoding: {

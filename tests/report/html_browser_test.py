@@ -104,7 +104,12 @@ def memory_marks(mem):
     if "peak_memory_gib_interval" in mem:
         # The calibrated range of the peak: one bar and its two ends on the peak rank.
         marks.update({"peak_range_marks": 1, "peak_range_lo_marks": 1, "peak_range_hi_marks": 1})
-    return {"memory": marks}
+    out = {"memory": marks}
+    # The allocation timeline: one peak moment per pipeline rank.
+    peaks = sum(1 for r in mem["ranks"] if r.get("moment", {}).get("action", -1) >= 0)
+    if peaks:
+        out["memory_timeline"] = {"peaks_marks": peaks}
+    return out
 
 
 def performance_marks(perf, trace):
