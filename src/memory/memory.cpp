@@ -314,8 +314,7 @@ RankMemory project_rank(Context& cx, int r, bool replay) {
   rm.peak_allocated_bytes = static_alloc + act_p + transient_p;  // after XLA's rematerialisation
   const double outside =
       s[idx(MemoryComponent::kRuntimeContext)] + s[idx(MemoryComponent::kCommBuffers)];
-  if (replay && cx.replay_table != nullptr) {
-    // XLA's assignment reserves what is live: nothing beyond the allocated peak to replay.
+  if (replay && cx.replay_table != nullptr) {  // no table: XLA, or MemoryOptions said no
     const memory_detail::Replay rp = memory_detail::replay_allocator(
         cx, r, ch, rm, s, capacity > 0.0 ? capacity - outside : 0.0);
     rm.allocator_excess_bytes = std::max(0.0, rp.peak_reserved_bytes - rm.peak_allocated_bytes);
@@ -415,12 +414,14 @@ MemoryReport project_memory(const JobSpec& job, const MemoryOptions& options) {
   check_job_invariants(job);  // a malformed job is refused, never repaired
   if (job.model.family == ModelFamily::kRecommendation) {
     MemoryReport report = memory_detail::project_recsys_memory(job, options);
+    report.allocator = job.runtime.allocator;
     fill_sources(job, report);
     if (!report.ranks.empty()) add_largest_components(report.ranks.front().point, report);
     return report;
   }
   MemoryReport report;
   report.allocator = job.runtime.allocator;
+  // XLA's static assignment reserves what is live: nothing beyond the allocated peak to replay.
   report.allocator_replayed =
       options.replay_allocator && job.runtime.allocator != DeviceAllocatorKind::kXla;
   Context cx{job, options};

@@ -794,3 +794,23 @@ TEST(AllocatorSetting, DefaultEnvironmentAndFlag) {
 
 }  // namespace
 }  // namespace projector
+
+namespace projector {
+namespace {
+
+// Primus' SFT `lora:` block: off (the preset's default) says nothing; on, the projection of a
+// full fine-tune is flagged, naming the line (PR1 modules/megatron/sft_trainer.yaml).
+TEST(PrimusLora, EnabledIsFlaggedNotSilentlyProjected) {
+  testing::TempDir dir;
+  const std::string body =
+      "modules:\n  pre_trainer:\n    framework: megatron\n    overrides:\n"
+      "      num_layers: 2\n      hidden_size: 64\n      num_attention_heads: 4\n"
+      "      vocab_size: 1000\n      lora:\n        enabled: ";
+  const JobSpec off = load_job(request(dir.write("off.yaml", body + "false\n        dim: 16\n")));
+  EXPECT_FALSE(has_warning(off, "lora"));
+  const JobSpec on = load_job(request(dir.write("on.yaml", body + "true\n        dim: 16\n")));
+  EXPECT_TRUE(has_warning(on, "on.yaml:10: lora.enabled = true is not modelled"));
+}
+
+}  // namespace
+}  // namespace projector

@@ -35,6 +35,21 @@ bool environment_name(std::string_view key) {
   });
 }
 
+// Primus' SFT trainer `lora:` block (PR1 modules/megatron/sft_trainer.yaml: enabled false by
+// default): with `enabled: true` only the low-rank adapters train, the base weights are frozen.
+// The projection does not model that and counts a full fine-tune, so it says so.
+void flag_lora(const ConfigValue& args, JobDraft& d) {
+  const ConfigValue* lora = args.find("lora");
+  if (lora == nullptr || !lora->is_map()) return;
+  const ConfigValue* enabled = lora->find("enabled");
+  if (enabled == nullptr || enabled->kind != ConfigValue::Kind::kBool || !enabled->b) return;
+  d.warnings.push_back(fmt::format(
+      "{}lora.enabled = true is not modelled: projected as full fine-tuning, so the frozen base "
+      "weights are counted with gradients, optimizer state and weight-gradient GEMMs; a LoRA "
+      "job needs less memory and time than shown",
+      location(enabled->where)));
+}
+
 // Unknown keys the user wrote: a warning naming the nearest known key, or an error in strict
 // mode. Not-modelled keys anywhere in the namespace (presets included) whose value changes the
 // job: a warning saying what ignoring them means. Modelled and known keys: nothing.
@@ -57,6 +72,7 @@ void check_keys(const AdapterInput& in, const KeySchema& schema, JobDraft& d) {
     d.warnings.push_back(fmt::format("{}{} = {} is not modelled: {}", location(value.where), key,
                                      value.to_text(), nm->meaning));
   }
+  flag_lora(in.args, d);
 }
 
 void name_model_fields(const ArgReader& r, JobDraft& d) {
