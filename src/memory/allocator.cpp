@@ -159,12 +159,23 @@ int AllocatorModel::extend_expandable(int pool, bool small, std::int64_t size) {
     expandable_[static_cast<std::size_t>(pool)] = blocks_[static_cast<std::size_t>(b)].segment;
     return b;
   }
+  // The growth the free tail needs; when it would pass the capacity, the free pages are unmapped
+  // first (which may shrink or remove the tail), so the tail is read again after that.
+  const auto growth = [&] {
+    const int last = segments_[static_cast<std::size_t>(seg)].last;
+    const bool free = last >= 0 && blocks_[static_cast<std::size_t>(last)].free;
+    return round_up(size - (free ? blocks_[static_cast<std::size_t>(last)].size : 0), page);
+  };
+  std::int64_t grow = growth();
+  if (capacity_ > 0 && reserved_ + grow > capacity_) {
+    release_free_segments();
+    grow = growth();
+  }
+  reserved_ += grow;
+  peak_reserved_ = std::max(peak_reserved_, reserved_);
+  segments_[static_cast<std::size_t>(seg)].size += grow;
   const int last = segments_[static_cast<std::size_t>(seg)].last;
   const bool tail_free = last >= 0 && blocks_[static_cast<std::size_t>(last)].free;
-  const std::int64_t have = tail_free ? blocks_[static_cast<std::size_t>(last)].size : 0;
-  const std::int64_t grow = round_up(size - have, page);
-  reserve(grow);
-  segments_[static_cast<std::size_t>(seg)].size += grow;
   if (tail_free) {
     erase_free(last);
     blocks_[static_cast<std::size_t>(last)].size += grow;

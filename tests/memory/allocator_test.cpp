@@ -131,5 +131,23 @@ TEST(AllocConf, ExpandableSegmentsSetting) {
   EXPECT_EQ(expandable_segments_of(""), std::nullopt);
 }
 
+// Expandable segments near the capacity (found by the fuzzer: the tail was unmapped by the
+// pre-OOM release and then taken again). a = 3 MiB and b = 30 MiB map 40 MiB (one 20 MiB page,
+// then 20 more for b's 27 MiB past the 17 MiB tail); both freed, the segment is one 40 MiB free
+// block. c = 50 MiB would grow the tail by round_up(50 - 40, 20) = 20 MiB to 60 MiB, past a
+// 50 MiB capacity: the two free pages are unmapped first, and c maps round_up(50, 20) = 60 MiB.
+TEST(CachingAllocator, ExpandableTailReleasedBeforeGrowing) {
+  AllocatorModel m(DeviceAllocatorKind::kCachingExpandable, 50 * kMiB);
+  const int a = m.allocate(3 * kMiB);
+  const int b = m.allocate(30 * kMiB);
+  EXPECT_EQ(m.reserved_bytes(), 40 << 20);
+  m.free(a);
+  m.free(b);
+  m.allocate(50 * kMiB);
+  EXPECT_EQ(m.cache_flushes(), 1);
+  EXPECT_EQ(m.reserved_bytes(), 60 << 20);
+  EXPECT_EQ(m.allocated_bytes(), 50 << 20);
+}
+
 }  // namespace
 }  // namespace projector
