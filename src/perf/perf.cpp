@@ -344,19 +344,24 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
   }
 }
 
-// The overlapped gradient reduction's buckets: the stated bucket size, else the framework's rule
+// The overlapped DP collective's buckets: the stated bucket size, else the framework's rule
 // (ParallelSpec::ddp_bucket_*: Megatron-Core's max(40M parameters, 1M x DP)); no rule: one bucket.
-int grad_buckets(const JobSpec& job, const Op& op) {
+// `element_bytes` is the width the op moves each parameter at (main grads, or the parameters).
+int dp_buckets(const JobSpec& job, const Op& op, double element_bytes) {
   const ParallelSpec& p = job.parallel;
-  const double grad_b = bytes_per_element(job.runtime.main_grads_dtype);
   const double bucket_bytes =
       p.ddp_bucket_size_bytes > 0
-          ? static_cast<double>(p.ddp_bucket_size_bytes)
+          ? static_cast<double>(p.ddp_bucket_size_bytes) * element_bytes /
+                bytes_per_element(job.runtime.main_grads_dtype)
           : std::max(static_cast<double>(p.ddp_bucket_min_params),
                      static_cast<double>(p.ddp_bucket_params_per_dp) * op.group_size) *
-                grad_b;
+                element_bytes;
   if (bucket_bytes <= 0.0) return 1;
   return std::max(1, static_cast<int>(std::ceil(op.bytes / bucket_bytes)));
+}
+
+int grad_buckets(const JobSpec& job, const Op& op) {
+  return dp_buckets(job, op, bytes_per_element(job.runtime.main_grads_dtype));
 }
 
 Op split_bucket(const Op& op, int n) {
@@ -539,18 +544,20 @@ schedule::CommTask fsdp2_grad_sync_task(const JobSpec& job, CostCache& cache, co
   return task;
 }
 
-// FSDP2 gathers unit by unit (one unit per block, the embedding, norm + output) and prefetches
-// the next unit while the current one computes: only the first unit's gather delays the chunk's
-// first forward; the rest runs beside that forward and holds back the rank's next action. The
-// backward's gathers (reshard after forward) run beside the chunk's first backward likewise.
-void attach_fsdp2_gathers(const PerfReport& rep, const Op& op, double t, int r, int c, int pass,
-                          int units, schedule::SimulationInput& in) {
+// Gathers issued piece by piece with one piece prefetched (FSDP2: one unit per block, the
+// embedding, norm + output; Megatron-Core's overlap_param_gather: one DDP bucket each, the next
+// bucket's all-gather dispatched by the forward pre-hook of the current one): only the first
+// piece delays the chunk's first forward; the rest runs beside that forward and holds back the
+// rank's next action. The backward's gathers (FSDP2's reshard after forward) run beside the
+// chunk's first backward likewise.
+void attach_streamed_gathers(const PerfReport& rep, const Op& op, double t, int r, int c, int pass,
+                             int units, const char* stream, schedule::SimulationInput& in) {
   const int count = static_cast<int>(rep.table.rank_actions(r).size());
   const int anchor = pass == 0 ? schedule::first_action(rep.table, r, c, {Phase::kF})
                                : schedule::first_action(rep.table, r, c, {Phase::kB, Phase::kBW});
   schedule::CommTask first;
   first.rank = r;
-  first.stream = "dp_gather";  // FSDP2 gathers on their own stream beside the reduce-scatters
+  first.stream = stream;
   first.label = fmt::format("{} chunk {} (first unit)", op.name, c);
   first.duration_s = t / std::max(1, units);
   schedule::CommTask rest = first;
@@ -606,7 +613,14 @@ double attach_dp_comm(const JobSpec& job, CostCache& cache, const PerfReport& re
         const double t = price_collective(job, cache, op).time_s;
         if (p.fsdp == FsdpKind::kFsdp2 && op.overlap == Overlap::kWithCompute) {
           const int pass = op.name.ends_with("_bwd") ? 1 : 0;  // workload: the backward's gathers
-          attach_fsdp2_gathers(rep, op, t, r, c, pass, units, in);
+          // FSDP2 gathers on their own stream beside the reduce-scatters.
+          attach_streamed_gathers(rep, op, t, r, c, pass, units, "dp_gather", in);
+          continue;
+        }
+        if (op.overlap == Overlap::kWithCompute && p.fsdp == FsdpKind::kNone) {
+          const int buckets =
+              dp_buckets(job, op, bytes_per_element(job.runtime.precision.params_dtype));
+          attach_streamed_gathers(rep, op, t, r, c, 0, buckets, "dp", in);
           continue;
         }
         if (op.overlap != Overlap::kWithCompute) {

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "projector/job/spec.h"
+#include "projector/model/accounting.h"
 #include "support/job_builders.h"
 
 namespace projector {
@@ -55,6 +58,28 @@ TEST(Performance, GradReduceOverlapHelps) {
   const PerfReport on = project_performance(testing::make_job(testing::llama31_8b(), s));
   EXPECT_LT(on.iteration_s, off.iteration_s);
   EXPECT_LT(on.exposed.dp_s, off.exposed.dp_s);
+}
+
+// Megatron-Core's overlap_param_gather gathers bucket by bucket: the forward pre-hook of each DDP
+// bucket waits for its all-gather and dispatches the next one, so only the first bucket delays the
+// first forward and the rest runs beside it. Off, the whole gather t is exposed; on, t / n is
+// (n = ceil(params / max(40M, 1M x DP)), the bucket rule), plus at most the interference the
+// hidden part costs the forward it runs beside (DP 8 in one node: the gather is shorter than F).
+TEST(Performance, ParamGatherOverlapsTheFirstForwardBucketByBucket) {
+  const JobShape s{.tp = 1, .nodes = 1, .gpn = 8, .gbs = 16};
+  JobDraft d = testing::make_draft(testing::llama31_8b(), s);
+  d.overlap_param_gather = false;
+  const PerfReport off = project_performance(finalize_job(d, testing::make_cluster(s)));
+  const JobSpec job = testing::make_job(testing::llama31_8b(), s);
+  const PerfReport on = project_performance(job);
+  const double t = off.param_gather_exposed_s;
+  ASSERT_GT(t, 0.0);
+  ASSERT_LT(t, on.chunks.at(0).f_s);
+  EXPECT_EQ(on.param_gather_exposed_s, 0.0);
+  const double n = std::ceil(static_cast<double>(model_params(job.model).total) / 40e6);
+  const double interference = job.cluster.accelerator.calibration.comm_compute_interference.value;
+  EXPECT_GE(on.iteration_s, off.iteration_s - t + t / n - 1e-9);
+  EXPECT_LE(on.iteration_s, off.iteration_s - t + t / n + interference * t + 1e-9);
 }
 
 // Model FLOP rate identities: TFLOP/s/GPU = model FLOPs / (iteration x GPUs); MFU = that / peak.
