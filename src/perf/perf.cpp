@@ -205,7 +205,11 @@ double exposed_transfer(const JobSpec& job, const std::vector<Op>& ops,
         partner = std::max(partner, costs[j].time_s);
       }
     }
-    return std::max(0.0, t - partner);
+    // As for the other overlaps, the compute it hides behind runs slower while it does (the
+    // userbuffers / NCCL kernels of TP overlap and the CP ring hold SMs and HBM bandwidth).
+    const double hidden = std::min(t, partner);
+    return t - hidden +
+           hidden * job.cluster.accelerator.calibration.comm_compute_interference.value;
   }
   if (op.overlap == Overlap::kWithSharedExperts) {
     const double hidden = std::min(t, b.ep[ph]);

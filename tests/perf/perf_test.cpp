@@ -82,6 +82,28 @@ TEST(Performance, ParamGatherOverlapsTheFirstForwardBucketByBucket) {
   EXPECT_LE(on.iteration_s, off.iteration_s - t + t / n + interference * t + 1e-9);
 }
 
+// TP comm overlap hides the sequence-parallel all-gather behind the QKV GEMM that follows it (a
+// longer op), but like every overlap the hidden collective slows that compute by the accelerator's
+// interference factor: what it adds to the compute stream is interference x its own time, not 0.
+TEST(Performance, OverlappedTpCollectiveCostsItsInterference) {
+  JobDraft d = testing::make_draft(testing::llama31_8b(), {.tp = 2, .gbs = 8, .sp = true});
+  d.tp_comm_overlap = true;
+  const JobSpec job = finalize_job(d, testing::make_cluster({.tp = 2, .gbs = 8, .sp = true}));
+  const PerfReport rep = project_performance(job);
+  const double interference = job.cluster.accelerator.calibration.comm_compute_interference.value;
+  ASSERT_GT(interference, 0.0);
+  const auto& ops = rep.chunks.at(0).ops;
+  int checked = 0;
+  for (std::size_t i = 0; i + 1 < ops.size(); ++i) {
+    if (ops[i].op.name != "attn.sp_all_gather") continue;
+    ASSERT_EQ(ops[i + 1].op.name, "attn.qkv");
+    ASSERT_GT(ops[i + 1].time_s, ops[i].time_s);
+    EXPECT_NEAR(ops[i].exposed_s, interference * ops[i].time_s, 1e-12);
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
 // Model FLOP rate identities: TFLOP/s/GPU = model FLOPs / (iteration x GPUs); MFU = that / peak.
 TEST(Performance, MetricIdentities) {
   const JobSpec job = testing::make_job(testing::llama31_8b(), {.tp = 2, .gbs = 32, .sp = true});
