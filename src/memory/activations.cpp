@@ -593,15 +593,15 @@ void add_head_activations(const JobSpec& job, const Geometry& geo, const Virtual
                           const LayerActivation& mtp_act, double vocab_local, ChunkActivation& c) {
   const double seq_in = geo.tokens * geo.h / geo.sp;
   if (st.has_embedding && job.model.hidden_dropout > 0.0) c.per_microbatch += seq_in;  // mask
-  // Loss temporaries: the params-dtype logits (forward) / their grad (backward), plus a new fp32
-  // grad when the loss does not reuse its saved softmax.
+  // Loss temporaries beside the saved logits. Megatron's vocab-parallel loss writes its gradient
+  // into the saved fp32 softmax and a fused loss keeps none: the params-dtype logits (forward) /
+  // their grad (backward). torch.nn.functional.cross_entropy runs as log_softmax + nll_loss under
+  // autograd: its forward holds the params-dtype logits and their fp32 copy, its backward
+  // nll_loss's dense fp32 gradient and log_softmax's new fp32 gradient (8 bytes per logit).
   const bool compiled = job.runtime.whole_step_compiled;
+  const bool own_grad = !(job.runtime.loss_grad_in_place || job.runtime.cross_entropy_fusion);
   const double logits_tmp =
-      compiled
-          ? 0.0
-          : geo.tokens * vocab_local *
-                (geo.e +
-                 (job.runtime.loss_grad_in_place || job.runtime.cross_entropy_fusion ? 0.0 : 4.0));
+      compiled ? 0.0 : geo.tokens * vocab_local * (own_grad ? std::max(geo.e + 4.0, 8.0) : geo.e);
   if (st.has_output) {
     const double head = output_head_bytes(job, geo, vocab_local, true);
     c.per_microbatch += head;

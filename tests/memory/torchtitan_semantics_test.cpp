@@ -102,6 +102,26 @@ TEST(TorchtitanMemory, LossParallelHalvesTheLogits) {
   EXPECT_NEAR(diff, T * (128256.0 / 2.0) * 4.0, 1.0);
 }
 
+// torch.nn.functional.cross_entropy on fp32 logits runs as log_softmax + nll_loss under autograd.
+// Its backward holds nll_loss's dense fp32 gradient and log_softmax's new fp32 gradient beside the
+// saved log-softmax: 8 bytes per logit of temporaries, where Megatron's in-place loss holds only
+// the bf16 gradient (2). The loss is the largest temporary of this job either way.
+TEST(TorchtitanMemory, EagerCrossEntropyHoldsTwoFp32Gradients) {
+  JobShape s;
+  s.gbs = 8;
+  JobSpec eager = fsdp2_job(1, true, s);
+  eager.runtime.loss_grad_in_place = false;
+  JobSpec in_place = eager;
+  in_place.runtime.loss_grad_in_place = true;
+  const MemoryReport a = project_memory(eager);
+  const MemoryReport b = project_memory(in_place);
+  ASSERT_EQ(a.ranks[0].transient_source, "logits and loss backward");
+  ASSERT_EQ(b.ranks[0].transient_source, "logits and loss backward");
+  const double T = 4096.0;  // mbs 1 x seq 4096
+  EXPECT_NEAR(a.ranks[0].point[idx(MemoryComponent::kTransient)], T * 128256.0 * 8.0, 1.0);
+  EXPECT_NEAR(b.ranks[0].point[idx(MemoryComponent::kTransient)], T * 128256.0 * 2.0, 1.0);
+}
+
 // Each accumulation round is its own flush: 6 microbatches in 2 rounds of 3 keep at most 3 in
 // flight on the first of 4 stages (1F1B: min(PP, m)).
 TEST(TorchtitanMemory, AccumulationRoundsLimitInFlight) {
