@@ -555,17 +555,18 @@ schedule::CommTask fsdp2_grad_sync_task(const JobSpec& job, CostCache& cache, co
 // rank's next action. The backward's gathers (FSDP2's reshard after forward) run beside the
 // chunk's first backward likewise.
 void attach_streamed_gathers(const PerfReport& rep, const Op& op, double t, int r, int c, int pass,
-                             int units, const char* stream, schedule::SimulationInput& in) {
+                             int units, const char* stream, const char* piece,
+                             schedule::SimulationInput& in) {
   const int count = static_cast<int>(rep.table.rank_actions(r).size());
   const int anchor = pass == 0 ? schedule::first_action(rep.table, r, c, {Phase::kF})
                                : schedule::first_action(rep.table, r, c, {Phase::kB, Phase::kBW});
   schedule::CommTask first;
   first.rank = r;
   first.stream = stream;
-  first.label = fmt::format("{} chunk {} (first unit)", op.name, c);
+  first.label = fmt::format("{} chunk {} (first {})", op.name, c, piece);
   first.duration_s = t / std::max(1, units);
   schedule::CommTask rest = first;
-  rest.label = fmt::format("{} chunk {} (prefetched units)", op.name, c);
+  rest.label = fmt::format("{} chunk {} (prefetched {}s)", op.name, c, piece);
   rest.duration_s = t - first.duration_s;
   if (pass == 0) {
     first.trigger = rest.trigger = schedule::CommTrigger::kIterationStart;
@@ -618,13 +619,13 @@ double attach_dp_comm(const JobSpec& job, CostCache& cache, const PerfReport& re
         if (p.fsdp == FsdpKind::kFsdp2 && op.overlap == Overlap::kWithCompute) {
           const int pass = op.name.ends_with("_bwd") ? 1 : 0;  // workload: the backward's gathers
           // FSDP2 gathers on their own stream beside the reduce-scatters.
-          attach_streamed_gathers(rep, op, t, r, c, pass, units, "dp_gather", in);
+          attach_streamed_gathers(rep, op, t, r, c, pass, units, "dp_gather", "unit", in);
           continue;
         }
         if (op.overlap == Overlap::kWithCompute && p.fsdp == FsdpKind::kNone) {
           const int buckets =
               dp_buckets(job, op, bytes_per_element(job.runtime.precision.params_dtype));
-          attach_streamed_gathers(rep, op, t, r, c, 0, buckets, "dp", in);
+          attach_streamed_gathers(rep, op, t, r, c, 0, buckets, "dp", "bucket", in);
           continue;
         }
         if (op.overlap != Overlap::kWithCompute) {
