@@ -39,8 +39,8 @@ void Builder::parallel_defaults() {
   // The gradient bucket rule, recorded where an overlapped non-FSDP2 reduction uses it.
   p.ddp_bucket_min_params = prof.ddp_bucket_min_params.value.value_or(0);
   p.ddp_bucket_params_per_dp = prof.ddp_bucket_params_per_dp.value.value_or(0);
-  if (p.overlap_grad_reduce && p.ddp_bucket_size_bytes == 0 && p.fsdp != FsdpKind::kFsdp2 &&
-      p.ddp_bucket_min_params > 0) {
+  if (p.overlap_grad_reduce && p.ddp_bucket_size_bytes == 0 && p.ddp_bucket_size_params == 0 &&
+      p.fsdp != FsdpKind::kFsdp2 && p.ddp_bucket_min_params > 0) {
     job_.defaults.push_back({"ddp_bucket_size",
                              fmt::format("max({}, {} x DP) parameters", p.ddp_bucket_min_params,
                                          p.ddp_bucket_params_per_dp),

@@ -348,18 +348,20 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
   }
 }
 
-// The overlapped DP collective's buckets: the stated bucket size, else the framework's rule
-// (ParallelSpec::ddp_bucket_*: Megatron-Core's max(40M parameters, 1M x DP)); no rule: one bucket.
-// `element_bytes` is the width the op moves each parameter at (main grads, or the parameters).
+// The overlapped DP collective's buckets: the stated bucket size (bytes of gradient, or Megatron's
+// parameters), else the framework's rule (ParallelSpec::ddp_bucket_*: Megatron-Core's max(40M
+// parameters, 1M x DP)); no rule: one bucket. `element_bytes` is the width the op moves each
+// parameter at (main grads, or the parameters).
 int dp_buckets(const JobSpec& job, const Op& op, double element_bytes) {
   const ParallelSpec& p = job.parallel;
-  const double bucket_bytes =
-      p.ddp_bucket_size_bytes > 0
-          ? static_cast<double>(p.ddp_bucket_size_bytes) * element_bytes /
-                bytes_per_element(job.runtime.main_grads_dtype)
+  const double params =
+      p.ddp_bucket_size_bytes > 0 ? static_cast<double>(p.ddp_bucket_size_bytes) /
+                                        bytes_per_element(job.runtime.main_grads_dtype)
+      : p.ddp_bucket_size_params > 0
+          ? static_cast<double>(p.ddp_bucket_size_params)
           : std::max(static_cast<double>(p.ddp_bucket_min_params),
-                     static_cast<double>(p.ddp_bucket_params_per_dp) * op.group_size) *
-                element_bytes;
+                     static_cast<double>(p.ddp_bucket_params_per_dp) * op.group_size);
+  const double bucket_bytes = params * element_bytes;
   if (bucket_bytes <= 0.0) return 1;
   return std::max(1, static_cast<int>(std::ceil(op.bytes / bucket_bytes)));
 }

@@ -104,6 +104,24 @@ TEST(Performance, OverlappedTpCollectiveCostsItsInterference) {
   EXPECT_GT(checked, 0);
 }
 
+// Megatron's ddp_bucket_size counts parameters (DistributedDataParallelConfig.bucket_size):
+// stating the rule's own 40M parameters (DP 8: max(40M, 8M)) changes nothing, whatever the
+// gradient width; read as 40 MB of fp32 gradient it would be four times as many buckets.
+TEST(Performance, StatedDdpBucketSizeCountsParameters) {
+  const JobShape s{.tp = 1, .nodes = 2, .gpn = 8, .gbs = 64};
+  JobDraft d = testing::make_draft(testing::llama31_8b(), s);
+  const PerfReport rule = project_performance(finalize_job(d, testing::make_cluster(s)));
+  d.parallel.ddp_bucket_size_params = 40'000'000;
+  const JobSpec stated_job = finalize_job(d, testing::make_cluster(s));
+  ASSERT_EQ(stated_job.parallel.ddp_bucket_size_params, 40'000'000);
+  const PerfReport stated = project_performance(stated_job);
+  EXPECT_DOUBLE_EQ(stated.iteration_s, rule.iteration_s);
+  d.parallel.ddp_bucket_size_params = 0;
+  d.parallel.ddp_bucket_size_bytes = 40'000'000;  // bytes: 10M fp32 gradients per bucket
+  const PerfReport bytes = project_performance(finalize_job(d, testing::make_cluster(s)));
+  EXPECT_NE(bytes.iteration_s, rule.iteration_s);
+}
+
 // Model FLOP rate identities: TFLOP/s/GPU = model FLOPs / (iteration x GPUs); MFU = that / peak.
 TEST(Performance, MetricIdentities) {
   const JobSpec job = testing::make_job(testing::llama31_8b(), {.tp = 2, .gbs = 32, .sp = true});

@@ -178,7 +178,8 @@ void read_parallel(ArgReader& r, const ModelSpec& /*model*/, JobDraft& d) {
   read_sharding(r, d);
   read_overlap(r, d);
   d.parallel.cp_comm_type = cp_comm_type(r, d);
-  d.parallel.ddp_bucket_size_bytes = r.int_quiet("ddp_bucket_size", 0);
+  d.parallel.ddp_bucket_size_params = r.int_quiet("ddp_bucket_size", 0);
+  if (d.parallel.ddp_bucket_size_params < 0) r.fail("ddp_bucket_size", "must not be negative");
   d.parallel.allow_tp_beyond_node = r.bool_quiet("allow_tp_beyond_node", false);
 }
 

@@ -370,7 +370,11 @@ struct ParallelSpec {
   bool overlap_param_gather = false;
   bool tp_comm_overlap = false;
   CpCommType cp_comm_type = CpCommType::kP2p;
-  std::int64_t ddp_bucket_size_bytes = 0;  // stated (ddp_bucket_size); 0: the rule below
+  // A stated bucket: Megatron's ddp_bucket_size counts parameters (DistributedDataParallelConfig
+  // bucket_size, "maximum number of parameters in each bucket"); TorchRec's bucket_cap_mb and the
+  // sweep's candidates are bytes of gradient. Bytes win when both are set; neither: the rule below.
+  std::int64_t ddp_bucket_size_params = 0;
+  std::int64_t ddp_bucket_size_bytes = 0;
   // The framework's bucket rule when none is stated: max(min, per-DP x DP) parameters of gradient
   // (the builder sets them from the profile; Megatron-Core's 40M / 1M for hand-built jobs); both
   // 0: one bucket per model chunk.
