@@ -105,8 +105,9 @@ TEST(Performance, OverlappedTpCollectiveCostsItsInterference) {
 }
 
 // Megatron's ddp_bucket_size counts parameters (DistributedDataParallelConfig.bucket_size):
-// stating the rule's own 40M parameters (DP 8: max(40M, 8M)) changes nothing, whatever the
-// gradient width; read as 40 MB of fp32 gradient it would be four times as many buckets.
+// stating the rule's own 40M parameters (DP 16: max(40M, 16M)) changes nothing, whatever the
+// gradient width; read as 40 MB of fp32 gradient it would be four times as many buckets, which is
+// what 10M parameters are.
 TEST(Performance, StatedDdpBucketSizeCountsParameters) {
   const JobShape s{.tp = 1, .nodes = 2, .gpn = 8, .gbs = 64};
   JobDraft d = testing::make_draft(testing::llama31_8b(), s);
@@ -120,6 +121,11 @@ TEST(Performance, StatedDdpBucketSizeCountsParameters) {
   d.parallel.ddp_bucket_size_bytes = 40'000'000;  // bytes: 10M fp32 gradients per bucket
   const PerfReport bytes = project_performance(finalize_job(d, testing::make_cluster(s)));
   EXPECT_NE(bytes.iteration_s, rule.iteration_s);
+  // 10M parameters are the same buckets as 40 MB of fp32 gradient (the profile's main grads).
+  d.parallel.ddp_bucket_size_bytes = 0;
+  d.parallel.ddp_bucket_size_params = 10'000'000;
+  const PerfReport ten_m = project_performance(finalize_job(d, testing::make_cluster(s)));
+  EXPECT_DOUBLE_EQ(ten_m.iteration_s, bytes.iteration_s);
 }
 
 // Model FLOP rate identities: TFLOP/s/GPU = model FLOPs / (iteration x GPUs); MFU = that / peak.
