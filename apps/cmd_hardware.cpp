@@ -241,6 +241,11 @@ void calibration_rows(const AcceleratorSpec& a, std::vector<Row>& rows) {
                     fmt::format("{} us", c.kernel_fixed_s.value * 1e6), c.kernel_fixed_s.source});
   }
   if (!c.host_dispatch_scale.source.empty()) plain("host_dispatch_scale", c.host_dispatch_scale);
+  if (!c.ep_kernel_unit_bytes_per_s.source.empty()) {
+    rows.push_back({"calibration.ep_kernel_unit_bytes_per_s",
+                    fmt::format("{:.3g} GB/s per SM", c.ep_kernel_unit_bytes_per_s.value / 1e9),
+                    c.ep_kernel_unit_bytes_per_s.source});
+  }
 }
 
 std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {

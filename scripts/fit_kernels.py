@@ -38,7 +38,9 @@ FA2 = {"fa2", "triton"}
 # Where a constant is absent from a file, the fit starts from the value the cost model falls back
 # to (cost/memory_ops.cpp, cost/gemm.cpp).
 START = {"hbm_gather_fraction": 0.30, "grouped_gemm_fraction": 1.0,
-         "grouped_gemm_fraction_fp8": 1.0}
+         "grouped_gemm_fraction_fp8": 1.0, "ep_kernel_unit_bytes_per_s": 2.0e10}
+# Constants that are rates, not fractions of a peak: not capped at 1.
+RATES = {"ep_kernel_unit_bytes_per_s"}
 
 # Parts without rows of a class borrow a measured sibling's fit, as an estimate that names the
 # rows: the memory-bound MoE permute kernels are measured on the H200 (and the fused HIP ones on the
@@ -49,7 +51,9 @@ START = {"hbm_gather_fraction": 0.30, "grouped_gemm_fraction": 1.0,
 HOPPER = ["h100_sxm", "h100_sxm_96gb_500w", "h800"]
 BORROW = {
     # GB200 is the B200's die and HBM3e stack on the NVL72 board: its streaming fraction.
-    "b200": [(("hbm_elementwise_fraction",), ["gb200"])],
+    "b200": [(("hbm_elementwise_fraction",), ["gb200"]),
+             # DeepEP's per-SM copy rate: GB200 has the B200's SM and no SM sweep of its own.
+             (("ep_kernel_unit_bytes_per_s",), ["gb200"])],
     # Primus-Turbo's HIP permute / unpermute is measured on the MI300X only; the other CDNA 3 / 4
     # parts run the same kernel (Primus-Turbo builds it for gfx942 and gfx950).
     "mi300x": [(("hbm_gather_fraction",), ["mi325x", "mi350x", "mi355x"])],
@@ -148,7 +152,21 @@ def rules(rows_by_id):
         out[(a, "hbm_gather_fraction")] = (
             lambda r, a=a: r["op_class"] == "permute" and r["accelerator"] == a
             and r["impl"] in ("te_fused", "triton", "other"), "op_class permute, fused impls")
+        # DeepEP's normal kernels within one node: their per-SM copy rate, from a part whose table
+        # measures the same kernel at two or more SM counts, on the rows at its smallest count
+        # (the SM-bound end of the sweep; at the larger counts the links bound it).
+        counts = {r["sms"] for r in rows_by_id.values() if deepep_intranode(r, a)}
+        if len(counts) >= 2:
+            out[(a, "ep_kernel_unit_bytes_per_s")] = (
+                lambda r, a=a, c=min(counts): deepep_intranode(r, a) and r["sms"] == c,
+                f"op_class ep_dispatch, impl deepep_normal, one node, the smallest of the SM "
+                f"counts {sorted(counts)} its rows sweep ({min(counts)} SMs)")
     return out
+
+
+def deepep_intranode(r, acc):
+    return (r["op_class"] == "ep_dispatch" and r["accelerator"] == acc
+            and r["impl"] == "deepep_normal" and r.get("sms", 0) > 0 and r.get("nodes", 1) == 1)
 
 
 def training_shape(op_class, s):
@@ -188,7 +206,8 @@ def load_rows(kernels_json, kernels_dir):
                 r"^    (pass|backend|kind|impl): (.+)$", line)
             if cur is not None and m:
                 cur[m.group(1)] = m.group(2).strip().strip("'\"")
-            m = re.match(r"^    (m|n|k|groups|seq_q|bytes|rows|cols): ([0-9.eE+]+)$", line)
+            m = re.match(r"^    (m|n|k|groups|seq_q|bytes|rows|cols|sms|nodes): ([0-9.eE+]+)$",
+                         line)
             if cur is not None and m:
                 cur[m.group(1)] = float(m.group(2))
             # Stated group sizes (one flow list on the line): groups and all rows follow.
@@ -209,6 +228,8 @@ def load_rows(kernels_json, kernels_dir):
         r["library"] = m.get("library", "")
         r["training_shape"] = training_shape(r["op_class"], m)
         r["bytes"] = m.get("bytes", 0.0)
+        r["sms"] = int(m.get("sms", 0))
+        r["nodes"] = int(m.get("nodes", 1))
         rows[r["id"]] = r
     return rows
 
@@ -278,8 +299,7 @@ def fit(projector, data_dir):
             if old is None:
                 continue
             ratio = statistics.median(r["measured_s"] / r["predicted_s"] for r in sel)
-            cap = 1.0
-            new = min(cap, max(0.01, old / ratio))
+            new = old / ratio if key in RATES else min(1.0, max(0.01, old / ratio))
             notes[(acc, key)] = (new, rule, sel)
             open(path, "w").write(write_value(text, key, new, "fitting"))
     # Final pass: residuals after the fit, then the sources.
@@ -304,6 +324,9 @@ def fit(projector, data_dir):
             spath = os.path.join(acc_dir, sibling + ".yaml")
             borrowed = (f"estimate: no {key.split('_')[1]} kernel rows on this part; the "
                         f"fraction the same kernels reach on {acc} (" + source + ")")
+            if key in RATES:
+                borrowed = (f"estimate: no SM sweep of these kernels on this part; the rate the "
+                            f"same SM reaches on {acc} (" + source + ")")
             stext = open(spath).read()
             if "\ncalibration:" not in stext:
                 continue  # a derived entry takes its sibling's calibration (derived_from)

@@ -101,6 +101,7 @@ nlohmann::json accelerator_value(const AcceleratorSpec& a) {
   cal["host_dispatch_scale"] = sourced_json(c.host_dispatch_scale);
   cal["grouped_gemm_fraction_fp8"] = sourced_json(c.grouped_gemm_fraction_fp8);
   cal["gemm_fp8_blockwise_fraction"] = sourced_json(c.gemm_fp8_blockwise_fraction);
+  cal["ep_kernel_unit_bytes_per_s"] = sourced_json(c.ep_kernel_unit_bytes_per_s);
   j["calibration"] = cal;
   return j;
 }

@@ -71,4 +71,10 @@ double expected_destinations(const MoeSpec& m, int parts) {
   return parts * destination_hit_probability(m, parts);
 }
 
+double ep_kernel_unit_bound_s(const AcceleratorSpec& acc, double bytes, int units) {
+  const double rate = acc.calibration.ep_kernel_unit_bytes_per_s.value;
+  if (rate <= 0.0 || units <= 0 || bytes <= 0.0) return 0.0;
+  return bytes / (units * rate);
+}
+
 }  // namespace projector

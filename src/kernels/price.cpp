@@ -220,6 +220,14 @@ Priced price_dispatch(const AcceleratorSpec& acc, const NetworkSpec& net, const 
   p.model =
       fmt::format("all-to-all {:.4g} B over {} ranks on {} node(s){}, {} {}", bytes, g.size,
                   g.nodes, dedup ? " deduplicated, node-aggregated" : "", e.algorithm, e.protocol);
+  // DeepEP's normal kernels copy with the SMs they are given: with few, those bound the rate
+  // (the job's pricing applies the same bound, perf/perf.cpp price_collective).
+  const double units_s =
+      s.impl == "deepep_normal" ? ep_kernel_unit_bound_s(acc, bytes, s.sms) : 0.0;
+  if (units_s > p.time_s) {
+    p.time_s = units_s;
+    p.model += fmt::format("; bound by {} SMs' copy rate", s.sms);
+  }
   return p;
 }
 

@@ -143,6 +143,7 @@ void read_shape(const Reader& r, const YAML::Node& s, int line, KernelShape& out
   r.count(s, "nodes", out.nodes, line);
   r.count(s, "ranks", out.ranks, line);
   r.count(s, "gpus_per_node", out.gpus_per_node, line);
+  r.count(s, "sms", out.sms, line);
   r.count(s, "rows", out.rows, line);
   r.count(s, "cols", out.cols, line);
   if (const YAML::Node b = s["bytes"]; b.IsDefined() && !b.IsNull()) {

@@ -7,6 +7,7 @@
 
 #include "perf/host.h"
 #include "perf/pricing.h"
+#include "projector/cost/moe_routing.h"
 #include "projector/job/accounting.h"
 #include "projector/util/error.h"
 
@@ -66,6 +67,12 @@ bool is_transfer(const Op& op) {
 OpCost price_collective(const JobSpec& job, CostCache& cache, const Op& op) {
   if (op.group_size <= 1 || op.bytes <= 0.0) return OpCost{};
   OpCost c = cache.collective(op.collective, op.bytes, group_for(job, op));
+  // DeepEP's normal kernels copy with the SMs they are given (moe_deepep_num_sms): with few,
+  // those bound the rate, as in the kernel rows (kernels/price.cpp price_dispatch).
+  if (op.node_aggregated && job.runtime.moe_dispatch_kernel == MoeDispatchKernel::kDeepEp) {
+    c.time_s = std::max(c.time_s, ep_kernel_unit_bound_s(job.cluster.accelerator, op.bytes,
+                                                         job.runtime.moe_comm_compute_units));
+  }
   c.time_s *= op.steps;
   return c;
 }

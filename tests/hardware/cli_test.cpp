@@ -122,6 +122,27 @@ TEST(HardwareCli, ShowReportsBorrowedEfficiency) {
   EXPECT_DOUBLE_EQ(doc["scaleup_bw_bytes_per_s"]["value"].get<double>(), 600e9);
 }
 
+// DeepEP's per-SM copy rate: the B200 fit shows its rule and rate in GB/s per SM; the GB200, with
+// no sweep of its own, shows the B200's value and says it is borrowed; a part without it shows no
+// row (the links alone bound its dispatch).
+TEST(HardwareCli, ShowsTheEpKernelRateWithItsDerivation) {
+  const CliResult b = run("hardware show b200");
+  ASSERT_EQ(b.exit_code, 0) << b.out;
+  const auto row = b.out.find("calibration.ep_kernel_unit_bytes_per_s");
+  ASSERT_NE(row, std::string::npos) << b.out;
+  const std::string line = b.out.substr(row, b.out.find('\n', row) - row);
+  EXPECT_NE(line.find("GB/s per SM"), std::string::npos) << line;
+  EXPECT_NE(line.find("smallest of the SM counts"), std::string::npos) << line;
+  const auto g = nlohmann::json::parse(run("hardware show gb200 --json").out);
+  const auto b_json = nlohmann::json::parse(run("hardware show b200 --json").out);
+  EXPECT_DOUBLE_EQ(g["calibration"]["ep_kernel_unit_bytes_per_s"]["value"].get<double>(),
+                   b_json["calibration"]["ep_kernel_unit_bytes_per_s"]["value"].get<double>());
+  EXPECT_NE(g["calibration"]["ep_kernel_unit_bytes_per_s"]["source"].get<std::string>().find(
+                "same SM reaches on b200"),
+            std::string::npos);
+  EXPECT_EQ(run("hardware show h100").out.find("ep_kernel_unit_bytes_per_s"), std::string::npos);
+}
+
 // Facts side by side for pairs across vendors and kinds (GPU/TPU, shipping/announced).
 TEST(HardwareCli, CompareAnyPair) {
   const char* pairs[][2] = {

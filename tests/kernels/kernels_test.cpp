@@ -255,6 +255,43 @@ TEST(KernelData, DeepEpBandwidthsUseItsOwnByteCount) {
   }
 }
 
+// DeepEP's normal kernels copy with the SMs they are given. B200, EP 8 in one node, 64 experts
+// (8 per GPU), top-8 of 4096 tokens at hidden 7168 in bf16: a token reaches a given GPU with
+// probability 1 - C(56,8)/C(64,8), so DeepEP's byte count is 4096 x 8 x that x 7168 x 2. With 16
+// SMs the kernel needs those bytes over 16 x the part's per-SM rate, longer than the NVLink time;
+// with 48 SMs the links bound it, as for a row that does not state its SMs.
+TEST(KernelPrice, DeepEpRowBoundByItsSms) {
+  auto row = [](int sms) {
+    return "rows:\n  - id: r" + std::to_string(sms) +
+           "\n    op_class: ep_dispatch\n    accelerator: b200\n    dtype: bf16\n"
+           "    shape: {impl: deepep_normal, direction: dispatch, tokens: 4096, hidden: 7168, "
+           "topk: 8, experts: 64, ep: 8, nodes: 1" +
+           (sms > 0 ? ", sms: " + std::to_string(sms) : std::string()) +
+           "}\n    measured: {gb_per_s: 348}\n"
+           "    source: {url: 'https://example.org/x', location: 'table 1', quote: 'q'}\n";
+  };
+  const AcceleratorSpec& acc = testing::accelerator("b200");
+  const NetworkSpec& net = testing::network(acc.default_network);
+  const double rate = acc.calibration.ep_kernel_unit_bytes_per_s.value;
+  ASSERT_GT(rate, 0.0);
+  double miss = 1.0;
+  for (int i = 0; i < 8; ++i) miss *= (56.0 - i) / (64.0 - i);
+  const double bytes = 4096.0 * 8.0 * (1.0 - miss) * 7168.0 * 2.0;
+  auto priced = [&](int sms) {
+    const auto rows = parse_kernel_rows(row(sms), "e.yaml");
+    const PricedKernelRow p = price_kernel_row(rows[0], acc, net);
+    EXPECT_TRUE(p.skipped.empty()) << p.skipped;
+    return p;
+  };
+  const PricedKernelRow links = priced(0);
+  const PricedKernelRow few = priced(16);
+  EXPECT_NEAR(few.measured_s, bytes / 348e9, 1e-12);  // the measurement divides the same bytes
+  EXPECT_GT(bytes / (16.0 * rate), links.predicted_s);
+  EXPECT_NEAR(few.predicted_s, bytes / (16.0 * rate), 1e-12);
+  EXPECT_DOUBLE_EQ(priced(48).predicted_s, links.predicted_s);
+  EXPECT_LT(bytes / (48.0 * rate), links.predicted_s);
+}
+
 TEST(KernelData, PublishedAnchorsWithinTolerance) {
   const KernelCheck check = check_kernels(load_kernel_rows(kDataDir + "/kernels"), kDataDir);
   const std::pair<const char*, double> anchors[] = {

@@ -119,5 +119,40 @@ TEST(MoeRouting, DeepEpSmsSlowTheComputeTheyOverlap) {
   EXPECT_NEAR(taken.exposed_s, 20.0 / 132.0 * taken.time_s, 1e-15);
 }
 
+// The same bound in a job: DeepSeek-V3's routing at EP 8 on one node of B200 moves 4096 tokens x
+// 8 x (1 - C(224,8)/C(256,8)) destinations x h 4096 x 2 bytes per dispatch. DeepEP on 16 SMs needs
+// those bytes over 16 x the per-SM rate (longer than the links' time); on all 148 SMs, and for
+// HybridEP (whose copy engine is not SM-bound at 16, data/kernels), the links' time stands.
+TEST(MoeRouting, DeepEpSmsBoundItsCopyRate) {
+  ModelSpec m = deepseek_routed(8, 1, 0, 0).model;
+  JobSpec job = testing::make_job(m, {.ep = 8, .nodes = 1, .gbs = 512, .accelerator = "b200"});
+  job.runtime.moe_dispatcher = MoeDispatcher::kFlex;
+  job.runtime.moe_dispatch_kernel = MoeDispatchKernel::kDeepEp;
+  job.runtime.deepep = job.runtime.moe_dedup_dispatch = true;
+  const double rate = job.cluster.accelerator.calibration.ep_kernel_unit_bytes_per_s.value;
+  ASSERT_GT(rate, 0.0);
+  PerfOptions po;
+  po.with_memory = false;
+  po.keep_op_table = true;
+  auto dispatch_s = [&](const JobSpec& j) {
+    for (const PricedOp& op : project_performance(j, po).chunks[0].ops) {
+      if (op.op.name == "moe.dispatch") return op.time_s;
+    }
+    ADD_FAILURE() << "no moe.dispatch";
+    return 0.0;
+  };
+  const double bytes = 4096.0 * 8.0 * (1.0 - miss(256, 32, 8)) * 4096.0 * 2.0;
+  EXPECT_NEAR(find_op(build_layer_work(job, 0), "moe.dispatch")->bytes, bytes, 1e-6 * bytes);
+  job.runtime.moe_comm_compute_units = 148;
+  const double links_s = dispatch_s(job);
+  EXPECT_LT(bytes / (148.0 * rate), links_s);
+  job.runtime.moe_comm_compute_units = 16;
+  EXPECT_GT(bytes / (16.0 * rate), links_s);
+  EXPECT_NEAR(dispatch_s(job), bytes / (16.0 * rate), 1e-12);
+  job.runtime.moe_dispatch_kernel = MoeDispatchKernel::kHybridEp;
+  job.runtime.deepep = false;
+  EXPECT_DOUBLE_EQ(dispatch_s(job), links_s);
+}
+
 }  // namespace
 }  // namespace projector

@@ -306,6 +306,7 @@ void read_torchtitan_runtime(TitanReader& r, const TitanModelFacts& facts, JobDr
   if (r.text("parallelism.expert_parallel_comm_backend") == "deepep" && facts.moe) {
     d.runtime.deepep = true;
     d.runtime.moe_dedup_dispatch = true;
+    d.runtime.moe_dispatch_kernel = MoeDispatchKernel::kDeepEp;
     // torchtitan keeps DeepEP's own SM budget (deep_ep Buffer.num_sms = 20).
     d.runtime.moe_comm_compute_units = 20;
     r.note("parallelism.expert_parallel_comm_backend", "deepep on 20 SMs",

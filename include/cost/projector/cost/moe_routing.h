@@ -4,6 +4,7 @@
 // kernel-row check, so a dispatcher is priced on the same bytes in both.
 #pragma once
 
+#include "projector/hardware/hardware.h"
 #include "projector/model/job.h"
 
 namespace projector {
@@ -21,5 +22,10 @@ double expected_destinations(const MoeSpec& m, int parts);
 // inter-node copies dominate: (nodes - 1) x P(a remote node is hit) instead of
 // topk x (nodes - 1) / nodes. Within one node the same holds per GPU.
 double dedup_dispatch_factor(const MoeSpec& m, int ep, int nodes);
+
+// Time a DeepEP-class normal dispatch / combine needs on the `units` SMs (CUs) it is given: its
+// bytes over units x the accelerator's ep_kernel_unit_bytes_per_s. The links' time is the other
+// bound; the kernel takes the longer. 0 when the rate is not measured or no unit count is known.
+double ep_kernel_unit_bound_s(const AcceleratorSpec& acc, double bytes, int units);
 
 }  // namespace projector

@@ -123,6 +123,10 @@ struct AcceleratorSpec {
     // Block-scaled fp8 GEMMs (DeepSeek 1 x 128 / 128 x 128 scales): their own fraction of the
     // fp8 peak (0: priced like per-tensor fp8, gemm_peak_fraction.fp8).
     Sourced gemm_fp8_blockwise_fraction;
+    // Bytes one SM (CU) of a DeepEP-class normal dispatch / combine kernel moves per second
+    // (DeepEP's byte count: one copy per destination GPU): with few SMs the kernel is bound by
+    // its SMs' copy loops, not by the links (0: not measured, the links alone bound it).
+    Sourced ep_kernel_unit_bytes_per_s;
     // Every fraction above prices a kernel as it runs in isolation (scripts/fit_kernels.py fits
     // them on data/kernels); what a training step adds between kernels is the framework's
     // (FrameworkProfile::kernel_gap_fraction).

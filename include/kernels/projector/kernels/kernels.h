@@ -39,14 +39,15 @@ struct KernelShape {
   std::int64_t tokens = 0, hidden = 0, topk = 1, experts = 0;   // permute, ep_dispatch
   int router_groups = 0, group_topk = 0;  // ep_dispatch: group-limited routing (0: none)
   int ep = 0, nodes = 1, ranks = 0, gpus_per_node = 0;  // ep_dispatch, collective
-  double bytes = 0.0;                                   // memory, collective
-  std::int64_t rows = 0, cols = 0;                      // memory
-  std::string pass;       // fwd | bwd | fwd_bwd (attention, grouped_gemm)
-  std::string backend;    // attention kernel family (fa2, fa3, cudnn, ck, ...)
-  std::string kind;       // memory: copy, rmsnorm_fwd, cast_fp8, adam, ...
-  std::string impl;       // permute / ep_dispatch implementation
-  std::string direction;  // permute | unpermute | both; dispatch | combine
-  std::string op;         // collective: all_reduce, all_gather, ...
+  int sms = 0;         // ep_dispatch: SMs / CUs the benchmark gave the kernel (0: not stated)
+  double bytes = 0.0;  // memory, collective
+  std::int64_t rows = 0, cols = 0;  // memory
+  std::string pass;                 // fwd | bwd | fwd_bwd (attention, grouped_gemm)
+  std::string backend;              // attention kernel family (fa2, fa3, cudnn, ck, ...)
+  std::string kind;                 // memory: copy, rmsnorm_fwd, cast_fp8, adam, ...
+  std::string impl;                 // permute / ep_dispatch implementation
+  std::string direction;            // permute | unpermute | both; dispatch | combine
+  std::string op;                   // collective: all_reduce, all_gather, ...
 };
 
 struct KernelRow {
