@@ -214,6 +214,8 @@ void read_defaults(const Reader& r, const YAML::Node& defaults, FrameworkProfile
       {"loss_grad_in_place", b(p.loss_grad_in_place)},
       {"expandable_segments", b(p.expandable_segments)},
       {"moe_probs_in_experts", b(p.moe_probs_in_experts)},
+      {"deepep_num_sms", i(p.deepep_num_sms)},
+      {"hybridep_num_sms", i(p.hybridep_num_sms)},
       {"microbatch_rule", c(p.microbatch_rule, kMicrobatch)},
       {"flop_counting", c(p.flop_counting, kFlops)},
       {"expert_tensor_parallel",

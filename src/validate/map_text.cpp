@@ -98,6 +98,31 @@ void read_recompute(Mapper& m, const std::string& text) {
   }
 }
 
+// The SMs (CUs) a deduplicating dispatcher's kernels run on: a count the text states
+// ("moe_hybridep_num_sms=32", "turbo_deepep_num_cu 80", "24 SMs"), else the profile's default
+// for the kernel, as the Megatron adapter reads an unstated moe_deepep_num_sms.
+void read_dispatcher_units(Mapper& m, const std::string& text) {
+  static const std::regex kStated(
+      R"((?:num[_-](?:sms|cu)\D{0,3}(\d{1,4}))|(?:(\d{1,4})\s*(?:sms|cus)\b))");
+  RuntimeSpec& rt = m.d_.runtime;
+  std::smatch s;
+  const std::string t = to_lower(text);
+  if (std::regex_search(t, s, kStated)) {
+    rt.moe_comm_compute_units = std::stoi(s[1].matched ? s[1].str() : s[2].str());
+    m.note(fmt::format("training.moe_dispatcher: its kernels on {} SMs / CUs, as stated",
+                       rt.moe_comm_compute_units));
+    return;
+  }
+  const bool hybrid = rt.moe_dispatch_kernel == MoeDispatchKernel::kHybridEp;
+  const ProfileDefault<int>& def =
+      hybrid ? m.d_.profile.hybridep_num_sms : m.d_.profile.deepep_num_sms;
+  if (!def.value) return;  // the framework names no budget: no units charged
+  rt.moe_comm_compute_units = *def.value;
+  m.assume(hybrid ? "training.moe_hybridep_num_sms" : "training.moe_deepep_num_sms",
+           std::to_string(*def.value),
+           fmt::format("not stated; {}: {}", m.d_.profile.name, def.source));
+}
+
 // The token dispatcher decides how many copies of a token cross the expert-parallel group.
 void read_dispatcher(Mapper& m, const std::string& text) {
   if (text.empty()) {
@@ -116,6 +141,7 @@ void read_dispatcher(Mapper& m, const std::string& text) {
                                            : MoeDispatchKernel::kDeepEp;
     m.note("training.moe_dispatcher: '" + text +
            "' read as a deduplicating dispatcher (one copy per destination node / GPU)");
+    read_dispatcher_units(m, text);
     return;
   }
   if (kind == "allgather") {

@@ -164,6 +164,38 @@ TEST(MapperRules, SyncFreeStageFusesThePermute) {
             0);
 }
 
+// The SMs (CUs) a deduplicating dispatcher's kernels take: a count the text states, else the
+// profile's default for the kernel (Megatron: DeepEP 20, HybridEP 32; data/frameworks), as the
+// Megatron adapter reads an unstated moe_deepep_num_sms; the all-to-all dispatcher takes none.
+TEST(MapperRules, DispatcherUnitsStatedOrTheProfileDefault) {
+  const std::string moe =
+      "    type: moe\n    moe: {num_experts: 16, topk: 2, moe_ffn_hidden_size: 1024}\n";
+  const auto units = [&](const std::string& dispatcher, const std::string& framework) {
+    const MappedRun m = map_one(
+        "{tp: 1, pp: 1, ep: 8, micro_batch_size: 1, global_batch_size: 64, "
+        "seq_len: 4096, moe_dispatcher: '" +
+            dispatcher + "'}",
+        moe, framework);
+    EXPECT_TRUE(m.mapped) << m.reason;
+    return m.job.runtime.moe_comm_compute_units;
+  };
+  const std::pair<const char*, int> rows[] = {
+      {"flex, DeepEP backend", 20},
+      {"flex (HybridEP backend), no all-to-all overlap", 32},
+      {"flex, HybridEP backend (moe_hybridep_num_sms=32 in perf overrides)", 32},
+      {"flex, HybridEP backend (moe-hybridep-num-sms 24)", 24},
+      {"DeepEP (flex) on 24 SMs", 24},
+      {"Primus-Turbo DeepEP (turbo_deepep_num_cu 80), sync-free MoE stage 1", 80},
+      {"alltoall (no flex backend)", 0},
+  };
+  for (const auto& [text, n] : rows) EXPECT_EQ(units(text, "Megatron-Core"), n) << text;
+  const MappedRun d = map_one(
+      "{tp: 1, pp: 1, ep: 8, micro_batch_size: 1, global_batch_size: 64, seq_len: 4096, "
+      "moe_dispatcher: 'flex, DeepEP backend'}",
+      moe, "Megatron-Core");
+  EXPECT_TRUE(has_assumption(d, "training.moe_deepep_num_sms = 20"));
+}
+
 // Fine-grained activation offloading as a run's overlap text names it: the modules it lists, as
 // the Megatron adapter reads offload_modules; without module names nothing is offloaded.
 TEST(MapperRules, ActivationOffloadModulesFromText) {

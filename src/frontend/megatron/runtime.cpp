@@ -349,18 +349,18 @@ void read_moe_overlap(ArgReader& r, JobDraft& d) {
 // the deprecated per-backend knobs. Unset, DeepEP runs on 20 SMs (token_dispatcher.py:1287-1291)
 // and HybridEP on DeepEP's HybridEpBuffer defaults, 32 SMs for dispatch and for combine (D3:
 // deep_ep/hybrid_ep_buffer.py HybridEpBuffer.__init__; Megatron passes None through,
-// fused_a2a.py:285-345). Each backend reads its own knob, so Primus configs that set both (as
-// the old Megatron allowed) keep their meaning.
-int flex_dispatcher_sms(ArgReader& r, MoeDispatchKernel kernel) {
+// fused_a2a.py:285-345): the profile's deepep_num_sms / hybridep_num_sms, which the validation
+// mapper reads too. Each backend reads its own knob, so Primus configs that set both (as the old
+// Megatron allowed) keep their meaning.
+int flex_dispatcher_sms(ArgReader& r, const FrameworkProfile& prof, MoeDispatchKernel kernel) {
   const bool deepep = kernel == MoeDispatchKernel::kDeepEp;
   const std::string unified = "moe_flex_dispatcher_num_sms";
   const std::string key =
       r.has(unified) ? unified : (deepep ? "moe_deepep_num_sms" : "moe_hybridep_num_sms");
+  const ProfileDefault<int>& def = deepep ? prof.deepep_num_sms : prof.hybridep_num_sms;
   const int sms = static_cast<int>(
-      r.int_or(key, deepep ? kDeepEpDefaultSms : kHybridEpDefaultSms,
-               deepep ? "Megatron's DeepEP default (MG2 transformer_config.py, token_dispatcher.py)"
-                      : "HybridEP's own default for dispatch and combine (DeepEP "
-                        "hybrid_ep_buffer.py, D3)"));
+      r.int_or(key, def.value.value_or(deepep ? kDeepEpDefaultSms : kHybridEpDefaultSms),
+               def.value ? prof.name + " profile: " + def.source : "DeepEP's own default (D3)"));
   if (sms < 0) r.fail(key, "must not be negative");
   return sms;
 }
@@ -390,7 +390,7 @@ void read_moe_wire(ArgReader& r, JobDraft& d) {
   if (!has_experts(r)) return;
   if (rt.moe_dispatch_kernel == MoeDispatchKernel::kDeepEp ||
       rt.moe_dispatch_kernel == MoeDispatchKernel::kHybridEp) {
-    rt.moe_comm_compute_units = flex_dispatcher_sms(r, rt.moe_dispatch_kernel);
+    rt.moe_comm_compute_units = flex_dispatcher_sms(r, d.profile, rt.moe_dispatch_kernel);
   } else if (rt.moe_dispatch_kernel == MoeDispatchKernel::kTurboDeepEp) {
     rt.moe_comm_compute_units = static_cast<int>(r.int_or(
         "turbo_deepep_num_cu", kTurboDeepEpDefaultCus, "Primus default (primus_turbo.yaml)"));

@@ -130,14 +130,16 @@ void apply_cli(const CliOverrides& c, JobDraft& d) {
     d.runtime.deepep = d.runtime.moe_dedup_dispatch = true;
     if (d.runtime.moe_comm_compute_units == 0) {
       const bool turbo = kernel == MoeDispatchKernel::kTurboDeepEp;
-      const int units =
-          turbo ? frontend_detail::kTurboDeepEpDefaultCus : frontend_detail::kDeepEpDefaultSms;
+      const ProfileDefault<int>& def = d.profile.deepep_num_sms;
+      const int units = turbo ? frontend_detail::kTurboDeepEpDefaultCus
+                              : def.value.value_or(frontend_detail::kDeepEpDefaultSms);
       d.runtime.moe_comm_compute_units = units;
-      d.defaults.push_back(
-          {turbo ? "turbo_deepep_num_cu" : "moe_deepep_num_sms", std::to_string(units),
-           turbo ? "not stated: Primus default (primus_turbo.yaml)"
-                 : "not stated: Megatron's DeepEP default (MG2 token_dispatcher.py)",
-           ""});
+      d.defaults.push_back({turbo ? "turbo_deepep_num_cu" : "moe_deepep_num_sms",
+                            std::to_string(units),
+                            turbo       ? "not stated: Primus default (primus_turbo.yaml)"
+                            : def.value ? "not stated: " + def.source
+                                        : "not stated: DeepEP's own default (D3)",
+                            turbo || !def.value ? "" : d.profile.name});
     }
   };
   if (c.enable_deepep && *c.enable_deepep) use_deepep(MoeDispatchKernel::kDeepEp);

@@ -307,10 +307,12 @@ void read_torchtitan_runtime(TitanReader& r, const TitanModelFacts& facts, JobDr
     d.runtime.deepep = true;
     d.runtime.moe_dedup_dispatch = true;
     d.runtime.moe_dispatch_kernel = MoeDispatchKernel::kDeepEp;
-    // torchtitan keeps DeepEP's own SM budget (deep_ep Buffer.num_sms = 20).
-    d.runtime.moe_comm_compute_units = 20;
-    r.note("parallelism.expert_parallel_comm_backend", "deepep on 20 SMs",
-           "DeepEP default (deep_ep buffer.py Buffer.num_sms)");
+    // torchtitan keeps DeepEP's own SM budget (the profile's deepep_num_sms).
+    const ProfileDefault<int>& sms = d.profile.deepep_num_sms;
+    d.runtime.moe_comm_compute_units = sms.value.value_or(20);
+    r.note("parallelism.expert_parallel_comm_backend",
+           fmt::format("deepep on {} SMs", d.runtime.moe_comm_compute_units),
+           sms.value ? sms.source : "DeepEP default (deep_ep buffer.py Buffer.num_sms)");
   }
   read_pp_ep_overlap(r, facts, d);
   // debug.moe_force_load_balance (TT1 job_config.py:995, default false; Primus' DeepSeek-V3

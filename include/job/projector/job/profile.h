@@ -100,6 +100,11 @@ struct FrameworkProfile {
   // MoE: the routing probabilities scale the experts' activation (the combine keeps no expert
   // output for their gradient) rather than the combined output.
   ProfileDefault<bool> moe_probs_in_experts;
+  // SMs a deduplicating dispatcher's kernels run on when the input states none (Megatron's
+  // moe_deepep_num_sms / moe_hybridep_num_sms, DeepEP's Buffer.num_sms): the dispatch is bound by
+  // their copy rate, and the compute it overlaps runs on the other SMs.
+  ProfileDefault<int> deepep_num_sms;
+  ProfileDefault<int> hybridep_num_sms;
   ProfileDefault<MicrobatchRule> microbatch_rule;
   ProfileDefault<FlopCounting> flop_counting;
   ProfileDefault<std::vector<EtpChoice>> expert_tensor_parallel;
