@@ -35,12 +35,10 @@ void normalize_megatron_args(ConfigValue& args);
 void read_parallel(ArgReader& r, const ModelSpec& model, JobDraft& d);
 // Batches, precision, recompute, attention, MoE dispatch, schedule, optimizer (runtime.cpp).
 void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d);
-// Compute units of the dispatch kernels when a config names none: Megatron's DeepEP (20 SMs, MG2
-// token_dispatcher.py), HybridEP's own buffer default (32 SMs, D3 hybrid_ep_buffer.py) and
-// Primus' turbo_deepep_num_cu (32 CUs, primus_turbo.yaml). Read by runtime.cpp and by the
-// command line's --enable-deepep / --sync-free-stage (primus/overrides.cpp).
-inline constexpr int kDeepEpDefaultSms = 20;
-inline constexpr int kHybridEpDefaultSms = 32;
+// Compute units of Primus Turbo's DeepEP when a config names none: turbo_deepep_num_cu (32 CUs,
+// primus_turbo.yaml). DeepEP's and HybridEP's SM budgets are profile defaults (deepep_num_sms,
+// hybridep_num_sms). Read by runtime.cpp and by the command line's --enable-deepep /
+// --sync-free-stage (primus/overrides.cpp).
 inline constexpr int kTurboDeepEpDefaultCus = 32;
 // Primus' MambaModel loss (fused_ce_mode / fused_ce_chunks, PRIMUS_FUSED_CE*; primus_loss.cpp).
 void read_primus_fused_loss(ArgReader& r, const EnvLookup& env, JobDraft& d);

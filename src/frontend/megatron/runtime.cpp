@@ -359,8 +359,9 @@ int flex_dispatcher_sms(ArgReader& r, const FrameworkProfile& prof, MoeDispatchK
       r.has(unified) ? unified : (deepep ? "moe_deepep_num_sms" : "moe_hybridep_num_sms");
   const ProfileDefault<int>& def = deepep ? prof.deepep_num_sms : prof.hybridep_num_sms;
   const int sms = static_cast<int>(
-      r.int_or(key, def.value.value_or(deepep ? kDeepEpDefaultSms : kHybridEpDefaultSms),
-               def.value ? prof.name + " profile: " + def.source : "DeepEP's own default (D3)"));
+      r.int_or(key, def.value.value_or(0),
+               def.value ? prof.name + " profile: " + def.source
+                         : prof.name + " profile names no budget: no SMs charged"));
   if (sms < 0) r.fail(key, "must not be negative");
   return sms;
 }

@@ -131,14 +131,13 @@ void apply_cli(const CliOverrides& c, JobDraft& d) {
     if (d.runtime.moe_comm_compute_units == 0) {
       const bool turbo = kernel == MoeDispatchKernel::kTurboDeepEp;
       const ProfileDefault<int>& def = d.profile.deepep_num_sms;
-      const int units = turbo ? frontend_detail::kTurboDeepEpDefaultCus
-                              : def.value.value_or(frontend_detail::kDeepEpDefaultSms);
+      const int units = turbo ? frontend_detail::kTurboDeepEpDefaultCus : def.value.value_or(0);
       d.runtime.moe_comm_compute_units = units;
       d.defaults.push_back({turbo ? "turbo_deepep_num_cu" : "moe_deepep_num_sms",
                             std::to_string(units),
                             turbo       ? "not stated: Primus default (primus_turbo.yaml)"
                             : def.value ? "not stated: " + def.source
-                                        : "not stated: DeepEP's own default (D3)",
+                                        : "not stated; the profile names no budget",
                             turbo || !def.value ? "" : d.profile.name});
     }
   };

@@ -309,10 +309,10 @@ void read_torchtitan_runtime(TitanReader& r, const TitanModelFacts& facts, JobDr
     d.runtime.moe_dispatch_kernel = MoeDispatchKernel::kDeepEp;
     // torchtitan keeps DeepEP's own SM budget (the profile's deepep_num_sms).
     const ProfileDefault<int>& sms = d.profile.deepep_num_sms;
-    d.runtime.moe_comm_compute_units = sms.value.value_or(20);
+    d.runtime.moe_comm_compute_units = sms.value.value_or(0);
     r.note("parallelism.expert_parallel_comm_backend",
            fmt::format("deepep on {} SMs", d.runtime.moe_comm_compute_units),
-           sms.value ? sms.source : "DeepEP default (deep_ep buffer.py Buffer.num_sms)");
+           sms.value ? sms.source : "the profile names no budget: no SMs charged");
   }
   read_pp_ep_overlap(r, facts, d);
   // debug.moe_force_load_balance (TT1 job_config.py:995, default false; Primus' DeepSeek-V3
