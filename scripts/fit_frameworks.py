@@ -6,9 +6,14 @@ fit in-sample and leave-one-family-out (docs/validation.md).
 Every op cost is an isolated-kernel price (scripts/fit_kernels.py on data/kernels); what a training
 step adds between kernels -- launch latency, host-side Python and synchronisation, allocator calls
 -- is the framework's. Rule: for each profile, the gap whose median signed tokens/s error over the
-profile's compared runs is 0 (linear interpolation on a 0.01 grid over [0, 0.40]). Runs marked
+profile's compared runs is 0 (linear interpolation on a 0.01 grid over [0, 0.40]), pooled
+partially: the profile's own fit, weighted by its number of families, is averaged with the fit
+over every run of the same execution model (eager PyTorch profiles together, XLA profiles
+together), weighted as one more family. A profile resting on one or two families (Megatron-
+DeepSpeed: vTrain's nine runs and BLOOM's one) so leans on what every framework of its kind
+measures instead of on one run; one with many families keeps nearly its own fit. Runs marked
 exclude_from_statistics take no part. A family is one source's runs of one model; the
-leave-one-family-out error of a run is its error with the gap fitted on every other family.
+leave-one-family-out error of a run is its error with both fits made without its family.
 A profile with no runs keeps no constant (0: kernels back to back) and says so.
 
 The same leave-one-family-out errors are the residuals behind every projection's calibrated 80 %
@@ -17,8 +22,10 @@ peak-memory error, to data/validation/residuals.json; --check-residuals fails wh
 stale (a ctest).
 
 Usage: scripts/fit_frameworks.py [--projector build/release/projector] [--write] [--residuals]
-                                 [--check-residuals]
+                                 [--check-residuals] [--self-test]
   --write: store the in-sample fits in data/frameworks/<profile>.yaml
+  --check-residuals: also fails when a profile's shipped gap is not this fit
+  --self-test: the fitting rules on hand-made runs (no projector needed)
 Needs only the Python standard library; runs `projector validate` 41 x 3 times (~2 min).
 """
 import argparse
@@ -92,6 +99,24 @@ def fit_gap(members):
     return GRID[0] if med[0] < 0.0 else GRID[-1]
 
 
+POOL_WEIGHT_FAMILIES = 1.0  # the pooled fit counts as one more family
+
+
+def execution_model(data_dir, profile):
+    """'XLA' for profiles whose back-end compiles the whole step (MaxText), else 'eager-PyTorch'."""
+    text = open(os.path.join(data_dir, "frameworks", profile + ".yaml")).read()
+    m = re.search(r"^backend:\s*(\S+)", text, re.M)
+    return "XLA" if m and m.group(1) == "maxtext" else "eager-PyTorch"
+
+
+def pooled_gap(own, pool):
+    """Partial pooling of a profile's fit on `own` toward the fit on `pool` (both run lists)."""
+    if not own:
+        return 0.0
+    n = len({m["family"] for m in own})
+    return (n * fit_gap(own) + POOL_WEIGHT_FAMILIES * fit_gap(pool)) / (n + POOL_WEIGHT_FAMILIES)
+
+
 def error_at(run, gap):
     x = gap / (GRID[1] - GRID[0])
     i = min(int(x), len(GRID) - 2)
@@ -124,6 +149,42 @@ def residual_doc(runs, lofo_errors):
             "runs": out}
 
 
+def self_test():
+    """The fitting rules on runs made by hand (a ctest): each run's error falls 100 points per
+    unit gap, so a run `zero`-ing at gap z has error 100 (z - g) %."""
+    def run(family, z):
+        return {"family": family, "errors": [100.0 * (z - g) for g in GRID]}
+    a1, a2, b, c = run("A", 0.10), run("A", 0.10), run("B", 0.20), run("C", 0.30)
+    checks = [
+        # Median over runs: two runs of A and one of B -> A's zero.
+        ("own fit", fit_gap([a1, a2, b]), 0.10),
+        # Four runs A, A, B, C: the median is the mean of A and B, zero at 0.15.
+        ("pooled fit", fit_gap([a1, a2, b, c]), 0.15),
+        # Two families weigh 2 : 1 against the pool: (2 x 0.10 + 0.15) / 3.
+        ("partial pooling", pooled_gap([a1, a2, b], [a1, a2, b, c]), 0.35 / 3.0),
+        # One family against the pool: (0.30 + 0.15) / 2.
+        ("one family", pooled_gap([c], [a1, a2, b, c]), 0.225),
+        ("no runs", pooled_gap([], [a1, b]), 0.0),
+    ]
+    bad = [(n, got, want) for n, got, want in checks if abs(got - want) > 1e-9]
+    for n, got, want in bad:
+        print(f"self-test {n}: {got:.6f}, expected {want:.6f}")
+    return 1 if bad else 0
+
+
+def check_gaps(data_dir, gaps):
+    """1 when a profile's shipped kernel_gap_fraction is not this fit (rounded as --write does)."""
+    bad = 0
+    for fw, g in sorted(gaps.items()):
+        text = open(os.path.join(data_dir, "frameworks", fw + ".yaml")).read()
+        m = re.search(r"^  kernel_gap_fraction:\n    value: (\S+)", text, re.M)
+        if not m or abs(float(m.group(1)) - round(g, 3)) > 1e-9:
+            print(f"stale gap: {fw} ships {m.group(1) if m else 'none'}, the fit gives "
+                  f"{round(g, 3)} (scripts/fit_frameworks.py --write)")
+            bad = 1
+    return bad
+
+
 def check_residuals(path, doc):
     try:
         shipped = json.load(open(path))
@@ -150,28 +211,40 @@ def main():
     ap.add_argument("--projector", default=os.path.join(ROOT, "build", "release", "projector"))
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--residuals", action="store_true")
-    ap.add_argument("--check-residuals", action="store_true")
+    ap.add_argument("--check-residuals", action="store_true",
+                    help="fail when residuals.json or a profile's gap is not this fit")
+    ap.add_argument("--self-test", action="store_true", help="check the fitting rules by hand")
     a = ap.parse_args()
+    if a.self_test:
+        return self_test()
     data_dir = os.path.join(ROOT, "data")
     runs = sweep(a.projector, data_dir)
     by_fw = {}
     for r in runs.values():
         by_fw.setdefault(r["framework"], []).append(r)
-    gaps = {fw: fit_gap(m) for fw, m in by_fw.items()}
+    kind = {fw: execution_model(data_dir, fw) for fw in by_fw}
+    by_kind = {}
+    for r in runs.values():
+        by_kind.setdefault(kind[r["framework"]], []).append(r)
+    gaps = {fw: pooled_gap(m, by_kind[kind[fw]]) for fw, m in by_fw.items()}
     stats = {}
     lofo_errors = {}
     for key, r in runs.items():
         fw = by_fw[r["framework"]]
         train = [m for m in fw if m["family"] != r["family"]]
-        lofo = error_at(r, fit_gap(train)) if train else error_at(r, 0.0)
+        pool = [m for m in by_kind[kind[r["framework"]]] if m["family"] != r["family"]]
+        lofo = error_at(r, pooled_gap(train, pool))
         lofo_errors[key] = lofo
         ins = error_at(r, gaps[r["framework"]])
         for g in regime(r):
             stats.setdefault(g, []).append((ins, lofo, key))
-    print(f"{'profile':<20} {'runs':>5} {'families':>8} {'gap':>6}")
+    print(f"{'profile':<20} {'runs':>5} {'families':>8} {'own fit':>8} {'gap':>6}")
     for fw in sorted(by_fw):
         fams = len({m['family'] for m in by_fw[fw]})
-        print(f"{fw:<20} {len(by_fw[fw]):>5} {fams:>8} {gaps[fw]:>6.3f}")
+        print(f"{fw:<20} {len(by_fw[fw]):>5} {fams:>8} {fit_gap(by_fw[fw]):>8.3f} "
+              f"{gaps[fw]:>6.3f}")
+    for k in sorted(by_kind):
+        print(f"pooled fit ({k}): {fit_gap(by_kind[k]):.3f} over {len(by_kind[k])} runs")
     print(f"\n{'regime':<40} {'n':>4} {'LOFO MAPE':>10} {'LOFO worst':>11} {'in-sample':>10}")
     for g in sorted(stats):
         v = stats[g]
@@ -186,7 +259,8 @@ def main():
         print(f"  {key:<80} LOFO {lofo:+.1f}%  in-sample {ins:+.1f}%")
     residuals_path = os.path.join(data_dir, "validation", "residuals.json")
     if a.check_residuals:
-        return check_residuals(residuals_path, residual_doc(runs, lofo_errors))
+        stale = check_residuals(residuals_path, residual_doc(runs, lofo_errors))
+        return check_gaps(data_dir, gaps) or stale
     if a.residuals:
         with open(residuals_path, "w") as f:
             json.dump(residual_doc(runs, lofo_errors), f, indent=1)
@@ -195,7 +269,11 @@ def main():
         for fw, g in gaps.items():
             fams = len({m['family'] for m in by_fw[fw]})
             runs = f"{len(by_fw[fw])} compared runs ({fams} families) of data/validation read "
-            if g <= GRID[0] and by_fw[fw]:
+            own = fit_gap(by_fw[fw])
+            pool = by_kind[kind[fw]]
+            pooled = (f"; pooled {fams} : {POOL_WEIGHT_FAMILIES:g} with {fit_gap(pool):.3f}, the "
+                      f"same fit over all {len(pool)} runs of the {kind[fw]} profiles")
+            if own <= GRID[0] and g <= GRID[0] and by_fw[fw]:
                 # At the bound: the runs are slower than projected even with no gaps.
                 med = statistics.median(m["errors"][0] for m in by_fw[fw])
                 src = (f"fit (scripts/fit_frameworks.py): at its bound 0 over the {runs}with "
@@ -203,9 +281,9 @@ def main():
                        f"{med:+.1f} % (their ops are priced slower than these runs ran "
                        f"them)")
             else:
-                src = (f"fit (scripts/fit_frameworks.py): median signed tokens/s error 0 over the "
-                       f"{runs}with this profile, every op priced as an isolated kernel "
-                       f"(data/kernels fits)")
+                src = (f"fit (scripts/fit_frameworks.py): {own:.3f} gives median signed tokens/s "
+                       f"error 0 over the {runs}with this profile, every op priced as an "
+                       f"isolated kernel (data/kernels fits){pooled}")
             set_gap(os.path.join(data_dir, "frameworks", fw + ".yaml"), round(g, 3), src)
     return 0
 
