@@ -286,6 +286,28 @@ void Builder::mesh_layout(const ClusterRequest& req) {
   p.mesh = std::move(mesh);
   mesh_fsdp_ = s.fsdp_shard > 1 ? FsdpKind::kFsdp2 : FsdpKind::kNone;
   mesh_sequence_parallel_ = s.tp > 1;
+  experts_on_fsdp(s.fsdp_shard);
+}
+
+// Experts sharded on their expert dimension over the FSDP shards (JobDraft::experts_on_fsdp_key):
+// the same bytes as sharding their embed dimension when the shards divide the experts. Otherwise
+// GSPMD pads the dimension to a multiple of the shards (ceil(E / F) experts each, some shards
+// padding): that padding's memory and gathers are not modelled, so the job says so.
+void Builder::experts_on_fsdp(std::int64_t fsdp_shards) {
+  if (d_.experts_on_fsdp_key.empty() || fsdp_shards <= 1) return;
+  std::int64_t experts = 0;
+  for (const LayerSpec& l : job_.model.layers) {
+    if (l.is_moe) experts = std::max<std::int64_t>(experts, l.moe.num_experts);
+  }
+  if (experts <= 0 || experts % fsdp_shards == 0) return;
+  const SourceLocation& w = d_.experts_on_fsdp_where;
+  const std::int64_t per_shard = (experts + fsdp_shards - 1) / fsdp_shards;
+  job_.warnings.push_back(fmt::format(
+      "{}{}: {}: the {} FSDP shards do not divide the {} experts: GSPMD pads the expert "
+      "dimension to {} slots, {} per device; the padding's memory and gathers are not modelled "
+      "(each device is projected with {} / {} of the experts' weights)",
+      w.file, w.line > 0 ? fmt::format(":{}", w.line) : std::string(), d_.experts_on_fsdp_key,
+      fsdp_shards, experts, per_shard * fsdp_shards, per_shard, experts, fsdp_shards));
 }
 
 }  // namespace projector::job_detail

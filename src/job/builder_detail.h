@@ -168,6 +168,7 @@ class Builder {
   std::int64_t mesh_min_world() const;
   std::int64_t world_lcm(std::int64_t a, std::int64_t b, DraftField f) const;
   void mesh_layout(const ClusterRequest& request);
+  void experts_on_fsdp(std::int64_t fsdp_shards);
   void override_mesh_axes(std::vector<MeshAxis>& mesh) const;
   int mesh_slices(const ClusterRequest& request);
   void mesh_torus(const ClusterRequest& request, std::vector<MeshAxis>& mesh, int slices);

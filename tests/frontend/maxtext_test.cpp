@@ -530,6 +530,43 @@ TEST(MaxTextAdapter, GroupLimitedRouting) {
                           [](const std::string& w) { return w.find("n_routing_groups") == 0; }));
 }
 
+// shard_exp_on_fsdp (fsdp_shard_on_exp before its rename) is read in either spelling; MaxText
+// refuses it beside expert or tensor parallelism; FSDP shards that do not divide the experts are
+// flagged (GSPMD pads the expert dimension: 8 experts over 16 shards -> 16 slots, 1 per device).
+TEST(MaxTextAdapter, ExpertsShardedOnFsdp) {
+  testing::TempDir dir;
+  const std::string mixtral = "model_name: mixtral-8x7b\nper_device_batch_size: 1\n";
+  auto warned = [](const JobSpec& j, const std::string& what) {
+    return std::any_of(j.warnings.begin(), j.warnings.end(),
+                       [&](const std::string& w) { return w.find(what) != std::string::npos; });
+  };
+  // v5p-16: 8 chips, one FSDP shard per expert.
+  const JobSpec legacy =
+      load_text(dir, mixtral + "compile_topology: v5p-16\nfsdp_shard_on_exp: true\n");
+  EXPECT_FALSE(warned(legacy, "fsdp_shard_on_exp"));
+  const JobSpec padded =
+      load_text(dir, mixtral + "compile_topology: v5p-32\nshard_exp_on_fsdp: true\n");
+  EXPECT_TRUE(warned(padded,
+                     "shard_exp_on_fsdp: the 16 FSDP shards do not divide the 8 experts: GSPMD "
+                     "pads the expert dimension to 16 slots, 1 per device"));
+  EXPECT_FALSE(warned(load_text(dir, mixtral + "compile_topology: v5p-32\n"), "FSDP shards"));
+  auto refused_key = [&](const std::string& extra) {
+    try {
+      load_text(dir, mixtral + "compile_topology: v5p-16\n" + extra);
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refused_key("shard_exp_on_fsdp: true\nici_expert_parallelism: 2\n"),
+            "shard_exp_on_fsdp");
+  EXPECT_EQ(refused_key("fsdp_shard_on_exp: true\nici_tensor_parallelism: 2\n"),
+            "fsdp_shard_on_exp");
+  EXPECT_EQ(refused_key("shard_exp_on_fsdp: true\nfsdp_shard_on_exp: false\n"),
+            "fsdp_shard_on_exp");
+  EXPECT_EQ(refused_key("shard_exp_on_fsdp: false\nici_expert_parallelism: 2\n"), "accepted");
+}
+
 // Every Primus MaxText experiment in a Primus checkout loads (skipped without one).
 TEST(MaxTextAdapter, PrimusMaxTextCorpus) {
   const char* primus = std::getenv("PRIMUS_PATH");

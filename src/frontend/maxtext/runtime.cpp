@@ -114,6 +114,34 @@ void read_remat(MaxTextReader& r, JobDraft& d) {
   d.runtime.tensor_policies = maxtext::named_remat_policies();
 }
 
+// shard_exp_on_fsdp (MX1 base.yml; fsdp_shard_on_exp before its 2026-01-05 rename): moe.py gives
+// the routed experts' wi / wo kernels their expert dimension on the FSDP axes ("embed_moe" /
+// "embed_no_exp") and leaves their embed dimension whole. Each device holds num_experts / FSDP
+// whole experts instead of 1 / FSDP of every expert: the same bytes, gathered the same way, when
+// the FSDP shards divide the experts (the builder warns otherwise). MaxText refuses it beside
+// expert or tensor parallelism (pyconfig ValueError, docs/references.md MX1).
+void read_expert_sharding(MaxTextReader& r, JobDraft& d) {
+  const bool modern = r.stated("shard_exp_on_fsdp");
+  const bool legacy = r.stated("fsdp_shard_on_exp");
+  if (modern && legacy &&
+      r.boolean("shard_exp_on_fsdp", false) != r.boolean("fsdp_shard_on_exp", false)) {
+    r.fail("fsdp_shard_on_exp", "contradicts shard_exp_on_fsdp (its name since 2026-01-05)");
+  }
+  const std::string key = modern || !legacy ? "shard_exp_on_fsdp" : "fsdp_shard_on_exp";
+  if (!r.boolean(key, false)) return;
+  for (const char* axis :
+       {"ici_expert_parallelism", "ici_tensor_parallelism", "ici_tensor_transpose_parallelism"}) {
+    if (r.integer(axis, 1) != 1) {
+      r.fail(key, fmt::format("MaxText requires ici_expert_parallelism = 1 and "
+                              "ici_tensor_parallelism / ici_tensor_transpose_parallelism = 1 "
+                              "with it ({} is {})",
+                              axis, r.integer(axis, 1)));
+    }
+  }
+  d.experts_on_fsdp_key = key;
+  d.experts_on_fsdp_where = r.where(key);
+}
+
 void read_attention_and_moe(MaxTextReader& r, JobDraft& d) {
   const std::string attention = to_lower(r.text("attention", "autoselected"));
   // autoselected picks the flash kernel (splash on TPU, cuDNN / TE on GPU) for training.
@@ -124,6 +152,7 @@ void read_attention_and_moe(MaxTextReader& r, JobDraft& d) {
   d.runtime.whole_step_compiled = true;
   d.runtime.logged_flops = RuntimeSpec::LoggedFlops::kMaxText;
   if (r.integer("num_experts", 1) <= 1) return;
+  read_expert_sharding(r, d);
   // use_random_routing (base.yml:228; layers/moe.py:721-727): random expert choices, balanced in
   // expectation whatever the data, so no learned-router skew.
   if (r.boolean("use_random_routing", false)) d.runtime.moe_routing = MoeRouting::kForced;

@@ -176,6 +176,11 @@ struct JobDraft {
   // A framework-specific placement of the mesh on the torus (MaxText custom_mesh, job/mesh.h
   // place_mesh); empty: JAX's mesh_utils placement.
   std::string mesh_placement;
+  // The routed experts' weights sharded on their expert dimension over the mesh's FSDP axes
+  // instead of their embed dimension (MaxText shard_exp_on_fsdp): the key as stated (empty: off).
+  // The builder warns when the FSDP shards do not divide the experts (GSPMD pads the dimension).
+  std::string experts_on_fsdp_key;
+  SourceLocation experts_on_fsdp_where;
   // Sequences per device per accumulation step, counting every device (tensor, context and stage
   // ranks too; MaxText per_device_batch_size, may be fractional): the global batch is
   // per_device_batch x devices x gradient_accumulation.
