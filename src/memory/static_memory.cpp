@@ -99,9 +99,14 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   s[idx(MemoryComponent::kWeights)] =
       master_is_weight ? 0.0
                        : (fsdp ? w_dense / dense_shard + w_exp / expert_shard : w_dense + w_exp);
+  // ZeRO-2 (ParallelSpec::grads_sharded): the main gradients are sharded like the optimizer
+  // state, and one unit's gradient is whole until its reduce-scatter (Megatron-FSDP's unit: one
+  // layer).
+  const bool zero2 = par.grads_sharded && par.distributed_optimizer && !fsdp;
   s[idx(MemoryComponent::kGradients)] =
-      fsdp ? P.dense_params * gb / dense_shard + P.expert_params * gb / expert_shard
-           : (P.dense_params + P.expert_params) * gb;
+      fsdp || zero2 ? P.dense_params * gb / dense_shard + P.expert_params * gb / expert_shard +
+                          (zero2 ? P.largest_unit_params * gb : 0.0)
+                    : (P.dense_params + P.expert_params) * gb;
   const double opt_params = sharded_opt
                                 ? P.dense_params / dense_shard + P.expert_params / expert_shard
                                 : P.dense_params + P.expert_params;

@@ -117,11 +117,12 @@ std::string summary_text(const JobSpec& job) {
   out += fmt::format("\nparallel: TP {} PP {} VPP {} CP {} EP {} ETP {} | DP {} expert-DP {}\n",
                      p.tp, p.pp, p.vpp, p.cp, p.ep, p.etp, job.dp(), job.expert_dp());
   out += fmt::format(
-      "  sequence parallel {}, distributed optimizer {}, FSDP {}, overlap grad-reduce {}, "
+      "  sequence parallel {}, distributed optimizer {}{}, FSDP {}, overlap grad-reduce {}, "
       "overlap param-gather {}, TP comm overlap {}, CP comm {}\n",
-      on_off(p.sequence_parallel), on_off(p.distributed_optimizer), to_string(p.fsdp),
-      on_off(p.overlap_grad_reduce), on_off(p.overlap_param_gather), on_off(p.tp_comm_overlap),
-      cp_comm(p.cp_comm_type));
+      on_off(p.sequence_parallel), on_off(p.distributed_optimizer),
+      p.grads_sharded && p.distributed_optimizer ? " (gradients sharded too: ZeRO-2)" : "",
+      to_string(p.fsdp), on_off(p.overlap_grad_reduce), on_off(p.overlap_param_gather),
+      on_off(p.tp_comm_overlap), cp_comm(p.cp_comm_type));
   if (p.stages.size() > 1) {
     for (std::size_t z = 0; z < p.stages.size(); ++z) {
       out += fmt::format("  stage {:>3} (pp rank {}, chunk {}): {}\n", z, z % p.pp, z / p.pp,

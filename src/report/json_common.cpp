@@ -16,6 +16,7 @@ Json parallel_json(const JobSpec& job) {
           {"expert_dp", job.expert_dp()},
           {"sequence_parallel", p.sequence_parallel},
           {"distributed_optimizer", p.distributed_optimizer},
+          {"grads_sharded", p.grads_sharded && p.distributed_optimizer},
           {"fsdp", std::string(to_string(p.fsdp))},
           {"overlap_grad_reduce", p.overlap_grad_reduce},
           {"overlap_param_gather", p.overlap_param_gather},

@@ -248,6 +248,16 @@ void map_sharding(Mapper& m) {
     d.distributed_optimizer = true;
     m.note("training.fsdp: '" + t.fsdp + "' " + fr.how);
   }
+  // ZeRO-2: the distributed optimizer's sharding of the gradients as well.
+  const bool zero2 = has(zero, "zero-2") || has(zero, "zero2") || zero == "2";
+  if ((fr.grads_sharded || zero2) && d.distributed_optimizer.value_or(true)) {
+    d.distributed_optimizer = true;
+    d.parallel.grads_sharded = true;
+    if (zero2)
+      m.note(
+          "training.zero_stage: ZeRO-2 read as the distributed optimizer with the "
+          "gradients sharded too");
+  }
   d.sequence_parallel = t.sequence_parallel;
   const std::string overlap = to_lower(t.overlap);
   if (!overlap.empty()) {

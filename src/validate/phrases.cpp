@@ -189,7 +189,11 @@ FsdpReading read_fsdp_text(const std::string& text) {
   // optimizer state (and gradients): the distributed optimizer, not FSDP.
   if (affirms_any(w, {"optim_grads_params"})) {
     r.kind = FsdpKind::kZero3;
-  } else if (affirms_any(w, {"optim_grads", "optim"})) {
+  } else if (affirms_any(w, {"optim_grads"})) {
+    r.kind = FsdpKind::kNone;
+    r.distributed_optimizer = r.grads_sharded = true;
+    r.how = "read as Megatron-FSDP sharding the optimizer state and the gradients (ZeRO-2)";
+  } else if (affirms_any(w, {"optim"})) {
     r.kind = FsdpKind::kNone;
     r.distributed_optimizer = true;
     r.how = "read as Megatron-FSDP sharding the optimizer state only (distributed optimizer)";

@@ -27,6 +27,7 @@ struct FsdpReading {
   std::optional<FsdpKind> kind;  // nullopt: the text says nothing about sharding
   // Sharding of optimizer state (and gradients) only: Megatron-FSDP optim / optim_grads.
   bool distributed_optimizer = false;
+  bool grads_sharded = false;                 // optim_grads: the gradients too (ZeRO-2)
   std::optional<int> shard_group;             // "sharding group 8": ranks one group shards over
   std::optional<bool> reshard_after_forward;  // "does not reshard" -> false
   std::string how;                            // the reading, for the assumptions list

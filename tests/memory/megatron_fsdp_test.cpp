@@ -7,6 +7,7 @@
 
 #include "projector/job/spec.h"
 #include "projector/memory/memory.h"
+#include "projector/perf/perf.h"
 #include "support/config_text.h"
 
 namespace projector {
@@ -53,7 +54,8 @@ TEST(MegatronFsdp2, Bf16ShardsBesideTheOptimizersMaster) {
                                      "ckpt_format: torch_dist\n"));
   EXPECT_FALSE(job.runtime.fsdp_param_is_master);
   EXPECT_EQ(job.runtime.main_grads_dtype, Dtype::kBf16);
-  const RankMemory& r = project_memory(job).ranks[0];
+  const MemoryReport report = project_memory(job);
+  const RankMemory& r = report.ranks[0];
   EXPECT_NEAR(r.point[idx(MemoryComponent::kWeights)], kParams * 2 / 8, 1.0);
   EXPECT_NEAR(r.point[idx(MemoryComponent::kGradients)], kParams * 2 / 8, 1.0);
   EXPECT_NEAR(r.point[idx(MemoryComponent::kMasterWeights)], kParams * 4 / 8, 1.0);
@@ -72,10 +74,40 @@ TEST(MegatronFsdp2, PrimusFp32ParamOptimizer) {
                      "use_torch_fsdp2: true\nuse_distributed_optimizer: false\n"
                      "ckpt_format: torch_dist\nuse_fsdp2_fp32_param_optimizer: true\n"));
   EXPECT_TRUE(job.runtime.fsdp_param_is_master);
-  const RankMemory& r = project_memory(job).ranks[0];
+  const MemoryReport report = project_memory(job);
+  const RankMemory& r = report.ranks[0];
   EXPECT_EQ(r.point[idx(MemoryComponent::kWeights)], 0.0);
   EXPECT_NEAR(r.point[idx(MemoryComponent::kMasterWeights)], kParams * 4 / 8, 1.0);
   EXPECT_NEAR(r.point[idx(MemoryComponent::kGradients)], kParams * 4 / 8, 1.0);
+}
+
+// Megatron-FSDP's data_parallel_sharding_strategy (MG2 megatron_fsdp.py): optim is ZeRO-1 (the
+// distributed optimizer: fp32 main gradients whole, 4 B x params); optim_grads is ZeRO-2: the
+// main gradients sharded over DP 8 too, with one unit's gradient whole until its reduce-scatter
+// (the largest unit: the embedding, 32000 x 1024). The weights stay whole either way, and the
+// iteration moves the same bytes (one reduce-scatter of the gradients, one gather of the weights).
+TEST(MegatronFsdp, OptimGradsShardsTheMainGradients) {
+  testing::TempDir dir;
+  const std::string fsdp =
+      "use_megatron_fsdp: true\nuse_distributed_optimizer: true\nckpt_format: fsdp_dtensor\n"
+      "data_parallel_sharding_strategy: ";
+  const JobSpec zero1 = load(dir, args(32000, fsdp + "optim\n"));
+  const JobSpec zero2 = load(dir, args(32000, fsdp + "optim_grads\n"));
+  EXPECT_FALSE(zero1.parallel.grads_sharded);
+  EXPECT_TRUE(zero2.parallel.grads_sharded);
+  EXPECT_EQ(zero2.parallel.fsdp, FsdpKind::kNone);
+  EXPECT_TRUE(zero2.parallel.distributed_optimizer);
+  const MemoryReport m1 = project_memory(zero1);
+  const MemoryReport m2 = project_memory(zero2);
+  const RankMemory& r1 = m1.ranks[0];
+  const RankMemory& r2 = m2.ranks[0];
+  EXPECT_NEAR(r1.point[idx(MemoryComponent::kGradients)], kParams * 4, 1.0);
+  EXPECT_NEAR(r2.point[idx(MemoryComponent::kGradients)], kParams * 4 / 8 + kEmbedding * 4, 1.0);
+  EXPECT_NEAR(r2.point[idx(MemoryComponent::kWeights)], r1.point[idx(MemoryComponent::kWeights)],
+              1.0);
+  EXPECT_NEAR(r2.point[idx(MemoryComponent::kOptimizerStates)],
+              r1.point[idx(MemoryComponent::kOptimizerStates)], 1.0);
+  EXPECT_DOUBLE_EQ(project_performance(zero2).iteration_s, project_performance(zero1).iteration_s);
 }
 
 // The output head's saved tensors (final-norm input, output-layer input: 2 x T x h x 2 B; the
@@ -91,7 +123,8 @@ TEST(MegatronMemory, HeadIsFreedBeforeTheRecomputeWorkingSet) {
   const LayerActivation la = layer_activation(job, job.model.layers[0]);
   const double working_set = la.full_bytes + la.largest_temporary_bytes;
   ASSERT_GT(working_set - head, T * 2048 * 2);  // more than the loss gradient (bf16 logits)
-  const RankMemory& r = project_memory(job).ranks[0];
+  const MemoryReport report = project_memory(job);
+  const RankMemory& r = report.ranks[0];
   EXPECT_NEAR(r.point[idx(MemoryComponent::kTransient)], working_set - head, 1.0);
   EXPECT_NEAR(r.point[idx(MemoryComponent::kActivations)], 4 * T * 1024 * 2 + head, 1.0);
 }

@@ -36,6 +36,7 @@ struct FsdpRow {
   std::optional<int> shard_group;
   std::optional<bool> reshard;
   bool distributed_optimizer = false;
+  bool grads_sharded = false;
 };
 
 TEST(Phrases, FsdpTable) {
@@ -60,7 +61,9 @@ TEST(Phrases, FsdpTable) {
       {"DDP, no FSDP", FsdpKind::kNone, std::nullopt, std::nullopt},
       {"1", FsdpKind::kNone, std::nullopt, std::nullopt},
       // Megatron-FSDP sharding only the optimizer state (and gradients): the distributed optimizer.
-      {"Megatron-FSDP optim_grads", FsdpKind::kNone, std::nullopt, std::nullopt, true},
+      {"Megatron-FSDP optim_grads", FsdpKind::kNone, std::nullopt, std::nullopt, true, true},
+      {"Megatron-FSDP, data_parallel_sharding_strategy optim", FsdpKind::kNone, std::nullopt,
+       std::nullopt, true, false},
       // A bare number is the caller's (the shard degree); nothing read here.
       {"64", std::nullopt, std::nullopt, std::nullopt},
       {"", std::nullopt, std::nullopt, std::nullopt},
@@ -72,6 +75,7 @@ TEST(Phrases, FsdpTable) {
     EXPECT_EQ(r.shard_group, row.shard_group);
     EXPECT_EQ(r.reshard_after_forward, row.reshard);
     EXPECT_EQ(r.distributed_optimizer, row.distributed_optimizer);
+    EXPECT_EQ(r.grads_sharded, row.grads_sharded);
   }
 }
 

@@ -109,8 +109,11 @@ void read_sharding(ArgReader& r, JobDraft& d) {
     if (strategy == "optim_grads_params") {
       d.fsdp = FsdpKind::kZero3;
     } else if (strategy == "optim_grads" || strategy == "optim") {
+      // optim: ZeRO-1, the distributed optimizer; optim_grads: ZeRO-2, the main gradients
+      // sharded as well (MG2 megatron_fsdp.py data_parallel_sharding_strategy).
       d.fsdp = FsdpKind::kNone;
       d.distributed_optimizer = true;
+      d.parallel.grads_sharded = strategy == "optim_grads";
     } else if (strategy != "no_shard") {
       r.fail("data_parallel_sharding_strategy",
              fmt::format("unknown strategy '{}' (no_shard, optim, optim_grads, "

@@ -365,6 +365,9 @@ struct ParallelSpec {
   // pp * vpp entries; virtual stage z lives on pipeline rank z % pp as its chunk z / pp.
   std::vector<VirtualStage> stages;
   bool distributed_optimizer = false;
+  // ZeRO-2 beside the distributed optimizer (Megatron-FSDP optim_grads): each rank keeps only its
+  // DP shard of the main gradients; the weights stay whole. The same reduce-scatter and gather.
+  bool grads_sharded = false;
   FsdpKind fsdp = FsdpKind::kNone;
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
