@@ -131,7 +131,7 @@ void read_expert_sharding(MaxTextReader& r, JobDraft& d) {
   if (!r.boolean(key, false)) return;
   for (const char* axis :
        {"ici_expert_parallelism", "ici_tensor_parallelism", "ici_tensor_transpose_parallelism"}) {
-    if (r.integer(axis, 1) != 1) {
+    if (r.integer(axis, 1) > 1) {  // -1 (auto) may resolve to 1: left to MaxText
       r.fail(key, fmt::format("MaxText requires ici_expert_parallelism = 1 and "
                               "ici_tensor_parallelism / ici_tensor_transpose_parallelism = 1 "
                               "with it ({} is {})",
