@@ -144,8 +144,9 @@ def residual_doc(runs, lofo_errors):
     return {"schema_version": 1,
             "generated_by": "scripts/fit_frameworks.py --residuals",
             "metric": "100 x (predicted / measured - 1): tokens/s/GPU leave-one-family-out "
-                      "(the framework's kernel_gap_fraction fitted without the run's family), "
-                      "peak memory as projected",
+                      "(the framework's kernel_gap_fraction, its own fit and the pooled fit it "
+                      "is averaged with, both made without the run's family), peak memory as "
+                      "projected",
             "runs": out}
 
 
