@@ -114,12 +114,12 @@ void read_remat(MaxTextReader& r, JobDraft& d) {
   d.runtime.tensor_policies = maxtext::named_remat_policies();
 }
 
-// shard_exp_on_fsdp (MX1 base.yml; fsdp_shard_on_exp before its 2026-01-05 rename): moe.py gives
-// the routed experts' wi / wo kernels their expert dimension on the FSDP axes ("embed_moe" /
+// shard_exp_on_fsdp (MX1 base.yml; fsdp_shard_on_exp before its 2026-01-05 rename): moe.py (MX6)
+// gives the routed experts' wi / wo kernels their expert dimension on the FSDP axes ("embed_moe" /
 // "embed_no_exp") and leaves their embed dimension whole. Each device holds num_experts / FSDP
 // whole experts instead of 1 / FSDP of every expert: the same bytes, gathered the same way, when
 // the FSDP shards divide the experts (the builder warns otherwise). MaxText refuses it beside
-// expert or tensor parallelism (pyconfig ValueError, docs/references.md MX1).
+// expert or tensor parallelism (its configuration check raises a ValueError, MX4).
 void read_expert_sharding(MaxTextReader& r, JobDraft& d) {
   const bool modern = r.stated("shard_exp_on_fsdp");
   const bool legacy = r.stated("fsdp_shard_on_exp");
