@@ -100,8 +100,8 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
       master_is_weight ? 0.0
                        : (fsdp ? w_dense / dense_shard + w_exp / expert_shard : w_dense + w_exp);
   // ZeRO-2 (ParallelSpec::grads_sharded): the main gradients are sharded like the optimizer
-  // state, and one unit's gradient is whole until its reduce-scatter (Megatron-FSDP's unit: one
-  // layer).
+  // state, and one unit's gradient is whole until its reduce-scatter (the largest unit the rank
+  // holds: a layer, or the embedding / output layer).
   const bool zero2 = par.grads_sharded && par.distributed_optimizer && !fsdp;
   s[idx(MemoryComponent::kGradients)] =
       fsdp || zero2 ? P.dense_params * gb / dense_shard + P.expert_params * gb / expert_shard +
