@@ -20,6 +20,7 @@
 #include "projector/job/builder.h"
 #include "projector/memory/memory.h"
 #include "projector/model/accounting.h"
+#include "projector/perf/perf.h"
 #include "projector/report/job_report.h"
 #include "support/adapter_input.h"
 #include "support/config_text.h"
@@ -565,6 +566,55 @@ TEST(MaxTextAdapter, ExpertsShardedOnFsdp) {
   EXPECT_EQ(refused_key("shard_exp_on_fsdp: true\nfsdp_shard_on_exp: false\n"),
             "fsdp_shard_on_exp");
   EXPECT_EQ(refused_key("shard_exp_on_fsdp: false\nici_expert_parallelism: 2\n"), "accepted");
+}
+
+// compile_xla_flags: MaxText's CF_FOR_ALL_REDUCE set (MX11) makes the tensor-parallel all-reduce
+// asynchronous beside the neighbouring matmul; an incomplete set leaves it synchronous.
+TEST(MaxTextAdapter, CompileXlaFlagsOverlapTheTensorAllReduce) {
+  testing::TempDir dir;
+  const std::string job =
+      "model_name: llama2-7b\nper_device_batch_size: 2\ncompile_topology: v5p-16\n"
+      "ici_fsdp_parallelism: 2\nici_tensor_parallelism: 4\n";
+  const std::string cf_all_reduce =
+      "compile_xla_flags: '--xla_tpu_enable_async_collective_fusion=true "
+      "--xla_tpu_enable_async_collective_fusion_fuse_all_reduce=true "
+      "--xla_tpu_enable_async_collective_fusion_multiple_steps=true "
+      "--xla_tpu_overlap_compute_collective_tc=true --xla_enable_async_all_reduce=true'\n";
+  const JobSpec plain = load_text(dir, job);
+  const JobSpec async = load_text(dir, job + cf_all_reduce);
+  EXPECT_FALSE(plain.parallel.tp_comm_overlap);
+  EXPECT_TRUE(async.parallel.tp_comm_overlap);
+  // Without xla_enable_async_all_reduce (libtpu's default: off) the fusion has nothing to run.
+  EXPECT_FALSE(load_text(dir, job + "compile_xla_flags: "
+                                    "'--xla_tpu_enable_async_collective_fusion_fuse_all_reduce'\n")
+                   .parallel.tp_comm_overlap);
+  // The all-gather half (the library's default) changes nothing here; it is named as unmodelled.
+  const JobSpec gather =
+      load_text(dir, job + "compile_xla_flags: '--xla_enable_async_all_gather=true'\n");
+  EXPECT_FALSE(gather.parallel.tp_comm_overlap);
+  EXPECT_TRUE(std::any_of(gather.warnings.begin(), gather.warnings.end(), [](const auto& w) {
+    return w.find("1 flag(s) without a modelled effect") != std::string::npos &&
+           w.find("xla_enable_async_all_gather") != std::string::npos;
+  }));
+  // Overlapped, each all-reduce hides behind its neighbouring matmul but slows it by the
+  // interference fraction of what it hides: exposed TP time drops, not below that fraction.
+  const PerfReport p0 = project_performance(plain);
+  const PerfReport p1 = project_performance(async);
+  const double f = async.cluster.accelerator.calibration.comm_compute_interference.value;
+  EXPECT_GT(p0.exposed.tp_s, 0.0);
+  EXPECT_LT(p1.exposed.tp_s, p0.exposed.tp_s);
+  EXPECT_GE(p1.exposed.tp_s, f * p0.exposed.tp_s - 1e-9);
+  EXPECT_EQ(p0.exposed.dp_s, p1.exposed.dp_s);
+  auto refused_key = [&](const std::string& flags) {
+    try {
+      load_text(dir, job + "compile_xla_flags: '" + flags + "'\n");
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refused_key("--xla_enable_async_all_reduce=maybe"), "compile_xla_flags");
+  EXPECT_EQ(refused_key("TPU_MEGACORE=MEGACORE_DENSE"), "compile_xla_flags");
 }
 
 // Every Primus MaxText experiment in a Primus checkout loads (skipped without one).

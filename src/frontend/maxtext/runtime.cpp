@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <sstream>
 
 #include "frontend/maxtext/adapter.h"
 #include "projector/util/text.h"
@@ -177,6 +180,68 @@ void read_attention_and_moe(MaxTextReader& r, JobDraft& d) {
   }
 }
 
+// compile_xla_flags (MX1, MX11: train.py compiles the step with them as options): the XLA
+// flags that decide whether MaxText's tensor-parallel all-reduce (the partial sums of a
+// row-sharded matmul: activations are replicated over the tensor axis, logical_axis_rules) runs
+// asynchronously beside the neighbouring compute. That takes the all-reduce half of
+// continuation fusion, MaxText's CF_FOR_ALL_REDUCE set (MX11):
+// xla_enable_async_all_reduce, xla_tpu_enable_async_collective_fusion(_fuse_all_reduce) and
+// xla_tpu_overlap_compute_collective_tc. The library enables only the all-gather half by default,
+// so an unstated set leaves the all-reduce synchronous (the profile's tp_comm_overlap).
+struct XlaFlag {
+  const char* name;
+  bool fallback;  // libtpu's value when unstated (xla_flags_library: CF for all-gather is on)
+};
+constexpr XlaFlag kAllReduceOverlapFlags[] = {
+    {"xla_enable_async_all_reduce", false},
+    {"xla_tpu_enable_async_collective_fusion", true},
+    {"xla_tpu_enable_async_collective_fusion_fuse_all_reduce", false},
+    {"xla_tpu_overlap_compute_collective_tc", true}};
+
+bool flag_bool(MaxTextReader& r, const std::string& name, const std::string& v) {
+  const std::string t = to_lower(v);
+  if (t.empty() || t == "true" || t == "1") return true;
+  if (t == "false" || t == "0") return false;
+  r.fail("compile_xla_flags", fmt::format("--{}={}: expected true or false", name, v));
+}
+
+void read_xla_flags(MaxTextReader& r, JobDraft& d) {
+  const std::string text = r.text("compile_xla_flags", "");
+  if (text.empty()) return;
+  std::map<std::string, bool> stated;
+  std::vector<std::string> other;
+  std::istringstream tokens(text);
+  for (std::string token; tokens >> token;) {
+    if (!token.starts_with("--")) {
+      r.fail("compile_xla_flags", fmt::format("'{}' is not an --xla flag", token));
+    }
+    const std::size_t eq = token.find('=');
+    const std::string name = token.substr(2, eq == std::string::npos ? eq : eq - 2);
+    const std::string value = eq == std::string::npos ? "" : token.substr(eq + 1);
+    const bool known =
+        std::any_of(std::begin(kAllReduceOverlapFlags), std::end(kAllReduceOverlapFlags),
+                    [&name](const XlaFlag& f) { return name == f.name; });
+    if (known) {
+      stated[name] = flag_bool(r, name, value);
+    } else {
+      other.push_back(name);
+    }
+  }
+  if (!other.empty()) {
+    d.warnings.push_back(fmt::format(
+        "compile_xla_flags: {} flag(s) without a modelled effect, priced as libtpu's defaults: {}",
+        other.size(), fmt::join(other, ", ")));
+  }
+  if (stated.empty()) return;
+  bool on = true;
+  for (const XlaFlag& f : kAllReduceOverlapFlags) {
+    const auto it = stated.find(f.name);
+    on = on && (it != stated.end() ? it->second : f.fallback);
+  }
+  d.tp_comm_overlap = on;
+  d.set_origin(DraftField::kTpCommOverlap, "compile_xla_flags", r.where("compile_xla_flags"));
+}
+
 // hardware and compile_topology (AOT compilation target): what accelerator and how many devices.
 void read_target(MaxTextReader& r, JobDraft& d) {
   const std::string hw = to_lower(r.text("hardware", "tpu"));
@@ -217,6 +282,7 @@ void read_maxtext_runtime(MaxTextReader& r, JobDraft& d) {
   read_remat(r, d);
   read_attention_and_moe(r, d);
   read_target(r, d);
+  read_xla_flags(r, d);
 }
 
 }  // namespace projector::frontend_detail
