@@ -605,6 +605,15 @@ TEST(MaxTextAdapter, CompileXlaFlagsOverlapTheTensorAllReduce) {
   EXPECT_LT(p1.exposed.tp_s, p0.exposed.tp_s);
   EXPECT_GE(p1.exposed.tp_s, f * p0.exposed.tp_s - 1e-9);
   EXPECT_EQ(p0.exposed.dp_s, p1.exposed.dp_s);
+  // On a GPU job the libtpu set has no effect (and is said to have none).
+  const std::string gpu_job =
+      "model_name: llama2-7b\nper_device_batch_size: 2\nhardware: gpu\n"
+      "ici_fsdp_parallelism: 2\nici_tensor_parallelism: 4\n";
+  const JobSpec gpu = load_text(dir, gpu_job + cf_all_reduce);
+  EXPECT_FALSE(gpu.parallel.tp_comm_overlap);
+  EXPECT_TRUE(std::any_of(gpu.warnings.begin(), gpu.warnings.end(), [](const auto& w) {
+    return w.find("a GPU job (hardware) keeps") != std::string::npos;
+  }));
   auto refused_key = [&](const std::string& flags) {
     try {
       load_text(dir, job + "compile_xla_flags: '" + flags + "'\n");

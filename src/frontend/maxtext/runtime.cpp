@@ -233,6 +233,13 @@ void read_xla_flags(MaxTextReader& r, JobDraft& d) {
         other.size(), fmt::join(other, ", ")));
   }
   if (stated.empty()) return;
+  // The set is libtpu's: a GPU job (hardware gpu / gpu_multiprocess) compiles without it.
+  if (!to_lower(r.text("hardware", "tpu")).starts_with("tpu")) {
+    d.warnings.push_back(
+        "compile_xla_flags: the async all-reduce flags are libtpu's; a GPU job (hardware) keeps "
+        "its tensor-parallel all-reduce synchronous");
+    return;
+  }
   bool on = true;
   for (const XlaFlag& f : kAllReduceOverlapFlags) {
     const auto it = stated.find(f.name);
