@@ -611,7 +611,13 @@ void add_head_activations(const JobSpec& job, const Geometry& geo, const Virtual
     c.transient = std::max(0.0, c.transient - head);
     c.transient_floor = std::max(0.0, c.transient_floor - head);
     // A vocab-tiled loss never holds the whole logits: one tile's at a time.
-    if (job.runtime.vocab_tiles <= 1) consider_transient(c, logits_tmp, "logits and loss backward");
+    if (job.runtime.vocab_tiles <= 1) {
+      // Upcast from a narrower params dtype: the allocator sees the chain (EagerLossChain).
+      if (own_grad && !compiled && geo.e < 4.0) {
+        c.loss = {geo.tokens * vocab_local * geo.e, geo.tokens * vocab_local * 4.0, c.transient};
+      }
+      consider_transient(c, logits_tmp, "logits and loss backward");
+    }
     consider_transient(c, vocab_tile_bytes(job, geo, vocab_local), "vocab tile logits");
   }
   for (int k = 0; k < st.mtp_layers; ++k) {
@@ -713,7 +719,11 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
   const double before_head = c.per_microbatch;
   add_head_activations(job, geo, st, mtp_act, vocab_local, c);
   if (blocks != nullptr && c.per_microbatch > before_head) {
-    blocks->push_back(c.per_microbatch - before_head);
+    // The eager loss's saved log-softmax last, so the replay can place the chain around it.
+    const double log_softmax = c.loss.present() ? c.loss.upcast_bytes : 0.0;
+    const double rest = c.per_microbatch - before_head - log_softmax;
+    if (rest > 0.0) blocks->push_back(rest);
+    if (log_softmax > 0.0) blocks->push_back(log_softmax);
   }
   const bool compiled = job.runtime.whole_step_compiled;
   c.transient_floor = compiled ? std::min(c.transient, c.transient_floor) : c.transient;

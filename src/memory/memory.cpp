@@ -230,6 +230,7 @@ const RankChunks& rank_chunks(Context& cx, int r, RankMemory& rm) {
   out.w_only_upper.assign(v, 0.0);
   out.transient_per_chunk.assign(v, 0.0);
   out.transient_source_per_chunk.assign(v, "");
+  out.loss_per_chunk.assign(v, memory_detail::EagerLossChain{});
   rm.activation_per_chunk_bytes.assign(v, 0.0);
   rm.w_only_per_chunk_bytes.assign(v, 0.0);
   for (std::size_t c = 0; c < v; ++c) {
@@ -249,6 +250,7 @@ const RankChunks& rank_chunks(Context& cx, int r, RankMemory& rm) {
                                                cx.vocab_local, &out.blocks[c]);
     out.transient_per_chunk[c] = p.transient;
     out.transient_source_per_chunk[c] = p.transient_source;
+    out.loss_per_chunk[c] = p.loss;
     const ChunkActivation u = cx.dropless_moe ? chunk_activation(job, cx.geo, st, cx.cache_upper,
                                                                  cx.mtp_upper, cx.vocab_local)
                                               : p;

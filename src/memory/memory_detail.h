@@ -50,6 +50,19 @@ double gemm_input_bytes(const PrecisionSpec& p);
 LayerActivation layer_act_full(const JobSpec& job, const Geometry& geo, const SelectiveSet& rc,
                                const LayerSpec& layer, bool upper, const MemoryOptions& options);
 
+// PyTorch's eager cross entropy on upcast logits (torch.nn.functional.cross_entropy on
+// `logits.float()`) as the caching allocator sees it. Forward: the output layer's params-dtype
+// logits, their fp32 copy, then the saved log-softmax (the chunk's last saved block); the copy
+// and the params-dtype logits are freed once the loss returns. Backward: nll_loss's dense fp32
+// gradient, then log_softmax's, each the size of the copy. The freed params-dtype logits leave a
+// hole no later fp32 tensor fits in: the allocator replay reserves it beyond the allocated peak.
+struct EagerLossChain {
+  double logits_bytes = 0.0;     // params-dtype logits; 0: the chunk has no such loss
+  double upcast_bytes = 0.0;     // their fp32 copy; each backward gradient is as large
+  double other_transient = 0.0;  // the chunk's largest temporary besides the loss
+  bool present() const { return logits_bytes > 0.0; }
+};
+
 struct ChunkActivation {
   double per_microbatch = 0.0;  // saved bytes of one microbatch of this chunk
   double w_retained = 0.0;
@@ -60,6 +73,7 @@ struct ChunkActivation {
   // backward reads that only a GEMM can produce; cheap elementwise outputs (norms, activations,
   // residual sums) are recomputed next to their consumer. Equals `transient` without it.
   double transient_floor = 0.0;
+  EagerLossChain loss;  // with `blocks`, the last block is the saved log-softmax
 };
 
 // Per-layer activations, computed once per run of identically shaped layers.
@@ -100,6 +114,7 @@ struct RankChunks {
   std::vector<double> transient_per_chunk;
   std::vector<const char*> transient_source_per_chunk;
   std::vector<std::vector<double>> blocks;
+  std::vector<EagerLossChain> loss_per_chunk;
 };
 
 // What one projection resolves once and every rank reads.

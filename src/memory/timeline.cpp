@@ -110,10 +110,20 @@ Replay replay_allocator(const Context& cx, int r, const RankChunks& ch, const Ra
   for (std::size_t c = 0; c < v; ++c) base[c + 1] = base[c] + m * ch.blocks[c].size();
   std::vector<int> handles(base[v], -1);
   std::vector<int> w_handle(v * m, -1);
+  // A chunk's temporary; with the eager loss (EagerLossChain) only the largest besides it, the
+  // loss's own tensors being replayed where the chain allocates them.
   const auto temporary = [&](std::size_t c) {
-    if (ch.transient_per_chunk[c] > 0.0) {
-      model.free(model.allocate(ch.transient_per_chunk[c], kComputeStream));
-    }
+    const EagerLossChain& loss = ch.loss_per_chunk[c];
+    const double bytes = loss.present() ? loss.other_transient : ch.transient_per_chunk[c];
+    if (bytes > 0.0) model.free(model.allocate(bytes, kComputeStream));
+  };
+  const auto loss_backward = [&](std::size_t c) {
+    const EagerLossChain& loss = ch.loss_per_chunk[c];
+    if (!loss.present()) return;
+    const int nll_grad = model.allocate(loss.upcast_bytes, kComputeStream);
+    const int log_softmax_grad = model.allocate(loss.upcast_bytes, kComputeStream);
+    model.free(nll_grad);
+    model.free(log_softmax_grad);
   };
   const auto release = [&](std::size_t c, std::size_t k) {
     const std::size_t n = ch.blocks[c].size();
@@ -130,14 +140,26 @@ Replay replay_allocator(const Context& cx, int r, const RankChunks& ch, const Ra
       const auto k = static_cast<std::size_t>(a.microbatch) % m;
       const std::size_t n = ch.blocks[c].size();
       switch (a.phase) {
-        case Phase::kF:
+        case Phase::kF: {
+          // The loss chain: logits and their fp32 copy before the saved log-softmax (the last
+          // block), both freed after it.
+          const EagerLossChain& loss = ch.loss_per_chunk[c];
+          int logits = -1, upcast = -1;
           for (std::size_t j = 0; j < n; ++j) {
+            if (loss.present() && j + 1 == n) {
+              logits = model.allocate(loss.logits_bytes, kComputeStream);
+              upcast = model.allocate(loss.upcast_bytes, kComputeStream);
+            }
             const double b = ch.blocks[c][j];
             handles[base[c] + k * n + j] = b > 0.0 ? model.allocate(b, kComputeStream) : -1;
           }
+          if (upcast >= 0) model.free(upcast);
+          if (logits >= 0) model.free(logits);
           temporary(c);
           break;
+        }
         case Phase::kB: {
+          loss_backward(c);
           temporary(c);
           release(c, k);
           const double w = rm.w_only_per_chunk_bytes[c];
@@ -145,6 +167,7 @@ Replay replay_allocator(const Context& cx, int r, const RankChunks& ch, const Ra
           break;
         }
         case Phase::kBW:
+          loss_backward(c);
           temporary(c);
           release(c, k);
           break;

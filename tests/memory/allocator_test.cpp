@@ -114,6 +114,31 @@ TEST(CachingAllocator, ASplitTransientSegmentForcesANewOne) {
   EXPECT_EQ(m.allocated_bytes(), (3 * 14 + 40) << 20);
 }
 
+// PyTorch's eager cross entropy on upcast logits (memory_detail::EagerLossChain), bf16 logits L
+// = 40 MiB and their fp32 copy 2L = 80 MiB: the forward allocates L, 2L, then the saved
+// log-softmax 2L, and frees the copy and L (they merge into one 3L = 120 MiB hole below the saved
+// log-softmax); the backward's nll_loss gradient 2L takes the hole's first 80 MiB and leaves 40
+// MiB, too small for log_softmax's gradient 2L, which extends the segment. Reserved 2L + 2L + 3L =
+// 280 MiB for 3 x 2L = 240 MiB allocated: exactly L beyond the allocated peak. Fixed segments: L,
+// 2L and 2L get their own segments; the nll gradient reuses the copy's, the log-softmax gradient
+// needs a fourth: again L beyond the allocated peak.
+TEST(CachingAllocator, EagerLossLeavesTheLogitsHole) {
+  for (const auto kind : {DeviceAllocatorKind::kCachingExpandable, DeviceAllocatorKind::kCaching}) {
+    AllocatorModel m(kind);
+    const int logits = m.allocate(40 * kMiB);
+    const int upcast = m.allocate(80 * kMiB);
+    m.allocate(80 * kMiB);  // the saved log-softmax
+    m.free(upcast);
+    m.free(logits);
+    const int nll_grad = m.allocate(80 * kMiB);
+    const int log_softmax_grad = m.allocate(80 * kMiB);
+    EXPECT_EQ(m.peak_allocated_bytes(), 240 << 20);
+    EXPECT_EQ(m.peak_reserved_bytes(), 280 << 20) << static_cast<int>(kind);
+    m.free(nll_grad);
+    m.free(log_softmax_grad);
+  }
+}
+
 TEST(XlaAllocator, ReservesWhatIsLive) {
   AllocatorModel m(DeviceAllocatorKind::kXla);
   const int a = m.allocate(3 * kMiB);
