@@ -352,7 +352,8 @@ std::string_view to_string(DraftField f) {
                                                 "kernel_gap_fraction",
                                                 "moe_overlap",
                                                 "host_dispatch",
-                                                "expandable_segments"};
+                                                "expandable_segments",
+                                                "fp8_param_gather"};
   static_assert(std::size(kNames) == kNumDraftFields);
   const auto i = static_cast<std::size_t>(f);
   return i < std::size(kNames) ? kNames[i] : "?";

@@ -134,6 +134,27 @@ void Builder::allocator_defaults() {
       expandable ? DeviceAllocatorKind::kCachingExpandable : DeviceAllocatorKind::kCaching;
 }
 
+// FP8 weights: as stated, else on when the profile lists the job's FP8 recipe (NeMo / Megatron-
+// Bridge keep delayed- and tensorwise-scaled weights in FP8, not MXFP8 or blockwise ones).
+void Builder::fp8_param_default() {
+  PrecisionSpec& p = job_.runtime.precision;
+  if (p.fp8 == Fp8Recipe::kNone) {
+    p.fp8_param = false;
+    return;
+  }
+  if (d_.fp8_param) {
+    p.fp8_param = *d_.fp8_param;
+    return;
+  }
+  const ProfileDefault<std::vector<Fp8Recipe>>& def = d_.profile.fp8_param_gather;
+  p.fp8_param =
+      def.value && std::find(def.value->begin(), def.value->end(), p.fp8) != def.value->end();
+  record(DraftField::kFp8ParamGather, show(p.fp8_param),
+         def.value ? fmt::format("{} recipe ({})", to_string(p.fp8), def.source)
+                   : fmt::format("{} has no default", d_.profile.name),
+         true);
+}
+
 void Builder::runtime_defaults() {
   RuntimeSpec& rt = job_.runtime;
   ModelSpec& m = job_.model;
@@ -155,6 +176,7 @@ void Builder::runtime_defaults() {
   rt.precision.fp8 =
       d_.fp8 ? decide(DraftField::kFp8Recipe, d_.fp8_recipe, prof.fp8_recipe, Fp8Recipe::kDelayed)
              : Fp8Recipe::kNone;
+  fp8_param_default();
   if (rt.offload.any() && job_.cluster.accelerator.host_bw_bytes_per_s <= 0.0) {
     job_.warnings.push_back(fmt::format(
         "{} has no host_bandwidth in its accelerator file: the activation offload copies "

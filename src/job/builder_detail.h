@@ -198,6 +198,7 @@ class Builder {
   void schedule_choice();
   void parallel_defaults();
   void runtime_defaults();
+  void fp8_param_default();
   void host_dispatch_defaults();
   void allocator_defaults();
   void recommendation();

@@ -179,6 +179,15 @@ void read_defaults(const Reader& r, const YAML::Node& defaults, FrameworkProfile
       {"flash_attention", b(p.flash_attention)},
       {"attention_kernel", c(p.attention_kernel, kKernels)},
       {"fp8_recipe", c(p.fp8_recipe, kRecipes)},
+      {"fp8_param_gather",
+       [&](const YAML::Node& e, const std::string& k) {
+         read_default(r, e, k, p.fp8_param_gather, [&](const YAML::Node& v, const std::string& kk) {
+           if (!v.IsSequence()) r.fail(v, kk, "expected a list of FP8 recipes, e.g. [delayed]");
+           std::vector<Fp8Recipe> out;
+           for (const YAML::Node& item : v) out.push_back(r.choice(item, kk, kRecipes));
+           return out;
+         });
+       }},
       {"grad_reduce_dtype", c(p.grad_reduce_dtype, kGradDtypes)},
       {"fsdp", c(p.fsdp, kFsdp)},
       {"vocab_padding", i(p.vocab_padding)},

@@ -48,6 +48,7 @@ void name_fields(JobDraft& d) {
       {DraftField::kSeqLength, "training.seq_len"},
       {DraftField::kFlashAttention, "training.flash_attention"},
       {DraftField::kFp8Recipe, "training.fp8_recipe"},
+      {DraftField::kFp8ParamGather, "training.precision: fp8_param_gather"},
       {DraftField::kGradReduceDtype, "training.grad_reduce_dtype"},
       {DraftField::kAttentionDropout, "model.attention_dropout"},
       {DraftField::kHiddenDropout, "model.hidden_dropout"},

@@ -190,6 +190,8 @@ void read_precision(Mapper& m, const std::string& text) {
       d.fp8_recipe = Fp8Recipe::kDelayed;
     }  // else: the framework profile's recipe
   }
+  // FP8 weights when the entry names Megatron's flag; else the framework profile's recipes.
+  if (d.fp8 && (has(t, "fp8_param_gather") || has(t, "fp8-param-gather"))) d.fp8_param = true;
   if (has(t, "assumed")) m.note("training.precision: the source entry marks it as assumed");
 }
 

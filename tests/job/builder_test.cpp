@@ -350,5 +350,39 @@ TEST(Builder, HostIssueCostsModelledOrFlagged) {
   EXPECT_EQ(find_default(built("maxtext", true), "host_dispatch"), nullptr);
 }
 
+// FP8 weights (fp8_param_gather) follow the recipe where the input does not say: NeMo / Megatron-
+// Bridge keep delayed- and tensorwise-scaled weights in FP8 and MXFP8 ones in bf16
+// (mixed_precision.py, NM3), Megatron-LM none (store_true); a stated value wins. With FP8 weights
+// the first pipeline rank's weights shrink by one byte per GEMM parameter: 16 Llama 3.1 8B layers
+// of 218,103,808 (q, k, v, o, w1, w3, w2), halved by TP 2: 1,744,830,464 bytes.
+TEST(Builder, Fp8WeightsFollowTheRecipeInTheProfile) {
+  const auto built = [](const std::string& profile, Fp8Recipe recipe, std::optional<bool> stated) {
+    JobDraft d = make_draft(testing::llama31_8b(), two_nodes());
+    d.profile = load_framework_profile(default_data_dir() + "/frameworks/" + profile + ".yaml");
+    d.fp8 = true;
+    d.fp8_recipe = recipe;
+    d.fp8_param = stated;
+    return finalize_job(d, make_cluster(two_nodes()));
+  };
+  const JobSpec nemo = built("nemo", Fp8Recipe::kDelayed, std::nullopt);
+  EXPECT_TRUE(nemo.runtime.precision.fp8_param);
+  const AppliedDefault* a = find_default(nemo, "fp8_param_gather");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->value, "true");
+  EXPECT_NE(a->reason.find("NM3"), std::string::npos) << a->reason;
+  EXPECT_TRUE(built("nemo", Fp8Recipe::kTensorwise, std::nullopt).runtime.precision.fp8_param);
+  EXPECT_FALSE(built("nemo", Fp8Recipe::kMxfp8, std::nullopt).runtime.precision.fp8_param);
+  EXPECT_FALSE(built("nemo", Fp8Recipe::kDelayed, false).runtime.precision.fp8_param);
+  EXPECT_EQ(find_default(built("nemo", Fp8Recipe::kDelayed, false), "fp8_param_gather"), nullptr);
+  const JobSpec mg = built("megatron-lm", Fp8Recipe::kDelayed, std::nullopt);
+  EXPECT_FALSE(mg.runtime.precision.fp8_param);
+  EXPECT_TRUE(built("megatron-lm", Fp8Recipe::kDelayed, true).runtime.precision.fp8_param);
+  // Cross-module: the memory model's weights on the first pipeline rank (16 layers, TP 2).
+  const auto weights = static_cast<std::size_t>(MemoryComponent::kWeights);
+  const double w_fp8 = project_memory(nemo).ranks[0].point[weights];
+  const double w_bf16 = project_memory(mg).ranks[0].point[weights];
+  EXPECT_NEAR(w_bf16 - w_fp8, 16.0 * 218103808.0 / 2.0, 1e6);
+}
+
 }  // namespace
 }  // namespace projector

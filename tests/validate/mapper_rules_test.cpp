@@ -50,6 +50,25 @@ TEST(MapperRules, NamedScheduleWithoutVpp) {
   EXPECT_EQ(v.job.parallel.vpp, 2);  // a V-shape schedule runs two chunks per rank
 }
 
+// FP8 weights from the entry's precision text (Megatron's flag named) or else the framework
+// profile's recipes: a NeMo FP8 run with neither keeps its delayed-scaled weights in FP8 (NM3), a
+// Megatron-Core one does not unless the entry names fp8_param_gather; MXFP8 NeMo runs do not.
+TEST(MapperRules, Fp8WeightsFromTextOrTheProfile) {
+  const std::string base =
+      "{tp: 2, pp: 1, micro_batch_size: 1, global_batch_size: 64, seq_len: 4096, precision: ";
+  const auto fp8_param = [&](const std::string& precision, const std::string& framework) {
+    const MappedRun m = map_one(base + precision + "}", "", framework);
+    EXPECT_TRUE(m.mapped) << m.reason;
+    return m.job.runtime.precision.fp8_param;
+  };
+  EXPECT_TRUE(fp8_param("FP8 (Transformer Engine)", "NeMo 24.07"));
+  EXPECT_FALSE(fp8_param("FP8 (Transformer Engine)", "Megatron-Core"));
+  EXPECT_TRUE(fp8_param("'FP8 tensorwise, fp8_param_gather'", "Megatron-Core"));
+  EXPECT_TRUE(fp8_param("'MXFP8 (--fp8-recipe mxfp8, --fp8-param-gather)'", "Megatron-Core"));
+  EXPECT_FALSE(fp8_param("MXFP8", "NeMo 24.07"));
+  EXPECT_FALSE(fp8_param("BF16", "NeMo 24.07"));
+}
+
 // Megatron's ETP = TP would make ETP x EP x PP = 2 x 16 x 1 = 32 not divide 16 GPUs: the other
 // documented choice, ETP 1, is taken and listed.
 TEST(MapperRules, EtpDefaultFallsBack) {

@@ -163,10 +163,12 @@ void read_precision(ArgReader& r, JobDraft& d) {
       r.fail("fp4_recipe", fmt::format("unknown recipe '{}' (nvfp4, mxfp4, custom)", recipe));
     }
   }
-  prec.fp8_param = r.bool_quiet("fp8_param_gather", false);
-  if (prec.fp8_param && !d.fp8) {
-    d.warnings.push_back("fp8_param_gather is set without fp8; ignored");
-    prec.fp8_param = false;
+  // Unstated: the profile's recipes (NeMo keeps delayed / tensorwise weights in FP8).
+  name_field(r, d, DraftField::kFp8ParamGather, "fp8_param_gather");
+  if (r.has("fp8_param_gather")) {
+    d.fp8_param = r.bool_quiet("fp8_param_gather", false);
+    if (*d.fp8_param && !d.fp8)
+      d.warnings.push_back("fp8_param_gather is set without fp8; ignored");
   }
 }
 

@@ -136,7 +136,7 @@ void read_float8(TitanReader& r, JobDraft& d, std::vector<std::string>& filters)
     r.fail("quantize.linear.float8.enable_fsdp_float8_all_gather",
            "not supported together with recipe_name (float8.py:65-69)");
   }
-  d.runtime.precision.fp8_param = all_gather;
+  d.fp8_param = all_gather;
   filters = r.strings("quantize.linear.float8.filter_fqns");
 }
 

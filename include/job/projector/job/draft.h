@@ -60,6 +60,7 @@ enum class DraftField : std::uint8_t {
   kMoeOverlap,          // Megatron overlap_moe_expert_parallel_comm (combined 1F1B)
   kHostDispatch,        // the profile's host issue costs (RuntimeSpec::host_dispatch)
   kExpandableSegments,  // PyTorch allocator's expandable_segments (RuntimeSpec::allocator)
+  kFp8ParamGather,      // FP8 weights (PrecisionSpec::fp8_param)
   kCount
 };
 inline constexpr int kNumDraftFields = static_cast<int>(DraftField::kCount);
@@ -131,6 +132,9 @@ struct JobDraft {
   std::optional<AttentionKernel> attention_kernel;
   std::optional<Fp8Recipe> fp8_recipe;  // read only when `fp8` is set
   bool fp8 = false;
+  // Weights kept in FP8 (Megatron fp8_param_gather, torchtitan's float8 all-gather); unset: the
+  // profile's recipes (FrameworkProfile::fp8_param_gather).
+  std::optional<bool> fp8_param;
   std::optional<Dtype> main_grads_dtype;
   std::optional<double> attention_dropout, hidden_dropout;
   std::optional<int> vocab_padding;  // make_vocab_size_divisible_by

@@ -65,7 +65,10 @@ struct FrameworkProfile {
   ProfileDefault<bool> flash_attention;              // flash / fused attention on when unstated
   ProfileDefault<AttentionKernel> attention_kernel;  // the kernel when it is on
   ProfileDefault<Fp8Recipe> fp8_recipe;              // when FP8 is on but no recipe is named
-  ProfileDefault<Dtype> grad_reduce_dtype;           // gradient buffer and DP reduction
+  // The FP8 recipes whose weights the framework keeps in FP8 (fp8_param_gather) when the input
+  // does not say; empty: none.
+  ProfileDefault<std::vector<Fp8Recipe>> fp8_param_gather;
+  ProfileDefault<Dtype> grad_reduce_dtype;  // gradient buffer and DP reduction
   ProfileDefault<FsdpKind> fsdp;
   ProfileDefault<int> vocab_padding;  // make_vocab_size_divisible_by (x TP)
   ProfileDefault<double> dropout;     // attention and hidden dropout
