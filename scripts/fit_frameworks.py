@@ -19,14 +19,16 @@ A profile with no runs keeps no constant (0: kernels back to back) and says so.
 The same leave-one-family-out errors are the residuals behind every projection's calibrated 80 %
 range (interval/interval.h): --residuals writes them, with each run's regime and family and its
 peak-memory error, to data/validation/residuals.json; --check-residuals fails when that file is
-stale (a ctest).
+stale (a ctest). Last, it prints the peak-memory errors of the runs that publish a peak, in-sample
+and leave-one-family-out (those runs scored without the accelerator constants fitted on them,
+MEMORY_FITTED).
 
 Usage: scripts/fit_frameworks.py [--projector build/release/projector] [--write] [--residuals]
                                  [--check-residuals] [--self-test]
   --write: store the in-sample fits in data/frameworks/<profile>.yaml
   --check-residuals: also fails when a profile's shipped gap is not this fit
   --self-test: the fitting rules on hand-made runs (no projector needed)
-Needs only the Python standard library; runs `projector validate` 41 x 3 times (~2 min).
+Needs only the Python standard library; runs `projector validate` 41 x 3 + 2 x 3 times (~1-2 min).
 """
 import argparse
 import json
