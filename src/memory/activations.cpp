@@ -431,6 +431,43 @@ double offloaded_act(const JobSpec& job, const Geometry& geo, const SelectiveSet
   return std::min(total, moved * std::clamp(off.fraction, 0.0, 1.0));
 }
 
+// Megatron captures a layer (cuda_graphs.py _layer_is_graphable, HO10) when no module is named,
+// or when a named module is in it: attn (a self-attention layer), mlp (a dense MLP), moe,
+// moe_router or moe_preprocess (an MoE layer), mamba.
+bool layer_graphed(const CudaGraphs& g, const LayerSpec& layer) {
+  if (g.has(CudaGraphModule::kLayer)) return true;
+  if (g.has(CudaGraphModule::kAttn) && layer.has_attention()) return true;
+  if (g.has(CudaGraphModule::kMamba) && layer.has_mamba()) return true;
+  if (!layer.has_ffn()) return false;
+  if (!layer.is_moe) return g.has(CudaGraphModule::kMlp);
+  return g.has(CudaGraphModule::kMoe) || g.has(CudaGraphModule::kMoeRouter) ||
+         g.has(CudaGraphModule::kMoePreprocess);
+}
+
+// TE's make_graphed_callables holds each captured (layer, microbatch)'s sample inputs as the
+// graph's static input surface and copies the previous layer's output into them on replay (HO11);
+// Megatron reuses a set only once its microbatch's backward has run (HO10 _get_sample_arguments),
+// so one set is held per microbatch in flight, on top of what eager holds. The set
+// (GraphableMegatronModule / TransformerLayer get_layer_static_inputs): the bf16 hidden states [s /
+// cp (/ tp with SP), b, h] (h x streams with hyper-connections) and, when attention is captured, a
+// boolean causal mask [b, 1, s / cp, s]. The local implementation aliases the previous graph's
+// output instead (no copy); a full-iteration graph has no per-layer inputs.
+double cuda_graph_input_bytes(const JobSpec& job, const Geometry& geo, const LayerSpec& layer) {
+  const CudaGraphs& g = job.runtime.cuda_graphs;
+  if (g.full_iteration || g.impl != CudaGraphImpl::kTransformerEngine || g.modules == 0 ||
+      !layer_graphed(g, layer)) {
+    return 0.0;
+  }
+  constexpr double kBf16 = 2.0;
+  double bytes = geo.tokens * geo.h / geo.sp * kBf16 * std::max(1, job.model.hc_mult);
+  const bool attn_captured = g.has(CudaGraphModule::kLayer) || g.has(CudaGraphModule::kAttn);
+  if (attn_captured && layer.has_attention()) {
+    const double seq = static_cast<double>(job.runtime.seq_length);
+    bytes += geo.tokens * seq;  // one byte per (query, key) pair
+  }
+  return bytes;
+}
+
 LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const SelectiveSet& rc,
                           const LayerSpec& layer, bool upper, const MemoryOptions& options) {
   LayerActBytes b;
@@ -458,6 +495,7 @@ LayerActivation layer_act(const JobSpec& job, const Geometry& geo, const Selecti
   out.total_bytes -= out.offloaded_bytes;
   out.w_retained_bytes = b.w_io;
   out.largest_temporary_bytes = b.largest_tmp;
+  out.cuda_graph_input_bytes = cuda_graph_input_bytes(job, geo, layer);
   return out;
 }
 
@@ -714,6 +752,7 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
                            "selective recompute working set");
       }
     }
+    c.per_microbatch += la.cuda_graph_input_bytes;
     if (blocks != nullptr) blocks->push_back(c.per_microbatch - before);
   }
   const double before_head = c.per_microbatch;

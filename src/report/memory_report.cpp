@@ -268,7 +268,8 @@ Json report_json(const JobSpec& job, const MemoryReport& rep) {
                       {"total_bytes", a.total_bytes},
                       {"input_bytes", a.input_bytes},
                       {"w_retained_bytes", a.w_retained_bytes},
-                      {"largest_temporary_bytes", a.largest_temporary_bytes}});
+                      {"largest_temporary_bytes", a.largest_temporary_bytes},
+                      {"cuda_graph_input_bytes", a.cuda_graph_input_bytes}});
   }
   j["layer_activations_per_microbatch"] = std::move(layers);
   j["peak"] = {{"rank", rep.peak_rank},

@@ -399,8 +399,16 @@ void read_cuda_graphs(Mapper& m) {
     }
   }
   if (g.modules == 0) g.add(CudaGraphModule::kLayer);
-  m.note(fmt::format("training.cuda_graphs: {} captured (no host issue time)",
-                     fmt::join(member_names<CudaGraphModule>(g), ", ")));
+  // Megatron's --enable-cuda-graph is the local implementation; a text that names neither is read
+  // as local (its inputs alias the previous graph's output: no static input copies), and says so.
+  const bool te = text.find("transformer_engine") != std::string::npos;
+  g.impl = te ? CudaGraphImpl::kTransformerEngine : CudaGraphImpl::kLocal;
+  m.note(fmt::format("training.cuda_graphs: {} captured (no host issue time){}",
+                     fmt::join(member_names<CudaGraphModule>(g), ", "),
+                     te ? "; TE static input buffers per layer and microbatch in flight"
+                     : text.find("local") != std::string::npos
+                         ? ""
+                         : "; implementation not named, read as local (no static input copies)"));
 }
 
 // The recipe's MoE switches, read as the Megatron adapter reads overlap_moe_expert_parallel_comm,

@@ -444,22 +444,32 @@ TEST(MegatronFidelity, CudaGraphModulesAreRead) {
   EXPECT_TRUE(te.has(CudaGraphModule::kMoeRouter));
   EXPECT_FALSE(te.has(CudaGraphModule::kLayer));
   EXPECT_FALSE(te.full_iteration);
-  EXPECT_TRUE(load_text(dir, flat_args("enable_cuda_graph: true\n"))
-                  .runtime.cuda_graphs.has(CudaGraphModule::kLayer));
+  EXPECT_EQ(te.impl, CudaGraphImpl::kTransformerEngine);
+  const CudaGraphs local =
+      load_text(dir, flat_args("enable_cuda_graph: true\n")).runtime.cuda_graphs;
+  EXPECT_TRUE(local.has(CudaGraphModule::kLayer));
+  EXPECT_EQ(local.impl, CudaGraphImpl::kLocal);
+  EXPECT_EQ(load_text(dir, flat_args("external_cuda_graph: true\n")).runtime.cuda_graphs.impl,
+            CudaGraphImpl::kTransformerEngine);
   EXPECT_TRUE(load_text(dir, flat_args("cuda_graph_impl: local\n"
                                        "cuda_graph_scope: full_iteration\n"))
                   .runtime.cuda_graphs.full_iteration);
-  // Graphs on: their pool memory is flagged as not modelled, at the key that turned them on;
-  // graphs off: no such warning.
-  const JobSpec graphs = load_text(dir, flat_args("enable_cuda_graph: true\n"));
-  const auto flagged = [](const JobSpec& j) {
-    return std::any_of(j.warnings.begin(), j.warnings.end(), [](const std::string& w) {
-      return w.find("enable_cuda_graph: CUDA graphs (local)") != std::string::npos &&
+  // The full-iteration graph's private pool is flagged as not modelled, at the key that turned it
+  // on; per-layer graphs (whose static inputs are modelled) and no graphs get no such warning.
+  const auto flagged = [](const JobSpec& j, const std::string& at) {
+    return std::any_of(j.warnings.begin(), j.warnings.end(), [&](const std::string& w) {
+      return w.find(at + ": CUDA graphs (full_iteration)") != std::string::npos &&
              w.find("pool") != std::string::npos && w.find("not modelled") != std::string::npos;
     });
   };
-  EXPECT_TRUE(flagged(graphs));
-  EXPECT_FALSE(flagged(load_text(dir, flat_args("cuda_graph_modules: [attn]\n"))));
+  EXPECT_TRUE(
+      flagged(load_text(dir, flat_args("cuda_graph_impl: full_iteration\n")), "cuda_graph_impl"));
+  EXPECT_FALSE(
+      flagged(load_text(dir, flat_args("enable_cuda_graph: true\n")), "enable_cuda_graph"));
+  EXPECT_FALSE(flagged(load_text(dir, flat_args("cuda_graph_impl: transformer_engine\n")),
+                       "cuda_graph_impl"));
+  EXPECT_FALSE(
+      flagged(load_text(dir, flat_args("cuda_graph_modules: [attn]\n")), "cuda_graph_modules"));
   try {
     load_text(dir, flat_args("cuda_graph_impl: local\ncuda_graph_modules: [attention]\n"));
     FAIL() << "an unknown module loaded";

@@ -234,6 +234,56 @@ TEST(Activations, MoeActRecompute) {
   EXPECT_DOUBLE_EQ(base - layer_activation(j, j.model.layers[0]).moe_bytes, 4096.0 * 2 * 2 * 14336);
 }
 
+// TE-captured CUDA graphs (cuda_graph_impl transformer_engine) hold a static input set per
+// graphed layer and microbatch (docs/memory.md "CUDA graphs"). Llama 3.1 8B at TP 2 with SP,
+// s = 4096, b = 1: bf16 hidden states 4096 / 2 x 4096 x 2 = 16,777,216 bytes, and with attention
+// captured the boolean causal mask 4096 x 4096 = 16,777,216. The local implementation aliases the
+// previous graph's output: nothing.
+TEST(Activations, TeCudaGraphStaticInputs) {
+  JobSpec j = make_job(testing::llama31_8b(), {.tp = 2, .dp = 1}, 1, 4096);
+  j.parallel.sequence_parallel = true;
+  const double eager = layer_activation(j, j.model.layers[0]).total_bytes;
+  j.runtime.cuda_graphs.impl = CudaGraphImpl::kTransformerEngine;
+  j.runtime.cuda_graphs.add(CudaGraphModule::kAttn);
+  LayerActivation a = layer_activation(j, j.model.layers[0]);
+  EXPECT_DOUBLE_EQ(a.cuda_graph_input_bytes, 2.0 * 16777216.0);
+  EXPECT_DOUBLE_EQ(a.total_bytes, eager);  // held beside the saved set, whatever the recompute
+  j.runtime.cuda_graphs.modules = 0;
+  j.runtime.cuda_graphs.add(CudaGraphModule::kMlp);  // a dense MLP only: no mask
+  EXPECT_DOUBLE_EQ(layer_activation(j, j.model.layers[0]).cuda_graph_input_bytes, 16777216.0);
+  j.runtime.cuda_graphs.modules = 0;
+  j.runtime.cuda_graphs.add(CudaGraphModule::kMoeRouter);  // no MoE layer: not graphed
+  EXPECT_DOUBLE_EQ(layer_activation(j, j.model.layers[0]).cuda_graph_input_bytes, 0.0);
+  j.runtime.cuda_graphs.add(CudaGraphModule::kLayer);
+  j.runtime.cuda_graphs.impl = CudaGraphImpl::kLocal;
+  EXPECT_DOUBLE_EQ(layer_activation(j, j.model.layers[0]).cuda_graph_input_bytes, 0.0);
+}
+
+// The sets are held per microbatch in flight: on a 1F1B rank of PP 4 (8 layers each, rank r holds
+// 4 - r microbatches) the activations grow by (4 - r) x 8 x 33,554,432 bytes, under full recompute
+// too (Megatron builds the sets whatever the recompute).
+TEST(Activations, TeCudaGraphInputsScaleWithInFlight) {
+  for (const bool full : {false, true}) {
+    JobSpec j = make_job(testing::llama31_8b(), {.tp = 2, .pp = 4, .dp = 2}, 1, 4096, 64);
+    j.parallel.sequence_parallel = true;
+    if (full) {
+      j.runtime.recompute.granularity = RecomputeGranularity::kFull;
+      j.runtime.recompute.method = RecomputeMethod::kUniform;
+      j.runtime.recompute.num_layers = 1;
+    }
+    const MemoryReport eager = project_memory(j);
+    j.runtime.cuda_graphs.impl = CudaGraphImpl::kTransformerEngine;
+    j.runtime.cuda_graphs.add(CudaGraphModule::kAttn);
+    const MemoryReport te = project_memory(j);
+    for (std::size_t r = 0; r < te.ranks.size(); ++r) {
+      EXPECT_DOUBLE_EQ(te.ranks[r].point[idx(MemoryComponent::kActivations)] -
+                           eager.ranks[r].point[idx(MemoryComponent::kActivations)],
+                       (4.0 - static_cast<double>(r)) * 8 * 33554432.0)
+          << "rank " << r << (full ? " full recompute" : "");
+    }
+  }
+}
+
 // ------------------------------------------------------------------------ schedule in-flight
 
 TEST(Schedule, OneFOneB) {

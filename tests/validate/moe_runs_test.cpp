@@ -120,6 +120,8 @@ TEST(MoeRuns, CudaGraphScopesAreRead) {
         EXPECT_TRUE(g.has(CudaGraphModule::kMoeRouter)) << e.id;
         EXPECT_TRUE(g.has(CudaGraphModule::kMoePreprocess)) << e.id;
         EXPECT_FALSE(g.has(CudaGraphModule::kMamba)) << e.id;
+        // Every such entry names transformer_engine: TE's static input buffers apply.
+        EXPECT_EQ(g.impl, CudaGraphImpl::kTransformerEngine) << e.id;
         ++scoped;
       } else if (text.empty() || text.starts_with("none") || text.starts_with("unknown")) {
         EXPECT_FALSE(g.any()) << e.id;

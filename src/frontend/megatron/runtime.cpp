@@ -656,17 +656,19 @@ void read_cuda_graphs(ArgReader& r, JobDraft& d) {
   } else if (g.modules == 0) {
     g.add(CudaGraphModule::kLayer);
   }
-  // Time is modelled (captured ops cost the host nothing, docs/host.md); the graphs' memory pool
-  // (the static inputs and outputs each captured graph keeps, per microbatch in flight) is not:
-  // flagged, not silently zero.
+  g.impl = impl == "transformer_engine" ? CudaGraphImpl::kTransformerEngine : CudaGraphImpl::kLocal;
+  // Time is modelled (captured ops cost the host nothing, docs/host.md), and so are TE's static
+  // input buffers (docs/memory.md "CUDA graphs"). The full-iteration graph's pool is not: the
+  // optimizer step runs outside it and cannot reuse its memory. Flagged, not silently zero.
+  if (!g.full_iteration) return;
   const char* on = r.get("cuda_graph_impl") != nullptr       ? "cuda_graph_impl"
                    : r.get("enable_cuda_graph") != nullptr   ? "enable_cuda_graph"
                    : r.get("external_cuda_graph") != nullptr ? "external_cuda_graph"
                                                              : key.c_str();
   const SourceLocation w = r.where(on);
   d.warnings.push_back(fmt::format(
-      "{}{}: CUDA graphs ({}): the memory of their pool (each captured graph's static inputs and "
-      "outputs) is not modelled; the projected peak leaves it out",
+      "{}{}: CUDA graphs ({}): the graph's private memory pool is not modelled (the optimizer "
+      "step, outside the graph, cannot reuse it); the projected peak counts one shared pool",
       w.file.empty() ? "" : fmt::format("{}:{}: ", w.file, w.line), on, impl));
 }
 

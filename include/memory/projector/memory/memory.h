@@ -78,6 +78,9 @@ struct LayerActivation {
   double w_retained_bytes = 0.0;  // kept after B until W in zero-bubble schedules (GEMM inputs
                                   // + output grads of the weight GEMMs)
   double largest_temporary_bytes = 0.0;  // biggest non-saved temporary (MoE A2A buffers, grads)
+  // TE-captured CUDA graphs: the layer's static input buffers (hidden states, and the attention
+  // mask when attention is captured), held per microbatch in flight whatever the recompute.
+  double cuda_graph_input_bytes = 0.0;
 };
 
 // How the MoE token load on the reported expert-parallel rank is assumed.

@@ -660,9 +660,16 @@ enum class CudaGraphModule : std::uint8_t {
 std::string_view to_string(CudaGraphModule m);
 std::optional<CudaGraphModule> parse_cuda_graph_module(std::string_view text);
 
+// How the graphs are captured (Megatron cuda_graph_impl). The memory differs: TE's
+// make_graphed_callables keeps a static input buffer per graphed layer and microbatch in flight
+// and copies the previous layer's output into it on replay (docs/memory.md "CUDA graphs"); the
+// local CudaGraphManager aliases that output instead.
+enum class CudaGraphImpl : std::uint8_t { kLocal, kTransformerEngine };
+
 struct CudaGraphs {
-  bool full_iteration = false;  // the whole step is one graph (sync-free MoE only)
-  std::uint16_t modules = 0;    // bit per CudaGraphModule
+  bool full_iteration = false;                 // the whole step is one graph (sync-free MoE only)
+  CudaGraphImpl impl = CudaGraphImpl::kLocal;  // of the per-layer graphs (`modules`)
+  std::uint16_t modules = 0;                   // bit per CudaGraphModule
   bool has(CudaGraphModule m) const { return (modules >> static_cast<int>(m)) & 1U; }
   void add(CudaGraphModule m) { modules |= static_cast<std::uint16_t>(1U << static_cast<int>(m)); }
   bool any() const { return full_iteration || modules != 0; }
