@@ -698,7 +698,13 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
   if (blocks != nullptr) blocks->clear();
   for (int i = first; i < last; ++i) {
     const double before = c.per_microbatch;
-    const LayerActivation& la = acts.get(job.model.layers[static_cast<std::size_t>(i)]);
+    const LayerSpec& spec = job.model.layers[static_cast<std::size_t>(i)];
+    const PrecisionSpec& prec = job.runtime.precision;
+    LayerActivation unquantized;
+    const LayerActivation& la =
+        prec.quantized_gemms() && !prec.layer_quantized(i, job.model.num_layers())
+            ? (unquantized = acts.get_unquantized(spec))
+            : acts.get(spec);
     const int j = i - first;
     consider_transient(c, la.largest_temporary_bytes, "largest layer temporary");
     if (j < job.runtime.offload.layers) {

@@ -235,10 +235,13 @@ const RankChunks& rank_chunks(Context& cx, int r, RankMemory& rm) {
   rm.w_only_per_chunk_bytes.assign(v, 0.0);
   for (std::size_t c = 0; c < v; ++c) {
     const VirtualStage& st = (*cx.stages)[static_cast<std::size_t>(rm.virtual_stages[c])];
-    const StageParams sp = stage_params(job.model, job.parallel, st, has_emb);
+    const StageParams sp =
+        stage_params(job.model, job.parallel, st, has_emb, &job.runtime.precision);
     rm.params.dense_params += sp.dense_params;
     rm.params.dense_gemm_params += sp.dense_gemm_params;
     rm.params.expert_params += sp.expert_params;
+    rm.params.bf16_gemm_params += sp.bf16_gemm_params;
+    rm.params.bf16_expert_params += sp.bf16_expert_params;
     rm.params.largest_unit_params = std::max(rm.params.largest_unit_params, sp.largest_unit_params);
     rm.num_layers += sp.decoder_layers;
     rm.has_embedding = rm.has_embedding || st.has_embedding;

@@ -93,6 +93,14 @@ struct LayerActCache {
     }
     return act;
   }
+  // A layer kept out of the fp8 / fp4 recipe saves its GEMM inputs in the params dtype.
+  LayerActivation get_unquantized(const LayerSpec& l) const {
+    Geometry g = *geo;
+    g.g = g.e;
+    g.g_expert = g.e;
+    g.quantized_dense = false;
+    return layer_act_full(*job, g, *sel, l, upper, *options);
+  }
 };
 
 // `blocks` (optional): receives the saved bytes of one microbatch layer by layer, then those of

@@ -91,10 +91,14 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   const bool master_is_weight =
       par.fsdp == FsdpKind::kFsdp2 && master_b > 0.0 && rt.fsdp_param_is_master;
   const RankParams& P = rm.params;
-  const double dense_non_gemm = P.dense_params - P.dense_gemm_params;
+  // Layers kept out of the recipe (first_last_layers_bf16) keep their weights in params dtype
+  // and need no fp8 copies.
+  const double q_gemm = P.dense_gemm_params - P.bf16_gemm_params;
+  const double q_expert = P.expert_params - P.bf16_expert_params;
   const double w_dense =
-      prec.fp8_param ? dense_non_gemm * pb + P.dense_gemm_params * 1.0 : P.dense_params * pb;
-  const double w_exp = P.expert_params * (prec.fp8_param ? 1.0 : pb);
+      prec.fp8_param ? (P.dense_params - q_gemm) * pb + q_gemm * 1.0 : P.dense_params * pb;
+  const double w_exp =
+      prec.fp8_param ? q_expert * 1.0 + P.bf16_expert_params * pb : P.expert_params * pb;
   ComponentBytes s{};
   s[idx(MemoryComponent::kWeights)] =
       master_is_weight ? 0.0
@@ -128,9 +132,8 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
         gathered * gather_b + unit * (compiled ? gather_b : gb);
     s[idx(MemoryComponent::kFp8WeightCopies)] = 2.0 * unit * copy_b;
   } else {
-    s[idx(MemoryComponent::kFp8WeightCopies)] = ((prec.fp8_dense ? P.dense_gemm_params : 0.0) +
-                                                 (prec.fp8_experts ? P.expert_params : 0.0)) *
-                                                copy_b;
+    s[idx(MemoryComponent::kFp8WeightCopies)] =
+        ((prec.fp8_dense ? q_gemm : 0.0) + (prec.fp8_experts ? q_expert : 0.0)) * copy_b;
   }
   double comm = cal.comm_buffer_bytes_per_group.value * rm.communicators;
   if (rt.deepep && has_moe) {

@@ -108,7 +108,8 @@ double padded_kv_params(const LayerSpec& layer, const ParallelSpec& parallel, st
 }  // namespace
 
 StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel,
-                         const VirtualStage& stage, bool rank_has_embedding) {
+                         const VirtualStage& stage, bool rank_has_embedding,
+                         const PrecisionSpec* precision) {
   const double tp = std::max(1, parallel.tp);
   const int ep = std::max(1, parallel.ep);
   const double etp = std::max(1, parallel.etp);
@@ -118,7 +119,7 @@ StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel,
   const LayerSpec* cached = nullptr;  // runs of identical layers reuse one count
   LayerParams lp;
   LayerTpReplicated rep;
-  auto add_layer = [&](const LayerSpec& layer) {
+  auto add_layer = [&](const LayerSpec& layer, bool unquantized) {
     if (cached == nullptr || !same_layer_shape(*cached, layer)) {
       lp = layer_params(model, layer);
       rep = layer_tp_replicated(model, layer);
@@ -137,13 +138,22 @@ StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel,
     s.dense_params += dense;
     s.dense_gemm_params += gemm;
     s.expert_params += expert;
+    if (unquantized) {
+      s.bf16_gemm_params += gemm;
+      s.bf16_expert_params += expert;
+    }
     s.largest_unit_params = std::max(s.largest_unit_params, dense + expert);
     return dense + expert;
   };
 
   const int first = std::max(0, stage.first_layer);
   const int last = std::min(model.num_layers(), stage.first_layer + stage.num_layers);
-  for (int i = first; i < last; ++i) add_layer(model.layers[static_cast<std::size_t>(i)]);
+  const int layers = model.num_layers();
+  for (int i = first; i < last; ++i) {
+    const bool unquantized = precision != nullptr && precision->quantized_gemms() &&
+                             !precision->layer_quantized(i, layers);
+    add_layer(model.layers[static_cast<std::size_t>(i)], unquantized);
+  }
   s.decoder_layers = std::max(0, last - first);
 
   const std::int64_t vp = padded_vocab_size(model, parallel.tp);
@@ -184,7 +194,7 @@ StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel,
     const std::int64_t eh_proj = 2 * h * h;
     const std::int64_t norms = mtp_module_params(model) - layer_total - eh_proj;
     for (int k = 0; k < stage.mtp_layers; ++k) {
-      const double unit = add_layer(shape);
+      const double unit = add_layer(shape, false);  // MTP layers follow the recipe
       s.dense_params += static_cast<double>(eh_proj) / tp + static_cast<double>(norms);
       s.dense_gemm_params += static_cast<double>(eh_proj) / tp;
       s.largest_unit_params = std::max(s.largest_unit_params, unit);

@@ -98,7 +98,7 @@ std::array<Op, 2> attn_res_mixers(const Ctx& c, int i) {
 }
 
 LayerWork build_layer_work(const JobSpec& job, int layer_index) {
-  const Ctx c = make_ctx(job);
+  const Ctx c = workload_detail::make_layer_ctx(job, layer_index);
   const LayerSpec& layer = job.model.layers[static_cast<std::size_t>(layer_index)];
   std::vector<Op> fwd;
   if (layer.dit.streams > 0) {
@@ -312,10 +312,14 @@ void add_fsdp2_comm(const JobSpec& job, const Ctx& c, const StageParams& sp, int
     double params;
     double gather_bytes;
   };
+  // fp8 weights gather in fp8, except those of layers kept out of the recipe.
+  const double q_gemm = sp.dense_gemm_params - sp.bf16_gemm_params;
+  const double q_expert = sp.expert_params - sp.bf16_expert_params;
   const double dense_gather =
-      pr.fp8_param ? sp.dense_gemm_params + (sp.dense_params - sp.dense_gemm_params) * c.act_b
-                   : sp.dense_params * c.act_b;
-  const double expert_gather = sp.expert_params * (pr.fp8_param && pr.fp8_experts ? 1.0 : c.act_b);
+      pr.fp8_param ? q_gemm + (sp.dense_params - q_gemm) * c.act_b : sp.dense_params * c.act_b;
+  const double expert_gather = pr.fp8_param && pr.fp8_experts
+                                   ? q_expert + sp.bf16_expert_params * c.act_b
+                                   : sp.expert_params * c.act_b;
   const Part parts[] = {{"dp", hsdp ? GroupKind::kDpCpShard : GroupKind::kDpCp,
                          job.fsdp_shard_size(), sp.dense_params, dense_gather},
                         {"edp", hsdp ? GroupKind::kEdpShard : GroupKind::kEdp,
@@ -359,6 +363,8 @@ ChunkWork chunk_work(const JobSpec& job, const Ctx& c, const VirtualStage& st, i
       if (last == i - 1 &&
           same_layer_shape(job.model.layers[static_cast<std::size_t>(last)],
                            job.model.layers[static_cast<std::size_t>(i)]) &&
+          job.runtime.precision.layer_quantized(last, job.model.num_layers()) ==
+              job.runtime.precision.layer_quantized(i, job.model.num_layers()) &&
           layer_fully_recomputed(job, last) == layer_fully_recomputed(job, i)) {
         ++prev.count;
         continue;
@@ -453,7 +459,8 @@ Workload build_workload(const JobSpec& job) {
     for (int ch = 0; ch < p.vpp; ++ch) {
       const VirtualStage& st = p.stage(r, ch);
       rw.chunks.push_back(chunk_work(job, c, st, r, ch));
-      const StageParams sp = stage_params(job.model, p, st, holds_embedding);
+      const StageParams sp =
+          stage_params(job.model, p, st, holds_embedding, &job.runtime.precision);
       holds_embedding = holds_embedding || st.has_embedding;
       dense_total += sp.dense_params;
       expert_total += sp.expert_params;

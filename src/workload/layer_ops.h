@@ -27,6 +27,9 @@ struct Ctx {
 };
 
 Ctx make_ctx(const JobSpec& job);
+// The context of decoder layer `layer`: a layer kept out of the fp8 / fp4 recipe
+// (PrecisionSpec::layer_quantized) runs its GEMMs in the activation dtype.
+Ctx make_layer_ctx(const JobSpec& job, int layer);
 
 // ---------------------------------------------------------------- op builders (op_builders.cpp)
 Op gemm_op(const Ctx& c, std::string name, std::int64_t m, std::int64_t n, std::int64_t k,

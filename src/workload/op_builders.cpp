@@ -26,6 +26,16 @@ Ctx make_ctx(const JobSpec& job) {
              sp};
 }
 
+Ctx make_layer_ctx(const JobSpec& job, int layer) {
+  Ctx c = make_ctx(job);
+  const PrecisionSpec& pr = job.runtime.precision;
+  if (pr.quantized_gemms() && !pr.layer_quantized(layer, job.model.num_layers())) {
+    c.gemm = pr.params_dtype;
+    c.gemm_expert = pr.params_dtype;
+  }
+  return c;
+}
+
 // `in`: the GEMM's input dtype (the job's GEMM dtype unless the op stays in the activation dtype).
 Op gemm_op(const Ctx& c, std::string name, std::int64_t m, std::int64_t n, std::int64_t k,
            int groups, Dtype in) {

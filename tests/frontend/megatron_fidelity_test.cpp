@@ -344,6 +344,43 @@ TEST(MegatronFidelity, PrecisionKeys) {
   EXPECT_THROW(load_text(dir, flat_args("fp4: e2m1\nfp8: hybrid\n")), InputError);
 }
 
+// first_last_layers_bf16 (MG2 transformer_config.py, fp8_utils.py is_first_last_bf16_layer): one
+// layer at each end by default, the counts when stated, nothing without fp8 / fp4; refused with
+// delayed scaling (stated, or Megatron's default recipe) and beyond one stage's layers (4 / PP 2).
+TEST(MegatronFidelity, FirstLastLayersBf16) {
+  testing::TempDir dir;
+  const std::string tw = "fp8: hybrid\nfp8_recipe: tensorwise\nfirst_last_layers_bf16: true\n";
+  const PrecisionSpec one = load_text(dir, flat_args(tw)).runtime.precision;
+  EXPECT_EQ(one.bf16_layers_at_start, 1);
+  EXPECT_EQ(one.bf16_layers_at_end, 1);
+  EXPECT_FALSE(one.layer_quantized(0, 4));
+  EXPECT_TRUE(one.layer_quantized(1, 4));
+  EXPECT_TRUE(one.layer_quantized(2, 4));
+  EXPECT_FALSE(one.layer_quantized(3, 4));
+  const PrecisionSpec two =
+      load_text(dir,
+                flat_args(tw + "num_layers_at_start_in_bf16: 2\nnum_layers_at_end_in_bf16: 0\n"))
+          .runtime.precision;
+  EXPECT_EQ(two.bf16_layers_at_start, 2);
+  EXPECT_EQ(two.bf16_layers_at_end, 0);
+  EXPECT_EQ(load_text(dir, flat_args("first_last_layers_bf16: true\n"))
+                .runtime.precision.bf16_layers_at_start,
+            0);
+  const auto refused_at = [&](const std::string& text) {
+    try {
+      load_text(dir, flat_args(text));
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return std::string("loaded");
+  };
+  EXPECT_EQ(refused_at("fp8: hybrid\nfp8_recipe: delayed\nfirst_last_layers_bf16: true\n"),
+            "first_last_layers_bf16");
+  EXPECT_EQ(refused_at("fp8: hybrid\nfirst_last_layers_bf16: true\n"), "first_last_layers_bf16");
+  EXPECT_EQ(refused_at(tw + "pipeline_model_parallel_size: 2\nnum_layers_at_end_in_bf16: 3\n"),
+            "num_layers_at_end_in_bf16");
+}
+
 // Issue 30: fp8 is Megatron's --fp8-format (e4m3 or hybrid); e5m2, true, 1 or a typo once turned
 // FP8 on silently. They are refused at the key's line (line 18: after the 17 flat_args lines).
 TEST(MegatronFidelity, Fp8FormatOtherThanE4m3OrHybridIsRefused) {

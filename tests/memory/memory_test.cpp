@@ -284,6 +284,31 @@ TEST(Activations, TeCudaGraphInputsScaleWithInFlight) {
   }
 }
 
+// first_last_layers_bf16 on Llama 3.1 8B (tensorwise FP8, one rank): layers 0 and 31 keep no fp8
+// weight copy; each layer's GEMM weights are 4096 x (4096 + 2 x 1024 + 4096) + 3 x 4096 x 14336 =
+// 218,103,808, and a tensorwise copy with its transpose takes 2 bytes each: 872,415,232 bytes
+// fewer. Their saved GEMM inputs are bf16, so the activations grow.
+TEST(StaticMemory, FirstLastLayersKeepNoFp8Copies) {
+  JobSpec j = make_job(testing::llama31_8b(), {.dp = 1}, 1, 4096);
+  j.runtime.precision.fp8 = Fp8Recipe::kTensorwise;
+  const RankMemory all = project_memory(j).ranks[0];
+  j.runtime.precision.bf16_layers_at_start = 1;
+  j.runtime.precision.bf16_layers_at_end = 1;
+  const RankMemory ends = project_memory(j).ranks[0];
+  EXPECT_DOUBLE_EQ(all.point[idx(MemoryComponent::kFp8WeightCopies)] -
+                       ends.point[idx(MemoryComponent::kFp8WeightCopies)],
+                   2 * 218103808.0 * 2.0);
+  EXPECT_DOUBLE_EQ(ends.params.bf16_gemm_params, 2 * 218103808.0);
+  EXPECT_GT(ends.activation_per_microbatch_bytes, all.activation_per_microbatch_bytes);
+  // fp8_param: the two layers' GEMM weights stay bf16 (2 bytes, not 1).
+  j.runtime.precision.fp8_param = true;
+  JobSpec q = j;
+  q.runtime.precision.bf16_layers_at_start = q.runtime.precision.bf16_layers_at_end = 0;
+  EXPECT_DOUBLE_EQ(project_memory(j).ranks[0].point[idx(MemoryComponent::kWeights)] -
+                       project_memory(q).ranks[0].point[idx(MemoryComponent::kWeights)],
+                   2 * 218103808.0 * (2.0 - 1.0));
+}
+
 // ------------------------------------------------------------------------ schedule in-flight
 
 TEST(Schedule, OneFOneB) {

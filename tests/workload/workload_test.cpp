@@ -106,6 +106,34 @@ TEST(Workload, IdenticalLayersShareOneBlock) {
   EXPECT_EQ(b1[1].label, "output");
 }
 
+// first_last_layers_bf16 with one layer at each end: on PP 2 of Llama 3.1 8B (16 layers a stage)
+// layer 0 and layer 31 are blocks of their own whose GEMMs read bf16 with no fp8 cast, and the 30
+// layers between run tensorwise FP8; the GEMM FLOPs are the same either way.
+TEST(Workload, FirstLastLayersStayBf16) {
+  JobSpec job = testing::make_job(testing::llama31_8b(), {.pp = 2, .gbs = 16});
+  job.runtime.precision.fp8 = Fp8Recipe::kTensorwise;
+  job.runtime.precision.bf16_layers_at_start = 1;
+  job.runtime.precision.bf16_layers_at_end = 1;
+  const Workload wl = build_workload(job);
+  const auto& b0 = wl.ranks[0].chunks[0].blocks;
+  const auto& b1 = wl.ranks[1].chunks[0].blocks;
+  ASSERT_EQ(b0.size(), 3u);  // embedding, layer 0, layers 1-15
+  EXPECT_EQ(b0[1].layer, 0);
+  EXPECT_EQ(b0[1].count, 1);
+  EXPECT_EQ(b0[2].count, 15);
+  ASSERT_EQ(b1.size(), 3u);  // layers 16-30, layer 31, output
+  EXPECT_EQ(b1[0].count, 15);
+  EXPECT_EQ(b1[1].layer, 31);
+  EXPECT_EQ(b1[1].count, 1);
+  for (const LayerWork* lw : {&b0[1], &b1[1]}) {
+    EXPECT_EQ(find(*lw, "mlp.fc1")->gemm.dtype, Dtype::kBf16);
+    EXPECT_EQ(find(*lw, "mlp.fc1.fp8_cast"), nullptr);
+  }
+  EXPECT_EQ(find(b0[2], "mlp.fc1")->gemm.dtype, Dtype::kFp8);
+  EXPECT_NE(find(b0[2], "mlp.fc1.fp8_cast"), nullptr);
+  EXPECT_DOUBLE_EQ(find(b0[1], "mlp.fc1")->flops, find(b0[2], "mlp.fc1")->flops);
+}
+
 // Full recompute replays the forward before the backward: recompute FLOPs == forward FLOPs.
 TEST(Workload, FullRecomputeReplaysForward) {
   JobSpec job = testing::make_job(testing::llama31_8b(), {});

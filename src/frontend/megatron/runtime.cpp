@@ -172,6 +172,37 @@ void read_precision(ArgReader& r, JobDraft& d) {
   }
 }
 
+// first_last_layers_bf16 (MG2 transformer_config.py first_last_layers_bf16,
+// num_layers_at_start_in_bf16 / _end_in_bf16, both 1 by default): the first and last decoder
+// layers by global index run outside the fp8 / fp4 recipe (fp8_utils.py is_first_last_bf16_layer).
+// Megatron refuses it with delayed scaling and counts beyond one pipeline stage's layers
+// (transformer_config.py __post_init__); so does this.
+void read_bf16_layers(ArgReader& r, const ModelSpec& model, JobDraft& d) {
+  const std::string key = "first_last_layers_bf16";
+  PrecisionSpec& prec = d.runtime.precision;
+  if (!r.bool_quiet(key, false) || (!d.fp8 && prec.fp4 == Fp4Recipe::kNone)) return;
+  if (d.fp8) {
+    const Fp8Recipe recipe =
+        d.fp8_recipe.value_or(d.profile.fp8_recipe.value.value_or(Fp8Recipe::kDelayed));
+    if (recipe == Fp8Recipe::kDelayed) {
+      r.fail(key,
+             "delayed scaling does not support first / last layers in BF16 (Megatron "
+             "refuses it)");
+    }
+  }
+  const std::int64_t per_stage = model.num_layers() / std::max(1, d.pp.value_or(1));
+  const auto count = [&](const std::string& k) {
+    const std::int64_t n = r.int_or(k, 1, "Megatron default (with first_last_layers_bf16)");
+    if (n < 0 || n > per_stage) {
+      r.fail(k, fmt::format("{} must be between 0 and the layers per pipeline stage ({})", n,
+                            per_stage));
+    }
+    return static_cast<int>(n);
+  };
+  prec.bf16_layers_at_start = count("num_layers_at_start_in_bf16");
+  prec.bf16_layers_at_end = count("num_layers_at_end_in_bf16");
+}
+
 // recompute_modules against Megatron's set (MG2 transformer_config.py:1940-2010): every name must
 // be one Megatron accepts; those for layers this model does not have are refused as Megatron
 // refuses them (moe_act needs grouped GEMM, mla_up_proj MLA, the gdn / gdp / mhc ones their
@@ -682,6 +713,7 @@ std::optional<ScheduleKind> parse_schedule_name(std::string_view text) {
 void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d) {
   read_batches(r, d);
   read_precision(r, d);
+  read_bf16_layers(r, model, d);
   read_recompute(r, model, d);
   read_attention(r, d);
   d.runtime.cross_entropy_fusion = r.bool_quiet("cross_entropy_loss_fusion", false);

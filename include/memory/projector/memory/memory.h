@@ -143,6 +143,9 @@ struct RankParams {
   double dense_gemm_params = 0.0;    // the part that runs through fp8 GEMMs
   double expert_params = 0.0;        // routed-expert weights on this rank (EP x ETP shard)
   double largest_unit_params = 0.0;  // FSDP unit (layer / embedding / output) on this rank
+  // The GEMM / expert weights of layers kept out of the fp8 / fp4 recipe (first_last_layers_bf16)
+  double bf16_gemm_params = 0.0;
+  double bf16_expert_params = 0.0;
 };
 
 // The moment a rank's allocated bytes peak on its allocation timeline (docs/memory.md

@@ -235,12 +235,17 @@ struct StageParams {
   double dense_gemm_params = 0.0;    // the part run by the decoder/MTP GEMMs (fp8-eligible)
   double expert_params = 0.0;        // routed experts: ceil(E / ep) experts, each / etp
   double largest_unit_params = 0.0;  // largest of: one decoder layer, embedding, output layer
+  // The decoder-GEMM and expert weights of the stage's layers that `precision` keeps out of its
+  // fp8 / fp4 recipe (PrecisionSpec::layer_quantized); 0 without a precision.
+  double bf16_gemm_params = 0.0;
+  double bf16_expert_params = 0.0;
   int decoder_layers = 0;
 };
 
 // `rank_has_embedding`: the rank already holds the word embedding (from another chunk), so a tied
 // output layer or an MTP head on this stage reuses it instead of holding a copy.
 StageParams stage_params(const ModelSpec& model, const ParallelSpec& parallel,
-                         const VirtualStage& stage, bool rank_has_embedding);
+                         const VirtualStage& stage, bool rank_has_embedding,
+                         const PrecisionSpec* precision = nullptr);
 
 }  // namespace projector

@@ -543,6 +543,16 @@ struct PrecisionSpec {
   bool fp8_output = false;   // the output layer
   Dtype gemm_dtype() const;  // params_dtype, kFp8, kMxfp8 or kFp4
   bool quantized_gemms() const { return fp8 != Fp8Recipe::kNone || fp4 != Fp4Recipe::kNone; }
+  // Decoder layers kept out of the fp8 / fp4 recipe at the start and end of the model (Megatron
+  // first_last_layers_bf16 with num_layers_at_start_in_bf16 / _end_in_bf16): their GEMMs, inputs
+  // and weights stay in params_dtype. Counted over the global decoder-layer index.
+  int bf16_layers_at_start = 0;
+  int bf16_layers_at_end = 0;
+  // Whether decoder layer `layer` of `num_layers` runs its GEMMs under the recipe.
+  bool layer_quantized(int layer, int num_layers) const {
+    return quantized_gemms() && layer >= bf16_layers_at_start &&
+           layer < num_layers - bf16_layers_at_end;
+  }
 };
 
 enum class OptimizerKind { kAdam, kSgd, kMuon };
