@@ -211,8 +211,9 @@ void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute,
     }
   }
   add_backward(fwd, ops, sp);
-  if (job.runtime.precision.fp8 == Fp8Recipe::kRowwiseHpWgrad) {
-    // rowwise_with_gw_hp: the weight-gradient GEMMs run in the activation dtype.
+  if (job.runtime.precision.wgrad_in_params_dtype()) {
+    // rowwise_with_gw_hp, or fp8_wgrad off: the weight-gradient GEMMs run in the activation
+    // dtype.
     for (Op& op : ops) {
       if (op.phase == WorkPhase::kW && op.gemm.dtype != job.runtime.precision.params_dtype &&
           (op.kind == OpKind::kGemm || op.kind == OpKind::kGroupedGemm)) {

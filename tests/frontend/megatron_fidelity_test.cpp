@@ -381,6 +381,23 @@ TEST(MegatronFidelity, FirstLastLayersBf16) {
             "num_layers_at_end_in_bf16");
 }
 
+// fp8_wgrad (MG1 --no-fp8-wgrad): read as stated, true by default; it only changes delayed scaling,
+// the one recipe Megatron builds with override_linear_precision (MG2 fp8_utils.py).
+TEST(MegatronFidelity, Fp8WgradOnlyChangesDelayedScaling) {
+  testing::TempDir dir;
+  EXPECT_TRUE(
+      load_text(dir, flat_args("fp8: hybrid\nfp8_recipe: delayed\n")).runtime.precision.fp8_wgrad);
+  const PrecisionSpec delayed =
+      load_text(dir, flat_args("fp8: hybrid\nfp8_recipe: delayed\nfp8_wgrad: false\n"))
+          .runtime.precision;
+  EXPECT_FALSE(delayed.fp8_wgrad);
+  EXPECT_TRUE(delayed.wgrad_in_params_dtype());
+  const PrecisionSpec tensorwise =
+      load_text(dir, flat_args("fp8: hybrid\nfp8_recipe: tensorwise\nfp8_wgrad: false\n"))
+          .runtime.precision;
+  EXPECT_FALSE(tensorwise.wgrad_in_params_dtype());
+}
+
 // Issue 30: fp8 is Megatron's --fp8-format (e4m3 or hybrid); e5m2, true, 1 or a typo once turned
 // FP8 on silently. They are refused at the key's line (line 18: after the 17 flat_args lines).
 TEST(MegatronFidelity, Fp8FormatOtherThanE4m3OrHybridIsRefused) {

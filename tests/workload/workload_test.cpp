@@ -134,6 +134,20 @@ TEST(Workload, FirstLastLayersStayBf16) {
   EXPECT_DOUBLE_EQ(find(b0[1], "mlp.fc1")->flops, find(b0[2], "mlp.fc1")->flops);
 }
 
+// fp8_wgrad off with delayed scaling: the weight-gradient GEMMs read bf16, the forward and
+// data-gradient GEMMs stay FP8; with tensorwise scaling Megatron ignores the key.
+TEST(Workload, HighPrecisionWgradWithDelayedScaling) {
+  JobSpec job = testing::make_job(testing::llama31_8b(), {});
+  job.runtime.precision.fp8 = Fp8Recipe::kDelayed;
+  job.runtime.precision.fp8_wgrad = false;
+  const LayerWork lw = build_layer_work(job, 0);
+  EXPECT_EQ(find(lw, "mlp.fc1")->gemm.dtype, Dtype::kFp8);
+  EXPECT_EQ(find(lw, "mlp.fc1.dgrad")->gemm.dtype, Dtype::kFp8);
+  EXPECT_EQ(find(lw, "mlp.fc1.wgrad")->gemm.dtype, Dtype::kBf16);
+  job.runtime.precision.fp8 = Fp8Recipe::kTensorwise;
+  EXPECT_EQ(find(build_layer_work(job, 0), "mlp.fc1.wgrad")->gemm.dtype, Dtype::kFp8);
+}
+
 // Full recompute replays the forward before the backward: recompute FLOPs == forward FLOPs.
 TEST(Workload, FullRecomputeReplaysForward) {
   JobSpec job = testing::make_job(testing::llama31_8b(), {});

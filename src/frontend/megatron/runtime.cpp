@@ -163,6 +163,10 @@ void read_precision(ArgReader& r, JobDraft& d) {
       r.fail("fp4_recipe", fmt::format("unknown recipe '{}' (nvfp4, mxfp4, custom)", recipe));
     }
   }
+  // --no-fp8-wgrad (MG1 _add_mixed_precision_args; MG2 fp8_utils.py: the delayed-scaling recipe's
+  // override_linear_precision keeps the weight gradient in high precision; the other recipes are
+  // built without it).
+  prec.fp8_wgrad = r.bool_quiet("fp8_wgrad", true);
   // Unstated: the profile's recipes (NeMo keeps delayed / tensorwise weights in FP8).
   name_field(r, d, DraftField::kFp8ParamGather, "fp8_param_gather");
   if (r.has("fp8_param_gather")) {
