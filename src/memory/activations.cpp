@@ -697,6 +697,8 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
   const bool full = rc.granularity == RecomputeGranularity::kFull;
   const bool block = rc.method == RecomputeMethod::kBlock;
   const int group = std::max(1, rc.num_layers);
+  // distribute_saved_activations: each rank keeps 1 / tp of a checkpoint's hidden states.
+  const double split = rc.distribute_saved ? geo.t : 1.0;
   ChunkActivation c;
   const int first = std::max(0, st.first_layer);
   const int last = std::min(job.model.num_layers(), st.first_layer + st.num_layers);
@@ -742,7 +744,7 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
                                           la.largest_temporary_bytes);
     } else if (in_layer_ids(rc, i) || (full && block && j < rc.num_layers)) {
       // Checkpointed: only the layer input (and any attention-residual checkpoints).
-      c.per_microbatch += la.input_bytes + attn_res_bytes(job, geo, i, true);
+      c.per_microbatch += la.input_bytes / split + attn_res_bytes(job, geo, i, true);
       // The replayed layer rebuilds its mixers' saved tensors too.
       consider_transient(
           c, la.full_bytes + attn_res_bytes(job, geo, i, false) + la.largest_temporary_bytes,
@@ -750,7 +752,7 @@ ChunkActivation chunk_activation(const JobSpec& job, const Geometry& geo, const 
     } else if (full && !block) {
       // Uniform: groups of `group` layers keep the group input; backward re-materialises a group.
       if (j % group == 0) {
-        c.per_microbatch += la.input_bytes + attn_res_bytes(job, geo, i, true);
+        c.per_microbatch += la.input_bytes / split + attn_res_bytes(job, geo, i, true);
         group_work = 0.0;
       }
       group_work += la.full_bytes;

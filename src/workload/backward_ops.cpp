@@ -197,6 +197,23 @@ void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute,
       ops.push_back(r);
     }
   }
+  // distribute_saved_activations: the checkpoint's hidden states are all-gathered over TP before
+  // the replay, once per checkpoint (a group of num_layers layers with the uniform method).
+  const RecomputeSpec& rcs = job.runtime.recompute;
+  if (full_recompute && rcs.distribute_saved && job.parallel.tp > 1) {
+    const double per_checkpoint = rcs.method == RecomputeMethod::kUniform
+                                      ? static_cast<double>(std::max(1, rcs.num_layers))
+                                      : 1.0;
+    const double tokens = static_cast<double>(job.runtime.micro_batch_size) *
+                          job.runtime.seq_length / std::max(1, job.parallel.cp);
+    Op g = comm_op("layer.checkpoint_all_gather", GroupKind::kTp, CollectiveKind::kAllGather,
+                   job.parallel.tp,
+                   tokens * job.model.hidden_size *
+                       bytes_per_element(job.runtime.precision.params_dtype) / per_checkpoint,
+                   Overlap::kExposed);
+    g.phase = WorkPhase::kB;
+    ops.push_back(g);
+  }
   // Recompute forward, replayed at the start of the backward.
   const bool tensor_policy = job.runtime.recompute.granularity == RecomputeGranularity::kTensors;
   for (const Op& f : fwd) {

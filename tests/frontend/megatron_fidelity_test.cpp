@@ -398,6 +398,29 @@ TEST(MegatronFidelity, Fp8WgradOnlyChangesDelayedScaling) {
   EXPECT_FALSE(tensorwise.wgrad_in_params_dtype());
 }
 
+// distribute_saved_activations: read with TP > 1, full recompute and a method, without SP (the
+// Megatron-LM profile leaves SP off); each of Megatron's asserts is a refusal at the key.
+TEST(MegatronFidelity, DistributedCheckpoints) {
+  testing::TempDir dir;
+  const std::string full =
+      "recompute_granularity: full\nrecompute_method: uniform\nrecompute_num_layers: 1\n";
+  const std::string on = "distribute_saved_activations: true\n";
+  EXPECT_TRUE(load_text(dir, flat_args("tensor_model_parallel_size: 2\n" + full + on))
+                  .runtime.recompute.distribute_saved);
+  const auto refused = [&](const std::string& text) {
+    try {
+      load_text(dir, flat_args(text));
+    } catch (const InputError& e) {
+      return e.key() == "distribute_saved_activations";
+    }
+    return false;
+  };
+  EXPECT_TRUE(refused(full + on));  // TP 1
+  EXPECT_TRUE(refused("tensor_model_parallel_size: 2\nrecompute_granularity: selective\n" + on));
+  EXPECT_TRUE(refused("tensor_model_parallel_size: 2\nrecompute_granularity: full\n" + on));
+  EXPECT_TRUE(refused("tensor_model_parallel_size: 2\nsequence_parallel: true\n" + full + on));
+}
+
 // Issue 30: fp8 is Megatron's --fp8-format (e4m3 or hybrid); e5m2, true, 1 or a typo once turned
 // FP8 on silently. They are refused at the key's line (line 18: after the 17 flat_args lines).
 TEST(MegatronFidelity, Fp8FormatOtherThanE4m3OrHybridIsRefused) {

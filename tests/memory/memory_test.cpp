@@ -203,6 +203,20 @@ TEST(Activations, KorthikantiFullRecompute) {
                    114 * sbh + 96.0 * 2048 * 2048 * 4 - (4 * sbh + 4.0 * 2048 * 51200));
 }
 
+// distribute_saved_activations (GPT-3 175B, TP 8 without SP, full uniform recompute of 1 layer):
+// each of the 96 checkpoints keeps 2 sbh / 8 instead of 2 sbh, so one microbatch saves
+// 96 x 2 sbh x 7/8 fewer bytes.
+TEST(Activations, DistributedCheckpointsSplitOverTp) {
+  JobSpec j = gpt3_korthikanti(8, false);
+  j.runtime.recompute.granularity = RecomputeGranularity::kFull;
+  j.runtime.recompute.method = RecomputeMethod::kUniform;
+  j.runtime.recompute.num_layers = 1;
+  const double whole = project_memory(j).ranks[0].activation_per_microbatch_bytes;
+  j.runtime.recompute.distribute_saved = true;
+  const double split = project_memory(j).ranks[0].activation_per_microbatch_bytes;
+  EXPECT_DOUBLE_EQ(whole - split, 96 * 2 * 25165824.0 * 7.0 / 8.0);
+}
+
 // Flash attention and GQA, no dropout (Llama 3.1 8B, s = 4096, b = 1, TP 1): per token and layer
 // norms 2 x 2h = 16384, QKV input 2h = 8192, Q 2h = 8192, K and V 2 x 2 x 1024 = 4096, output-proj
 // input 8192, fc1 input 8192, SwiGLU input 2 x 2 x 14336 = 57344, fc2 input 2 x 14336 = 28672:

@@ -162,6 +162,24 @@ TEST(Workload, FullRecomputeReplaysForward) {
   EXPECT_DOUBLE_EQ(re, fwd);
 }
 
+// distribute_saved_activations at TP 2 (no SP), full uniform recompute of 2 layers: one exposed
+// TP all-gather of the checkpoint's 4096 x 4096 bf16 hidden states per 2 layers, in the backward:
+// 33,554,432 / 2 bytes a layer.
+TEST(Workload, DistributedCheckpointIsGatheredBeforeTheReplay) {
+  JobSpec job = testing::make_job(testing::llama31_8b(), {.tp = 2});
+  job.runtime.recompute.granularity = RecomputeGranularity::kFull;
+  job.runtime.recompute.num_layers = 2;
+  EXPECT_EQ(find(build_layer_work(job, 0), "layer.checkpoint_all_gather"), nullptr);
+  job.runtime.recompute.distribute_saved = true;
+  const LayerWork lw = build_layer_work(job, 0);
+  const Op* g = find(lw, "layer.checkpoint_all_gather");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->phase, WorkPhase::kB);
+  EXPECT_EQ(g->collective, CollectiveKind::kAllGather);
+  EXPECT_EQ(g->group, GroupKind::kTp);
+  EXPECT_DOUBLE_EQ(g->bytes, 4096.0 * 4096 * 2 / 2);
+}
+
 // Block recompute of N layers replays the first N layers of each chunk; N = 0 replays none, as
 // Megatron's block loop does (recompute.py: layer_idx < recompute_num_layers) and as the FLOP
 // accounting counts it (recompute_forward_flops_per_token 0 = no recompute).

@@ -247,6 +247,32 @@ void read_recompute_modules(ArgReader& r, const ModelSpec& model, RecomputeSpec&
   }
 }
 
+// distribute_saved_activations (MG3 tensor_parallel/random.py CheckpointFunction: the checkpoint's
+// first input is split into 1 / tp chunks in the forward and gathered in the backward). Megatron
+// asserts TP > 1, full granularity and a recompute method (MG1 arguments.py), and no sequence
+// parallelism (transformer_config.py); so does this.
+void read_distributed_checkpoints(ArgReader& r, JobDraft& d) {
+  const std::string key = "distribute_saved_activations";
+  if (!r.bool_quiet(key, false)) return;
+  if (d.tp.value_or(1) <= 1) r.fail(key, "needs tensor_model_parallel_size > 1");
+  if (d.runtime.recompute.granularity != RecomputeGranularity::kFull) {
+    r.fail(key, "only applies to recompute_granularity full");
+  }
+  if (!r.has("recompute_method")) r.fail(key, "needs a recompute_method");
+  // Unstated, sequence parallelism follows the profile (Primus turns it on with TP).
+  const std::optional<WhenRule> sp_rule = d.profile.sequence_parallel.value;
+  const bool sp = d.sequence_parallel.value_or(
+      sp_rule && (*sp_rule == WhenRule::kAlways || *sp_rule == WhenRule::kWithTp));
+  if (sp) {
+    r.fail(key, d.sequence_parallel
+                    ? "must be false with sequence parallelism (Megatron refuses it)"
+                    : "must be false with sequence parallelism, which the "
+                      "framework turns on with TP unless sequence_parallel: false "
+                      "is stated (Megatron refuses both)");
+  }
+  d.runtime.recompute.distribute_saved = true;
+}
+
 void read_recompute(ArgReader& r, const ModelSpec& model, JobDraft& d) {
   RecomputeSpec& rc = d.runtime.recompute;
   name_field(r, d, DraftField::kRecompute, "recompute_granularity");
@@ -286,6 +312,7 @@ void read_recompute(ArgReader& r, const ModelSpec& model, JobDraft& d) {
       r.bool_quiet("recompute_activations", false)) {
     rc.granularity = RecomputeGranularity::kSelective;
   }
+  read_distributed_checkpoints(r, d);
   rc.layer_ids = int_list(r, "recompute_layer_ids");
   for (int id : rc.layer_ids) {
     if (id < 0 || id >= model.num_layers()) {

@@ -501,6 +501,9 @@ struct RecomputeSpec {
   int num_layers = 0;          // full: layers per chunk (uniform) or per stage (block)
   RecomputeModules modules;    // selective: never empty (the framework's default set if unstated)
   std::vector<int> layer_ids;  // explicit decoder layers to recompute fully (Primus)
+  // Megatron distribute_saved_activations: each full-recompute checkpoint's hidden states are
+  // split over the TP group (1 / tp kept per rank) and all-gathered before the replay.
+  bool distribute_saved = false;
   // kOpPolicy chosen by a compiler under a memory budget in [0, 1] (torch's activation memory
   // budget: 0 keeps only block inputs, 1 everything); < 0: the fixed per-op policy.
   double memory_budget = -1.0;
