@@ -204,12 +204,9 @@ void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute,
     const double per_checkpoint = rcs.method == RecomputeMethod::kUniform
                                       ? static_cast<double>(std::max(1, rcs.num_layers))
                                       : 1.0;
-    const double tokens = static_cast<double>(job.runtime.micro_batch_size) *
-                          job.runtime.seq_length / std::max(1, job.parallel.cp);
-    Op g = comm_op("layer.checkpoint_all_gather", GroupKind::kTp, CollectiveKind::kAllGather,
-                   job.parallel.tp,
-                   tokens * job.model.hidden_size *
-                       bytes_per_element(job.runtime.precision.params_dtype) / per_checkpoint,
+    const Ctx c = make_ctx(job);
+    Op g = comm_op("layer.checkpoint_all_gather", GroupKind::kTp, CollectiveKind::kAllGather, c.tp,
+                   static_cast<double>(c.tokens) * job.model.hidden_size * c.act_b / per_checkpoint,
                    Overlap::kExposed);
     g.phase = WorkPhase::kB;
     ops.push_back(g);

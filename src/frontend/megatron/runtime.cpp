@@ -163,7 +163,7 @@ void read_precision(ArgReader& r, JobDraft& d) {
       r.fail("fp4_recipe", fmt::format("unknown recipe '{}' (nvfp4, mxfp4, custom)", recipe));
     }
   }
-  // --no-fp8-wgrad (MG1 _add_mixed_precision_args; MG2 fp8_utils.py: the delayed-scaling recipe's
+  // --no-fp8-wgrad (MG1 _add_mixed_precision_args; MG21: the delayed-scaling recipe's
   // override_linear_precision keeps the weight gradient in high precision; the other recipes are
   // built without it).
   prec.fp8_wgrad = r.bool_quiet("fp8_wgrad", true);
@@ -176,9 +176,9 @@ void read_precision(ArgReader& r, JobDraft& d) {
   }
 }
 
-// first_last_layers_bf16 (MG2 transformer_config.py first_last_layers_bf16,
+// first_last_layers_bf16 (MG2 first_last_layers_bf16,
 // num_layers_at_start_in_bf16 / _end_in_bf16, both 1 by default): the first and last decoder
-// layers by global index run outside the fp8 / fp4 recipe (fp8_utils.py is_first_last_bf16_layer).
+// layers by global index run outside the fp8 / fp4 recipe (MG21 is_first_last_bf16_layer).
 // Megatron refuses it with delayed scaling and counts beyond one pipeline stage's layers
 // (transformer_config.py __post_init__); so does this.
 void read_bf16_layers(ArgReader& r, const ModelSpec& model, JobDraft& d) {
@@ -247,7 +247,7 @@ void read_recompute_modules(ArgReader& r, const ModelSpec& model, RecomputeSpec&
   }
 }
 
-// distribute_saved_activations (MG3 tensor_parallel/random.py CheckpointFunction: the checkpoint's
+// distribute_saved_activations (MG22 CheckpointFunction: the checkpoint's
 // first input is split into 1 / tp chunks in the forward and gathered in the backward). Megatron
 // asserts TP > 1, full granularity and a recompute method (MG1 arguments.py), and no sequence
 // parallelism (transformer_config.py); so does this.
