@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 
 #include "projector/cost/moe_routing.h"
 #include "projector/job/spec.h"
@@ -297,8 +298,11 @@ LayerWork mtp_work(const Ctx& c, int depth) {
 // shard group, then (HSDP) all-reduce across the replicate groups; weights all-gather in the
 // shard group before the forward and, with reshard_after_forward, again before the backward.
 // With fp8 all-gather the GEMM weights travel in one byte.
+// `overlap_gather` unset: FSDP2, which gathers before each use (overlapped; again before the
+// backward with reshard_after_forward). Set: the distributed optimizer's instances, which gather
+// once after the step, overlapped when overlap_param_gather is on.
 void add_fsdp2_comm(const JobSpec& job, const Ctx& c, const StageParams& sp, int ch,
-                    IterationWork& it) {
+                    IterationWork& it, std::optional<bool> overlap_gather = std::nullopt) {
   const ParallelSpec& p = job.parallel;
   const PrecisionSpec& pr = job.runtime.precision;
   const double grad_b = bytes_per_element(job.runtime.main_grads_dtype);
@@ -339,10 +343,12 @@ void add_fsdp2_comm(const JobSpec& job, const Ctx& c, const StageParams& sp, int
       it.grad_sync_chunk.push_back(ch);
     }
     if (part.shard <= 1) continue;
-    for (int pass = 0; pass < (p.reshard_after_forward ? 2 : 1); ++pass) {
+    const bool fsdp = !overlap_gather.has_value();
+    const Overlap gather_ov = fsdp || *overlap_gather ? Overlap::kWithCompute : Overlap::kExposed;
+    for (int pass = 0; pass < (fsdp && p.reshard_after_forward ? 2 : 1); ++pass) {
       it.param_gather.push_back(comm_op(n + (pass == 0 ? ".param_gather" : ".param_gather_bwd"),
                                         part.group, CollectiveKind::kAllGather, part.shard,
-                                        part.gather_bytes, Overlap::kWithCompute));
+                                        part.gather_bytes, gather_ov));
       it.param_gather_chunk.push_back(ch);
     }
   }
@@ -384,9 +390,14 @@ ChunkWork chunk_work(const JobSpec& job, const Ctx& c, const VirtualStage& st, i
 void add_dp_comm(const JobSpec& job, const Ctx& c, const StageParams& sp, int ch,
                  IterationWork& it) {
   const ParallelSpec& p = job.parallel;
+  const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
+  if (sharded && p.dp_replicate > 1) {
+    // Several distributed-optimizer instances (MG23) shard and reduce like HSDP.
+    add_fsdp2_comm(job, c, sp, ch, it, p.overlap_param_gather);
+    return;
+  }
   const double grad_b = bytes_per_element(job.runtime.main_grads_dtype);
   const int dense_dp = job.dp() * p.cp;
-  const bool sharded = p.distributed_optimizer || p.fsdp != FsdpKind::kNone;
   const CollectiveKind op = sharded ? CollectiveKind::kReduceScatter : CollectiveKind::kAllReduce;
   const Overlap grad_ov = p.overlap_grad_reduce ? Overlap::kWithCompute : Overlap::kExposed;
   if (dense_dp > 1) {

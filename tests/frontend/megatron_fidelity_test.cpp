@@ -421,6 +421,30 @@ TEST(MegatronFidelity, DistributedCheckpoints) {
   EXPECT_TRUE(refused("tensor_model_parallel_size: 2\nsequence_parallel: true\n" + full + on));
 }
 
+// num_distributed_optimizer_instances reaches the job as the replicate degree (MG23); the builder
+// refuses one that does not divide DP, and 0 is refused at the key.
+TEST(MegatronFidelity, DistributedOptimizerInstances) {
+  testing::TempDir dir;
+  LoadRequest r;
+  r.data_dir = kRepoData;
+  r.cli.nodes = 2;
+  r.cli.global_batch_size = 16;
+  r.config_path = dir.write(
+      "i.yaml",
+      flat_args("use_distributed_optimizer: true\nnum_distributed_optimizer_instances: 2\n"));
+  EXPECT_EQ(load_job(r).parallel.dp_replicate, 2);
+  r.config_path = dir.write(
+      "i3.yaml",
+      flat_args("use_distributed_optimizer: true\nnum_distributed_optimizer_instances: 3\n"));
+  EXPECT_THROW(load_job(r), InputError);
+  try {
+    load_text(dir, flat_args("num_distributed_optimizer_instances: 0\n"));
+    FAIL() << "0 instances loaded";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "num_distributed_optimizer_instances");
+  }
+}
+
 // Issue 30: fp8 is Megatron's --fp8-format (e4m3 or hybrid); e5m2, true, 1 or a typo once turned
 // FP8 on silently. They are refused at the key's line (line 18: after the 17 flat_args lines).
 TEST(MegatronFidelity, Fp8FormatOtherThanE4m3OrHybridIsRefused) {

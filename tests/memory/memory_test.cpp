@@ -126,6 +126,24 @@ TEST(StaticMemory, FsdpShardsEverythingPlusWindow) {
 
 // Distributed optimizer with CP: optimizer state sharded over DP x CP = 2 x 4 = 8, so
 // 6 + 12/8 = 7.5 B/param for Llama 3.1 8B (no weight sharding by CP).
+// Two distributed-optimizer instances (MG23) over DP 8: each shards the master weights and Adam
+// moments over 4 ranks, so they take twice the bytes of one instance; weights and gradients do
+// not change.
+TEST(StaticMemory, DistributedOptimizerInstances) {
+  JobSpec j = make_job(testing::llama31_8b(), {.dp = 8});
+  j.parallel.distributed_optimizer = true;
+  const RankMemory one = project_memory(j).ranks[0];
+  j.parallel.dp_replicate = 2;
+  const RankMemory two = project_memory(j).ranks[0];
+  for (MemoryComponent c : {MemoryComponent::kMasterWeights, MemoryComponent::kOptimizerStates}) {
+    EXPECT_DOUBLE_EQ(two.point[idx(c)], 2.0 * one.point[idx(c)]);
+  }
+  EXPECT_DOUBLE_EQ(two.point[idx(MemoryComponent::kWeights)],
+                   one.point[idx(MemoryComponent::kWeights)]);
+  EXPECT_DOUBLE_EQ(two.point[idx(MemoryComponent::kGradients)],
+                   one.point[idx(MemoryComponent::kGradients)]);
+}
+
 TEST(StaticMemory, ContextParallelShardsOptimizer) {
   JobSpec j = make_job(testing::llama31_8b(), {.dp = 2, .cp = 4});
   j.parallel.distributed_optimizer = true;

@@ -180,6 +180,32 @@ TEST(Workload, DistributedCheckpointIsGatheredBeforeTheReplay) {
   EXPECT_DOUBLE_EQ(g->bytes, 4096.0 * 4096 * 2 / 2);
 }
 
+// num_distributed_optimizer_instances 2 on 16 DP ranks (MG23): the gradients reduce-scatter in
+// groups of 8, each rank's eighth is all-reduced across the 2 instances, and the weights
+// all-gather in the groups of 8 (bytes: the stage's P params x 4-byte main grads, / 8 for the
+// all-reduce; P x 2 bf16 for the gather).
+TEST(Workload, DistributedOptimizerInstancesShardLikeHsdp) {
+  JobSpec job = testing::make_job(testing::llama31_8b(), {.nodes = 2, .gbs = 16});
+  ASSERT_TRUE(job.parallel.distributed_optimizer);
+  job.parallel.dp_replicate = 2;
+  const Workload wl = build_workload(job);
+  const IterationWork& it = wl.ranks[0].iteration;
+  const double P =
+      stage_params(job.model, job.parallel, job.parallel.stage(0, 0), false).dense_params;
+  ASSERT_EQ(it.grad_sync.size(), 2u);
+  EXPECT_EQ(it.grad_sync[0].group, GroupKind::kDpCpShard);
+  EXPECT_EQ(it.grad_sync[0].collective, CollectiveKind::kReduceScatter);
+  EXPECT_EQ(it.grad_sync[0].group_size, 8);
+  EXPECT_DOUBLE_EQ(it.grad_sync[0].bytes, P * 4.0);
+  EXPECT_EQ(it.grad_sync[1].group, GroupKind::kDpCpReplicate);
+  EXPECT_EQ(it.grad_sync[1].collective, CollectiveKind::kAllReduce);
+  EXPECT_EQ(it.grad_sync[1].group_size, 2);
+  EXPECT_DOUBLE_EQ(it.grad_sync[1].bytes, P * 4.0 / 8.0);
+  ASSERT_EQ(it.param_gather.size(), 1u);
+  EXPECT_EQ(it.param_gather[0].group_size, 8);
+  EXPECT_DOUBLE_EQ(it.param_gather[0].bytes, P * 2.0);
+}
+
 // Block recompute of N layers replays the first N layers of each chunk; N = 0 replays none, as
 // Megatron's block loop does (recompute.py: layer_idx < recompute_num_layers) and as the FLOP
 // accounting counts it (recompute_forward_flops_per_token 0 = no recompute).

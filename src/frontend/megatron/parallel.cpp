@@ -125,6 +125,13 @@ void read_sharding(ArgReader& r, JobDraft& d) {
   } else if (r.has("use_torch_fsdp2") || r.has("use_megatron_fsdp")) {
     d.fsdp = FsdpKind::kNone;
   }
+  // num_distributed_optimizer_instances (MG23): the distributed optimizer (and Megatron-FSDP, as
+  // HSDP) shards over dp x cp / instances contiguous ranks, reduce-scatters and all-gathers there,
+  // and all-reduces each shard across the instances: ParallelSpec::dp_replicate. The builder
+  // checks that it divides DP.
+  const std::int64_t instances = r.int_quiet("num_distributed_optimizer_instances", 1);
+  if (instances < 1) r.fail("num_distributed_optimizer_instances", "must be at least 1");
+  d.parallel.dp_replicate = static_cast<int>(instances);
 }
 
 void read_overlap(ArgReader& r, JobDraft& d) {
