@@ -298,13 +298,30 @@ LayerWork mtp_work(const Ctx& c, int depth) {
 // shard group, then (HSDP) all-reduce across the replicate groups; weights all-gather in the
 // shard group before the forward and, with reshard_after_forward, again before the backward.
 // With fp8 all-gather the GEMM weights travel in one byte.
+// The bytes a stage's weights all-gather with: fp8 weights (fp8_param_gather, torchtitan's float8
+// all-gather) travel in one byte, except those of layers kept out of the recipe.
+struct GatherBytes {
+  double dense = 0.0;
+  double expert = 0.0;
+};
+GatherBytes gather_bytes(const JobSpec& job, const Ctx& c, const StageParams& sp) {
+  const PrecisionSpec& pr = job.runtime.precision;
+  const double q_gemm = sp.dense_gemm_params - sp.bf16_gemm_params;
+  const double q_expert = sp.expert_params - sp.bf16_expert_params;
+  GatherBytes g;
+  g.dense =
+      pr.fp8_param ? q_gemm + (sp.dense_params - q_gemm) * c.act_b : sp.dense_params * c.act_b;
+  g.expert = pr.fp8_param && pr.fp8_experts ? q_expert + sp.bf16_expert_params * c.act_b
+                                            : sp.expert_params * c.act_b;
+  return g;
+}
+
 // `overlap_gather` unset: FSDP2, which gathers before each use (overlapped; again before the
 // backward with reshard_after_forward). Set: the distributed optimizer's instances, which gather
 // once after the step, overlapped when overlap_param_gather is on.
 void add_fsdp2_comm(const JobSpec& job, const Ctx& c, const StageParams& sp, int ch,
                     IterationWork& it, std::optional<bool> overlap_gather = std::nullopt) {
   const ParallelSpec& p = job.parallel;
-  const PrecisionSpec& pr = job.runtime.precision;
   const double grad_b = bytes_per_element(job.runtime.main_grads_dtype);
   const int rep = std::max(1, p.dp_replicate);
   const bool hsdp = rep > 1;
@@ -316,14 +333,9 @@ void add_fsdp2_comm(const JobSpec& job, const Ctx& c, const StageParams& sp, int
     double params;
     double gather_bytes;
   };
-  // fp8 weights gather in fp8, except those of layers kept out of the recipe.
-  const double q_gemm = sp.dense_gemm_params - sp.bf16_gemm_params;
-  const double q_expert = sp.expert_params - sp.bf16_expert_params;
-  const double dense_gather =
-      pr.fp8_param ? q_gemm + (sp.dense_params - q_gemm) * c.act_b : sp.dense_params * c.act_b;
-  const double expert_gather = pr.fp8_param && pr.fp8_experts
-                                   ? q_expert + sp.bf16_expert_params * c.act_b
-                                   : sp.expert_params * c.act_b;
+  const GatherBytes gb = gather_bytes(job, c, sp);
+  const double dense_gather = gb.dense;
+  const double expert_gather = gb.expert;
   const Part parts[] = {{"dp", hsdp ? GroupKind::kDpCpShard : GroupKind::kDpCp,
                          job.fsdp_shard_size(), sp.dense_params, dense_gather},
                         {"edp", hsdp ? GroupKind::kEdpShard : GroupKind::kEdp,
@@ -414,17 +426,17 @@ void add_dp_comm(const JobSpec& job, const Ctx& c, const StageParams& sp, int ch
   const int passes = p.fsdp != FsdpKind::kNone ? 2 : 1;
   const Overlap ov = (p.overlap_param_gather || p.fsdp != FsdpKind::kNone) ? Overlap::kWithCompute
                                                                            : Overlap::kExposed;
+  const GatherBytes gb = gather_bytes(job, c, sp);
   for (int pass = 0; pass < passes; ++pass) {
     if (dense_dp > 1) {
       it.param_gather.push_back(comm_op("dp.param_gather", GroupKind::kDpCp,
-                                        CollectiveKind::kAllGather, dense_dp,
-                                        sp.dense_params * c.act_b, ov));
+                                        CollectiveKind::kAllGather, dense_dp, gb.dense, ov));
       it.param_gather_chunk.push_back(ch);
     }
     if (job.expert_dp() > 1 && sp.expert_params > 0) {
       it.param_gather.push_back(comm_op("edp.param_gather", GroupKind::kEdp,
-                                        CollectiveKind::kAllGather, job.expert_dp(),
-                                        sp.expert_params * c.act_b, ov));
+                                        CollectiveKind::kAllGather, job.expert_dp(), gb.expert,
+                                        ov));
       it.param_gather_chunk.push_back(ch);
     }
   }
