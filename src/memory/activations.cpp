@@ -87,7 +87,7 @@ Geometry geometry(const JobSpec& job) {
   g.g = p.fp8_dense ? gemm_input_bytes(p) : g.e;
   g.g_expert = p.fp8_experts ? gemm_input_bytes(p) : g.e;
   g.quantized_dense = (p.fp8 != Fp8Recipe::kNone && p.fp8_dense) || p.fp4 != Fp4Recipe::kNone;
-  if (p.hp_wgrad_delayed()) {
+  if (p.hp_wgrad()) {
     // TE saves each linear's input unquantised for the high-precision weight gradient.
     g.g = g.e;
     g.g_expert = g.e;

@@ -395,7 +395,11 @@ TEST(MegatronFidelity, Fp8WgradOnlyChangesDelayedScaling) {
   const PrecisionSpec tensorwise =
       load_text(dir, flat_args("fp8: hybrid\nfp8_recipe: tensorwise\nfp8_wgrad: false\n"))
           .runtime.precision;
+  EXPECT_TRUE(tensorwise.fp8_wgrad);
   EXPECT_FALSE(tensorwise.wgrad_in_params_dtype());
+  // The profile's default recipe (Megatron-LM: delayed) applies when none is stated.
+  EXPECT_FALSE(
+      load_text(dir, flat_args("fp8: hybrid\nfp8_wgrad: false\n")).runtime.precision.fp8_wgrad);
 }
 
 // distribute_saved_activations: read with TP > 1, full recompute and a method, without SP (the

@@ -343,7 +343,7 @@ TEST(StaticMemory, FirstLastLayersKeepNoFp8Copies) {
 
 // fp8_wgrad off with delayed scaling: TE saves each linear's input unquantised for the
 // high-precision weight gradient, so a layer saves what it saves without FP8 (cross-check against
-// the BF16 job); tensorwise ignores the key and keeps its FP8 saved inputs.
+// the BF16 job); with fp8_wgrad on it keeps its FP8 saved inputs.
 TEST(Activations, HighPrecisionWgradSavesBf16Inputs) {
   JobSpec j = make_job(testing::llama31_8b(), {.dp = 1}, 1, 4096);
   const double bf16 = layer_activation(j, j.model.layers[0]).total_bytes;
@@ -352,7 +352,7 @@ TEST(Activations, HighPrecisionWgradSavesBf16Inputs) {
   EXPECT_NE(fp8, bf16);
   j.runtime.precision.fp8_wgrad = false;
   EXPECT_DOUBLE_EQ(layer_activation(j, j.model.layers[0]).total_bytes, bf16);
-  j.runtime.precision.fp8 = Fp8Recipe::kTensorwise;
+  j.runtime.precision.fp8_wgrad = true;
   EXPECT_DOUBLE_EQ(layer_activation(j, j.model.layers[0]).total_bytes, fp8);
 }
 

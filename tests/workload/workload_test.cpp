@@ -134,8 +134,8 @@ TEST(Workload, FirstLastLayersStayBf16) {
   EXPECT_DOUBLE_EQ(find(b0[1], "mlp.fc1")->flops, find(b0[2], "mlp.fc1")->flops);
 }
 
-// fp8_wgrad off with delayed scaling: the weight-gradient GEMMs read bf16, the forward and
-// data-gradient GEMMs stay FP8; with tensorwise scaling Megatron ignores the key.
+// fp8_wgrad off (the Megatron adapter sets it with delayed scaling only): the weight-gradient
+// GEMMs read bf16, the forward and data-gradient GEMMs stay FP8.
 TEST(Workload, HighPrecisionWgradWithDelayedScaling) {
   JobSpec job = testing::make_job(testing::llama31_8b(), {});
   job.runtime.precision.fp8 = Fp8Recipe::kDelayed;
@@ -144,7 +144,7 @@ TEST(Workload, HighPrecisionWgradWithDelayedScaling) {
   EXPECT_EQ(find(lw, "mlp.fc1")->gemm.dtype, Dtype::kFp8);
   EXPECT_EQ(find(lw, "mlp.fc1.dgrad")->gemm.dtype, Dtype::kFp8);
   EXPECT_EQ(find(lw, "mlp.fc1.wgrad")->gemm.dtype, Dtype::kBf16);
-  job.runtime.precision.fp8 = Fp8Recipe::kTensorwise;
+  job.runtime.precision.fp8_wgrad = true;
   EXPECT_EQ(find(build_layer_work(job, 0), "mlp.fc1.wgrad")->gemm.dtype, Dtype::kFp8);
 }
 

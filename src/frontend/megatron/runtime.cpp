@@ -163,10 +163,7 @@ void read_precision(ArgReader& r, JobDraft& d) {
       r.fail("fp4_recipe", fmt::format("unknown recipe '{}' (nvfp4, mxfp4, custom)", recipe));
     }
   }
-  // --no-fp8-wgrad (MG1 _add_mixed_precision_args; MG21: the delayed-scaling recipe's
-  // override_linear_precision keeps the weight gradient in high precision; the other recipes are
-  // built without it).
-  prec.fp8_wgrad = r.bool_quiet("fp8_wgrad", true);
+
   // Unstated: the profile's recipes (NeMo keeps delayed / tensorwise weights in FP8).
   name_field(r, d, DraftField::kFp8ParamGather, "fp8_param_gather");
   if (r.has("fp8_param_gather")) {
@@ -174,6 +171,19 @@ void read_precision(ArgReader& r, JobDraft& d) {
     if (*d.fp8_param && !d.fp8)
       d.warnings.push_back("fp8_param_gather is set without fp8; ignored");
   }
+}
+
+// The fp8 recipe the job will run: the stated one, else the profile's default (the builder's
+// rule, builder_defaults.cpp), else Megatron's delayed.
+Fp8Recipe expected_fp8_recipe(const JobDraft& d) {
+  return d.fp8_recipe.value_or(d.profile.fp8_recipe.value.value_or(Fp8Recipe::kDelayed));
+}
+
+// fp8_wgrad false (MG1 --no-fp8-wgrad) changes only delayed scaling: MG21 builds that recipe with
+// override_linear_precision=(False, False, not fp8_wgrad) and the others without it.
+void read_fp8_wgrad(ArgReader& r, JobDraft& d) {
+  if (!d.fp8 || r.bool_quiet("fp8_wgrad", true)) return;
+  if (expected_fp8_recipe(d) == Fp8Recipe::kDelayed) d.runtime.precision.fp8_wgrad = false;
 }
 
 // first_last_layers_bf16 (MG2 first_last_layers_bf16,
@@ -186,9 +196,7 @@ void read_bf16_layers(ArgReader& r, const ModelSpec& model, JobDraft& d) {
   PrecisionSpec& prec = d.runtime.precision;
   if (!r.bool_quiet(key, false) || (!d.fp8 && prec.fp4 == Fp4Recipe::kNone)) return;
   if (d.fp8) {
-    const Fp8Recipe recipe =
-        d.fp8_recipe.value_or(d.profile.fp8_recipe.value.value_or(Fp8Recipe::kDelayed));
-    if (recipe == Fp8Recipe::kDelayed) {
+    if (expected_fp8_recipe(d) == Fp8Recipe::kDelayed) {
       r.fail(key,
              "delayed scaling does not support first / last layers in BF16 (Megatron "
              "refuses it)");
@@ -744,6 +752,7 @@ std::optional<ScheduleKind> parse_schedule_name(std::string_view text) {
 void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d) {
   read_batches(r, d);
   read_precision(r, d);
+  read_fp8_wgrad(r, d);
   read_bf16_layers(r, model, d);
   read_recompute(r, model, d);
   read_attention(r, d);

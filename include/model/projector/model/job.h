@@ -544,15 +544,13 @@ struct PrecisionSpec {
   bool fp8_dense = true;    // attention, dense MLP and shared-expert linears
   bool fp8_experts = true;  // routed-expert grouped GEMMs
   bool fp8_output = false;  // the output layer
-  // Megatron --no-fp8-wgrad (fp8_wgrad false): with delayed scaling, Transformer Engine's recipe
-  // keeps the weight-gradient GEMMs in high precision (override_linear_precision wgrad), so each
-  // linear saves its input unquantised for them; Megatron passes it to no other recipe.
+  // false: the fp8 recipe keeps the weight-gradient GEMMs in high precision (Transformer Engine's
+  // override_linear_precision wgrad), so each linear saves its input unquantised for them. The
+  // adapter decides when a framework key applies (Megatron: delayed scaling only).
   bool fp8_wgrad = true;
-  bool hp_wgrad_delayed() const { return fp8 == Fp8Recipe::kDelayed && !fp8_wgrad; }
+  bool hp_wgrad() const { return fp8 != Fp8Recipe::kNone && fp4 == Fp4Recipe::kNone && !fp8_wgrad; }
   // The weight-gradient GEMMs run in params_dtype (the above, or torchao's rowwise_with_gw_hp).
-  bool wgrad_in_params_dtype() const {
-    return fp8 == Fp8Recipe::kRowwiseHpWgrad || hp_wgrad_delayed();
-  }
+  bool wgrad_in_params_dtype() const { return fp8 == Fp8Recipe::kRowwiseHpWgrad || hp_wgrad(); }
   Dtype gemm_dtype() const;  // params_dtype, kFp8, kMxfp8 or kFp4
   bool quantized_gemms() const { return fp8 != Fp8Recipe::kNone || fp4 != Fp4Recipe::kNone; }
   // Decoder layers kept out of the fp8 / fp4 recipe at the start and end of the model (Megatron
