@@ -265,6 +265,11 @@ std::string Builder::rule_message(LayoutRule rule) const {
           "sequence length {} is not divisible by 2 x CP = {} (load-balanced "
           "context parallelism)",
           rt.seq_length, 2 * p.cp);
+    case LayoutRule::kCpHierarchy:
+      return fmt::format(
+          "CP {} is not a multiple of the all-to-all level {} of a2a+p2p context parallelism "
+          "(hierarchical_context_parallel_sizes)",
+          p.cp, p.cp_a2a_size);
     case LayoutRule::kGbs:
       return fmt::format("global batch {} is not divisible by micro_batch_size x DP = {} x {} = {}",
                          rt.global_batch_size, rt.micro_batch_size, job_.dp(), per_step);
@@ -353,7 +358,8 @@ std::string_view to_string(DraftField f) {
                                                 "moe_overlap",
                                                 "host_dispatch",
                                                 "expandable_segments",
-                                                "fp8_param_gather"};
+                                                "fp8_param_gather",
+                                                "p2p_overlap"};
   static_assert(std::size(kNames) == kNumDraftFields);
   const auto i = static_cast<std::size_t>(f);
   return i < std::size(kNames) ? kNames[i] : "?";
@@ -378,6 +384,7 @@ DraftField field_of(LayoutRule rule) {
     case LayoutRule::kSeqCp:
       return DraftField::kSeqLength;
     case LayoutRule::kCpUnsupported:
+    case LayoutRule::kCpHierarchy:
       return DraftField::kCp;
     case LayoutRule::kPpUnsupported:
       return DraftField::kPp;

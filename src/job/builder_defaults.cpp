@@ -33,6 +33,21 @@ void Builder::parallel_defaults() {
                                        prof.overlap_param_gather, p.overlap_param_gather_rule);
   p.tp_comm_overlap = decide_when(DraftField::kTpCommOverlap, d_.tp_comm_overlap,
                                   prof.tp_comm_overlap, p.tp_comm_overlap_rule);
+  // Pipeline sends: a stated false holds the sender's stream; otherwise the framework's rule
+  // (Megatron: beside the compute only with virtual stages), and without one, beside the compute.
+  if (d_.p2p_overlap.has_value() && !*d_.p2p_overlap) {
+    p.p2p_overlap_rule = WhenRule::kNever;
+  } else {
+    p.p2p_overlap_rule = prof.p2p_overlap.value.value_or(WhenRule::kAlways);
+  }
+  p.p2p_overlap = p.applies(p.p2p_overlap_rule);
+  if (p.pp > 1 && !d_.p2p_overlap.has_value()) {
+    record(DraftField::kP2pOverlap, show(p.p2p_overlap),
+           prof.p2p_overlap.value
+               ? fmt::format("{} ({})", to_string(*prof.p2p_overlap.value), prof.p2p_overlap.source)
+               : fmt::format("{} has no default: sends run beside the compute", d_.profile.name),
+           true);
+  }
   // FSDP's reshard after forward by the rule the adapter read (torchtitan's default: without PP),
   // decided on the final PP (after --pp and the environment), as a re-layout decides it again.
   p.reshard_after_forward = p.applies(p.reshard_after_forward_rule);

@@ -60,6 +60,7 @@ void relayout(JobSpec& job, const LayoutChoice& c) {
   p.sequence_parallel = p.applies(p.sequence_parallel_rule) && p.tp > 1;
   p.overlap_param_gather = p.applies(p.overlap_param_gather_rule);
   p.tp_comm_overlap = p.applies(p.tp_comm_overlap_rule);
+  p.p2p_overlap = p.applies(p.p2p_overlap_rule);
   p.reshard_after_forward = p.applies(p.reshard_after_forward_rule);
   // Accumulation outside the schedule (torchtitan): without PP every microbatch is its own round;
   // with PP the per-replica batch is one flush of the schedule.

@@ -68,7 +68,8 @@ constexpr std::pair<const char*, WhenRule> kWhen[] = {
     {"with_tp", WhenRule::kWithTp},
     {"with_distributed_optimizer", WhenRule::kWithDistributedOptimizer},
     {"with_sequence_parallel", WhenRule::kWithSequenceParallel},
-    {"without_pp", WhenRule::kWithoutPp}};
+    {"without_pp", WhenRule::kWithoutPp},
+    {"with_vpp", WhenRule::kWithVpp}};
 constexpr std::pair<const char*, AttentionKernel> kKernels[] = {{"fused", AttentionKernel::kFused},
                                                                 {"fa2", AttentionKernel::kFa2}};
 constexpr std::pair<const char*, Fp8Recipe> kRecipes[] = {
@@ -176,6 +177,7 @@ void read_defaults(const Reader& r, const YAML::Node& defaults, FrameworkProfile
       {"overlap_grad_reduce", b(p.overlap_grad_reduce)},
       {"overlap_param_gather", c(p.overlap_param_gather, kWhen)},
       {"tp_comm_overlap", c(p.tp_comm_overlap, kWhen)},
+      {"p2p_overlap", c(p.p2p_overlap, kWhen)},
       {"flash_attention", b(p.flash_attention)},
       {"attention_kernel", c(p.attention_kernel, kKernels)},
       {"fp8_recipe", c(p.fp8_recipe, kRecipes)},

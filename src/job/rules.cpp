@@ -78,6 +78,7 @@ RuleFacts rule_facts(const JobSpec& job, RulePurpose purpose, std::int64_t world
   f.search = purpose == RulePurpose::kSearch;
   f.moe_overlap = combined_forward_backward(job);
   f.allgather_dispatcher = job.runtime.moe_dispatcher == MoeDispatcher::kAllGather;
+  if (p.cp_comm_type == CpCommType::kA2aP2p) f.cp_a2a = p.cp_a2a_size;
   return f;
 }
 
@@ -130,6 +131,8 @@ std::string_view to_string(LayoutRule r) {
       return "cp_unsupported";
     case LayoutRule::kSeqCp:
       return "seq_cp";
+    case LayoutRule::kCpHierarchy:
+      return "cp_hierarchy";
     case LayoutRule::kGbs:
       return "gbs_mbs_dp";
     case LayoutRule::kScheduleNeedsPp:
@@ -194,6 +197,9 @@ std::string_view explanation(LayoutRule r) {
              "/ short conv, Flux) or in a framework that cannot split the model";
     case LayoutRule::kSeqCp:
       return "sequence length not divisible by 2 x CP (or by DeepSeek-V4's compress ratio)";
+    case LayoutRule::kCpHierarchy:
+      return "a2a+p2p context parallelism: CP not a multiple of the all-to-all level "
+             "(hierarchical_context_parallel_sizes)";
     case LayoutRule::kGbs:
       return "global batch not divisible by MBS x DP";
     case LayoutRule::kScheduleNeedsPp:

@@ -23,9 +23,10 @@ CommGroup group_for(const JobSpec& job, const Op& op) {
     return make_group(op.group_size, op.group_stride, node_gpus, job.cluster.network.pod_size);
   }
   if (op.collective == CollectiveKind::kSendRecv) {
-    // A pipeline hop is the cost module's kPpPeer pair; a CP ring neighbour is tp ranks away.
+    // A pipeline hop is the cost module's kPpPeer pair. A CP ring's neighbours are tp ranks apart
+    // and every step waits for its slowest hop: across nodes when the ring leaves one.
     if (op.group == GroupKind::kPp) return job_group(job, GroupKind::kPpPeer);
-    return make_group(2, job.parallel.tp, node_gpus, job.cluster.network.pod_size);
+    return make_group(op.group_size, job.parallel.tp, node_gpus, job.cluster.network.pod_size);
   }
   CommGroup g = job_group(job, op.group);
   g.node_aggregated = op.node_aggregated;
@@ -488,6 +489,7 @@ schedule::SimulationInput simulation_input(const JobSpec& job, CostCache& cache,
     send.bytes = rep.workload.ranks[0].p2p_bytes;
     rep.p2p_s = price_collective(job, cache, send).time_s;
     in.p2p_s = rep.p2p_s;
+    in.blocking_p2p = !p.p2p_overlap;
   }
   rep.interference = job.cluster.accelerator.calibration.comm_compute_interference.value;
   in.interference = rep.interference;
@@ -767,7 +769,9 @@ void fill_exposed(const JobSpec& job, const std::vector<ExposedComm>& stage_expo
     rep.exposed.ep_s = std::max(0.0, rep.exposed.ep_s - s.hidden_paired_microbatch_s);
   }
   rep.exposed.dp_s = rounds * (rep.exposed.dp_s + rep.param_gather_exposed_s);
-  rep.exposed.pp_s = p.pp > 1 ? rounds * 2.0 * (p.pp - 1) * rep.p2p_s : 0.0;
+  // The fill and drain's hops, and with blocking sends the time the rank waited for its own.
+  const double blocked_s = rep.simulation.ranks[static_cast<std::size_t>(crit)].p2p_blocked_s;
+  rep.exposed.pp_s = p.pp > 1 ? rounds * (2.0 * (p.pp - 1) * rep.p2p_s + blocked_s) : 0.0;
 }
 
 }  // namespace

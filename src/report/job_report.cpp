@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "json_common.h"
 #include "projector/job/spec.h"
 #include "projector/model/accounting.h"
@@ -118,11 +120,16 @@ std::string summary_text(const JobSpec& job) {
                      p.tp, p.pp, p.vpp, p.cp, p.ep, p.etp, job.dp(), job.expert_dp());
   out += fmt::format(
       "  sequence parallel {}, distributed optimizer {}{}, FSDP {}, overlap grad-reduce {}, "
-      "overlap param-gather {}, TP comm overlap {}, CP comm {}\n",
+      "overlap param-gather {}, TP comm overlap {}, CP comm {}{}{}\n",
       on_off(p.sequence_parallel), on_off(p.distributed_optimizer),
       p.grads_sharded && p.distributed_optimizer ? " (gradients sharded too: ZeRO-2)" : "",
       to_string(p.fsdp), on_off(p.overlap_grad_reduce), on_off(p.overlap_param_gather),
-      on_off(p.tp_comm_overlap), cp_comm(p.cp_comm_type));
+      on_off(p.tp_comm_overlap), cp_comm(p.cp_comm_type),
+      p.cp_comm_type == CpCommType::kA2aP2p && p.cp_a2a_size > 0
+          ? fmt::format(" (all-to-all over {}, ring over {})", p.cp_a2a_size,
+                        p.cp / std::max(1, p.cp_a2a_size))
+          : std::string(),
+      p.pp > 1 ? fmt::format(", P2P overlap {}", on_off(p.p2p_overlap)) : std::string());
   if (p.stages.size() > 1) {
     for (std::size_t z = 0; z < p.stages.size(); ++z) {
       out += fmt::format("  stage {:>3} (pp rank {}, chunk {}): {}\n", z, z % p.pp, z / p.pp,
@@ -208,6 +215,7 @@ report_detail::Json to_json(const JobSpec& job) {
   }
   j["parallel"] = report_detail::parallel_json(job);
   j["parallel"]["cp_comm_type"] = cp_comm(p.cp_comm_type);
+  if (p.cp_comm_type == CpCommType::kA2aP2p) j["parallel"]["cp_a2a_size"] = p.cp_a2a_size;
   j["parallel"]["stages"] = stages;
   j["runtime"] = {
       {"micro_batch_size", rt.micro_batch_size},

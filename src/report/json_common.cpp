@@ -20,7 +20,8 @@ Json parallel_json(const JobSpec& job) {
           {"fsdp", std::string(to_string(p.fsdp))},
           {"overlap_grad_reduce", p.overlap_grad_reduce},
           {"overlap_param_gather", p.overlap_param_gather},
-          {"tp_comm_overlap", p.tp_comm_overlap}};
+          {"tp_comm_overlap", p.tp_comm_overlap},
+          {"p2p_overlap", p.p2p_overlap}};
 }
 
 Json defaults_json(const JobSpec& job) {

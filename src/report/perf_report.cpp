@@ -20,6 +20,12 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 double ms(double s) {
   return s * 1e3;
 }
+// The longest any pipeline rank's compute waited for its own sends (blocking P2P), seconds.
+double max_p2p_blocked_s(const PerfReport& rep) {
+  double t = 0.0;
+  for (const schedule::RankStats& r : rep.simulation.ranks) t = std::max(t, r.p2p_blocked_s);
+  return t;
+}
 double us(double s) {
   return s * 1e6;
 }
@@ -407,6 +413,7 @@ ordered_json results_json(const PerfReport& rep) {
        {"bubble_fraction", rep.bubble_fraction},
        {"bubble_over_ideal", rep.bubble_over_ideal},
        {"p2p_ms", ms(rep.p2p_s)},
+       {"p2p_blocked_ms", ms(max_p2p_blocked_s(rep))},
        {"comm_compute_interference", rep.interference}};
   if (rep.range) {
     const CalibratedRange& c = *rep.range;

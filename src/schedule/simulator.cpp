@@ -309,6 +309,7 @@ class Simulation {
   void wake(std::size_t key);
   long ready(int r, int g, double& t, int& pred) const;
   double nominal(int r, const Action& a, double& comm_part, double& serial_part) const;
+  double send_hold_s(int r, int g, int n) const;
   void finish(int r, int g, double start, double end, int pred);
   void advance(int r);
 
@@ -503,6 +504,22 @@ void Simulation::finish(int r, int g, double start, double end, int pred) {
   }
 }
 
+// Blocking P2P: how long the sender waits after actions g .. g+n-1 for its own sends (an F to the
+// next stage, a B / BW to the previous one; a hand-off on the same rank is free, edges are 0).
+// Sends of one step leave together (Megatron batches them), so a pair waits for the longer.
+double Simulation::send_hold_s(int r, int g, int n) const {
+  double held = 0.0;
+  for (int h = g; h < g + n; ++h) {
+    const Action& a = table_.actions[h];
+    const int z = map_.stage_rc[r * V_ + a.chunk];
+    if (a.phase == Phase::kF && z + 1 < S_) held = std::max(held, map_.p2p_f[z]);
+    if ((a.phase == Phase::kB || a.phase == Phase::kBW) && z > 0) {
+      held = std::max(held, map_.p2p_b[z - 1]);
+    }
+  }
+  return held;
+}
+
 // Runs rank r's actions while their inputs exist; parks it on the first missing one.
 void Simulation::advance(int r) {
   const int hi = table_.rank_offsets[r + 1];
@@ -566,7 +583,9 @@ void Simulation::advance(int r) {
         }
       }
     }
-    clock_[r] = end;
+    const double held_s = in_.blocking_p2p ? send_hold_s(r, g, n) : 0.0;
+    st.p2p_blocked_s += held_s;
+    clock_[r] = end + held_s;
     last_[r] = g + n - 1;
     pos_[r] += n;
     done_ += n;

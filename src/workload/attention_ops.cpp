@@ -236,6 +236,28 @@ void add_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   add_hc_post(c, f, "attn");
 }
 
+// Transformer Engine's a2a+p2p (MG24): the all-to-all of q, k, v and the output over the first
+// level (cp_a2a_size neighbouring CP ranks, tp apart), then the KV ring over the second (the
+// ranks a2a x tp apart). A ring of one rank sends nothing. The ring's KV per step is the rank's
+// share of the sequence's K and V, as with p2p: a2a x the tokens, 1 / a2a of the heads.
+namespace {
+void add_hierarchical_cp(const Ctx& c, std::vector<Op>& f, double qkvo_bytes, double kv_bytes) {
+  const ParallelSpec& p = c.job.parallel;
+  const int a2a = p.cp_a2a_size;
+  const int ring = p.cp / a2a;
+  Op all_to_all =
+      comm_op("attn.cp_all_to_all", GroupKind::kCp, CollectiveKind::kAllToAll, a2a, qkvo_bytes);
+  all_to_all.group_stride = p.tp;
+  f.push_back(all_to_all);
+  if (ring <= 1) return;
+  Op hop = comm_op("attn.cp_ring_kv", GroupKind::kCp, CollectiveKind::kSendRecv, ring, kv_bytes,
+                   Overlap::kWithCompute);
+  hop.group_stride = p.tp * a2a;
+  hop.steps = ring - 1;
+  f.push_back(hop);
+}
+}  // namespace
+
 // Flash attention: one fused kernel per direction.
 void add_flash_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer, int heads,
                          int kv_heads, int d_qk, int d_v) {
@@ -256,9 +278,17 @@ void add_flash_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& laye
   core.attention.window = a.sliding_window;
   core.attention.dtype = c.act;
   core.attention.kernel = job.runtime.attention_kernel;
+  // a2a+p2p (MG24): an all-to-all over `a2a` neighbouring CP ranks trades heads for sequence, so
+  // the ring runs over cp / a2a ranks with a2a x longer chunks of heads / a2a heads.
+  const int a2a = p.cp > 1 && p.cp_comm_type == CpCommType::kA2aP2p && p.cp_a2a_size > 1 &&
+                          heads % p.cp_a2a_size == 0 && kv_heads % p.cp_a2a_size == 0
+                      ? p.cp_a2a_size
+                      : 1;
   if (p.cp > 1) {
     // Equivalent work: s/cp query rows against s/2 keys, unmasked (the causal half of the ring).
-    core.attention.seq_q = s / p.cp;
+    core.attention.q_heads = heads / a2a;
+    core.attention.kv_heads = kv_heads / a2a;
+    core.attention.seq_q = s / p.cp * a2a;
     core.attention.seq_kv =
         a.sliding_window > 0 ? std::min<std::int64_t>(a.sliding_window, s / 2) : s / 2;
     core.attention.causal = false;
@@ -290,8 +320,12 @@ void add_flash_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& laye
       // Ulysses-style: all-to-all of q, k, v before and of the output after the core.
       const double qkvo = static_cast<double>(job.runtime.micro_batch_size) * (s / p.cp) *
                           (2.0 * heads * d_qk + kv_heads * (d_qk + d_v)) * c.act_b;
-      f.push_back(
-          comm_op("attn.cp_all_to_all", GroupKind::kCp, CollectiveKind::kAllToAll, p.cp, qkvo));
+      if (p.cp_comm_type == CpCommType::kA2aP2p && p.cp_a2a_size > 1) {
+        add_hierarchical_cp(c, f, qkvo, kv_bytes);
+      } else {
+        f.push_back(
+            comm_op("attn.cp_all_to_all", GroupKind::kCp, CollectiveKind::kAllToAll, p.cp, qkvo));
+      }
     }
   }
 }

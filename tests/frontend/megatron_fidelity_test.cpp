@@ -596,6 +596,7 @@ bool has_warning(const JobSpec& job, const std::string& needle) {
 TEST(MegatronFidelity, ThreeKindsOfKeys) {
   testing::TempDir dir;
   const JobSpec job = load_text(dir, flat_args("micro_batch_sise: 2\n"
+                                               "use_sharp: true\n"
                                                "overlap_p2p_comm: false\n"
                                                "fp8_wgrad: true\n"
                                                "log_interval: 5\nturbo_deepep_num_cu: 32\n"
@@ -603,8 +604,9 @@ TEST(MegatronFidelity, ThreeKindsOfKeys) {
   EXPECT_TRUE(has_warning(job,
                           "unknown key 'micro_batch_sise' (ignored); did you mean "
                           "'micro_batch_size'?"));
-  EXPECT_TRUE(has_warning(job, "overlap_p2p_comm = false is not modelled: pipeline sends"));
-  EXPECT_FALSE(has_warning(job, "fp8_wgrad"));  // its inert value
+  EXPECT_TRUE(has_warning(job, "use_sharp = true is not modelled: in-network (SHARP) reduction"));
+  EXPECT_FALSE(has_warning(job, "overlap_p2p_comm"));  // modelled (MG25)
+  EXPECT_FALSE(has_warning(job, "fp8_wgrad"));         // its inert value
   EXPECT_FALSE(has_warning(job, "log_interval"));
   EXPECT_FALSE(has_warning(job, "turbo_deepep_num_cu"));
   EXPECT_FALSE(has_warning(job, "GPU_MAX_HW_QUEUES"));
@@ -688,6 +690,64 @@ TEST(MegatronFidelity, PrimusCheckoutPresetWinsOverBundled) {
   EXPECT_NE(d->reason.find(kData + "/primus/primus/configs/models/megatron/qwen3_8B.yaml"),
             std::string::npos)
       << d->reason;
+}
+
+// overlap_p2p_comm (MG25, MG1 validate_args): Megatron keeps it only with virtual stages, so a
+// plain 1F1B waits for its sends whatever the key says; stated false, an interleaved one waits
+// too. The default is recorded with the profile's rule.
+TEST(MegatronFidelity, PipelineSendsOverlapOnlyInterleaved) {
+  testing::TempDir dir;
+  const std::string pp2 = "pipeline_model_parallel_size: 2\n";
+  const JobSpec plain = load_text(dir, flat_args(pp2));
+  EXPECT_FALSE(plain.parallel.p2p_overlap);
+  const AppliedDefault* d = find_default(plain, "overlap_p2p_comm");
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->reason.find("with_vpp"), std::string::npos) << d->reason;
+  EXPECT_FALSE(load_text(dir, flat_args(pp2 + "overlap_p2p_comm: true\n")).parallel.p2p_overlap);
+  const std::string vpp = pp2 + "num_layers_per_virtual_pipeline_stage: 1\n";
+  EXPECT_TRUE(load_text(dir, flat_args(vpp)).parallel.p2p_overlap);
+  EXPECT_FALSE(load_text(dir, flat_args(vpp + "overlap_p2p_comm: false\n")).parallel.p2p_overlap);
+}
+
+// hierarchical_context_parallel_sizes (MG24): [a2a, p2p] with a2a+p2p; Megatron asserts the
+// product is CP and that a2a+p2p states them; TE takes two levels. Unused with another type.
+TEST(MegatronFidelity, HierarchicalContextParallelSizes) {
+  testing::TempDir dir;
+  LoadRequest r;
+  r.data_dir = kRepoData;
+  r.cli.nodes = 2;
+  const std::string cp8 = "context_parallel_size: 8\n";
+  r.config_path = dir.write(
+      "h.yaml",
+      flat_args(cp8 + "cp_comm_type: a2a+p2p\nhierarchical_context_parallel_sizes: [4, 2]\n"));
+  const JobSpec job = load_job(r);
+  EXPECT_EQ(job.parallel.cp_comm_type, CpCommType::kA2aP2p);
+  EXPECT_EQ(job.parallel.cp_a2a_size, 4);
+  r.config_path =
+      dir.write("u.yaml", flat_args(cp8 + "hierarchical_context_parallel_sizes: [4, 2]\n"));
+  EXPECT_EQ(load_job(r).parallel.cp_a2a_size, 0);  // p2p: the groups go unused
+  const auto key_of = [&](const std::string& extra) -> std::string {
+    r.config_path = dir.write("bad.yaml", flat_args(cp8 + extra));
+    try {
+      load_job(r);
+    } catch (const InputError& e) {
+      return e.key();
+    }
+    return "<loaded>";
+  };
+  EXPECT_EQ(key_of("cp_comm_type: a2a+p2p\n"), "cp_comm_type");
+  EXPECT_EQ(key_of("cp_comm_type: a2a+p2p\nhierarchical_context_parallel_sizes: [4, 4]\n"),
+            "hierarchical_context_parallel_sizes");
+  EXPECT_EQ(key_of("cp_comm_type: a2a+p2p\nhierarchical_context_parallel_sizes: [2, 2, 2]\n"),
+            "hierarchical_context_parallel_sizes");
+  EXPECT_EQ(key_of("hierarchical_context_parallel_sizes: [3, 2]\n"),
+            "hierarchical_context_parallel_sizes");
+  // A --cp the all-to-all level does not divide breaks the builder's rule.
+  r.config_path = dir.write(
+      "h2.yaml",
+      flat_args(cp8 + "cp_comm_type: a2a+p2p\nhierarchical_context_parallel_sizes: [4, 2]\n"));
+  r.cli.cp = 2;
+  EXPECT_THROW(load_job(r), InputError);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "projector/job/builder.h"
 #include "projector/job/layout.h"
+#include "projector/job/rules.h"
 #include "projector/job/spec.h"
 #include "projector/sweep/sweep.h"
 #include "support/job_builders.h"
@@ -47,6 +48,43 @@ TEST(Relayout, SequenceParallelFollowsTheProfileRule) {
   EXPECT_EQ(stated.parallel.sequence_parallel_rule, WhenRule::kAlways);
   relayout(stated, tp(stated, 4));
   EXPECT_TRUE(stated.parallel.sequence_parallel);
+}
+
+// Megatron's pipeline sends overlap only with virtual stages (MG25): the with_vpp rule kept by the
+// builder decides again when the sweep changes VPP; a stated false stays false.
+TEST(Relayout, PipelineSendOverlapFollowsVirtualStages) {
+  JobDraft d = testing::make_draft(testing::llama31_8b(), {.pp = 2, .gbs = 64});
+  JobSpec job = finalize_job(d, testing::make_cluster({.pp = 2, .gbs = 64}));
+  EXPECT_EQ(job.parallel.p2p_overlap_rule, WhenRule::kWithVpp);
+  EXPECT_FALSE(job.parallel.p2p_overlap);
+  LayoutChoice c = layout_choice(job);
+  c.vpp = 2;
+  c.schedule = ScheduleKind::kInterleaved;
+  relayout(job, c);
+  EXPECT_TRUE(job.parallel.p2p_overlap);
+  d.p2p_overlap = false;
+  JobSpec stated = finalize_job(d, testing::make_cluster({.pp = 2, .gbs = 64}));
+  relayout(stated, c);
+  EXPECT_FALSE(stated.parallel.p2p_overlap);
+  // Without a framework rule (a profile that states none), sends run beside the compute.
+  d.p2p_overlap.reset();
+  d.profile.p2p_overlap.value.reset();
+  EXPECT_TRUE(finalize_job(d, testing::make_cluster({.pp = 2, .gbs = 64})).parallel.p2p_overlap);
+}
+
+// a2a+p2p: the all-to-all level must divide CP (kCpHierarchy); CP 1 has no levels to check.
+TEST(Relayout, HierarchicalCpLevelMustDivideCp) {
+  JobSpec job = testing::make_job(testing::llama31_8b(), {.cp = 8, .nodes = 2, .gbs = 16});
+  job.parallel.cp_comm_type = CpCommType::kA2aP2p;
+  job.parallel.cp_a2a_size = 4;
+  const RuleFacts facts = rule_facts(job, RulePurpose::kSearch);
+  EXPECT_EQ(facts.cp_a2a, 4);
+  LayoutChoice c = layout_choice(job);
+  EXPECT_EQ(check_layout(facts, c), LayoutRule::kLegal);
+  c.cp = 2;
+  EXPECT_EQ(check_layout(facts, c), LayoutRule::kCpHierarchy);
+  c.cp = 4;
+  EXPECT_EQ(check_layout(facts, c), LayoutRule::kLegal);
 }
 
 TEST(Relayout, OverlapParamGatherFollowsTheSharding) {

@@ -154,5 +154,26 @@ TEST(Performance, InterleavingShrinksBubble) {
   EXPECT_NEAR(b.bubble_over_ideal, 3.0 / 16.0, 0.06);
 }
 
+// Megatron's plain 1F1B waits for its sends (MG25): at PP 2 rank 0 sends each microbatch's
+// activation after its F and rank 1 each gradient after its B, so each waits m x the transfer;
+// letting them run beside the compute (interleaved Megatron, torchtitan) can only be faster.
+TEST(Performance, BlockingSendsWaitOncePerTransfer) {
+  JobSpec job = testing::make_job(testing::llama31_8b(), {.pp = 2, .gpn = 2, .gbs = 8});
+  ASSERT_FALSE(job.parallel.p2p_overlap);  // the Megatron-LM profile's with_vpp rule
+  PerfOptions po;
+  po.with_memory = false;
+  const PerfReport blocking = project_performance(job, po);
+  ASSERT_GT(blocking.p2p_s, 0.0);
+  ASSERT_EQ(blocking.num_microbatches, 8);
+  for (const schedule::RankStats& r : blocking.simulation.ranks) {
+    EXPECT_NEAR(r.p2p_blocked_s, 8 * blocking.p2p_s, 1e-12);
+  }
+  job.parallel.p2p_overlap = true;
+  const PerfReport async = project_performance(job, po);
+  for (const schedule::RankStats& r : async.simulation.ranks) EXPECT_EQ(r.p2p_blocked_s, 0.0);
+  EXPECT_GT(blocking.pipeline_s, async.pipeline_s);
+  EXPECT_LE(blocking.pipeline_s, async.pipeline_s + 2 * 8 * blocking.p2p_s + 1e-12);
+}
+
 }  // namespace
 }  // namespace projector

@@ -163,6 +163,31 @@ TEST(Simulator, P2pPerEdge) {
   EXPECT_DOUBLE_EQ(simulate(build_1f1b(3, 1), in).makespan_s, 11.0);
 }
 
+// Blocking P2P (Megatron's waited sends), PP2 M2 f=1 b=2 c=0.5, by hand. Rank 0: F0 [0,1] +0.5,
+// F1 [1.5,2.5] +0.5; rank 1: F0 [1.5,2.5] (the last stage sends no activation), BW0 [2.5,4.5]
+// +0.5, F1 [5,6] (its input arrived at 3.0, the rank is free at 5.0), BW1 [6,8] +0.5; rank 0:
+// BW0 [5,7], BW1 [8.5,10.5] (stage 0 sends no gradient). Makespan 10.5 against 10 asynchronous;
+// each rank waited for two sends (1 s).
+TEST(Simulator, BlockingP2pHoldsTheSender) {
+  SimulationInput in = balanced(2, 1, 1, 2, 0);
+  in.p2p_s = 0.5;
+  in.blocking_p2p = true;
+  const SimulationResult r = simulate(build_1f1b(2, 2), in);
+  EXPECT_DOUBLE_EQ(r.makespan_s, 10.5);
+  EXPECT_DOUBLE_EQ(r.ranks[0].p2p_blocked_s, 1.0);
+  EXPECT_DOUBLE_EQ(r.ranks[1].p2p_blocked_s, 1.0);
+  EXPECT_DOUBLE_EQ(r.ranks[1].busy_s, 6.0);  // waiting is idle, not busy
+  in.blocking_p2p = false;
+  const SimulationResult a = simulate(build_1f1b(2, 2), in);
+  EXPECT_DOUBLE_EQ(a.makespan_s, 10.0);
+  EXPECT_DOUBLE_EQ(a.ranks[0].p2p_blocked_s, 0.0);
+  // The V-shape turn is a hand-off on the rank: nothing to wait for.
+  SimulationInput v = balanced(1, 2, 1, 1, 1);
+  v.p2p_s = 5.0;
+  v.blocking_p2p = true;
+  EXPECT_DOUBLE_EQ(simulate(build_zbv_formatted(1, 1), v).makespan_s, 6.0);
+}
+
 // The V-shape turn on rank pp-1 is a local hand-off: PP1 with two V chunks and p2p 5 s pays none.
 TEST(Simulator, VShapeTurnIsLocal) {
   SimulationInput in = balanced(1, 2, 1, 1, 1);

@@ -206,6 +206,42 @@ TEST(Workload, DistributedOptimizerInstancesShardLikeHsdp) {
   EXPECT_DOUBLE_EQ(it.param_gather[0].bytes, P * 2.0);
 }
 
+// a2a+p2p with levels [4, 2] (MG24), Llama 3.1 8B (32 heads, 8 KV heads of 128) at CP 8, TP 1,
+// seq 8192: each rank holds 1024 tokens. The all-to-all runs over 4 neighbouring ranks with the
+// rank's q, k, v and output, 1024 x (2 x 32 x 128 + 8 x 256) x 2 B = 20,971,520 B; the ring over
+// the 2 ranks 4 apart, one step of 1024 x 8 x 256 x 2 B = 4,194,304 B of K and V. The core runs
+// 8 heads (2 KV) of 4096 queries: the FLOPs of plain p2p's 32 heads of 1024 queries.
+TEST(Workload, HierarchicalCpSplitsAllToAllAndRing) {
+  JobSpec job = testing::make_job(testing::llama31_8b(), {.cp = 8, .nodes = 2, .seq = 8192});
+  const double p2p_core_flops = find(build_layer_work(job, 0), "attn.core")->flops;
+  job.parallel.cp_comm_type = CpCommType::kA2aP2p;
+  job.parallel.cp_a2a_size = 4;
+  const LayerWork lw = build_layer_work(job, 0);
+  const Op* a2a = find(lw, "attn.cp_all_to_all");
+  ASSERT_NE(a2a, nullptr);
+  EXPECT_EQ(a2a->collective, CollectiveKind::kAllToAll);
+  EXPECT_EQ(a2a->group_size, 4);
+  EXPECT_EQ(a2a->group_stride, 1);
+  EXPECT_DOUBLE_EQ(a2a->bytes, 20971520.0);
+  const Op* ring = find(lw, "attn.cp_ring_kv");
+  ASSERT_NE(ring, nullptr);
+  EXPECT_EQ(ring->group_size, 2);
+  EXPECT_EQ(ring->group_stride, 4);
+  EXPECT_EQ(ring->steps, 1);
+  EXPECT_DOUBLE_EQ(ring->bytes, 4194304.0);
+  const Op* core = find(lw, "attn.core");
+  EXPECT_EQ(core->attention.q_heads, 8);
+  EXPECT_EQ(core->attention.kv_heads, 2);
+  EXPECT_EQ(core->attention.seq_q, 4096);
+  EXPECT_DOUBLE_EQ(core->flops, p2p_core_flops);
+  // Both levels' transfers have a backward twin.
+  EXPECT_NE(find(lw, "attn.cp_all_to_all.bwd"), nullptr);
+  EXPECT_NE(find(lw, "attn.cp_ring_kv.bwd"), nullptr);
+  // All-to-all over all 8 ranks: no ring.
+  job.parallel.cp_a2a_size = 8;
+  EXPECT_EQ(find(build_layer_work(job, 0), "attn.cp_ring_kv"), nullptr);
+}
+
 // Block recompute of N layers replays the first N layers of each chunk; N = 0 replays none, as
 // Megatron's block loop does (recompute.py: layer_idx < recompute_num_layers) and as the FLOP
 // accounting counts it (recompute_forward_flops_per_token 0 = no recompute).

@@ -171,6 +171,56 @@ CpCommType cp_comm_type(ArgReader& r, JobDraft& d) {
   r.fail("cp_comm_type", fmt::format("unknown '{}' (p2p, all_gather, a2a, a2a+p2p)", text));
 }
 
+// hierarchical_context_parallel_sizes (MG24): Megatron asserts the sizes' product is CP and that
+// a2a+p2p states them; Transformer Engine's a2a+p2p takes exactly two levels, [a2a, p2p], the
+// first over neighbouring CP ranks. With another cp_comm_type the groups exist but go unused.
+void read_cp_hierarchy(ArgReader& r, JobDraft& d) {
+  const std::string key = "hierarchical_context_parallel_sizes";
+  std::vector<std::int64_t> sizes;
+  if (const ConfigValue* v = r.get(key)) {
+    if (v->is_list()) {
+      for (const ConfigValue& item : v->items) sizes.push_back(r.as_int(key, item));
+    } else {
+      sizes.push_back(r.as_int(key, *v));
+    }
+  }
+  const bool hierarchical = d.parallel.cp_comm_type == CpCommType::kA2aP2p;
+  if (sizes.empty()) {
+    if (hierarchical) {
+      r.fail("cp_comm_type",
+             "a2a+p2p needs hierarchical_context_parallel_sizes [a2a, p2p] (Megatron asserts it)");
+    }
+    return;
+  }
+  std::int64_t product = 1;
+  for (const std::int64_t n : sizes) {
+    if (n < 1) r.fail(key, fmt::format("sizes must be positive, got {}", n));
+    product *= n;
+    if (product > kMaxCount) r.fail(key, "product too large");
+  }
+  const int cp = d.cp.value_or(1);
+  if (product != cp) {
+    r.fail(key, fmt::format("the sizes multiply to {}, not context_parallel_size {} (Megatron "
+                            "asserts they match)",
+                            product, cp));
+  }
+  if (!hierarchical) return;
+  if (sizes.size() != 2) {
+    r.fail(key, fmt::format("a2a+p2p takes two levels [a2a, p2p], got {} (Transformer Engine's "
+                            "cp_group = [a2a group, p2p group])",
+                            sizes.size()));
+  }
+  d.parallel.cp_a2a_size = static_cast<int>(sizes[0]);
+}
+
+// overlap_p2p_comm (MG1 validate_args): Megatron keeps it only with virtual stages and otherwise
+// batches each step's sends and receives and waits for them. Stated false: sends hold the stream
+// with VPP too; stated true or unset: the profile's rule (with_vpp).
+void read_p2p_overlap(ArgReader& r, JobDraft& d) {
+  name_field(r, d, DraftField::kP2pOverlap, "overlap_p2p_comm");
+  if (r.has("overlap_p2p_comm") && !r.bool_quiet("overlap_p2p_comm", true)) d.p2p_overlap = false;
+}
+
 }  // namespace
 
 std::optional<int> positive_arg(ArgReader& r, const std::string& key) {
@@ -187,7 +237,9 @@ void read_parallel(ArgReader& r, const ModelSpec& /*model*/, JobDraft& d) {
   read_layer_split(r, d);
   read_sharding(r, d);
   read_overlap(r, d);
+  read_p2p_overlap(r, d);
   d.parallel.cp_comm_type = cp_comm_type(r, d);
+  read_cp_hierarchy(r, d);
   d.parallel.ddp_bucket_size_params = r.int_quiet("ddp_bucket_size", 0);
   if (d.parallel.ddp_bucket_size_params < 0) r.fail("ddp_bucket_size", "must not be negative");
   d.parallel.allow_tp_beyond_node = r.bool_quiet("allow_tp_beyond_node", false);

@@ -61,6 +61,7 @@ enum class DraftField : std::uint8_t {
   kHostDispatch,        // the profile's host issue costs (RuntimeSpec::host_dispatch)
   kExpandableSegments,  // PyTorch allocator's expandable_segments (RuntimeSpec::allocator)
   kFp8ParamGather,      // FP8 weights (PrecisionSpec::fp8_param)
+  kP2pOverlap,          // pipeline sends beside the compute (ParallelSpec::p2p_overlap)
   kCount
 };
 inline constexpr int kNumDraftFields = static_cast<int>(DraftField::kCount);
@@ -127,6 +128,7 @@ struct JobDraft {
   // Behaviour the framework profile decides when the input does not.
   std::optional<bool> sequence_parallel, distributed_optimizer;
   std::optional<bool> overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
+  std::optional<bool> p2p_overlap;  // stated false: blocking sends; else the profile's rule
   std::optional<FsdpKind> fsdp;
   std::optional<bool> flash_attention;
   std::optional<AttentionKernel> attention_kernel;

@@ -62,7 +62,8 @@ struct FrameworkProfile {
   ProfileDefault<bool> overlap_grad_reduce;
   ProfileDefault<WhenRule> overlap_param_gather;
   ProfileDefault<WhenRule> tp_comm_overlap;
-  ProfileDefault<bool> flash_attention;              // flash / fused attention on when unstated
+  ProfileDefault<WhenRule> p2p_overlap;  // pipeline sends beside the compute (unset: always)
+  ProfileDefault<bool> flash_attention;  // flash / fused attention on when unstated
   ProfileDefault<AttentionKernel> attention_kernel;  // the kernel when it is on
   ProfileDefault<Fp8Recipe> fp8_recipe;              // when FP8 is on but no recipe is named
   // The FP8 recipes whose weights the framework keeps in FP8 (fp8_param_gather) when the input

@@ -31,6 +31,7 @@ enum class LayoutRule : std::uint8_t {
   kWorldExpert,      // world % (ETP x EP x PP)
   kCpUnsupported,    // CP > 1 over layers (or in a framework) whose CP split is not modelled
   kSeqCp,            // CP > 1 and seq % (2 x CP)
+  kCpHierarchy,      // a2a+p2p: CP % the all-to-all level (hierarchical_context_parallel_sizes)
   kGbs,              // GBS % (MBS x DP)
   kScheduleNeedsPp,  // VPP > 1 (search: any schedule but 1f1b) with PP == 1
   kScheduleVpp,      // schedule and VPP do not match (interleaved >= 2, V-shape == 2)
@@ -64,6 +65,7 @@ struct RuleFacts {
   bool cp_one = false;
   bool pp_one = false;   // the model is built on one pipeline stage (Flux)
   int seq_multiple = 1;  // the sequence must be a multiple of this (V4's compressor windows)
+  int cp_a2a = 0;        // a2a+p2p: the all-to-all level's size, which must divide CP (0: none)
   // Kimi-K3's attention residuals widen the stage transfer, which Primus does only for 1F1B and
   // interleaved 1F1B (PR14 kimi_k3_pp_shape_patches.py:188-199).
   bool stock_schedules_only = false;
@@ -157,6 +159,7 @@ inline LayoutRule check_model_fit(const RuleFacts& f, const LayoutChoice& c) {
   if (c.cp > 1 && f.cp_one) return LayoutRule::kCpUnsupported;
   if (c.cp > 1 && f.seq % (2 * c.cp) != 0) return LayoutRule::kSeqCp;
   if (f.seq_multiple > 1 && f.seq % f.seq_multiple != 0) return LayoutRule::kSeqCp;
+  if (c.cp > 1 && f.cp_a2a > 1 && c.cp % f.cp_a2a != 0) return LayoutRule::kCpHierarchy;
   return LayoutRule::kLegal;
 }
 

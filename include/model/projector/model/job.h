@@ -309,6 +309,7 @@ enum class WhenRule : std::uint8_t {
   kWithDistributedOptimizer,  // the distributed optimizer (or FSDP) is on
   kWithSequenceParallel,      // sequence parallelism is on (implies TP > 1)
   kWithoutPp,                 // PP == 1 (torchtitan's default FSDP reshard policy)
+  kWithVpp,                   // VPP > 1 (Megatron overlaps pipeline sends only interleaved)
 };
 
 // A named device-mesh axis (JAX Mesh, torch DeviceMesh) and what it shards. The neutral sizes of
@@ -373,6 +374,13 @@ struct ParallelSpec {
   bool overlap_param_gather = false;
   bool tp_comm_overlap = false;
   CpCommType cp_comm_type = CpCommType::kP2p;
+  // a2a+p2p (Megatron hierarchical_context_parallel_sizes [a2a, p2p]): the all-to-all level's size,
+  // CP ranks that are neighbours; the ring runs over the cp / cp_a2a_size groups. 0: no hierarchy.
+  int cp_a2a_size = 0;
+  // Pipeline sends run beside the compute (true) or hold the sender's compute stream until the
+  // transfer is done (Megatron's batched, waited P2P: always without virtual stages, and with them
+  // when overlap_p2p_comm is off). p2p_overlap_rule decides it again on a re-layout.
+  bool p2p_overlap = true;
   // A stated bucket: Megatron's ddp_bucket_size counts parameters (DistributedDataParallelConfig
   // bucket_size, "maximum number of parameters in each bucket"); TorchRec's bucket_cap_mb and the
   // sweep's candidates are bytes of gradient. Bytes win when both are set; neither: the rule below.
@@ -402,6 +410,7 @@ struct ParallelSpec {
   WhenRule sequence_parallel_rule = WhenRule::kWithTp;
   WhenRule overlap_param_gather_rule = WhenRule::kNever;
   WhenRule tp_comm_overlap_rule = WhenRule::kNever;
+  WhenRule p2p_overlap_rule = WhenRule::kAlways;
   WhenRule reshard_after_forward_rule = WhenRule::kAlways;  // FSDP: reshard_after_forward
   // FSDP (kFsdp2) details. Hybrid sharding (HSDP): the DP x CP ranks form dp_replicate groups
   // that each shard the state over dp x cp / dp_replicate ranks (experts: expert_dp /
@@ -443,6 +452,8 @@ struct ParallelSpec {
         return sequence_parallel && tp > 1;
       case WhenRule::kWithoutPp:
         return pp == 1;
+      case WhenRule::kWithVpp:
+        return vpp > 1;
     }
     return false;
   }

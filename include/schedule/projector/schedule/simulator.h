@@ -8,8 +8,9 @@
 // * Dependencies: F of stage z+1 after F of z plus the forward P2P time of edge z; B/BW of z after
 //   B/BW of z+1 plus the backward P2P time of edge z (the last stage: after its own F); W after its
 //   own B; and table order on each rank. P2P transfers are asynchronous (they delay the receiver
-//   but do not occupy either compute stream); a hand-off between two stages on the same rank
-//   (the V-shape turn on rank pp-1) is free.
+//   but do not occupy either compute stream) unless blocking_p2p, where the sender's next action
+//   waits for its send too; a hand-off between two stages on the same rank (the V-shape turn on
+//   rank pp-1) is free.
 // * Overlapped pairs (Action::overlap_with_next, DualPipeV): both actions start together once both
 //   are ready and end together after
 //     max(compute_a + compute_b, comm_a + comm_b) + serial_a + serial_b
@@ -85,6 +86,9 @@ struct SimulationInput {
   std::vector<double> p2p_forward_s;
   std::vector<double> p2p_backward_s;
   std::vector<CommTask> comm;
+  // Sends hold the sender: after an action that sends to another rank, the rank's next action
+  // starts only when the transfer is done (Megatron's waited P2P). false: the sender goes on.
+  bool blocking_p2p = false;
   double interference = 0.0;
   double pair_comm_compute_share = 0.0;  // share of compute units the paired comm occupies, [0, 1]
   bool record_timeline = false;
@@ -101,6 +105,7 @@ struct RankStats {
   // Communication (ChunkCost::f_comm_s / b_comm_s) hidden behind the partner's compute inside
   // overlapped pairs (combined 1F1B, DualPipeV): min(both parts' comm, both parts' compute).
   double pair_hidden_comm_s = 0.0;
+  double p2p_blocked_s = 0.0;  // time the compute stream waited for its own sends (blocking_p2p)
 };
 
 struct StreamStats {
