@@ -38,7 +38,12 @@ FA2 = {"fa2", "triton"}
 # Where a constant is absent from a file, the fit starts from the value the cost model falls back
 # to (cost/memory_ops.cpp, cost/gemm.cpp).
 START = {"hbm_gather_fraction": 0.30, "grouped_gemm_fraction": 1.0,
-         "grouped_gemm_fraction_fp8": 1.0, "ep_kernel_unit_bytes_per_s": 2.0e10}
+         "grouped_gemm_fraction_fp8": 1.0, "ep_kernel_unit_bytes_per_s": 2.0e10,
+         "attention_fp8_fwd_fraction": 0.5, "attention_fp8_bwd_fraction": 0.5,
+         "attention_mxfp8_fwd_fraction": 0.5, "attention_mxfp8_bwd_fraction": 0.5}
+# The 8-bit attention fractions (cuDNN's FP8 / MXFP8 kernels, Transformer Engine's fp8_dpa).
+FP8_ATTENTION = ("attention_fp8_fwd_fraction", "attention_fp8_bwd_fraction",
+                 "attention_mxfp8_fwd_fraction", "attention_mxfp8_bwd_fraction")
 # Constants that are rates, not fractions of a peak: not capped at 1.
 RATES = {"ep_kernel_unit_bytes_per_s"}
 
@@ -58,8 +63,12 @@ BORROW = {
     # parts run the same kernel (Primus-Turbo builds it for gfx942 and gfx950).
     "mi300x": [(("hbm_gather_fraction",), ["mi325x", "mi350x", "mi355x"])],
     "h200": [(("hbm_permute_fraction", "hbm_gather_fraction"),
-              HOPPER + ["h20", "b200", "b300", "gb200", "gb300"]),
-             (("attention_fwd_fraction", "attention_bwd_fraction"), HOPPER)],
+              HOPPER + ["h20", "b200", "gb200"]),
+             (("attention_fwd_fraction", "attention_bwd_fraction") + FP8_ATTENTION, HOPPER)],
+    # cuDNN's 8-bit attention is published on the NVL72 parts only; the B200 has GB200's die (the
+    # B300, derived from the B200, takes them too: GB300's own rows are 10-40 % faster, an open
+    # point).
+    "gb200": [(FP8_ATTENTION, ["b200"])],
 }
 
 # Constants fitted on the rows of every part of one die together (same SMs, clocks and kernels;
@@ -118,20 +127,28 @@ def rules(rows_by_id):
         out[(a, "grouped_gemm_fraction_fp8")] = (
             lambda r, a=a: r["op_class"] == "grouped_gemm" and r["accelerator"] == a
             and r["dtype"] in ("fp8", "mxfp8", "nvfp4", "mxfp4"), "op_class grouped_gemm, 8/4-bit")
-        for key, backends, p in (("attention_fwd_fraction", FUSED, "fwd"),
-                                 ("attention_bwd_fraction", FUSED, "bwd"),
-                                 ("attention_fa2_fwd_fraction", FA2, "fwd"),
-                                 ("attention_fa2_bwd_fraction", FA2, "bwd")):
+        for key, backends, p, dts in (
+                ("attention_fwd_fraction", FUSED, "fwd", ("bf16", "fp16")),
+                ("attention_bwd_fraction", FUSED, "bwd", ("bf16", "fp16")),
+                ("attention_fa2_fwd_fraction", FA2, "fwd", ("bf16", "fp16")),
+                ("attention_fa2_bwd_fraction", FA2, "bwd", ("bf16", "fp16")),
+                ("attention_fp8_fwd_fraction", FUSED, "fwd", ("fp8",)),
+                ("attention_fp8_bwd_fraction", FUSED, "bwd", ("fp8",)),
+                ("attention_mxfp8_fwd_fraction", FUSED, "fwd", ("mxfp8",)),
+                ("attention_mxfp8_bwd_fraction", FUSED, "bwd", ("mxfp8",))):
             tpu = a.startswith("tpu")
             # TPUs publish forward and forward+backward timings: with the forward fitted, the
             # fwd_bwd rows fit the backward.
             passes = (p, "fwd_bwd") if tpu and p == "bwd" else (p,)
             out[(a, key)] = (
-                lambda r, a=a, b=backends, ps=passes, tpu=tpu: r["op_class"] == "attention"
-                and r["accelerator"] == a and r["pass"] in ps
-                and (r["backend"] in b or (tpu and b is FUSED)),
-                f"op_class attention, pass {'/'.join(passes)}, backend in {sorted(backends)}"
-                + (" (TPU: every backend)" if tpu and backends is FUSED else ""))
+                lambda r, a=a, b=backends, ps=passes, tpu=tpu, dts=dts: r["op_class"] == "attention"
+                and r["accelerator"] == a and r["pass"] in ps and r["dtype"] in dts
+                and (r["backend"] in b or (tpu and b is FUSED))
+                # cuDNN's 8-bit kernels with a sliding window are a slow path (they do not skip
+                # the masked tiles as the 16-bit ones do): checked, not fitted.
+                and not (r["window"] and dts[0] in ("fp8", "mxfp8")),
+                f"op_class attention, dtype {'/'.join(dts)}, pass {'/'.join(passes)}, backend in "
+                f"{sorted(backends)}" + (" (TPU: every backend)" if tpu and backends is FUSED else ""))
         # Streaming kernels whose traffic the row states without ambiguity (a STREAM kernel, or
         # a stated byte count); fused norm / activation / cast kernels move a number of tensors
         # their rows do not always say, so they are checked, not fitted.
@@ -206,7 +223,7 @@ def load_rows(kernels_json, kernels_dir):
                 r"^    (pass|backend|kind|impl): (.+)$", line)
             if cur is not None and m:
                 cur[m.group(1)] = m.group(2).strip().strip("'\"")
-            m = re.match(r"^    (m|n|k|groups|seq_q|bytes|rows|cols|sms|nodes): ([0-9.eE+]+)$",
+            m = re.match(r"^    (m|n|k|groups|seq_q|bytes|rows|cols|sms|nodes|window): ([0-9.eE+]+)$",
                          line)
             if cur is not None and m:
                 cur[m.group(1)] = float(m.group(2))
@@ -230,6 +247,7 @@ def load_rows(kernels_json, kernels_dir):
         r["bytes"] = m.get("bytes", 0.0)
         r["sms"] = int(m.get("sms", 0))
         r["nodes"] = int(m.get("nodes", 1))
+        r["window"] = int(m.get("window", 0))
         rows[r["id"]] = r
     return rows
 
@@ -291,6 +309,8 @@ def fit(projector, data_dir):
                 continue
             path = os.path.join(acc_dir, acc + ".yaml")
             text = open(path).read()
+            if "\ncalibration:" not in text:
+                continue  # a derived part takes its sibling's calibration: its rows check that
             old = read_value(text, key)
             if (old is None or old <= 0.0) and key == "gemm_fp8_blockwise_fraction":
                 old = read_value(text, "gemm_peak_fraction.fp8")  # priced like per-tensor fp8

@@ -84,6 +84,10 @@ nlohmann::json accelerator_value(const AcceleratorSpec& a) {
   cal["attention_bwd_fraction"] = sourced_json(c.attention_bwd_fraction);
   cal["attention_fa2_fwd_fraction"] = sourced_json(c.attention_fa2_fwd_fraction);
   cal["attention_fa2_bwd_fraction"] = sourced_json(c.attention_fa2_bwd_fraction);
+  cal["attention_fp8_fwd_fraction"] = sourced_json(c.attention_fp8_fwd_fraction);
+  cal["attention_fp8_bwd_fraction"] = sourced_json(c.attention_fp8_bwd_fraction);
+  cal["attention_mxfp8_fwd_fraction"] = sourced_json(c.attention_mxfp8_fwd_fraction);
+  cal["attention_mxfp8_bwd_fraction"] = sourced_json(c.attention_mxfp8_bwd_fraction);
   cal["hbm_elementwise_fraction"] = sourced_json(c.hbm_elementwise_fraction);
   cal["hbm_permute_fraction"] = sourced_json(c.hbm_permute_fraction);
   cal["hbm_gather_fraction"] = sourced_json(c.hbm_gather_fraction);

@@ -110,10 +110,28 @@ Work backward_work(const AttentionShape& s) {
   return w;
 }
 
+// The measured fraction of an 8-bit attention kernel (cuDNN's FP8 / MXFP8), 0 when none.
+double low_precision_fraction(const AcceleratorSpec& acc, Dtype d, bool backward) {
+  const auto& c = acc.calibration;
+  if (d == Dtype::kFp8) {
+    return (backward ? c.attention_fp8_bwd_fraction : c.attention_fp8_fwd_fraction).value;
+  }
+  if (d == Dtype::kMxfp8) {
+    return (backward ? c.attention_mxfp8_bwd_fraction : c.attention_mxfp8_fwd_fraction).value;
+  }
+  return 0.0;
+}
+
 OpCost price(const AcceleratorSpec& acc, const AttentionShape& s, bool backward) {
   OpCost c;
   c.dtype = s.dtype;
-  if (acc.peak_flops(c.dtype) <= 0.0) c.dtype = Dtype::kBf16;
+  // 8-bit attention runs at its own measured fraction of the 8-bit peak; without one (or without
+  // that peak) it is priced as the 16-bit kernel.
+  const double low = low_precision_fraction(acc, c.dtype, backward);
+  if (acc.peak_flops(c.dtype) <= 0.0 ||
+      ((c.dtype == Dtype::kFp8 || c.dtype == Dtype::kMxfp8) && low <= 0.0)) {
+    c.dtype = Dtype::kBf16;
+  }
   c.flops = backward ? attention_bwd_flops(s) : attention_fwd_flops(s);
   if (c.flops <= 0.0) return c;
   const auto& calib = acc.calibration;
@@ -121,6 +139,7 @@ OpCost price(const AcceleratorSpec& acc, const AttentionShape& s, bool backward)
   const Sourced& fa2 =
       backward ? calib.attention_fa2_bwd_fraction : calib.attention_fa2_fwd_fraction;
   double frac = s.kernel == AttentionKernel::kFa2 && fa2.value > 0.0 ? fa2.value : fused.value;
+  if (c.dtype == Dtype::kFp8 || c.dtype == Dtype::kMxfp8) frac = low;
   c.provenance = Provenance::kKernelModel;
   if (frac <= 0.0) {  // no attention calibration: 80% of the GEMM fraction (typical FA3 / cuBLAS)
     const double g = acc.calibration.gemm_peak_fraction[static_cast<int>(c.dtype)];

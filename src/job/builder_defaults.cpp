@@ -7,6 +7,43 @@
 
 namespace projector::job_detail {
 
+// FP8 attention needs a recipe that hands it to the attention (Megatron: delayed, tensorwise,
+// mxfp8; MG26) and a measured 8-bit attention kernel on the part; without one the core is priced
+// in BF16, an upper bound on its time, and the job says so.
+void Builder::fp8_attention_check() {
+  PrecisionSpec& prec = job_.runtime.precision;
+  if (!prec.fp8_attention) return;
+  const Fp8Recipe r = prec.fp8;
+  if (r != Fp8Recipe::kDelayed && r != Fp8Recipe::kTensorwise && r != Fp8Recipe::kMxfp8) {
+    prec.fp8_attention = false;
+    job_.warnings.push_back(fmt::format(
+        "FP8 attention needs the delayed, tensorwise or mxfp8 recipe, not {}: projected in BF16",
+        to_string(r)));
+    return;
+  }
+  const AcceleratorSpec& acc = job_.cluster.accelerator;
+  const bool mx = r == Fp8Recipe::kMxfp8;
+  const double fwd = mx ? acc.calibration.attention_mxfp8_fwd_fraction.value
+                        : acc.calibration.attention_fp8_fwd_fraction.value;
+  const double bwd = mx ? acc.calibration.attention_mxfp8_bwd_fraction.value
+                        : acc.calibration.attention_fp8_bwd_fraction.value;
+  if (fwd <= 0.0 || bwd <= 0.0 || acc.peak_flops(prec.attention_dtype()) <= 0.0) {
+    job_.warnings.push_back(fmt::format(
+        "{} has no measured {} attention kernel (data/kernels): the FP8 attention core is "
+        "priced as the BF16 one, so its time is an upper bound",
+        acc.name, mx ? "MXFP8" : "FP8"));
+  }
+  const bool windowed = std::any_of(
+      job_.model.layers.begin(), job_.model.layers.end(),
+      [](const LayerSpec& l) { return l.has_attention() && l.attention.sliding_window > 0; });
+  if (windowed) {
+    job_.warnings.push_back(
+        "FP8 attention with a sliding window: cuDNN's 8-bit kernels were measured at 4-5x "
+        "(forward) and 8-95x (backward) the window's work (data/kernels open gap); the windowed "
+        "layers are priced by the window's work, so their attention time is a lower bound");
+  }
+}
+
 void Builder::parallel_defaults() {
   ParallelSpec& p = job_.parallel;
   const FrameworkProfile& prof = d_.profile;
@@ -192,6 +229,7 @@ void Builder::runtime_defaults() {
       d_.fp8 ? decide(DraftField::kFp8Recipe, d_.fp8_recipe, prof.fp8_recipe, Fp8Recipe::kDelayed)
              : Fp8Recipe::kNone;
   fp8_param_default();
+  fp8_attention_check();
   if (rt.offload.any() && job_.cluster.accelerator.host_bw_bytes_per_s <= 0.0) {
     job_.warnings.push_back(fmt::format(
         "{} has no host_bandwidth in its accelerator file: the activation offload copies "

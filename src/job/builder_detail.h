@@ -197,6 +197,7 @@ class Builder {
   void weighted_split();
   void schedule_choice();
   void parallel_defaults();
+  void fp8_attention_check();
   void runtime_defaults();
   void fp8_param_default();
   void host_dispatch_defaults();

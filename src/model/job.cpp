@@ -88,6 +88,11 @@ Dtype PrecisionSpec::gemm_dtype() const {
   }
 }
 
+Dtype PrecisionSpec::attention_dtype() const {
+  if (!fp8_attention) return params_dtype;
+  return fp8 == Fp8Recipe::kMxfp8 ? Dtype::kMxfp8 : Dtype::kFp8;
+}
+
 std::string_view to_string(Fp4Recipe r) {
   switch (r) {
     case Fp4Recipe::kNone:

@@ -192,6 +192,11 @@ void read_precision(Mapper& m, const std::string& text) {
   }
   // FP8 weights when the entry names Megatron's flag; else the framework profile's recipes.
   if (d.fp8 && (has(t, "fp8_param_gather") || has(t, "fp8-param-gather"))) d.fp8_param = true;
+  // Transformer Engine's FP8 attention (fp8_dpa); the builder checks the recipe runs it.
+  if (d.fp8 && (has(t, "dot-product attention") || has(t, "fp8_dot_product_attention") ||
+                has(t, "fp8 attention"))) {
+    d.runtime.precision.fp8_attention = true;
+  }
   if (has(t, "assumed")) m.note("training.precision: the source entry marks it as assumed");
 }
 

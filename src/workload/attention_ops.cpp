@@ -276,7 +276,11 @@ void add_flash_attention(const Ctx& c, std::vector<Op>& f, const LayerSpec& laye
   core.attention.head_dim_qk = d_qk;
   core.attention.head_dim_v = d_v;
   core.attention.window = a.sliding_window;
-  core.attention.dtype = c.act;
+  // Transformer Engine's fp8_dpa quantises q, k, v and runs cuDNN's 8-bit kernel (not in the
+  // layers kept out of the recipe, which run outside its autocast).
+  const PrecisionSpec& prec = job.runtime.precision;
+  const bool quantized = c.gemm != prec.params_dtype;
+  core.attention.dtype = prec.fp8_attention && quantized ? prec.attention_dtype() : c.act;
   core.attention.kernel = job.runtime.attention_kernel;
   // a2a+p2p (MG24): an all-to-all over `a2a` neighbouring CP ranks trades heads for sequence, so
   // the ring runs over cp / a2a ranks with a2a x longer chunks of heads / a2a heads.

@@ -141,5 +141,36 @@ TEST(Attention, CatalogueFa2KernelMatchesAzureMeasurement) {
   EXPECT_GT(attention_fwd_time(h100, s).achieved_flops_per_s() / 1e12, fa2);
 }
 
+// FP8 attention (Transformer Engine's fp8_dpa) at its own fraction f8 of the FP8 peak. Same shape
+// as H100ForwardAtLongSequence: 16 waves of 128 key tiles, so the rate is 1978.9 x f8 x 2048 /
+// (132 x 16) TFLOP/s, the BF16 one's peak x fraction ratio apart. Without a measured FP8 kernel
+// the core is priced as the BF16 one (the upper bound the job warns about).
+TEST(Attention, Fp8AtItsOwnFraction) {
+  AcceleratorSpec h = testing::isolated("h100_sxm");
+  h.calibration.attention_fp8_fwd_fraction.value = 0.4;
+  const AttentionShape bf = mha(1, 16, 16384, 128, false, Dtype::kBf16);
+  AttentionShape f8 = bf;
+  f8.dtype = Dtype::kFp8;
+  const double model = fwd_tflops(h, f8);
+  EXPECT_NEAR(model, h.peak_tflops[static_cast<int>(Dtype::kFp8)] * 0.4 * 2048.0 / (132 * 16),
+              0.01 * model);
+  h.calibration.attention_fp8_fwd_fraction.value = 0.0;
+  EXPECT_DOUBLE_EQ(attention_fwd_time(h, f8).time_s, attention_fwd_time(h, bf).time_s);
+  // MXFP8 reads its own fraction; a part without an MXFP8 peak prices it as BF16.
+  AttentionShape mx = bf;
+  mx.dtype = Dtype::kMxfp8;
+  EXPECT_DOUBLE_EQ(attention_fwd_time(h, mx).time_s, attention_fwd_time(h, bf).time_s);
+}
+
+// The shipped fits on the published cuDNN rows they come from (data/kernels/attention.yaml,
+// cudnn-frontend @3929da2): GB200 FP8 forward, Llama 3.1 shape (b2, 64 / 8 heads, hd128, causal,
+// seq 32768) measured 16.012 ms; the fit prices it within 15 %.
+TEST(Attention, Gb200Fp8ForwardNearCudnnRow) {
+  const AcceleratorSpec& g = testing::accelerator("gb200");
+  AttentionShape s = mha(2, 64, 32768, 128, true, Dtype::kFp8);
+  s.kv_heads = 8;
+  EXPECT_NEAR(attention_fwd_time(g, s).time_s, 16.012e-3, 0.15 * 16.012e-3);
+}
+
 }  // namespace
 }  // namespace projector

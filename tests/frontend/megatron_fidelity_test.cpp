@@ -750,5 +750,35 @@ TEST(MegatronFidelity, HierarchicalContextParallelSizes) {
   EXPECT_THROW(load_job(r), InputError);
 }
 
+// fp8_dot_product_attention (MG26): the delayed, tensorwise and mxfp8 recipes run the attention
+// core in FP8 / MXFP8 (the workload's attn.core carries the dtype); blockwise and a job without
+// fp8 keep it in BF16 and say so; a part without a measured FP8 attention kernel is warned about.
+TEST(MegatronFidelity, Fp8DotProductAttention) {
+  testing::TempDir dir;
+  const std::string on = "fp8_dot_product_attention: true\n";
+  LoadRequest r;
+  r.data_dir = kRepoData;
+  r.hardware = "h100_sxm";
+  r.config_path = dir.write("t.yaml", flat_args("fp8: hybrid\nfp8_recipe: tensorwise\n" + on));
+  const JobSpec tensorwise = load_job(r);
+  EXPECT_TRUE(tensorwise.runtime.precision.fp8_attention);
+  EXPECT_EQ(tensorwise.runtime.precision.attention_dtype(), Dtype::kFp8);
+  r.config_path = dir.write("b.yaml", flat_args("fp8: hybrid\nfp8_recipe: blockwise\n" + on));
+  const JobSpec blockwise = load_job(r);
+  EXPECT_FALSE(blockwise.runtime.precision.fp8_attention);
+  EXPECT_TRUE(has_warning(blockwise, "FP8 attention needs the delayed, tensorwise or mxfp8"));
+  r.config_path = dir.write("n.yaml", flat_args(on));
+  const JobSpec none = load_job(r);
+  EXPECT_FALSE(none.runtime.precision.fp8_attention);
+  EXPECT_TRUE(has_warning(none, "fp8_dot_product_attention has no effect without fp8"));
+  r.hardware = "b200";
+  r.config_path = dir.write("m.yaml", flat_args("fp8: e4m3\nfp8_recipe: mxfp8\n" + on));
+  EXPECT_EQ(load_job(r).runtime.precision.attention_dtype(), Dtype::kMxfp8);
+  // No FP8 attention kernel rows for the MI300X: priced as BF16, with a warning.
+  r.hardware = "mi300x";
+  r.config_path = dir.write("a.yaml", flat_args("fp8: hybrid\nfp8_recipe: tensorwise\n" + on));
+  EXPECT_TRUE(has_warning(load_job(r), "mi300x has no measured FP8 attention kernel"));
+}
+
 }  // namespace
 }  // namespace projector

@@ -242,6 +242,22 @@ TEST(Workload, HierarchicalCpSplitsAllToAllAndRing) {
   EXPECT_EQ(find(build_layer_work(job, 0), "attn.cp_ring_kv"), nullptr);
 }
 
+// fp8_dpa: the attention core runs in FP8 (MXFP8 under that recipe) in the layers the recipe
+// covers; a layer kept in BF16 (first_last_layers_bf16) runs it in BF16.
+TEST(Workload, Fp8AttentionCoreFollowsTheRecipe) {
+  JobSpec job = testing::make_job(testing::llama31_8b(), {});
+  PrecisionSpec& p = job.runtime.precision;
+  p.fp8 = Fp8Recipe::kTensorwise;
+  p.fp8_attention = true;
+  p.bf16_layers_at_start = 1;
+  EXPECT_EQ(find(build_layer_work(job, 0), "attn.core")->attention.dtype, Dtype::kBf16);
+  EXPECT_EQ(find(build_layer_work(job, 1), "attn.core")->attention.dtype, Dtype::kFp8);
+  p.fp8 = Fp8Recipe::kMxfp8;
+  EXPECT_EQ(find(build_layer_work(job, 1), "attn.core")->attention.dtype, Dtype::kMxfp8);
+  p.fp8_attention = false;
+  EXPECT_EQ(find(build_layer_work(job, 1), "attn.core")->attention.dtype, Dtype::kBf16);
+}
+
 // Block recompute of N layers replays the first N layers of each chunk; N = 0 replays none, as
 // Megatron's block loop does (recompute.py: layer_idx < recompute_num_layers) and as the FLOP
 // accounting counts it (recompute_forward_flops_per_token 0 = no recompute).

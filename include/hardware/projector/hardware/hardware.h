@@ -92,6 +92,13 @@ struct AcceleratorSpec {
     // The same for FlashAttention-2-class kernels (0: as above).
     Sourced attention_fa2_fwd_fraction;
     Sourced attention_fa2_bwd_fraction;
+    // FP8 attention (Transformer Engine's fp8_dpa: cuDNN's FP8 kernels): per-tensor-scaled FP8
+    // and MXFP8, fractions of that dtype's peak (0: not measured; such attention is priced in
+    // BF16, an upper bound, and the job says so).
+    Sourced attention_fp8_fwd_fraction;
+    Sourced attention_fp8_bwd_fraction;
+    Sourced attention_mxfp8_fwd_fraction;
+    Sourced attention_mxfp8_bwd_fraction;
     Sourced hbm_elementwise_fraction;  // streaming elementwise ops (norm, act, residual, rope)
     Sourced hbm_permute_fraction;      // gather/scatter-like ops (MoE permute)
     // Embedding-row gathers and scatters (TBE lookups, their fused optimizer update): random rows

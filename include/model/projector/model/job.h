@@ -563,6 +563,10 @@ struct PrecisionSpec {
   // The weight-gradient GEMMs run in params_dtype (the above, or torchao's rowwise_with_gw_hp).
   bool wgrad_in_params_dtype() const { return fp8 == Fp8Recipe::kRowwiseHpWgrad || hp_wgrad(); }
   Dtype gemm_dtype() const;  // params_dtype, kFp8, kMxfp8 or kFp4
+  // The attention core in 8 bits (Transformer Engine's fp8_dpa: Megatron's
+  // fp8_dot_product_attention under the delayed, tensorwise or mxfp8 recipe).
+  bool fp8_attention = false;
+  Dtype attention_dtype() const;  // kFp8 or kMxfp8 with fp8_attention, else params_dtype
   bool quantized_gemms() const { return fp8 != Fp8Recipe::kNone || fp4 != Fp4Recipe::kNone; }
   // Decoder layers kept out of the fp8 / fp4 recipe at the start and end of the model (Megatron
   // first_last_layers_bf16 with num_layers_at_start_in_bf16 / _end_in_bf16): their GEMMs, inputs
