@@ -7,9 +7,10 @@
 
 namespace projector::job_detail {
 
-// FP8 attention needs a recipe that hands it to the attention (Megatron: delayed, tensorwise,
-// mxfp8; MG26) and a measured 8-bit attention kernel on the part; without one the core is priced
-// in BF16, an upper bound on its time, and the job says so.
+// FP8 attention needs a Transformer Engine recipe that carries fp8_dpa (DelayedScaling,
+// Float8CurrentScaling, MXFP8BlockScaling; not Float8BlockScaling: MG26), whichever framework
+// settled the recipe, and a measured 8-bit attention kernel on the part; without one the core is
+// priced in BF16, an upper bound on its time, and the job says so.
 void Builder::fp8_attention_check() {
   PrecisionSpec& prec = job_.runtime.precision;
   if (!prec.fp8_attention) return;
