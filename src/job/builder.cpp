@@ -267,9 +267,10 @@ std::string Builder::rule_message(LayoutRule rule) const {
           rt.seq_length, 2 * p.cp);
     case LayoutRule::kCpHierarchy:
       return fmt::format(
-          "CP {} is not a multiple of the all-to-all level {} of a2a+p2p context parallelism "
-          "(hierarchical_context_parallel_sizes)",
-          p.cp, p.cp_a2a_size);
+          "CP {} or the heads per TP rank (TP {}) are not a multiple of the all-to-all level {} "
+          "of a2a+p2p context parallelism (hierarchical_context_parallel_sizes; Transformer "
+          "Engine splits each rank's heads over it)",
+          p.cp, p.tp, p.cp_a2a_size);
     case LayoutRule::kGbs:
       return fmt::format("global batch {} is not divisible by micro_batch_size x DP = {} x {} = {}",
                          rt.global_batch_size, rt.micro_batch_size, job_.dp(), per_step);

@@ -198,8 +198,8 @@ std::string_view explanation(LayoutRule r) {
     case LayoutRule::kSeqCp:
       return "sequence length not divisible by 2 x CP (or by DeepSeek-V4's compress ratio)";
     case LayoutRule::kCpHierarchy:
-      return "a2a+p2p context parallelism: CP not a multiple of the all-to-all level "
-             "(hierarchical_context_parallel_sizes)";
+      return "a2a+p2p context parallelism: CP or the heads per TP rank not a multiple of the "
+             "all-to-all level (hierarchical_context_parallel_sizes)";
     case LayoutRule::kGbs:
       return "global batch not divisible by MBS x DP";
     case LayoutRule::kScheduleNeedsPp:

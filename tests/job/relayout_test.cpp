@@ -85,6 +85,13 @@ TEST(Relayout, HierarchicalCpLevelMustDivideCp) {
   EXPECT_EQ(check_layout(facts, c), LayoutRule::kCpHierarchy);
   c.cp = 4;
   EXPECT_EQ(check_layout(facts, c), LayoutRule::kLegal);
+  // Llama 3.1 8B's 8 KV heads at TP 4 leave 2 per rank, which a level of 4 cannot split (CP 4 x
+  // TP 4 fills the 16 GPUs); at TP 2 each rank keeps 4 (and 16 query heads).
+  c.tp = c.etp = 4;
+  EXPECT_EQ(check_layout(facts, c), LayoutRule::kCpHierarchy);
+  c.tp = c.etp = 2;
+  c.cp = 8;
+  EXPECT_EQ(check_layout(facts, c), LayoutRule::kLegal);
 }
 
 TEST(Relayout, OverlapParamGatherFollowsTheSharding) {

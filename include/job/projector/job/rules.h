@@ -31,7 +31,7 @@ enum class LayoutRule : std::uint8_t {
   kWorldExpert,      // world % (ETP x EP x PP)
   kCpUnsupported,    // CP > 1 over layers (or in a framework) whose CP split is not modelled
   kSeqCp,            // CP > 1 and seq % (2 x CP)
-  kCpHierarchy,      // a2a+p2p: CP % the all-to-all level (hierarchical_context_parallel_sizes)
+  kCpHierarchy,      // a2a+p2p: CP or the heads per TP rank % the all-to-all level
   kGbs,              // GBS % (MBS x DP)
   kScheduleNeedsPp,  // VPP > 1 (search: any schedule but 1f1b) with PP == 1
   kScheduleVpp,      // schedule and VPP do not match (interleaved >= 2, V-shape == 2)
@@ -159,7 +159,13 @@ inline LayoutRule check_model_fit(const RuleFacts& f, const LayoutChoice& c) {
   if (c.cp > 1 && f.cp_one) return LayoutRule::kCpUnsupported;
   if (c.cp > 1 && f.seq % (2 * c.cp) != 0) return LayoutRule::kSeqCp;
   if (f.seq_multiple > 1 && f.seq % f.seq_multiple != 0) return LayoutRule::kSeqCp;
-  if (c.cp > 1 && f.cp_a2a > 1 && c.cp % f.cp_a2a != 0) return LayoutRule::kCpHierarchy;
+  if (c.cp > 1 && f.cp_a2a > 1) {
+    // The all-to-all level splits each TP rank's query and KV heads (TE asserts they divide).
+    if (c.cp % f.cp_a2a != 0 || (f.heads_gcd / c.tp) % f.cp_a2a != 0 ||
+        (f.kv_gcd > 0 && (f.kv_gcd / c.tp) % f.cp_a2a != 0)) {
+      return LayoutRule::kCpHierarchy;
+    }
+  }
   return LayoutRule::kLegal;
 }
 
