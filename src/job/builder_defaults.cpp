@@ -45,6 +45,30 @@ void Builder::fp8_attention_check() {
   }
 }
 
+// The chunked linear-attention (GDN / KDA) and Mamba-2 scan kernels have no kernel measurements
+// in data/kernels: they are priced as batched GEMMs and memory passes, and the job says so. On
+// AMD parts the held-out Primus runs of such models (data/validation/primus_config_runs.yaml, FLA
+// and mamba_ssm Triton kernels on MI300X) ran well below that price, so the warning gives them.
+void Builder::recurrent_kernel_check() {
+  const auto& layers = job_.model.layers;
+  const bool recurrent = std::any_of(layers.begin(), layers.end(), [](const LayerSpec& l) {
+    return l.has_mamba() || l.has_linear_attention();
+  });
+  if (!recurrent) return;
+  std::string w =
+      "linear-attention / Mamba-2 scan kernels are priced as batched GEMMs and memory passes, "
+      "with no kernel measurement behind them (data/kernels)";
+  const AcceleratorSpec& acc = job_.cluster.accelerator;
+  if (acc.vendor == "AMD") {
+    w += fmt::format(
+        "; on {} read the throughput as an upper bound: Primus' published MI300X runs of GDN, "
+        "KDA and Mamba models took 1.3-3x the projected step time (docs/validation.md, runs "
+        "described by their config)",
+        acc.name);
+  }
+  job_.warnings.push_back(std::move(w));
+}
+
 void Builder::parallel_defaults() {
   ParallelSpec& p = job_.parallel;
   const FrameworkProfile& prof = d_.profile;
@@ -231,6 +255,7 @@ void Builder::runtime_defaults() {
              : Fp8Recipe::kNone;
   fp8_param_default();
   fp8_attention_check();
+  recurrent_kernel_check();
   if (rt.offload.any() && job_.cluster.accelerator.host_bw_bytes_per_s <= 0.0) {
     job_.warnings.push_back(fmt::format(
         "{} has no host_bandwidth in its accelerator file: the activation offload copies "

@@ -198,6 +198,7 @@ class Builder {
   void schedule_choice();
   void parallel_defaults();
   void fp8_attention_check();
+  void recurrent_kernel_check();
   void runtime_defaults();
   void fp8_param_default();
   void host_dispatch_defaults();

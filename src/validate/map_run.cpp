@@ -63,14 +63,6 @@ void name_fields(JobDraft& d) {
   for (const auto& [field, key] : names) d.set_origin(field, key);
 }
 
-std::string accelerator_family(const AcceleratorSpec& a, const std::string& text) {
-  const std::string v = to_lower(a.vendor + " " + a.name + " " + text);
-  if (has(v, "tpu") || has(v, "google")) return "TPU";
-  if (has(v, "amd") || has(v, "instinct") || has(v, "mi3")) return "AMD";
-  if (has(v, "nvidia") || has(v, "a100") || has(v, "h100") || has(v, "b200")) return "NVIDIA";
-  return "other";
-}
-
 // The accelerator, its network, nodes x GPUs per node; 0 GPUs when not stated.
 int map_cluster(Mapper& m, MappingCatalogue& catalogue, ClusterSpec& cl) {
   const RunEntry::Hardware& hw = m.e_.hardware;
@@ -95,7 +87,7 @@ int map_cluster(Mapper& m, MappingCatalogue& catalogue, ClusterSpec& cl) {
       m.fail(std::string("hardware catalogue: ") + ex.what());
     }
   }
-  m.out_.accelerator_family = accelerator_family(cl.accelerator, hw.accelerator);
+  m.out_.accelerator_family = validate_detail::accelerator_family(cl.accelerator, hw.accelerator);
   if (!hw.count || *hw.count <= 0) {
     m.fail("hardware.count not stated");
     return 0;
@@ -631,6 +623,14 @@ void finalize(Mapper& m, const ClusterSpec& cl) {
 }
 
 }  // namespace
+
+std::string validate_detail::accelerator_family(const AcceleratorSpec& a, const std::string& text) {
+  const std::string v = to_lower(a.vendor + " " + a.name + " " + text);
+  if (has(v, "tpu") || has(v, "google")) return "TPU";
+  if (has(v, "amd") || has(v, "instinct") || has(v, "mi3")) return "AMD";
+  if (has(v, "nvidia") || has(v, "a100") || has(v, "h100") || has(v, "b200")) return "NVIDIA";
+  return "other";
+}
 
 MappedRun map_run(const RunEntry& entry, MappingCatalogue& catalogue) {
   const ProfileCatalog& profiles = catalogue.profiles();

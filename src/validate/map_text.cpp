@@ -330,6 +330,10 @@ FlopConvention read_convention(Mapper& m, const std::string& text) {
         "half of the attention since 8873b55d6a (2025-03-06, MG1 training.py), as the run's "
         "code does");
   }
+  // A count the tool cannot redo from the job (e.g. a hybrid model's layers counted as dense
+  // transformer layers, Megatron's transformer_flops when no hybrid pattern is set): the entry
+  // says so, and carries the step time it derived from the TFLOP/s instead.
+  c.comparable = !has(t, "not re-expressible");
   c.description = text;
   return c;
 }

@@ -38,6 +38,9 @@ class Mapper {
 
 bool has(const std::string& haystack_lower, const char* needle);
 
+// map_run.cpp: "AMD", "NVIDIA", "TPU" or "other", from the catalogue entry and the entry's text.
+std::string accelerator_family(const AcceleratorSpec& a, const std::string& text);
+
 // map_model.cpp: the model block (decoder LM or recommendation).
 void map_model(Mapper& m, int seq_len);
 // map_torchrec.cpp: model.type dlrm (TorchRec dlrm_main.py names) and its training settings.

@@ -22,4 +22,9 @@ RunConfig read_run_config(const YAML::Node& config, const YAML::Node& args,
 // InputError at the arg's line for an unknown option or a bad value.
 LoadRequest load_request_of(const RunConfig& config, const std::string& data_dir);
 
+// config_run.cpp: a run with `description: config`, mapped from its config alone (the job, the
+// regime labels, the FLOP convention of its measurement). Not mapped, with the loader's error as
+// the reason, when the config does not load.
+MappedRun map_config_run(const RunEntry& e, MappingCatalogue& catalogue);
+
 }  // namespace projector::validate_detail

@@ -395,6 +395,11 @@ void read_measured(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   ms.step_time_s = r.number(me, "step_time_s", "measured");
   ms.peak_memory_gib = r.number(me, "peak_memory_gib", "measured");
   ms.peak_memory_gb = r.number(me, "peak_memory_gb", "measured");
+  ms.peak_memory_pct = r.number(me, "peak_memory_pct", "measured");
+  if (ms.peak_memory_pct && *ms.peak_memory_pct > 100.0) {
+    r.error("measured.peak_memory_pct", "more than 100 % of the device",
+            line_of(me["peak_memory_pct"]));
+  }
   ms.memory_metric = r.text(me, "memory_metric", "measured");
 
   const YAML::Node de = r.section(node, "derived", "derived");
@@ -414,6 +419,24 @@ void read_config(EntryReader& r, const YAML::Node& node, const std::string& file
   } catch (const InputError& ex) {
     r.error(ex.key(), ex.message(), ex.where().line);
   }
+}
+
+// `description: config`: the config is the run's only description, so a training block (a
+// second description that could disagree with it) is refused, and a config is required.
+void read_description(EntryReader& r, const YAML::Node& node, RunEntry& e) {
+  const YAML::Node d = node["description"];
+  if (is_null(d)) return;
+  if (!d.IsScalar() || d.Scalar() != "config") {
+    r.error("description", "the only description other than the entry itself is 'config'",
+            line_of(d));
+    return;
+  }
+  e.described_by_config = true;
+  if (!is_null(node["training"])) {
+    r.error("training", "a run described by its config states its training there",
+            line_of(node["training"]));
+  }
+  if (is_null(node["config"])) r.error("description", "'config' without a config:", line_of(d));
 }
 
 RunEntry read_entry(const YAML::Node& node, std::size_t index, const std::string& file) {
@@ -443,6 +466,7 @@ RunEntry read_entry(const YAML::Node& node, std::size_t index, const std::string
   read_training(r, node, e);
   read_measured(r, node, e);
   read_config(r, node, file, e);
+  read_description(r, node, e);
   return e;
 }
 

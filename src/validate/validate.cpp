@@ -103,7 +103,7 @@ struct Predicted {
 // The summary's throughput error, predicted / measured throughput - 1, on the most direct
 // measurement the entry has.
 void throughput_error(const RunEntry::Measured& ms, const Evidence& ev, const Predicted& pr,
-                      RunResult& r) {
+                      bool tflops_comparable, RunResult& r) {
   auto set_tp = [&r](double ratio, std::string basis) {
     if (!(ratio > 0.0) || !std::isfinite(ratio)) return;
     r.throughput_error_pct = 100.0 * (ratio - 1.0);
@@ -117,7 +117,7 @@ void throughput_error(const RunEntry::Measured& ms, const Evidence& ev, const Pr
     set_tp(pr.samples_total / *ms.samples_per_sec_total, "samples_per_sec_total (measured)");
   } else if (ms.step_time_s && pr.step_s > 0) {
     set_tp(*ms.step_time_s / pr.step_s, "step_time_s (measured)");
-  } else if (ms.tflops_per_gpu) {
+  } else if (ms.tflops_per_gpu && tflops_comparable) {
     set_tp(pr.tflops_per_gpu / *ms.tflops_per_gpu, "tflops_per_gpu (source convention)");
   } else if (ms.mfu_pct && pr.mfu_pct > 0) {
     set_tp(pr.mfu_pct / *ms.mfu_pct, "mfu_pct");
@@ -172,6 +172,11 @@ MemoryMetricReading read_memory_metric(std::string_view memory_metric) {
     r.note =
         "Primus' \"max mem\" is ROCm SMI's used VRAM, the whole device, logged as bytes / 1024^3 "
         "with the label GB (PR15): read as GiB and compared with the device total";
+  } else if (has("usage_ratio")) {
+    // PR15 print_rank_last_patches.py: Primus' hip / rocm "usage_ratio" is the device's used
+    // memory (total - free, or ROCm SMI's used VRAM) over its total.
+    r.kind = MeasuredMemory::kDevice;
+    r.note = "Primus' usage_ratio: the whole device's used memory over its total (PR15)";
   } else if (has("rocm-smi") || has("nvidia-smi") || has("rocm smi")) {
     r.kind = MeasuredMemory::kDevice;
     r.note = "SMI used memory: the whole device, compared with the device total";
@@ -184,11 +189,16 @@ MemoryMetricReading read_memory_metric(std::string_view memory_metric) {
 
 namespace {
 
-void compare_memory(const RunEntry::Measured& ms, const Prediction& p, RunResult& r) {
+void compare_memory(const RunEntry::Measured& ms, const Prediction& p, double hbm_gib,
+                    RunResult& r) {
   const MemoryMetricReading reading = read_memory_metric(ms.memory_metric);
   std::optional<double> mem;
   std::string mem_basis;
-  if (ms.peak_memory_gib) {
+  if (ms.peak_memory_pct && hbm_gib > 0.0) {
+    mem = *ms.peak_memory_pct / 100.0 * hbm_gib;
+    mem_basis =
+        fmt::format("measured {:.1f} % of the device's {:.2f} GiB", *ms.peak_memory_pct, hbm_gib);
+  } else if (ms.peak_memory_gib) {
     mem = ms.peak_memory_gib;
     mem_basis = "measured GiB";
   } else if (ms.peak_memory_gb && reading.gb_are_gib) {
@@ -246,20 +256,22 @@ void compare(const RunEntry& e, const MappedRun& m, RunResult& r) {
                        : std::string("measured"));
   }
   if (ev.step) add_metric(r, "step_time_s", p.step_time_s, *ev.step, ev.step_basis);
-  if (ms.tflops_per_gpu) {
+  if (ms.tflops_per_gpu && m.flop_convention.comparable) {
     add_metric(r, "tflops_per_gpu", pr.tflops_per_gpu, *ms.tflops_per_gpu,
                "source convention: " + m.flop_convention.description);
   }
   if (ms.mfu_pct) {
     add_metric(r, "mfu_pct", pr.mfu_pct, *ms.mfu_pct, "model FLOPs / dense 16-bit peak");
   }
-  throughput_error(ms, ev, pr, r);
+  throughput_error(ms, ev, pr, m.flop_convention.comparable, r);
   if (r.throughput_error_pct && p.skewed_tokens_per_sec_per_gpu && p.tokens_per_sec_per_gpu > 0) {
     // Every basis scales with throughput: the skewed error is the balanced one rescaled.
     const double ratio = *p.skewed_tokens_per_sec_per_gpu / p.tokens_per_sec_per_gpu;
     r.skewed_throughput_error_pct = (1.0 + *r.throughput_error_pct / 100.0) * ratio * 100.0 - 100.0;
   }
-  compare_memory(ms, p, r);
+  const double hbm_gib =
+      job.cluster.accelerator.hbm_bytes * std::max(1, job.cluster.devices_per_chip) / kGiB;
+  compare_memory(ms, p, hbm_gib, r);
 }
 
 void add_group(std::vector<RegimeStats>& out, const std::vector<RunResult>& runs,
@@ -537,10 +549,17 @@ RunResult::ConfigPath project_config(const RunEntry& e, const MappedRun& m,
 RunResult validate_free_text(const RunEntry& e, const ProjectFn& project,
                              MappingCatalogue& catalogue, const ResidualTable& residuals,
                              MappedRun& m);
+RunResult validate_mapped(const RunEntry& e, const ProjectFn& project,
+                          const ResidualTable& residuals, const MappedRun& m);
 
 RunResult validate_entry(const RunEntry& e, const ProjectFn& project, MappingCatalogue& catalogue,
                          const ResidualTable& residuals) {
   MappedRun m;
+  if (e.ok() && e.described_by_config) {
+    // The config is the run's reading: no second, free-text projection of it.
+    m = validate_detail::map_config_run(e, catalogue);
+    return validate_mapped(e, project, residuals, m);
+  }
   RunResult r = validate_free_text(e, project, catalogue, residuals, m);
   if (e.ok() && e.config) {
     try {
@@ -568,11 +587,22 @@ RunResult validate_free_text(const RunEntry& e, const ProjectFn& project,
     return r;
   }
   m = map_run(e, catalogue);
+  return validate_mapped(e, project, residuals, m);
+}
+
+// A mapped run (from its entry or its config) projected and compared.
+RunResult validate_mapped(const RunEntry& e, const ProjectFn& project,
+                          const ResidualTable& residuals, const MappedRun& m) {
+  RunResult r;
+  r.id = e.id;
+  r.excluded = e.exclude_from_statistics;
   r.assumptions = m.assumptions;
   r.framework = m.framework;
   // The source is its title up to the first comma (a container or a machine follows it).
-  r.family = e.source_title.substr(0, e.source_title.find(',')) + " | " +
-             (e.model.family.empty() ? e.model.name : e.model.family);
+  const std::string& model = !e.model.family.empty() ? e.model.family
+                             : !e.model.name.empty() ? e.model.name
+                                                     : m.job.model.name;
+  r.family = e.source_title.substr(0, e.source_title.find(',')) + " | " + model;
   r.moe = m.moe;
   r.recommendation = m.job.model.family == ModelFamily::kRecommendation;
   r.accelerator_family = m.accelerator_family;
@@ -597,7 +627,7 @@ RunResult validate_free_text(const RunEntry& e, const ProjectFn& project,
   }
   if (!run_projection(project, m.job, r.predicted, r.status, r.reason)) return r;
   compare(e, m, r);
-  note_unstated_memory_facts(e, r);
+  if (!e.described_by_config) note_unstated_memory_facts(e, r);
   attach_range(residuals, m, r);
   r.status = r.metrics.empty() ? "no_measurement" : "ok";
   if (r.metrics.empty()) r.reason = "no measured metric that the projection predicts";

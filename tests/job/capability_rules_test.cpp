@@ -5,6 +5,7 @@
 // `--cp 2` on a GDN model projected a layout the framework cannot run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 
@@ -179,6 +180,29 @@ TEST(CapabilityRules, EpOverlapNeedsExpertParallelismAndVirtualStages) {
     EXPECT_TRUE(has(e.what(), "overlap_moe_expert_parallel_comm")) << e.what();
     EXPECT_TRUE(has(e.what(), "EP > 1")) << e.what();
   }
+}
+
+// A model with GDN / KDA or Mamba-2 layers says that their chunked kernels have no kernel
+// measurement behind them; on an AMD part it also gives the held-out Primus runs' verdict (an
+// upper bound). A transformer says neither.
+TEST(CapabilityRules, UnmeasuredRecurrentKernelsAreFlagged) {
+  auto flagged = [](const JobSpec& job, const char* words) {
+    return std::any_of(job.warnings.begin(), job.warnings.end(),
+                       [&](const std::string& w) { return has(w, words); });
+  };
+  for (const char* rel :
+       {"MI300X/zebra_llama_1B_gdn-pretrain.yaml", "MI300X/zebra_llama_1B-pretrain.yaml"}) {
+    const JobSpec amd = load_job(primus_request(rel));
+    EXPECT_TRUE(flagged(amd, "no kernel measurement")) << rel;
+    EXPECT_TRUE(flagged(amd, "upper bound")) << rel;
+    LoadRequest r = primus_request(rel);
+    r.hardware = "h100_sxm";
+    const JobSpec nvidia = load_job(r);
+    EXPECT_TRUE(flagged(nvidia, "no kernel measurement")) << rel;
+    EXPECT_FALSE(flagged(nvidia, "upper bound")) << rel;
+  }
+  const JobSpec llama = load_job(primus_request("MI300X/llama3.1_8B-BF16-pretrain.yaml"));
+  EXPECT_FALSE(flagged(llama, "no kernel measurement"));
 }
 
 }  // namespace

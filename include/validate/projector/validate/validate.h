@@ -194,6 +194,9 @@ struct RunEntry {
     std::optional<double> step_time_s;
     std::optional<double> peak_memory_gib;
     std::optional<double> peak_memory_gb;
+    // Percent of the device's memory in use (Primus logs "usage_ratio": used / total of the whole
+    // device); compared as that fraction of the catalogue's HBM.
+    std::optional<double> peak_memory_pct;
     std::string memory_metric;
   } measured;
 
@@ -204,6 +207,10 @@ struct RunEntry {
 
   // `config:` / `args:` of the entry, or the configs index's item for it.
   std::optional<RunConfig> config;
+  // `description: config`: the run is described by its framework config alone (a measurement
+  // published as a comment in that config); the config path is the run's reading, statistics
+  // included, and the entry states no model or training block.
+  bool described_by_config = false;
 
   // Per-entry problems, one line each: "<id>: <field>: <message> (line N)". An entry with errors
   // (not a mapping, no id, a duplicate id) is reported as status "invalid"; the other entries are
@@ -242,6 +249,10 @@ struct FlopConvention {
   bool hardware = false;  // includes the recompute forward (SC'21, BLOOM, MT-NLG)
   FlopOptions options;    // causal halving of attention
   std::string description;
+  // False when the source's count cannot be re-expressed from the job (a hybrid model whose
+  // layers the framework counted as dense transformer layers): its TFLOP/s is then compared
+  // only through the step time the data file derived from it.
+  bool comparable = true;
 };
 
 struct MappedRun {
