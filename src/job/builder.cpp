@@ -299,6 +299,9 @@ std::string Builder::rule_message(LayoutRule rule) const {
           to_string(rt.schedule), p.pp);
     case LayoutRule::kMoeOverlapDispatcher:
       return "needs the alltoall or flex dispatcher (Megatron asserts it)";
+    case LayoutRule::kDeferredWgradNeedsPp:
+      return "defers the output layer's weight gradients into the pipeline flush, which needs "
+             "pipeline parallelism (PP > 1; Megatron refuses it at PP 1)";
     case LayoutRule::kMoeOverlapLayout:
       return p.ep <= 1 ? "overlap_moe_expert_parallel_comm needs expert parallelism (EP > 1; "
                          "Megatron asserts it)"
@@ -360,7 +363,8 @@ std::string_view to_string(DraftField f) {
                                                 "host_dispatch",
                                                 "expandable_segments",
                                                 "fp8_param_gather",
-                                                "p2p_overlap"};
+                                                "p2p_overlap",
+                                                "defer_output_wgrad"};
   static_assert(std::size(kNames) == kNumDraftFields);
   const auto i = static_cast<std::size_t>(f);
   return i < std::size(kNames) ? kNames[i] : "?";
@@ -406,6 +410,8 @@ DraftField field_of(LayoutRule rule) {
     case LayoutRule::kMoeOverlapDispatcher:
     case LayoutRule::kMoeOverlapLayout:
       return DraftField::kMoeOverlap;
+    case LayoutRule::kDeferredWgradNeedsPp:
+      return DraftField::kDeferOutputWgrad;
     case LayoutRule::kSizes:
     case LayoutRule::kLegal:
     case LayoutRule::kCount:

@@ -256,6 +256,11 @@ void Builder::runtime_defaults() {
   fp8_param_default();
   fp8_attention_check();
   recurrent_kernel_check();
+  if (rt.defer_output_wgrad && rt.loss_grad_in_forward) {
+    job_.warnings.push_back(
+        "defer_embedding_wgrad_compute has no effect here: the fused loss computes the output "
+        "layer's weight gradient in its forward");
+  }
   if (rt.offload.any() && job_.cluster.accelerator.host_bw_bytes_per_s <= 0.0) {
     job_.warnings.push_back(fmt::format(
         "{} has no host_bandwidth in its accelerator file: the activation offload copies "

@@ -78,6 +78,7 @@ RuleFacts rule_facts(const JobSpec& job, RulePurpose purpose, std::int64_t world
   f.search = purpose == RulePurpose::kSearch;
   f.moe_overlap = combined_forward_backward(job);
   f.allgather_dispatcher = job.runtime.moe_dispatcher == MoeDispatcher::kAllGather;
+  f.deferred_output_wgrad = job.runtime.defer_output_wgrad;
   if (p.cp_comm_type == CpCommType::kA2aP2p) f.cp_a2a = p.cp_a2a_size;
   return f;
 }
@@ -159,6 +160,8 @@ std::string_view to_string(LayoutRule r) {
       return "moe_overlap_dispatcher";
     case LayoutRule::kMoeOverlapLayout:
       return "moe_overlap_layout";
+    case LayoutRule::kDeferredWgradNeedsPp:
+      return "deferred_wgrad_needs_pp";
     case LayoutRule::kCount:
       break;
   }
@@ -226,6 +229,8 @@ std::string_view explanation(LayoutRule r) {
       return "EP overlap (combined 1F1B) needs the alltoall or flex dispatcher";
     case LayoutRule::kMoeOverlapLayout:
       return "EP overlap (combined 1F1B) needs EP > 1 and, with PP > 1, VPP >= 2";
+    case LayoutRule::kDeferredWgradNeedsPp:
+      return "deferred output-layer weight gradients (defer_embedding_wgrad_compute) need PP > 1";
     case LayoutRule::kCount:
       break;
   }

@@ -170,6 +170,23 @@ void resolve_activations(Context& cx, MemoryReport& report) {
   if (job.model.tied_embeddings && cx.pp > 1) {
     report.notes.push_back("tied embeddings: the last stage holds a copy of the word embedding");
   }
+  if (const int k = job.deferred_output_wgrads(); k > 0) {
+    report.notes.push_back(fmt::format(
+        "deferred output-layer weight gradients: the last stage keeps the output layer's input "
+        "and logit gradient of {} microbatches until its drain, counted whole at its peak (one "
+        "microbatch's pair more than the last forward sees)",
+        k));
+  }
+}
+
+// Megatron's defer_embedding_wgrad_compute (MG28 layers.py:1227-1231, 660-663): the stage with
+// the output layer keeps each deferred microbatch's input (the sequence-parallel shard) and the
+// gradient of its logits ([tokens, vocab / TP], the output's dtype) until the drain.
+double deferred_wgrad_bytes(const Context& cx, const RankMemory& rm) {
+  const int k = cx.job.deferred_output_wgrads();
+  if (k <= 0 || !rm.has_output) return 0.0;
+  const memory_detail::Geometry& g = cx.geo;
+  return k * (g.tokens * g.h * g.e / g.sp + g.tokens * cx.vocab_local * g.e);
 }
 
 // The residual fractions of the job's allocator (docs/memory.md "Allocator"): the expandable-
@@ -285,14 +302,16 @@ double allocator_static_bytes(const ComponentBytes& s) {
 RankMemory project_rank(Context& cx, int r, bool replay) {
   RankMemory rm;
   const RankChunks& ch = rank_chunks(cx, r, rm);
-  const double act_u = activation_peak(*cx.in_flight, r, ch.full_upper, ch.w_only_upper, nullptr);
+  const double deferred = deferred_wgrad_bytes(cx, rm);
+  const double act_u =
+      activation_peak(*cx.in_flight, r, ch.full_upper, ch.w_only_upper, nullptr) + deferred;
   rm.communicators = communicator_count(cx.job, rm.has_embedding || rm.has_output, ch.has_moe);
 
   const ComponentBytes s = static_memory(cx, rm, ch.has_moe);
   // The point decomposes the timeline's peak moment: the activations held then (rm.in_flight)
   // and the temporary of the action that runs.
   memory_detail::build_timeline(cx, r, ch, allocator_static_bytes(s), rm);
-  const double act_p = rm.moment.held_bytes;
+  const double act_p = rm.moment.held_bytes + deferred;
   const Residual residual = residual_of(cx.job);
   rm.point = s;
   rm.upper = s;

@@ -87,6 +87,7 @@ struct PhaseAccumulator {
   double ep_total_s = 0.0;          // every EP collective of the phase, priced
   double ep_shared_hidden_s = 0.0;  // the part the shared experts hid
   double expert_wgrad_s = 0.0;      // W phase: the routed experts' weight-gradient GEMMs
+  double output_wgrad_s = 0.0;      // W phase: the output layer's weight-gradient GEMM
   // Of ep_hideable_s, what a paired microbatch cannot hide in Megatron's combined 1F1B order
   // (PairParts): subtracted from the hideable part the simulator pairs.
   double ep_pair_exposed_s = 0.0;
@@ -333,6 +334,9 @@ void price_block(const JobSpec& job, CostCache& cache, const LayerWork& lw,
       if (op.phase == WorkPhase::kW && op.name.starts_with("moe.experts.")) {
         acc[ph].expert_wgrad_s += n * t;
       }
+      if (op.phase == WorkPhase::kW && op.name.starts_with("output.")) {
+        acc[ph].output_wgrad_s += n * t;
+      }
     }
     stream_s[i] = exposed;
     if (table) {
@@ -391,6 +395,22 @@ std::string block_label(const LayerWork& lw) {
                      lw.label);
 }
 
+// Megatron's defer_embedding_wgrad_compute (MG28 layers.py:1227-1231, 653-663; schedules.py
+// finish_embedding_wgrad_compute before finalize_model_grads): the first k microbatches of the
+// last stage skip the output layer's weight-gradient GEMM, which runs after the stage's last
+// backward. The schedule prices one backward per chunk, so the chunk's W keeps the average
+// (m - k) / m of it and the rank's tail the k deferred ones. The drain's re-gather of the
+// sequence-parallel input is not moved (the backward's own gather stays priced).
+void defer_output_wgrad(const JobSpec& job, double output_wgrad_s, ChunkTiming& ct) {
+  const int k = job.deferred_output_wgrads();
+  const int m = job.microbatches_per_flush();
+  if (k <= 0 || m <= 0 || output_wgrad_s <= 0.0) return;
+  const double moved = output_wgrad_s * k / m;
+  ct.w_s = std::max(0.0, ct.w_s - moved);
+  ct.w_serial_s = std::min(ct.w_serial_s, ct.w_s);
+  ct.deferred_wgrad_s = output_wgrad_s * k;
+}
+
 // 1. Prices every chunk of every pipeline rank: F / B / W durations, the EP part a DualPipe
 // partner can hide, and (per virtual stage) the exposed in-layer communication by group.
 std::vector<ExposedComm> price_chunks(const JobSpec& job, CostCache& cache,
@@ -419,6 +439,7 @@ std::vector<ExposedComm> price_chunks(const JobSpec& job, CostCache& cache,
       ct.f_s = acc[0].compute_s + acc[0].exposed_s + ct.host_idle_s[0];
       ct.b_s = acc[1].compute_s + acc[1].exposed_s + ct.host_idle_s[1];
       ct.w_s = acc[2].compute_s + acc[2].exposed_s + ct.host_idle_s[2];
+      defer_output_wgrad(job, acc[2].output_wgrad_s, ct);
       ct.f_comm_s = std::max(0.0, acc[0].ep_hideable_s - acc[0].ep_pair_exposed_s);
       ct.b_comm_s = std::max(0.0, acc[1].ep_hideable_s - acc[1].ep_pair_exposed_s);
       // Combined 1F1B without delay_wgrad_compute: the backward's next dispatch waits for the
@@ -478,6 +499,10 @@ schedule::SimulationInput simulation_input(const JobSpec& job, CostCache& cache,
       cc.f_comm_s = ct.f_comm_s;
       cc.b_comm_s = ct.b_comm_s;
       cc.w_serial_s = ct.w_serial_s;
+      if (ct.deferred_wgrad_s > 0.0) {  // drained after the rank's last backward
+        if (in.tail_s.empty()) in.tail_s.assign(static_cast<std::size_t>(p.pp), 0.0);
+        in.tail_s[static_cast<std::size_t>(r)] += ct.deferred_wgrad_s;
+      }
     }
   }
   if (p.pp > 1) {

@@ -460,6 +460,7 @@ ordered_json chunks_json(const PerfReport& rep) {
     jc["b_ms"] = ms(c.b_s);
     jc["w_ms"] = ms(c.w_s);
     jc["host_wait_ms"] = {ms(c.host_idle_s[0]), ms(c.host_idle_s[1]), ms(c.host_idle_s[2])};
+    jc["deferred_wgrad_ms"] = ms(c.deferred_wgrad_s);
     ordered_json ops = ordered_json::array();
     for (const PricedOp& po : c.ops) {
       ops.push_back({{"block", po.block},
@@ -498,14 +499,19 @@ void ranks_json(const PerfReport& rep, ordered_json& j) {
   ordered_json crit = ordered_json::array();
   for (const schedule::CriticalStep& s : rep.simulation.critical_path) {
     std::string label;
+    const char* kind = "comm";
     if (s.kind == schedule::CriticalStep::Kind::kCompute) {
       label =
           schedule::action_label(rep.table.rank_actions(s.rank)[static_cast<std::size_t>(s.index)]);
+      kind = "compute";
+    } else if (s.kind == schedule::CriticalStep::Kind::kTail) {
+      label = "deferred output-layer weight gradients";
+      kind = "tail";
     } else {
       label = "comm";
     }
     crit.push_back({{"rank", s.rank},
-                    {"kind", s.kind == schedule::CriticalStep::Kind::kCompute ? "compute" : "comm"},
+                    {"kind", kind},
                     {"label", label},
                     {"start_ms", ms(s.start_s)},
                     {"end_ms", ms(s.end_s)}});

@@ -132,6 +132,12 @@ void check_input(const ScheduleTable& table, const SimulationInput& in) {
   };
   check_edges(in.p2p_forward_s, "p2p_forward_s");
   check_edges(in.p2p_backward_s, "p2p_backward_s");
+  if (!in.tail_s.empty() && static_cast<int>(in.tail_s.size()) != P) {
+    fail(fmt::format("tail_s needs one entry per rank ({}), got {}", P, in.tail_s.size()));
+  }
+  for (const double x : in.tail_s) {
+    if (!(x >= 0.0)) fail("tail_s entries must be >= 0");
+  }
 }
 
 // Stage of each (rank, chunk) and the transfer time of each edge z (z -> z+1 forward, z+1 -> z
@@ -334,6 +340,7 @@ class Simulation {
   std::vector<int> a_pred_;
   std::vector<int> pos_;  // per rank: next action (global index)
   std::vector<double> clock_;
+  std::vector<double> tail_start_, tail_end_;  // per rank; equal when it has no tail
   std::vector<int> last_;
   std::vector<double> act_now_;
   std::vector<int> inflight_now_;
@@ -363,6 +370,8 @@ void Simulation::init_state() {
   a_pred_.assign(static_cast<std::size_t>(A_), kNone);
   pos_.assign(table_.rank_offsets.begin(), table_.rank_offsets.end() - 1);
   clock_.assign(static_cast<std::size_t>(P_), 0.0);
+  tail_start_.assign(static_cast<std::size_t>(P_), 0.0);
+  tail_end_.assign(static_cast<std::size_t>(P_), 0.0);
   last_.assign(static_cast<std::size_t>(P_), kNone);
   res_.ranks.assign(static_cast<std::size_t>(P_), RankStats{});
   act_now_.assign(static_cast<std::size_t>(P_), 0.0);
@@ -576,16 +585,31 @@ void Simulation::advance(int r) {
     st.busy_s += end - start;
     st.ideal_compute_s += work_s;
     st.pair_hidden_comm_s += pair_hidden;
-    if (K_ > 0) {
-      for (int h = g; h < g + n; ++h) {
-        for (int j = ix_.end_off[h]; j < ix_.end_off[h + 1]; ++j) {
-          launch(ix_.end_list[j], end, g + n - 1);
-        }
-      }
-    }
     const double held_s = in_.blocking_p2p ? send_hold_s(r, g, n) : 0.0;
     st.p2p_blocked_s += held_s;
     clock_[r] = end + held_s;
+    const bool last = pos_[r] + n == hi;
+    const double tail = last && !in_.tail_s.empty() ? in_.tail_s[r] : 0.0;
+    double trigger_end = end;
+    if (last) {
+      tail_start_[r] = clock_[r];
+      tail_end_[r] = clock_[r];
+    }
+    if (tail > 0.0) {
+      // The drain runs once the sends left; what the last action triggers waits for it.
+      tail_end_[r] = stretched_end(clock_[r], tail, in_.interference, comm_iv_[r], scratch_);
+      st.busy_s += tail_end_[r] - clock_[r];
+      st.ideal_compute_s += tail;
+      clock_[r] = tail_end_[r];
+      trigger_end = tail_end_[r];
+    }
+    if (K_ > 0) {
+      for (int h = g; h < g + n; ++h) {
+        for (int j = ix_.end_off[h]; j < ix_.end_off[h + 1]; ++j) {
+          launch(ix_.end_list[j], trigger_end, g + n - 1);
+        }
+      }
+    }
     last_[r] = g + n - 1;
     pos_[r] += n;
     done_ += n;
@@ -677,6 +701,19 @@ void Simulation::critical_path() {
       cur = encode_comm(k);
     }
   }
+  // A rank's tail that ends last: the path runs through the rank's last action into it.
+  int tail_rank = -1;
+  for (int r = 0; r < P_; ++r) {
+    if (tail_end_[r] > tail_start_[r] && tail_end_[r] > best) {
+      best = tail_end_[r];
+      tail_rank = r;
+    }
+  }
+  if (tail_rank >= 0) {
+    res_.critical_path.push_back(
+        {CriticalStep::Kind::kTail, tail_rank, -1, tail_start_[tail_rank], tail_end_[tail_rank]});
+    cur = table_.rank_offsets[tail_rank + 1] - 1;
+  }
   while (cur != kNone) {
     CriticalStep step;
     if (cur >= 0) {
@@ -702,6 +739,9 @@ void Simulation::timeline() {
     for (int g = table_.rank_offsets[r]; g < table_.rank_offsets[r + 1]; ++g) {
       const Action& a = table_.actions[g];
       res_.timeline.push_back({r, 0, action_label(a), a_start_[g], a_end_[g], a.chunk, a.phase});
+    }
+    if (tail_end_[r] > tail_start_[r]) {
+      res_.timeline.push_back({r, 0, "deferred weight gradients", tail_start_[r], tail_end_[r]});
     }
     for (int k = 0; k < K_; ++k) {
       if (in_.comm[k].rank != r) continue;

@@ -227,6 +227,46 @@ TEST(Simulator, GradientReduceTail) {
   EXPECT_EQ(r.critical_path.front().kind, CriticalStep::Kind::kCompute);
 }
 
+// A rank's tail (Megatron's deferred output-layer weight gradients) runs after its last action
+// once its sends left, and holds back what that action triggers. PP 2, 2 microbatches, F 1, B 2,
+// no P2P time: rank 1 (the last stage) runs F0 [1,2] B0 [2,4] F1 [4,5] B1 [5,7], rank 0 ends with
+// B1 [7,9] (its input left rank 1 at 7, before the tail). A 3 s tail on rank 1 runs [7,10]: the
+// makespan is 10, not 9; rank 1's reduction (1 s, at its last action's end) runs [10,11], not
+// [7,8].
+TEST(Simulator, TailRunsAfterTheLastSendAndBeforeItsReduction) {
+  const ScheduleTable t = build_1f1b(2, 2);
+  SimulationInput in = balanced(2, 1, 1, 2, 0);
+  in.record_timeline = true;
+  const double plain = simulate(t, in).makespan_s;
+  EXPECT_DOUBLE_EQ(plain, 9.0);
+  in.tail_s = {0.0, 3.0};
+  const SimulationResult r = simulate(t, in);
+  EXPECT_DOUBLE_EQ(r.makespan_s, 10.0);
+  EXPECT_DOUBLE_EQ(r.ranks[0].compute_end_s, 9.0);
+  EXPECT_DOUBLE_EQ(r.ranks[1].compute_end_s, 10.0);
+  EXPECT_DOUBLE_EQ(r.ranks[1].busy_s, 9.0);
+  ASSERT_FALSE(r.critical_path.empty());
+  EXPECT_EQ(r.critical_path.back().kind, CriticalStep::Kind::kTail);
+  EXPECT_DOUBLE_EQ(r.critical_path.back().start_s, 7.0);
+  for (std::size_t i = 1; i < r.critical_path.size(); ++i) {
+    EXPECT_DOUBLE_EQ(r.critical_path[i].start_s, r.critical_path[i - 1].end_s);
+  }
+  const auto tail = std::find_if(r.timeline.begin(), r.timeline.end(), [](const TimelineEvent& e) {
+    return e.label == "deferred weight gradients";
+  });
+  ASSERT_NE(tail, r.timeline.end());
+  EXPECT_EQ(tail->rank, 1);
+  EXPECT_DOUBLE_EQ(tail->end_s, 10.0);
+
+  in.comm.push_back(CommTask{1, "dp", 1.0, CommTrigger::kActionEnd,
+                             last_action(t, 1, 0, {Phase::kW, Phase::kBW}), -1, "reduce"});
+  EXPECT_DOUBLE_EQ(simulate(t, in).makespan_s, 11.0);
+  in.tail_s.clear();
+  EXPECT_DOUBLE_EQ(simulate(t, in).makespan_s, 9.0);  // [7,8] beside rank 0's last backward
+  in.tail_s = {0.0};
+  EXPECT_THROW(simulate(t, in), ScheduleError);
+}
+
 // A parameter all-gather that must finish before the first F delays everything by its length.
 // Two tasks on one stream run FIFO: the second (0.5 s) starts when the first ends.
 TEST(Simulator, BlockingPrefetchAndFifoStream) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 
 #include "frontend/megatron/adapter.h"
 #include "projector/frontend/primus_turbo.h"
@@ -766,6 +767,27 @@ void read_cuda_graphs(ArgReader& r, JobDraft& d) {
       w.file.empty() ? "" : fmt::format("{}:{}: ", w.file, w.line), on, impl));
 }
 
+// defer_embedding_wgrad_compute / wgrad_deferral_limit (MG28 model_parallel_config.py:410-418,
+// 545-558): Megatron refuses the deferral without gradient_accumulation_fusion (the drain
+// accumulates into main_grad with the fused kernel) and a negative limit; the job builder refuses
+// it without pipeline parallelism, whoever sets PP.
+void read_deferred_output_wgrad(ArgReader& r, JobDraft& d) {
+  const std::string key = "defer_embedding_wgrad_compute";
+  name_field(r, d, DraftField::kDeferOutputWgrad, key);
+  if (!r.bool_quiet(key, false)) return;
+  if (!r.bool_quiet("gradient_accumulation_fusion", true) ||
+      r.bool_quiet("no_gradient_accumulation_fusion", false)) {
+    r.fail(key, "needs gradient_accumulation_fusion (Megatron refuses the deferral without it)");
+  }
+  const std::int64_t limit = r.int_quiet("wgrad_deferral_limit", 0);
+  if (limit < 0) {
+    r.fail("wgrad_deferral_limit", "must be 0 (defer every microbatch) or more");
+  }
+  d.runtime.defer_output_wgrad = true;
+  d.runtime.output_wgrad_deferral_limit =
+      static_cast<int>(std::min<std::int64_t>(limit, std::numeric_limits<int>::max()));
+}
+
 }  // namespace
 
 std::optional<ScheduleKind> parse_schedule_name(std::string_view text) {
@@ -795,6 +817,7 @@ void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d) {
   read_offload(r, model, d);
   read_schedule(r, d);
   read_optimizer(r, d);
+  read_deferred_output_wgrad(r, d);
 }
 
 }  // namespace projector::frontend_detail

@@ -62,6 +62,7 @@ enum class DraftField : std::uint8_t {
   kExpandableSegments,  // PyTorch allocator's expandable_segments (RuntimeSpec::allocator)
   kFp8ParamGather,      // FP8 weights (PrecisionSpec::fp8_param)
   kP2pOverlap,          // pipeline sends beside the compute (ParallelSpec::p2p_overlap)
+  kDeferOutputWgrad,    // Megatron defer_embedding_wgrad_compute (RuntimeSpec::defer_output_wgrad)
   kCount
 };
 inline constexpr int kNumDraftFields = static_cast<int>(DraftField::kCount);

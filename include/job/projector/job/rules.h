@@ -41,6 +41,7 @@ enum class LayoutRule : std::uint8_t {
   kScheduleWidenedTransfer,  // attention residuals at PP > 1: 1F1B and interleaved 1F1B only
   kMoeOverlapDispatcher,     // combined 1F1B (EP overlap) with the allgather dispatcher
   kMoeOverlapLayout,         // combined 1F1B without EP > 1, or at PP > 1 without VPP >= 2
+  kDeferredWgradNeedsPp,     // deferred output-layer weight gradients without pipeline stages
   kRecomputeBlock,           // search: block recompute of >= the layers of the smallest chunk
   // Rules only a stated job can break (an enumerated candidate is built to satisfy them).
   kSizes,       // a size, batch or length below 1 or above kMaxCount
@@ -74,6 +75,9 @@ struct RuleFacts {
   // with PP > 1, virtual stages).
   bool moe_overlap = false;
   bool allgather_dispatcher = false;
+  // Megatron's defer_embedding_wgrad_compute, which it refuses without pipeline parallelism
+  // (MG28 model_parallel_config.py:545-548).
+  bool deferred_output_wgrad = false;
   int experts_gcd = 0;  // routed experts (0: dense model)
   int seq = 0;
   int gbs = 0;
@@ -204,6 +208,7 @@ inline LayoutRule check_schedule(const RuleFacts& f, const LayoutChoice& c, std:
     if (f.allgather_dispatcher) return LayoutRule::kMoeOverlapDispatcher;
     if (c.ep <= 1 || (c.pp > 1 && c.vpp < 2)) return LayoutRule::kMoeOverlapLayout;
   }
+  if (f.deferred_output_wgrad && c.pp == 1) return LayoutRule::kDeferredWgradNeedsPp;
   const std::int64_t stages = static_cast<std::int64_t>(c.pp) * c.vpp;
   if (f.search && c.recompute_block_layers != 0 &&
       (c.recompute_block_layers < 1 || c.recompute_block_layers >= f.layers / stages)) {

@@ -60,6 +60,14 @@ struct JobSpec {
   int microbatches_per_flush() const {
     return num_microbatches() / std::max(1, runtime.accumulation_rounds);
   }
+  // Microbatches whose output-layer weight gradient waits for the flush (defer_output_wgrad).
+  int deferred_output_wgrads() const {
+    // A loss that computes the head's gradients in its forward leaves nothing to defer.
+    if (!runtime.defer_output_wgrad || parallel.pp <= 1 || runtime.loss_grad_in_forward) return 0;
+    const int m = microbatches_per_flush();
+    const int limit = runtime.output_wgrad_deferral_limit;
+    return limit > 0 ? std::min(limit, m) : m;
+  }
   std::int64_t tokens_per_iteration() const {
     return static_cast<std::int64_t>(runtime.global_batch_size) * runtime.seq_length;
   }

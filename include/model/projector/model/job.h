@@ -778,6 +778,13 @@ struct RuntimeSpec {
   // (FLA's FusedLinearCrossEntropyLoss, Primus' MambaModel fused_ce_mode 1): the head's dgrad and
   // wgrad GEMMs run in the forward and nothing is recomputed. false: MaxText's replay.
   bool loss_grad_in_forward = false;
+  // Megatron's defer_embedding_wgrad_compute (MG28): the last pipeline stage keeps the output
+  // layer's input and logit gradient of its first `output_wgrad_deferral_limit` microbatches (0:
+  // every one; Megatron's wgrad_deferral_limit) and computes their weight gradients after its
+  // last backward, in the pipeline flush, before the gradient reduction. false: each backward
+  // computes its own.
+  bool defer_output_wgrad = false;
+  int output_wgrad_deferral_limit = 0;
   bool deepep = false;
   // Token dispatch deduplicated per destination (DeepEP, HybridEP, Megatron's flex dispatcher): a
   // token crosses to each remote node (or, within one node, each GPU) once however many of its

@@ -46,8 +46,12 @@ struct ChunkTiming {
   double f_s = 0.0, b_s = 0.0, w_s = 0.0;  // compute + exposed in-layer communication
   double f_comm_s = 0.0, b_comm_s = 0.0;   // exposed EP all-to-all a partner can hide (DualPipe)
   double w_serial_s = 0.0;  // expert weight gradients a partner cannot use as cover (no deferral)
-  double ep_total_s = 0.0;  // EP dispatch / combine of one microbatch, F + B + W, priced
-  double ep_f_s = 0.0;      // the forward's part of it
+  // The output layer's weight gradients moved out of this chunk's backwards into the rank's
+  // drain after its last backward, per iteration (RuntimeSpec::defer_output_wgrad); w_s holds
+  // the per-microbatch average of what stays.
+  double deferred_wgrad_s = 0.0;
+  double ep_total_s = 0.0;          // EP dispatch / combine of one microbatch, F + B + W, priced
+  double ep_f_s = 0.0;              // the forward's part of it
   double ep_shared_hidden_s = 0.0;  // the part of it the shared experts hide
   // Device time per phase (F, B, W) spent waiting for the host to issue the next op (eager
   // frameworks: Python, dispatcher and launch costs after a device-to-host sync; perf/host.h).

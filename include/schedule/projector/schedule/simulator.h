@@ -86,6 +86,10 @@ struct SimulationInput {
   std::vector<double> p2p_forward_s;
   std::vector<double> p2p_backward_s;
   std::vector<CommTask> comm;
+  // Per rank (empty: none): compute the rank runs after its last action, once that action's sends
+  // left and before the communication the action triggers at its end (Megatron's deferred
+  // output-layer weight gradients, drained in the flush before the gradient reduction).
+  std::vector<double> tail_s;
   // Sends hold the sender: after an action that sends to another rank, the rank's next action
   // starts only when the transfer is done (Megatron's waited P2P). false: the sender goes on.
   bool blocking_p2p = false;
@@ -116,10 +120,10 @@ struct StreamStats {
 };
 
 struct CriticalStep {
-  enum class Kind { kCompute, kComm };
+  enum class Kind { kCompute, kComm, kTail };  // kTail: a rank's SimulationInput::tail_s
   Kind kind = Kind::kCompute;
   int rank = 0;
-  int index = 0;  // action index within the rank (kCompute) or index into input.comm (kComm)
+  int index = 0;  // action index within the rank (kCompute), into input.comm (kComm), -1 (kTail)
   double start_s = 0.0;
   double end_s = 0.0;
 };
