@@ -95,10 +95,11 @@ ComponentBytes static_memory(const Context& cx, const RankMemory& rm, bool has_m
   // and need no fp8 copies.
   const double q_gemm = P.dense_gemm_params - P.bf16_gemm_params;
   const double q_expert = P.expert_params - P.bf16_expert_params;
+  const bool fp8_stored = prec.fp8_param && !prec.fp8_gather_only;
   const double w_dense =
-      prec.fp8_param ? (P.dense_params - q_gemm) * pb + q_gemm * 1.0 : P.dense_params * pb;
+      fp8_stored ? (P.dense_params - q_gemm) * pb + q_gemm * 1.0 : P.dense_params * pb;
   const double w_exp =
-      prec.fp8_param ? q_expert * 1.0 + P.bf16_expert_params * pb : P.expert_params * pb;
+      fp8_stored ? q_expert * 1.0 + P.bf16_expert_params * pb : P.expert_params * pb;
   ComponentBytes s{};
   s[idx(MemoryComponent::kWeights)] =
       master_is_weight ? 0.0

@@ -180,6 +180,26 @@ Fp8Recipe expected_fp8_recipe(const JobDraft& d) {
   return d.fp8_recipe.value_or(d.profile.fp8_recipe.value.value_or(Fp8Recipe::kDelayed));
 }
 
+// Primus' use_fsdp2_fp8_all_gather (PR19 torch_fully_sharded_data_parallel.py:152-296): with
+// torch FSDP2 and FP8, the GEMM weights all-gather in fp8 and the GEMMs take them as gathered; the
+// shard keeps its dtype. Primus refuses it with delayed scaling; without FSDP2 or FP8 it does
+// nothing.
+void read_fsdp2_fp8_all_gather(ArgReader& r, JobDraft& d) {
+  const std::string key = "use_fsdp2_fp8_all_gather";
+  if (!r.bool_quiet(key, false)) return;
+  if (!d.fp8 || d.fsdp != FsdpKind::kFsdp2) {
+    const SourceLocation w = r.where(key);
+    d.warnings.push_back(fmt::format("{}:{}: {}: set without {}; no effect", w.file, w.line, key,
+                                     d.fp8 ? "use_torch_fsdp2" : "fp8"));
+    return;
+  }
+  if (expected_fp8_recipe(d) == Fp8Recipe::kDelayed) {
+    r.fail(key, "is incompatible with delayed FP8 scaling (Primus refuses it): use tensorwise");
+  }
+  d.fp8_param = true;
+  d.runtime.precision.fp8_gather_only = true;
+}
+
 // fp8_wgrad false (MG1 --no-fp8-wgrad) changes only delayed scaling: MG21 builds that recipe with
 // override_linear_precision=(False, False, not fp8_wgrad) and the others without it.
 void read_fp8_wgrad(ArgReader& r, JobDraft& d) {
@@ -798,6 +818,7 @@ std::optional<ScheduleKind> parse_schedule_name(std::string_view text) {
 void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d) {
   read_batches(r, d);
   read_precision(r, d);
+  read_fsdp2_fp8_all_gather(r, d);
   read_fp8_wgrad(r, d);
   read_fp8_attention(r, d);
   read_bf16_layers(r, model, d);

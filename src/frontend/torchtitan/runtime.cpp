@@ -137,6 +137,8 @@ void read_float8(TitanReader& r, JobDraft& d, std::vector<std::string>& filters)
            "not supported together with recipe_name (float8.py:65-69)");
   }
   d.fp8_param = all_gather;
+  // The shard stays in its dtype; only the gathered weights are fp8 (PrecisionSpec).
+  d.runtime.precision.fp8_gather_only = all_gather;
   filters = r.strings("quantize.linear.float8.filter_fqns");
 }
 

@@ -545,6 +545,10 @@ struct PrecisionSpec {
   Fp8Recipe fp8 = Fp8Recipe::kNone;
   Fp4Recipe fp4 = Fp4Recipe::kNone;  // wins over fp8 for the GEMMs it covers (all linear layers)
   bool fp8_param = false;            // --fp8-param-gather: weights kept in fp8
+  // fp8_param describes the gathered weights only: FSDP all-gathers the GEMM weights in fp8 and
+  // the GEMMs use them as gathered, while the shard stays in its own dtype (Primus'
+  // use_fsdp2_fp8_all_gather, torchtitan's enable_fsdp_float8_all_gather).
+  bool fp8_gather_only = false;
   // The fp8 cast of a weight keeps its transposed copy (for the backward GEMMs) beside it; false:
   // the transpose is re-made in each backward and not kept (ROCm Transformer Engine's
   // keep_fp8_weight_transpose_cache=False).
