@@ -62,7 +62,7 @@ void Builder::recurrent_kernel_check() {
   if (acc.vendor == "AMD") {
     w += fmt::format(
         "; on {} read the throughput as an upper bound: Primus' published MI300X runs of GDN, "
-        "KDA and Mamba models took 1.3-3x the projected step time (docs/validation.md, runs "
+        "KDA and Mamba models took longer per step than projected (docs/validation.md, runs "
         "described by their config)",
         acc.name);
   }

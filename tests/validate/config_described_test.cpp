@@ -9,6 +9,7 @@
 #include "projector/hardware/catalog.h"
 #include "projector/perf/perf.h"
 #include "projector/validate/validate.h"
+#include "support/flat_megatron_job.h"
 #include "support/temp_dir.h"
 #include "validate/run_config.h"
 
@@ -17,18 +18,8 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// A small flat Megatron argument file: 4 layers of a 1024-wide dense model.
-constexpr const char* kJob = R"(num_layers: 4
-hidden_size: 1024
-num_attention_heads: 16
-ffn_hidden_size: 4096
-seq_length: 2048
-max_position_embeddings: 2048
-padded_vocab_size: 32000
-micro_batch_size: 1
-global_batch_size: 64
-bf16: true
-)";
+using testing::kFlatMegatronJob;
+constexpr const char* kJob = kFlatMegatronJob;
 
 std::string entry(const std::string& id, const std::string& body) {
   return "- id: " + id + "\n  framework: Megatron-LM\n" + body;

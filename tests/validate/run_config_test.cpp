@@ -15,23 +15,14 @@
 #include "projector/util/error.h"
 #include "projector/validate/validate.h"
 #include "support/cli_runner.h"
+#include "support/flat_megatron_job.h"
 #include "support/temp_dir.h"
 
 namespace projector {
 namespace {
 
-// A small flat Megatron argument file: 4 layers of a 1024-wide dense model.
-constexpr const char* kJob = R"(num_layers: 4
-hidden_size: 1024
-num_attention_heads: 16
-ffn_hidden_size: 4096
-seq_length: 2048
-max_position_embeddings: 2048
-padded_vocab_size: 32000
-micro_batch_size: 1
-global_batch_size: 64
-bf16: true
-)";
+using testing::kFlatMegatronJob;
+constexpr const char* kJob = kFlatMegatronJob;
 
 // A run that states little besides its measurement and its config.
 std::string run_entry(const std::string& id, const std::string& config_lines) {
