@@ -171,9 +171,15 @@ int run_validate(const ValidateOptions& o, const CLI::App& cmd) {
           *r.skewed_throughput_error_pct);
     }
     if (r.tokens_range) {
-      fmt::print("      80 % range {:.4g} - {:.4g} tokens/s/GPU ({}, {} runs){}\n",
-                 r.tokens_range->first, r.tokens_range->second, r.range_level, r.range_runs,
+      const std::string lofo =
+          r.lofo_error_pct ? fmt::format(" around the leave-one-family-out projection ({:+.1f}%)",
+                                         *r.lofo_error_pct)
+                           : "";
+      fmt::print("      80 % range {:.4g} - {:.4g} tokens/s/GPU{} ({}, {} runs){}\n",
+                 r.tokens_range->first, r.tokens_range->second, lofo, r.range_level, r.range_runs,
                  r.in_range ? (*r.in_range ? ": measured inside" : ": measured outside") : "");
+    } else if (!r.range_refusal.empty()) {
+      fmt::print("      80 % range: none ({}; regime {})\n", r.range_refusal, r.regime_key);
     }
     if (!r.excluded.empty()) {
       fmt::print("      excluded from the statistics: {}\n", r.excluded);

@@ -121,6 +121,11 @@ Projection run_projection(const JobSpec& job, const ProjectionSettings& s) {
   PerfReport& rep = out.report;
   if (rep.has_memory) attach_memory_range(residuals, job, rep.memory);
   rep.range = calibrated_range(residuals, job, rep);
+  if (!rep.range) {
+    const Regime regime = classify_regime(job);
+    rep.range_refusal = range_refusal(residuals, regime, ResidualMetric::kThroughput);
+    if (!rep.range_refusal.empty()) rep.unranged_regime = regime.key;
+  }
   if (s.plan.train_tokens > 0.0) rep.plan = plan_training(job, rep, s.plan);
   for (const int nodes : s.scan_nodes) {
     try {

@@ -19,8 +19,8 @@ std::string vendor_of(const AcceleratorSpec& acc) {
   return "other";
 }
 
-std::string model_of(const JobSpec& job) {
-  if (job.model.family == ModelFamily::kRecommendation) return "recsys";
+// dense, moe, moe-ep or moe-ep-internode.
+std::string transformer_model_of(const JobSpec& job) {
   const bool moe = std::any_of(job.model.layers.begin(), job.model.layers.end(),
                                [](const LayerSpec& l) { return l.is_moe; });
   if (!moe) return "dense";
@@ -32,6 +32,15 @@ std::string model_of(const JobSpec& job) {
   const int node =
       collective_node_gpus(job.cluster.accelerator, job.cluster.network, job.cluster.gpus_per_node);
   return static_cast<std::int64_t>(p.ep) * etp > node ? "moe-ep-internode" : "moe-ep";
+}
+
+std::string model_of(const JobSpec& job) {
+  if (job.model.family == ModelFamily::kRecommendation) return "recsys";
+  // Hybrids with recurrent mixers (their scan kernels are a kernel class of their own).
+  const bool recurrent =
+      std::any_of(job.model.layers.begin(), job.model.layers.end(),
+                  [](const LayerSpec& l) { return l.has_mamba() || l.has_linear_attention(); });
+  return recurrent ? "recurrent-" + transformer_model_of(job) : transformer_model_of(job);
 }
 
 std::string precision_of(const RuntimeSpec& rt) {
@@ -47,6 +56,14 @@ std::string scale_of(std::int64_t gpus) {
 }
 
 }  // namespace
+
+std::string regime_kernel_class(const std::string& regime_key) {
+  const std::size_t a = regime_key.find('/');
+  if (a == std::string::npos) return "transformer";
+  const std::string model = regime_key.substr(a + 1, regime_key.find('/', a + 1) - a - 1);
+  if (model == "recsys") return "recsys";
+  return model.rfind("recurrent", 0) == 0 ? "recurrent" : "transformer";
+}
 
 Regime classify_regime(const JobSpec& job) {
   const std::string parts[] = {vendor_of(job.cluster.accelerator),

@@ -79,17 +79,60 @@ double sorted_quantile(const std::vector<double>& v, double q) {
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
+namespace {
+
+// The regime's vendor: its key up to the first '/'.
+std::string vendor_part(const std::string& key) {
+  return key.substr(0, key.find('/'));
+}
+
+// The residuals `metric` may use for `regime`: its kernel class, without `exclude_family`.
+std::vector<const ResidualRun*> usable(const ResidualTable& table, const Regime& regime,
+                                       ResidualMetric metric, const std::string& exclude_family) {
+  const std::string cls = regime_kernel_class(regime.key);
+  std::vector<const ResidualRun*> out;
+  for (const ResidualRun& r : table.runs) {
+    const std::optional<double>& x =
+        metric == ResidualMetric::kThroughput ? r.throughput_pct : r.memory_pct;
+    if (!x || regime_kernel_class(r.regime) != cls) continue;
+    if (!exclude_family.empty() && r.family == exclude_family) continue;
+    out.push_back(&r);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string range_refusal(const ResidualTable& table, const Regime& regime, ResidualMetric metric,
+                          const std::string& exclude_family) {
+  if (table.runs.empty()) return "";  // no residual file: no range, nothing to explain
+  const std::string cls = regime_kernel_class(regime.key);
+  const std::string vendor = vendor_part(regime.key);
+  // Throughput errors come from kernel timings: another vendor's are no evidence.
+  const bool by_vendor = metric == ResidualMetric::kThroughput;
+  auto covered = [&](const std::string& family) {
+    const std::vector<const ResidualRun*> v = usable(table, regime, metric, family);
+    return std::any_of(v.begin(), v.end(), [&](const ResidualRun* r) {
+      return !by_vendor || vendor_part(r->regime) == vendor;
+    });
+  };
+  if (covered(exclude_family)) return "";
+  return fmt::format("no {} run{} among the scored published runs ({}){}",
+                     cls == "recurrent" ? "recurrent-hybrid" : cls,
+                     by_vendor ? " on " + vendor : "", kResidualsFile,
+                     !exclude_family.empty() && covered("") ? " but its own family's" : "");
+}
+
 std::optional<ResidualQuantiles> residual_quantiles(const ResidualTable& table,
                                                     const Regime& regime, ResidualMetric metric,
                                                     const std::string& exclude_family) {
+  if (!range_refusal(table, regime, metric, exclude_family).empty()) return std::nullopt;
+  const std::vector<const ResidualRun*> runs = usable(table, regime, metric, exclude_family);
   for (const std::string& level : regime.levels) {
     std::vector<double> v;
-    for (const ResidualRun& r : table.runs) {
-      const std::optional<double>& x =
-          metric == ResidualMetric::kThroughput ? r.throughput_pct : r.memory_pct;
-      if (!x || !in_level(r.regime, level)) continue;
-      if (!exclude_family.empty() && r.family == exclude_family) continue;
-      v.push_back(*x);
+    for (const ResidualRun* r : runs) {
+      if (!in_level(r->regime, level)) continue;
+      v.push_back(metric == ResidualMetric::kThroughput ? *r->throughput_pct : *r->memory_pct);
     }
     // The coarsest level takes whatever there is.
     if (static_cast<int>(v.size()) < kMinRegimeRuns && level != "all") continue;

@@ -75,7 +75,13 @@ std::string hardware_note(const AcceleratorSpec& acc) {
 }
 
 // "  (80 %: lo - hi; regime KEY, N runs)" after a figure with a calibrated range, else "".
-std::string range_note(const PerfReport& rep, double lo, double hi, double scale) {
+// Without a range the reason is given once, on the tokens/s/GPU line (`why`).
+std::string range_note(const PerfReport& rep, double lo, double hi, double scale,
+                       bool why = false) {
+  if (!rep.range && !rep.range_refusal.empty()) {
+    if (!why) return "  (80 %: none)";
+    return fmt::format("  (80 %: none; regime {}: {})", rep.unranged_regime, rep.range_refusal);
+  }
   if (!rep.range) return "";
   const CalibratedRange& c = *rep.range;
   return fmt::format("  (80 %: {:.1f} - {:.1f}; regime {}{}, {} runs)", lo * scale, hi * scale,
@@ -275,7 +281,7 @@ std::string perf_summary_text(const JobSpec& job, const PerfReport& rep) {
   out += fmt::format("  Tokens/s                {:>12.0f}\n", rep.tokens_per_s);
   out += fmt::format("  Tokens/s/GPU            {:>12.1f}{}\n", rep.tokens_per_s_per_gpu,
                      range_note(rep, rep.range ? rep.range->tokens_per_s_per_gpu_lo : 0.0,
-                                rep.range ? rep.range->tokens_per_s_per_gpu_hi : 0.0, 1.0));
+                                rep.range ? rep.range->tokens_per_s_per_gpu_hi : 0.0, 1.0, true));
   out += fmt::format("  Model TFLOP/s/GPU       {:>12.1f}\n", rep.model_tflops_per_gpu);
   if (rep.logged_tflops_per_gpu > 0.0) {
     out +=
@@ -428,6 +434,9 @@ ordered_json results_json(const PerfReport& rep) {
                    {"runs", c.runs},
                    {"memory_level", c.memory_level},
                    {"memory_runs", c.memory_runs}};
+  }
+  if (!rep.range && !rep.range_refusal.empty()) {
+    j["regime"] = {{"key", rep.unranged_regime}, {"runs", 0}, {"uncalibrated", rep.range_refusal}};
   }
   if (rep.plan) j["time_to_train"] = plan_json(*rep.plan);
   return j;

@@ -108,6 +108,8 @@ std::string report_to_json(const ValidationReport& report) {
       j["predicted"]["peak_memory_gib_interval"] = {r.memory_range->first, r.memory_range->second};
     }
     if (r.in_range) j["in_interval"] = *r.in_range;
+    if (r.lofo_error_pct) j["lofo_throughput_error_pct"] = *r.lofo_error_pct;
+    if (!r.range_refusal.empty()) j["interval_refusal"] = r.range_refusal;
     j["measured"] = measured;
     j["error_pct"] = error;
     j["measured_basis"] = basis;

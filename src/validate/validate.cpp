@@ -452,25 +452,40 @@ void decide_memory_with_range(const ResidualTable& residuals, const Regime& regi
 }
 
 // One entry: mapped, projected, compared. Everything it throws is this entry's failure.
-// The run's calibrated range, scored without its own family's residuals.
+// The run's own row of the residual table (same id and family), if it has one.
+const ResidualRun* own_residual(const ResidualTable& residuals, const RunResult& r) {
+  for (const ResidualRun& x : residuals.runs) {
+    if (x.id == r.id && x.family == r.family) return &x;
+  }
+  return nullptr;
+}
+
+// The run's calibrated range, scored without its own family's residuals. A run of
+// data/validation is judged as a new run would be: its projection with the constants fitted
+// without its family (its leave-one-family-out error) against quantiles without its family.
 void attach_range(const ResidualTable& residuals, const MappedRun& m, RunResult& r) {
   const Regime regime = classify_regime(m.job);
   r.regime_key = regime.key;
-  const auto q = residual_quantiles(residuals, regime, ResidualMetric::kThroughput, r.family);
-  if (!q || r.predicted.tokens_per_sec_per_gpu <= 0.0) return;
-  r.range_level = q->level;
-  r.range_runs = q->runs;
-  const double p = r.predicted.tokens_per_sec_per_gpu;
-  r.tokens_range = {p / (1.0 + q->q90_pct / 100.0), p / (1.0 + q->q10_pct / 100.0)};
-  if (r.throughput_error_pct) {
-    r.in_range = *r.throughput_error_pct >= q->q10_pct && *r.throughput_error_pct <= q->q90_pct;
-  }
   const auto mq = residual_quantiles(residuals, regime, ResidualMetric::kMemory, r.family);
   if (mq && r.predicted.peak_memory_gib) {
     const double g = *r.predicted.peak_memory_gib;
     r.memory_range = {g / (1.0 + mq->q90_pct / 100.0), g / (1.0 + mq->q10_pct / 100.0)};
   }
   decide_memory_with_range(residuals, regime, r.family, r.predicted);
+  r.range_refusal = range_refusal(residuals, regime, ResidualMetric::kThroughput, r.family);
+  const auto q = residual_quantiles(residuals, regime, ResidualMetric::kThroughput, r.family);
+  if (!q || r.predicted.tokens_per_sec_per_gpu <= 0.0) return;
+  r.range_level = q->level;
+  r.range_runs = q->runs;
+  double p = r.predicted.tokens_per_sec_per_gpu;
+  std::optional<double> error = r.throughput_error_pct;
+  if (const ResidualRun* own = own_residual(residuals, r); own && own->throughput_pct && error) {
+    r.lofo_error_pct = own->throughput_pct;
+    p *= (1.0 + *own->throughput_pct / 100.0) / (1.0 + *error / 100.0);
+    error = own->throughput_pct;
+  }
+  r.tokens_range = {p / (1.0 + q->q90_pct / 100.0), p / (1.0 + q->q10_pct / 100.0)};
+  if (error) r.in_range = *error >= q->q10_pct && *error <= q->q90_pct;
 }
 
 // A run projected out of memory although it ran: the facts that decide the verdict which the entry

@@ -21,6 +21,10 @@ struct Regime {
   std::string key;
   std::vector<std::string> levels;
 };
+// The kernel class of a regime key: "recurrent" (a hybrid with Mamba-2 or linear-attention
+// mixers, model part "recurrent-..."), "recsys", or "transformer". Ranges never borrow residuals
+// across kernel classes.
+std::string regime_kernel_class(const std::string& regime_key);
 Regime classify_regime(const JobSpec& job);
 
 // One published run's residuals: 100 x (predicted / measured - 1), throughput scored
@@ -41,7 +45,8 @@ inline constexpr const char* kResidualsFile = "validation/residuals.json";
 ResidualTable load_residuals(const std::string& data_dir);
 ResidualTable parse_residuals(const std::string& json_text, const std::string& file);
 
-// Pooling rule: the finest level of the regime with at least this many residuals.
+// Pooling rule: the finest level of the regime with at least this many residuals of the job's
+// kernel class.
 inline constexpr int kMinRegimeRuns = 8;
 
 struct ResidualQuantiles {
@@ -52,11 +57,17 @@ struct ResidualQuantiles {
 };
 enum class ResidualMetric { kThroughput, kMemory };
 // The 10th / 90th percentiles (the q (n + 1)-th order statistic, interpolated) of the residuals
-// of the finest level with kMinRegimeRuns or more, leaving out `exclude_family` (a run's own
-// family when it is scored); nullopt when the table has no residual at all.
+// of the job's kernel class at the finest level with kMinRegimeRuns or more, leaving out
+// `exclude_family` (a run's own family when it is scored); nullopt when the table has no residual
+// at all or range_refusal() refuses one.
 std::optional<ResidualQuantiles> residual_quantiles(const ResidualTable& table,
                                                     const Regime& regime, ResidualMetric metric,
                                                     const std::string& exclude_family = "");
+// Why a regime gets no range from `table` ("" when it gets one): no residual of its kernel class
+// on its vendor (leaving out `exclude_family`). A recurrent hybrid on a vendor where no published
+// run of one was scored would borrow another vendor's or another class's errors: refused.
+std::string range_refusal(const ResidualTable& table, const Regime& regime, ResidualMetric metric,
+                          const std::string& exclude_family = "");
 // Quantile q of sorted values as the q (n + 1)-th order statistic (1-based, linearly interpolated,
 // clamped to the first and last): the prediction-interval convention.
 double sorted_quantile(const std::vector<double>& sorted, double q);

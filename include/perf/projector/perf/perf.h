@@ -155,8 +155,10 @@ struct PerfReport {
   double palm_tflops_per_gpu = 0.0;
   double palm_mfu = 0.0;
   std::optional<CalibratedRange> range;  // filled by the caller (interval/interval.h)
-  std::optional<TrainingPlan> plan;      // filled by the caller (interval/training_plan.h)
-  double bubble_fraction = 0.0;          // idle / makespan on the busiest rank
+  // No range although residuals exist: the job's regime key and why (interval.h range_refusal).
+  std::string unranged_regime, range_refusal;
+  std::optional<TrainingPlan> plan;  // filled by the caller (interval/training_plan.h)
+  double bubble_fraction = 0.0;      // idle / makespan on the busiest rank
   // Mean over pipeline ranks of the time the compute stream runs kernels (its chunks, exposed
   // in-layer communication included, and the optimizer step) over the iteration: the share of
   // the run a device draws compute power (TrainingPlan::energy_mwh). 0: not simulated.

@@ -413,6 +413,11 @@ struct RunResult {
   // memory is projected, peak GiB. `in_range`: the measurement lies inside (the throughput error is
   // between the residuals' 10th and 90th percentiles).
   std::string regime_key;
+  // The run's throughput error with the constants fitted without its family (its row of
+  // residuals.json, same id and family): the range is drawn around that projection and
+  // `in_range` judged on it. Absent for a run the residuals do not hold (scored in-sample).
+  std::optional<double> lofo_error_pct;
+  std::string range_refusal;  // why no range (interval.h range_refusal), "" otherwise
   std::string range_level;
   int range_runs = 0;
   std::optional<std::pair<double, double>> tokens_range;
