@@ -71,6 +71,12 @@ BORROW = {
     "gb200": [(FP8_ATTENTION, ["b200"])],
 }
 
+# (part, constant) pairs that take a sibling's fit even where the part has rows of its own: the
+# H100's attention rows (PyTorch SDPA at 16 heads and one sequence, a 2024 cuDNN, one FA3 paper
+# shape) check the H200's cuDNN training-shape fits of the same GH100 die, they do not refit them.
+BORROWERS = {(t, key) for pairs in BORROW.values() for keys, targets in pairs for key in keys
+             for t in targets}
+
 # Constants fitted on the rows of every part of one die together (same SMs, clocks and kernels;
 # the parts differ in HBM and board power, which the cost model prices separately): the 16-bit
 # grouped GEMM main loop on GH100 is published for torch._grouped_mm on the H100 and the H200,
@@ -305,8 +311,8 @@ def fit(projector, data_dir):
             # fp8 fraction prices per-tensor recipes, the frameworks' default, when it has rows.
             if key == "gemm_peak_fraction.fp8":
                 sel = [r for r in sel if r["scaling"] != "blockwise"]
-            if len(sel) < MIN_ROWS:
-                continue
+            if len(sel) < MIN_ROWS or (acc, key) in BORROWERS:
+                continue  # a part that borrows its die sibling's fit: its own rows check it
             path = os.path.join(acc_dir, acc + ".yaml")
             text = open(path).read()
             if "\ncalibration:" not in text:
