@@ -62,6 +62,10 @@ BORROW = {
     # Primus-Turbo's HIP permute / unpermute is measured on the MI300X only; the other CDNA 3 / 4
     # parts run the same kernel (Primus-Turbo builds it for gfx942 and gfx950).
     "mi300x": [(("hbm_gather_fraction",), ["mi325x", "mi350x", "mi355x"])],
+    # Megatron's eager cross entropy is measured on the H100 only; its fraction of HBM peak is a
+    # property of the kernels (fp32 streaming passes over the logits), lent as the permute one is.
+    "h100_sxm": [(("hbm_loss_fraction",),
+                  ["h100_sxm_96gb_500w", "h800", "h200", "h20", "b200", "gb200"])],
     "h200": [(("hbm_permute_fraction", "hbm_gather_fraction"),
               HOPPER + ["h20", "b200", "gb200"]),
              (("attention_fwd_fraction", "attention_bwd_fraction") + FP8_ATTENTION, HOPPER)],

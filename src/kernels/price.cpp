@@ -132,8 +132,22 @@ double memory_bytes(const KernelRow& r) {
   return 0.0;
 }
 
+// A cross-entropy row of a stated implementation (eager: Megatron's vocab_parallel_cross_entropy;
+// fused: one kernel) over rows x cols logits: the workload's traffic for its pass.
+double cross_entropy_row_bytes(const KernelRow& r) {
+  const KernelShape& s = r.shape;
+  if (s.kind != "cross_entropy" || (s.impl != "eager" && s.impl != "fused")) return 0.0;
+  const double e = static_cast<double>(s.rows) * static_cast<double>(s.cols);
+  const CrossEntropyTraffic t =
+      cross_entropy_traffic(e, bytes_per_element(r.dtype), s.impl == "fused");
+  if (s.pass == "fwd_bwd") return t.fwd_bytes + t.bwd_bytes;
+  if (s.pass == "bwd") return t.bwd_bytes;
+  return s.pass.empty() || s.pass == "fwd" ? t.fwd_bytes : 0.0;
+}
+
 Priced price_memory(const AcceleratorSpec& acc, const KernelRow& r) {
-  const double bytes = memory_bytes(r);
+  const double ce = cross_entropy_row_bytes(r);
+  const double bytes = ce > 0.0 ? ce : memory_bytes(r);
   if (bytes <= 0.0) return skip("memory row without bytes (or rows x cols for its kind)");
   const std::string& k = r.shape.kind;
   const MemOpClass cls = k == "adam"            ? MemOpClass::kOptimizer

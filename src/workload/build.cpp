@@ -215,13 +215,14 @@ void add_output_head(const Ctx& c, std::vector<Op>& fwd, const std::string& pref
     fwd.push_back(comm_op(prefix + ".logits_all_gather", GroupKind::kTp, CollectiveKind::kAllGather,
                           c.tp, static_cast<double>(c.tokens) * v_local * c.tp * c.act_b));
   }
-  // Cross entropy over the vocabulary shard: fused it reads the logits once and writes the
-  // gradient once; unfused it also writes and re-reads an fp32 copy (softmax, log, gather).
+  // Cross entropy over the vocabulary shard (cost/memory_ops.h: fused, or Megatron's eager
+  // passes over an fp32 copy).
   const double logits = static_cast<double>(rows) * v_local * (gathered ? c.tp : 1);
-  const double loss_bytes = job.runtime.cross_entropy_fusion
-                                ? logits * (c.act_b + c.act_b)
-                                : logits * (c.act_b + 4.0 + 4.0 + 4.0 + 4.0);
-  fwd.push_back(mem_op(prefix + ".cross_entropy", loss_bytes, MemOpClass::kLoss));
+  const CrossEntropyTraffic ce =
+      cross_entropy_traffic(logits, c.act_b, job.runtime.cross_entropy_fusion);
+  Op loss = mem_op(prefix + ".cross_entropy", ce.fwd_bytes, MemOpClass::kLoss);
+  loss.bwd_bytes = ce.bwd_bytes;
+  fwd.push_back(std::move(loss));
   if (c.tp > 1 && !gathered) {
     fwd.push_back(comm_op(prefix + ".loss_all_reduce", GroupKind::kTp, CollectiveKind::kAllReduce,
                           c.tp, 3.0 * c.tokens * 4.0));

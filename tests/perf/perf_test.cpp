@@ -44,8 +44,11 @@ TEST(Performance, OneFOneBMakespan) {
   const double lower = 16 * slowest + (sum_stage - slowest);
   EXPECT_GE(rep.pipeline_s, lower - 1e-9);
   EXPECT_LE(rep.pipeline_s, (16 + 3) * slowest + 6 * rep.p2p_s + 1e-9);
-  // Bubble over ideal close to (p-1)/m = 3/16 for nearly balanced stages.
-  EXPECT_NEAR(rep.bubble_over_ideal, 3.0 / 16.0, 0.05);
+  // Bubble over ideal on the busiest stage: the other stages' fill and drain over its m chunks,
+  // (sum - slowest) / (m x slowest); (p-1)/m = 3/16 when the stages are balanced. The output stage
+  // (a 128k-vocabulary head and its eager cross entropy) is the heaviest.
+  EXPECT_NEAR(rep.bubble_over_ideal, (sum_stage - slowest) / (16 * slowest), 0.03);
+  EXPECT_LT(rep.bubble_over_ideal, 3.0 / 16.0);
 }
 
 // Overlapping the DP gradient reduce-scatter with the backward can only shorten the iteration,

@@ -26,6 +26,17 @@ double hbm_fraction(const AcceleratorSpec& acc, MemOpClass cls);
 // `bytes` read plus written by the op; `kernels` launches are charged kernel_launch_s each.
 OpCost memory_bound_time(const AcceleratorSpec& acc, double bytes, MemOpClass cls, int kernels = 1);
 
+// Traffic of a cross entropy over `elements` logits of `logit_bytes` each (docs/kernels.md
+// "Cross entropy"). Fused: one kernel reads the logits and writes the gradient, its backward
+// rescales it. Eager (Megatron's vocab_parallel_cross_entropy, MG29), pass by pass: the fp32 copy,
+// max, subtract, exp, sum and divide forward; the in-place scale of the saved softmax and the
+// cast of the fp32 gradient back to the logits' dtype backward.
+struct CrossEntropyTraffic {
+  double fwd_bytes = 0.0;
+  double bwd_bytes = 0.0;
+};
+CrossEntropyTraffic cross_entropy_traffic(double elements, double logit_bytes, bool fused);
+
 // A copy of `bytes` between device and host memory (activation / optimizer offload) over the
 // accelerator's host link (host_bw_bytes_per_s; when unknown, a 32 GB/s PCIe Gen4 x16 estimate,
 // marked roofline).
