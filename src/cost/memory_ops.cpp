@@ -52,19 +52,26 @@ double hbm_fraction(const AcceleratorSpec& acc, MemOpClass cls) {
   return f;
 }
 
-CrossEntropyTraffic cross_entropy_traffic(double elements, double logit_bytes, bool fused) {
+CrossEntropyTraffic cross_entropy_traffic(double elements, double logit_bytes,
+                                          CrossEntropyKernel kernel) {
   constexpr double kF32 = 4.0;
   CrossEntropyTraffic t;
-  if (fused) {
-    t.fwd_bytes = elements * 2.0 * logit_bytes;
-    t.bwd_bytes = 1.5 * t.fwd_bytes;
-    return t;
+  switch (kernel) {
+    case CrossEntropyKernel::kFused:
+      t.fwd_bytes = elements * 2.0 * logit_bytes;
+      t.bwd_bytes = 1.5 * t.fwd_bytes;
+      return t;
+    case CrossEntropyKernel::kEager:
+      // .float(): read a, write 4; max: read 4; -= max: 8; exp (out=): 8; sum: 4; div_: 8.
+      t.fwd_bytes = elements * (logit_bytes + 9.0 * kF32);
+      break;
+    case CrossEntropyKernel::kCompiled:
+      // .float() with max: read a, write 4; -= max with exp: 8; sum: 4; div_: 8.
+      t.fwd_bytes = elements * (logit_bytes + 6.0 * kF32);
+      break;
   }
-  // .float(): read a, write 4; max: read 4; -= max: 8; exp (out=): 8; sum: 4; div_: 8.
-  t.fwd_bytes =
-      elements * (logit_bytes + kF32 + kF32 + 2.0 * kF32 + 2.0 * kF32 + kF32 + 2.0 * kF32);
-  // mul_(grad_output): 8; the fp32 gradient cast back through .float()'s backward: 4 + a.
-  t.bwd_bytes = elements * (2.0 * kF32 + kF32 + logit_bytes);
+  // mul_(grad_output): 8; the fp32 gradient cast back to the logits' dtype: 4 + a.
+  t.bwd_bytes = elements * (3.0 * kF32 + logit_bytes);
   return t;
 }
 

@@ -133,13 +133,21 @@ double memory_bytes(const KernelRow& r) {
 }
 
 // A cross-entropy row of a stated implementation (eager: Megatron's vocab_parallel_cross_entropy;
-// fused: one kernel) over rows x cols logits: the workload's traffic for its pass.
+// compiled: its fused_vocab_parallel_cross_entropy through torch.compile; fused: one kernel) over
+// rows x cols logits: the workload's traffic for its pass.
 double cross_entropy_row_bytes(const KernelRow& r) {
   const KernelShape& s = r.shape;
-  if (s.kind != "cross_entropy" || (s.impl != "eager" && s.impl != "fused")) return 0.0;
+  if (s.kind != "cross_entropy") return 0.0;
+  CrossEntropyKernel kernel = CrossEntropyKernel::kEager;
+  if (s.impl == "compiled") {
+    kernel = CrossEntropyKernel::kCompiled;
+  } else if (s.impl == "fused") {
+    kernel = CrossEntropyKernel::kFused;
+  } else if (s.impl != "eager") {
+    return 0.0;
+  }
   const double e = static_cast<double>(s.rows) * static_cast<double>(s.cols);
-  const CrossEntropyTraffic t =
-      cross_entropy_traffic(e, bytes_per_element(r.dtype), s.impl == "fused");
+  const CrossEntropyTraffic t = cross_entropy_traffic(e, bytes_per_element(r.dtype), kernel);
   if (s.pass == "fwd_bwd") return t.fwd_bytes + t.bwd_bytes;
   if (s.pass == "bwd") return t.bwd_bytes;
   return s.pass.empty() || s.pass == "fwd" ? t.fwd_bytes : 0.0;

@@ -159,7 +159,8 @@ std::string summary_text(const JobSpec& job) {
   out += fmt::format(
       "\n  flash attention {}, CE fusion {}{}, MoE dispatcher {} ({} kernel{}{}), routing {}, EP "
       "overlap [{}], sync-free stage {}, schedule {}\n",
-      on_off(rt.flash_attention), on_off(rt.cross_entropy_fusion),
+      on_off(rt.flash_attention),
+      rt.cross_entropy_fusion ? "on" : (rt.cross_entropy_compiled ? "compiled" : "off"),
       rt.vocab_tiles > 1
           ? fmt::format(" ({} token tiles, {})", rt.vocab_tiles,
                         rt.loss_grad_in_forward ? "gradients in the forward" : "replayed")
@@ -233,6 +234,7 @@ report_detail::Json to_json(const JobSpec& job) {
       {"recompute_layer_ids", rt.recompute.layer_ids},
       {"flash_attention", rt.flash_attention},
       {"cross_entropy_fusion", rt.cross_entropy_fusion},
+      {"cross_entropy_compiled", rt.cross_entropy_compiled},
       {"vocab_tiles", rt.vocab_tiles},
       {"loss_grad_in_forward", rt.loss_grad_in_forward},
       {"deepep", rt.deepep},

@@ -257,6 +257,15 @@ void map_sharding(Mapper& m) {
     d.overlap_grad_reduce = has(overlap, "overlap-grad-reduce");
     d.overlap_param_gather = has(overlap, "overlap-param-gather");
     d.tp_comm_overlap = has(overlap, "tp-comm-overlap");
+    // Megatron's loss fusion: Transformer Engine's kernel when TE is named, else the native fused
+    // loss, the eager steps through torch.compile (MG29).
+    const bool te_ce = has(overlap, "te ce loss fusion") ||
+                       has(overlap, "te cross-entropy fusion") ||
+                       has(overlap, "cross_entropy_fusion_impl te");
+    if (te_ce || has(overlap, "ce loss fusion") || has(overlap, "cross_entropy_loss_fusion")) {
+      d.runtime.cross_entropy_fusion = te_ce;
+      d.runtime.cross_entropy_compiled = !te_ce;
+    }
   }
 }
 

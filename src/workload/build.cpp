@@ -215,11 +215,14 @@ void add_output_head(const Ctx& c, std::vector<Op>& fwd, const std::string& pref
     fwd.push_back(comm_op(prefix + ".logits_all_gather", GroupKind::kTp, CollectiveKind::kAllGather,
                           c.tp, static_cast<double>(c.tokens) * v_local * c.tp * c.act_b));
   }
-  // Cross entropy over the vocabulary shard (cost/memory_ops.h: fused, or Megatron's eager
-  // passes over an fp32 copy).
+  // Cross entropy over the vocabulary shard (cost/memory_ops.h: fused, or Megatron's eager or
+  // compiled passes over an fp32 copy).
   const double logits = static_cast<double>(rows) * v_local * (gathered ? c.tp : 1);
-  const CrossEntropyTraffic ce =
-      cross_entropy_traffic(logits, c.act_b, job.runtime.cross_entropy_fusion);
+  const CrossEntropyKernel kernel = job.runtime.cross_entropy_fusion ? CrossEntropyKernel::kFused
+                                    : job.runtime.cross_entropy_compiled
+                                        ? CrossEntropyKernel::kCompiled
+                                        : CrossEntropyKernel::kEager;
+  const CrossEntropyTraffic ce = cross_entropy_traffic(logits, c.act_b, kernel);
   Op loss = mem_op(prefix + ".cross_entropy", ce.fwd_bytes, MemOpClass::kLoss);
   loss.bwd_bytes = ce.bwd_bytes;
   fwd.push_back(std::move(loss));

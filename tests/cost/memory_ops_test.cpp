@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "support/catalogue.h"
 
 namespace projector {
@@ -49,28 +51,40 @@ namespace {
 
 // Megatron's eager vocab_parallel_cross_entropy counted by hand over bf16 logits (a = 2 bytes):
 // forward .float() 2 + 4, max 4, -= 8, exp 8, sum 4, div_ 8 = 38 bytes a logit; backward mul_ 8,
-// the cast back 4 + 2 = 14. The fused kernel reads the logits and writes the gradient: 4, and its
-// backward rescales (1.5 x, as every fused memory op).
+// the cast back 4 + 2 = 14. Compiled, the copy fuses with the max (2 + 4) and the subtract with
+// the exp (8): 26 forward, the same 14 backward. The fused kernel reads the logits and writes the
+// gradient: 4, and its backward rescales (1.5 x, as every fused memory op).
 TEST(MemoryOps, CrossEntropyTrafficByHand) {
-  const CrossEntropyTraffic eager = cross_entropy_traffic(1000.0, 2.0, false);
+  const CrossEntropyTraffic eager = cross_entropy_traffic(1000.0, 2.0, CrossEntropyKernel::kEager);
   EXPECT_DOUBLE_EQ(eager.fwd_bytes, 38000.0);
   EXPECT_DOUBLE_EQ(eager.bwd_bytes, 14000.0);
-  const CrossEntropyTraffic fused = cross_entropy_traffic(1000.0, 2.0, true);
+  const CrossEntropyTraffic compiled =
+      cross_entropy_traffic(1000.0, 2.0, CrossEntropyKernel::kCompiled);
+  EXPECT_DOUBLE_EQ(compiled.fwd_bytes, 26000.0);
+  EXPECT_DOUBLE_EQ(compiled.bwd_bytes, 14000.0);
+  const CrossEntropyTraffic fused = cross_entropy_traffic(1000.0, 2.0, CrossEntropyKernel::kFused);
   EXPECT_DOUBLE_EQ(fused.fwd_bytes, 4000.0);
   EXPECT_DOUBLE_EQ(fused.bwd_bytes, 6000.0);
 }
 
-// The fitted H100 loss fraction against Liger-Kernel's benchmark of Megatron's eager loss at
-// 8192 x 131072 bf16 logits (data/kernels/memory.yaml): forward 15.81 ms, forward + backward
-// 21.25 ms measured; priced at 38 and 38 + 14 bytes a logit over the fraction of 3.35 TB/s.
-TEST(MemoryOps, EagerCrossEntropyOnH100MatchesItsBenchmark) {
+// The fitted H100 loss fraction against Liger-Kernel's benchmark of Megatron's losses at
+// 8192 x 131072 bf16 logits (data/kernels/memory.yaml), priced at their byte counts over the
+// fraction of 3.35 TB/s: eager forward 15.81 ms and forward + backward 21.25 ms; the native fused
+// (compiled) loss 11.81 and 18.23 ms.
+TEST(MemoryOps, MegatronCrossEntropyOnH100MatchesItsBenchmark) {
   const AcceleratorSpec& h100 = testing::accelerator("h100_sxm");
   const double logits = 8192.0 * 131072.0;
-  const CrossEntropyTraffic t = cross_entropy_traffic(logits, 2.0, false);
-  const double fwd_s = memory_bound_time(h100, t.fwd_bytes, MemOpClass::kLoss).time_s;
-  const double both_s = fwd_s + memory_bound_time(h100, t.bwd_bytes, MemOpClass::kLoss).time_s;
-  EXPECT_NEAR(fwd_s / 15.81e-3, 1.0, 0.10);
-  EXPECT_NEAR(both_s / 21.25e-3, 1.0, 0.10);
+  auto priced = [&](CrossEntropyKernel k) {
+    const CrossEntropyTraffic t = cross_entropy_traffic(logits, 2.0, k);
+    const double fwd_s = memory_bound_time(h100, t.fwd_bytes, MemOpClass::kLoss).time_s;
+    return std::pair{fwd_s, fwd_s + memory_bound_time(h100, t.bwd_bytes, MemOpClass::kLoss).time_s};
+  };
+  const auto [eager_fwd, eager_both] = priced(CrossEntropyKernel::kEager);
+  EXPECT_NEAR(eager_fwd / 15.81e-3, 1.0, 0.10);
+  EXPECT_NEAR(eager_both / 21.25e-3, 1.0, 0.10);
+  const auto [compiled_fwd, compiled_both] = priced(CrossEntropyKernel::kCompiled);
+  EXPECT_NEAR(compiled_fwd / 11.81e-3, 1.0, 0.15);
+  EXPECT_NEAR(compiled_both / 18.23e-3, 1.0, 0.15);
 }
 
 }  // namespace

@@ -487,6 +487,18 @@ TEST(MegatronFidelity, MoeModelKeys) {
                InputError);
   // cross_entropy_fusion_impl: native or te; anything else is an error.
   EXPECT_NO_THROW(load_text(dir, flat_args("cross_entropy_fusion_impl: te\n")));
+  // The fusion with te is Transformer Engine's one kernel; with native the compiled eager steps,
+  // which keep the fp32 softmax (MG29); without the fusion the eager loss.
+  const JobSpec te =
+      load_text(dir, flat_args("cross_entropy_loss_fusion: true\ncross_entropy_fusion_impl: te\n"));
+  EXPECT_TRUE(te.runtime.cross_entropy_fusion);
+  EXPECT_FALSE(te.runtime.cross_entropy_compiled);
+  const JobSpec native = load_text(
+      dir, flat_args("cross_entropy_loss_fusion: true\ncross_entropy_fusion_impl: native\n"));
+  EXPECT_FALSE(native.runtime.cross_entropy_fusion);
+  EXPECT_TRUE(native.runtime.cross_entropy_compiled);
+  const JobSpec eager = load_text(dir, flat_args("cross_entropy_loss_fusion: false\n"));
+  EXPECT_FALSE(eager.runtime.cross_entropy_fusion || eager.runtime.cross_entropy_compiled);
   EXPECT_THROW(load_text(dir, flat_args("cross_entropy_fusion_impl: triton\n")), InputError);
 }
 

@@ -434,6 +434,24 @@ TEST(MapRun, AssumptionsForNullFields) {
   EXPECT_NE(k.reason.find("global_batch_size not stated"), std::string::npos);
 }
 
+// The loss fusion a run's text states (MG29): "TE CE loss fusion" is Transformer Engine's one
+// kernel (the Megatron-MoE-ModelZoo runs); unstated, Megatron's eager loss.
+TEST(MapRun, StatedCrossEntropyFusion) {
+  const std::vector<RunEntry> runs4 =
+      load_runs(std::string(PROJECTOR_DEFAULT_DATA_DIR) + "/validation/calibration_runs_4.yaml");
+  const auto zoo = std::find_if(runs4.begin(), runs4.end(), [](const RunEntry& e) {
+    return e.id == "mcore-modelzoo-qwen3-235b-bf16-h100x256-tp2-pp8-vp4-ep32-deepep";
+  });
+  ASSERT_NE(zoo, runs4.end());
+  const MappedRun te = map_run(*zoo, kDataDir);
+  ASSERT_TRUE(te.mapped) << te.reason;
+  EXPECT_TRUE(te.job.runtime.cross_entropy_fusion);
+  EXPECT_FALSE(te.job.runtime.cross_entropy_compiled);
+  const MappedRun eager = map_run(find_run("megatron-core-h100-weakscale-gpt-1.7b-x48"), kDataDir);
+  ASSERT_TRUE(eager.mapped) << eager.reason;
+  EXPECT_FALSE(eager.job.runtime.cross_entropy_fusion || eager.job.runtime.cross_entropy_compiled);
+}
+
 // Runs without a sequence length cannot be projected: unmapped with the reason, never dropped.
 TEST(MapRun, UnmappedWithReason) {
   const MappedRun m = map_run(find_run("amd-primus-pipeline-llama2-7b-pp8-1f1b-mi300x8"), kDataDir);

@@ -824,15 +824,17 @@ void read_runtime(ArgReader& r, const ModelSpec& model, JobDraft& d) {
   read_bf16_layers(r, model, d);
   read_recompute(r, model, d);
   read_attention(r, d);
-  d.runtime.cross_entropy_fusion = r.bool_quiet("cross_entropy_loss_fusion", false);
-  // Either implementation keeps the logits in their own dtype and writes the gradient in place
-  // (MG10 fused_cross_entropy.py saves exp_logits; TE's parallel_cross_entropy computes the
-  // gradient in the forward): the same memory and traffic. Current Megatron refuses te with the
-  // fusion (MG1 arguments.py:1697); the Megatron Primus pins accepts it.
+  // TE's parallel_cross_entropy computes the gradient in its one forward kernel and keeps the
+  // logits in their own dtype; Megatron's native fused loss runs the eager steps through
+  // torch.compile and saves the fp32 softmax as the eager one does (MG29, MG10). Current Megatron
+  // refuses te with the fusion (MG1 arguments.py:1697); the Megatron Primus pins accepts it.
+  const bool fusion = r.bool_quiet("cross_entropy_loss_fusion", false);
   const std::string ce = to_lower(r.string_or("cross_entropy_fusion_impl", "native", ""));
   if (ce != "native" && ce != "te") {
     r.fail("cross_entropy_fusion_impl", fmt::format("unknown '{}' (native, te)", ce));
   }
+  d.runtime.cross_entropy_fusion = fusion && ce == "te";
+  d.runtime.cross_entropy_compiled = fusion && ce == "native";
   read_moe_dispatcher(r, d);
   read_cuda_graphs(r, d);
   read_offload(r, model, d);

@@ -30,12 +30,16 @@ OpCost memory_bound_time(const AcceleratorSpec& acc, double bytes, MemOpClass cl
 // "Cross entropy"). Fused: one kernel reads the logits and writes the gradient, its backward
 // rescales it. Eager (Megatron's vocab_parallel_cross_entropy, MG29), pass by pass: the fp32 copy,
 // max, subtract, exp, sum and divide forward; the in-place scale of the saved softmax and the
-// cast of the fp32 gradient back to the logits' dtype backward.
+// cast of the fp32 gradient back to the logits' dtype backward. Compiled (the same steps through
+// torch.compile): the pointwise steps fuse into their neighbours (the copy with the max, the
+// subtract with the exp), the reductions and the in-place updates stay passes of their own.
+enum class CrossEntropyKernel { kEager, kCompiled, kFused };
 struct CrossEntropyTraffic {
   double fwd_bytes = 0.0;
   double bwd_bytes = 0.0;
 };
-CrossEntropyTraffic cross_entropy_traffic(double elements, double logit_bytes, bool fused);
+CrossEntropyTraffic cross_entropy_traffic(double elements, double logit_bytes,
+                                          CrossEntropyKernel kernel);
 
 // A copy of `bytes` between device and host memory (activation / optimizer offload) over the
 // accelerator's host link (host_bw_bytes_per_s; when unknown, a 32 GB/s PCIe Gen4 x16 estimate,

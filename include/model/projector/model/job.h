@@ -768,7 +768,10 @@ struct RuntimeSpec {
   // adapter (megatron, torchtitan, maxtext, torchrec_dlrm); "" for a job assembled in code.
   std::string framework;
   std::string backend;
-  bool cross_entropy_fusion = false;
+  bool cross_entropy_fusion = false;  // one fused kernel (TE's, Liger's, XLA, a compiled loss)
+  // Megatron's fused loss (cross_entropy_fusion_impl native): the eager steps through
+  // torch.compile (MG29); it keeps the eager loss's fp32 softmax (cross_entropy_fusion stays off).
+  bool cross_entropy_compiled = false;
   // Megatron's vocab-parallel cross entropy writes its gradient into the saved fp32 softmax;
   // torch.nn.functional.cross_entropy (torchtitan, HF) keeps an fp32 log-softmax and allocates
   // a new fp32 gradient for it (memory: 4 more bytes per logit during the loss backward).
