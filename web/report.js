@@ -423,8 +423,11 @@ function renderPerformanceCards(s, perf) {
     card(
         'tokens/s/GPU', num(r.tokens_per_s_per_gpu, 0),
         `${num(r.tokens_per_s, 0)} tokens/s in all` +
-            (r.tokens_per_s_per_gpu_interval ? `; ${rangeText(r.tokens_per_s_per_gpu_interval, 0)}` :
-                                               '')),
+            (r.tokens_per_s_per_gpu_interval ?
+                 `; ${rangeText(r.tokens_per_s_per_gpu_interval, 0)}` :
+                 (r.regime && r.regime.uncalibrated ?
+                      `; no calibrated 80 % range: ${r.regime.uncalibrated}` :
+                      ''))),
     card('MFU', `${num(r.mfu_pct, 1)} %`, `of the ${r.mfu_dtype} dense peak`),
     card(
         'model TFLOP/s/GPU', num(r.model_tflops_per_gpu, 1),
