@@ -37,9 +37,8 @@ std::string transformer_model_of(const JobSpec& job) {
 std::string model_of(const JobSpec& job) {
   if (job.model.family == ModelFamily::kRecommendation) return "recsys";
   // Hybrids with recurrent mixers (their scan kernels are a kernel class of their own).
-  const bool recurrent =
-      std::any_of(job.model.layers.begin(), job.model.layers.end(),
-                  [](const LayerSpec& l) { return l.has_mamba() || l.has_linear_attention(); });
+  const bool recurrent = std::any_of(job.model.layers.begin(), job.model.layers.end(),
+                                     [](const LayerSpec& l) { return l.has_recurrent_mixer(); });
   return recurrent ? "recurrent-" + transformer_model_of(job) : transformer_model_of(job);
 }
 

@@ -51,9 +51,8 @@ void Builder::fp8_attention_check() {
 // and mamba_ssm Triton kernels on MI300X) ran well below that price, so the warning gives them.
 void Builder::recurrent_kernel_check() {
   const auto& layers = job_.model.layers;
-  const bool recurrent = std::any_of(layers.begin(), layers.end(), [](const LayerSpec& l) {
-    return l.has_mamba() || l.has_linear_attention();
-  });
+  const bool recurrent = std::any_of(layers.begin(), layers.end(),
+                                     [](const LayerSpec& l) { return l.has_recurrent_mixer(); });
   if (!recurrent) return;
   std::string w =
       "linear-attention / Mamba-2 scan kernels are priced as batched GEMMs and memory passes, "

@@ -241,6 +241,8 @@ struct LayerSpec {
   bool has_linear_attention() const {
     return kind == LayerKind::kLinearTransformer || kind == LayerKind::kLinearAttention;
   }
+  // A recurrent mixer (Mamba-2 or linear attention): its chunked scan kernels are their own class.
+  bool has_recurrent_mixer() const { return has_mamba() || has_linear_attention(); }
 };
 
 // Which kind of model a ModelSpec describes. Memory, workload and accounting are chosen per family
