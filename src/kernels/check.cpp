@@ -65,7 +65,16 @@ KernelCheck check_kernels(const std::vector<KernelRow>& rows, const std::string&
       }
       it = hardware.emplace(row.accelerator, std::move(h)).first;
     }
-    check.rows.push_back(price_kernel_row(row, it->second.acc, it->second.net));
+    const AcceleratorSpec& chip = it->second.acc;
+    if (chip.devices_per_chip > 1 && row.measured_on.empty()) {
+      // A per-device figure read as the chip's is off by devices_per_chip: never guessed.
+      throw InputError({row.file, row.line, 0}, "measured_on",
+                       fmt::format("{} has {} devices per chip: state device or chip", chip.name,
+                                   chip.devices_per_chip));
+    }
+    // One device of the chip, as a job's rank is priced (builder_cluster.cpp).
+    const AcceleratorSpec acc = row.measured_on == "device" ? device_share(chip) : chip;
+    check.rows.push_back(price_kernel_row(row, acc, it->second.net));
   }
   std::map<std::pair<int, std::string>, std::vector<const PricedKernelRow*>> groups;
   for (const PricedKernelRow& r : check.rows) {

@@ -205,6 +205,10 @@ KernelRow read_row(const Reader& r, const YAML::Node& n) {
   row.dtype = parse_row_dtype(r, n, line, row.dtype_name);
   row.scaling = r.text(n, "scaling", line, false);
   row.flops_convention = r.text(n, "flops_convention", line, false);
+  row.measured_on = r.text(n, "measured_on", line, false);
+  if (!row.measured_on.empty() && row.measured_on != "device" && row.measured_on != "chip") {
+    r.fail(n["measured_on"], line, "measured_on", "expected device or chip");
+  }
   read_shape(r, n["shape"], line, row.shape);
   read_measured(r, n["measured"], line, row);
   const YAML::Node src = n["source"];

@@ -108,6 +108,34 @@ TEST(KernelPrice, GemmTflopsRow) {
   EXPECT_NEAR(p.error_pct, 100.0 * (p.measured_s / model_s - 1.0), 1e-9);
 }
 
+// TPU7x shows each TensorCore as a JAX device: a row measured on one device runs on half the
+// chip, so a compute-bound GEMM is priced at twice the chip's time (the chip's peak over 2), and a
+// row that does not say which it was measured on is refused at its own line and key.
+TEST(KernelPrice, RowsOnAMultiDeviceChipStateDeviceOrChip) {
+  auto tpu_row = [](const std::string& extra) {
+    std::string t = row_text("gemm", "{m: 32768, n: 32768, k: 32768}", "{tflops: 900}", extra);
+    return t.replace(t.find("h100_sxm"), 8, "tpu7x");
+  };
+  const auto chip =
+      check_kernels(parse_kernel_rows(tpu_row("    measured_on: chip\n"), "t.yaml"), kDataDir);
+  const auto device =
+      check_kernels(parse_kernel_rows(tpu_row("    measured_on: device\n"), "t.yaml"), kDataDir);
+  ASSERT_EQ(chip.rows.size(), 1u);
+  ASSERT_EQ(device.rows.size(), 1u);
+  EXPECT_EQ(testing::accelerator("tpu7x").devices_per_chip, 2);
+  EXPECT_NEAR(device.rows[0].predicted_s / chip.rows[0].predicted_s, 2.0, 0.02);
+  EXPECT_DOUBLE_EQ(device.rows[0].measured_s, chip.rows[0].measured_s);
+  try {
+    check_kernels(parse_kernel_rows(tpu_row(""), "t.yaml"), kDataDir);
+    FAIL() << "a tpu7x row without measured_on was priced";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, "t.yaml");
+    EXPECT_EQ(e.where().line, 2);  // the row's own line, under "rows:"
+    EXPECT_EQ(e.key(), "measured_on");
+  }
+  EXPECT_THROW(parse_kernel_rows(tpu_row("    measured_on: core\n"), "t.yaml"), InputError);
+}
+
 // nccl-tests bus bandwidth: all-reduce busbw = algbw x 2(n-1)/n, so 1 GB at busbw 350 GB/s over 8
 // ranks took 1e9 / (350e9 / 1.75) = 5.0 ms.
 TEST(KernelPrice, CollectiveBusBandwidthRow) {

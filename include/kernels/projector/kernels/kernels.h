@@ -64,6 +64,9 @@ struct KernelRow {
   KernelMeasure measure = KernelMeasure::kTimeUs;
   double measured_value = 0.0;
   std::string flops_convention;  // attention TFLOP/s: "fa" (FlashAttention's count)
+  // On a part with several framework devices per chip (TPU7x: each TensorCore is a JAX device):
+  // "device" (one device, priced on hardware/catalog.h device_share) or "chip"; required there.
+  std::string measured_on;
   std::string url, location, quote, note;
 };
 
