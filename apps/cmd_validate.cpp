@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "projector/hardware/catalog.h"
+#include "projector/interval/interval.h"
 #include "projector/perf/perf.h"
 #include "projector/report/csv_report.h"
 #include "projector/report/html_report.h"
@@ -209,9 +210,26 @@ int run_validate(const ValidateOptions& o, const CLI::App& cmd) {
                               : " (" + fmt::format("{}", fmt::join(s.projected_oom, ", ")) + ")");
 
   print_config_summary(s.config_path);
+  int small_regimes = 0;
   for (const CoverageStats& cv : s.coverage) {
-    fmt::print("  80 % range coverage ({} {}): {} of {} runs inside, {:.0f} %\n", cv.group,
-               cv.value, cv.inside, cv.runs, cv.pct());
+    // Regime levels too small for a coverage figure to mean much are in the JSON only.
+    if (cv.group == "regime" && cv.runs < kMinRegimeRuns) {
+      ++small_regimes;
+      continue;
+    }
+    // The 70-90 % band judges a group of kMinRegimeRuns or more; smaller ones are not marked.
+    const bool in_band = cv.runs < kMinRegimeRuns || (cv.pct() >= 70.0 && cv.pct() <= 90.0);
+    fmt::print("  80 % range coverage ({} {}): {} of {} runs inside, {:.0f} %{}\n", cv.group,
+               cv.value, cv.inside, cv.runs, cv.pct(),
+               in_band ? ""
+               : coverage_consistent(cv.inside, cv.runs)
+                   ? " (a count an 80 % range gives: binomial, "
+                     "2.5 % tails)"
+                   : " (not a count an 80 % range gives)");
+  }
+  if (small_regimes > 0) {
+    fmt::print("  ({} regime levels with fewer than {} runs: --json summary.interval_coverage)\n",
+               small_regimes, kMinRegimeRuns);
   }
   if (s.skew_bracketed > 0) {
     fmt::print(

@@ -162,7 +162,8 @@ std::string report_to_json(const ValidationReport& report) {
                         {"value", c.value},
                         {"runs", c.runs},
                         {"inside", c.inside},
-                        {"coverage_pct", c.pct()}});
+                        {"coverage_pct", c.pct()},
+                        {"consistent_with_80_pct", coverage_consistent(c.inside, c.runs)}});
   }
   out["summary"]["interval_coverage"] = std::move(coverage);
   out["summary"]["config_path"] = config_summary_json(s.config_path);

@@ -310,10 +310,29 @@ void summarize_coverage(const std::vector<RunResult>& runs, std::vector<Coverage
     add("all", "all", r);
     add("model", r.recommendation ? "recommendation" : (r.moe ? "moe" : "dense"), r);
     add("accelerator", r.accelerator_family, r);
+    for (const std::string& level : r.regime_levels) add("regime", level, r);
   }
+  // "all", model, accelerator in order of appearance; the regime levels sorted, so a level's
+  // finer levels follow it.
+  std::stable_sort(out.begin(), out.end(), [](const CoverageStats& a, const CoverageStats& b) {
+    const bool ra = a.group == "regime", rb = b.group == "regime";
+    return ra != rb ? rb : (ra && a.value < b.value);
+  });
 }
 
 }  // namespace
+
+bool coverage_consistent(int inside, int runs, double p, double tail) {
+  double below = 0.0, above = 0.0;
+  for (int i = 0; i <= runs; ++i) {
+    double choose = 1.0;  // runs choose i
+    for (int j = 1; j <= i; ++j) choose = choose * (runs - i + j) / j;
+    const double pi = choose * std::pow(p, i) * std::pow(1.0 - p, runs - i);
+    if (i <= inside) below += pi;
+    if (i >= inside) above += pi;
+  }
+  return below >= tail && above >= tail;
+}
 
 ErrorStats error_stats(const std::vector<double>& errors_pct) {
   ErrorStats s;
@@ -466,6 +485,9 @@ const ResidualRun* own_residual(const ResidualTable& residuals, const RunResult&
 void attach_range(const ResidualTable& residuals, const MappedRun& m, RunResult& r) {
   const Regime regime = classify_regime(m.job);
   r.regime_key = regime.key;
+  for (const std::string& level : regime.levels) {
+    if (level != "all") r.regime_levels.push_back(level);
+  }
   const auto mq = residual_quantiles(residuals, regime, ResidualMetric::kMemory, r.family);
   if (mq && r.predicted.peak_memory_gib) {
     const double g = *r.predicted.peak_memory_gib;

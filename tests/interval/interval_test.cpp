@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "projector/job/spec.h"
 #include "projector/util/error.h"
@@ -170,27 +171,17 @@ TEST(Residuals, MalformedFileIsAnInputError) {
   EXPECT_TRUE(load_residuals("/nonexistent").runs.empty());
 }
 
-// Whether k successes in n trials are within the central 95 % of Binomial(n, p): both tails
-// P(X <= k) and P(X >= k) at least 2.5 %.
-bool binomial_consistent(int k, int n, double p) {
-  double below = 0.0, above = 0.0;
-  for (int i = 0; i <= n; ++i) {
-    double c = 1.0;  // n choose i
-    for (int j = 1; j <= i; ++j) c = c * (n - i + j) / j;
-    const double pi = c * std::pow(p, i) * std::pow(1.0 - p, n - i);
-    if (i <= k) below += pi;
-    if (i >= k) above += pi;
-  }
-  return below >= 0.025 && above >= 0.025;
-}
-
 // Checked by hand: 8 of 8 at 80 % has probability 0.8^8 = 0.168 (consistent); 3 of 8 has
 // P(X <= 3) = 0.0104 (not); 20 of 20 has 0.8^20 = 0.0115 (not).
+// P(X <= 7) for 13 runs is 0.030 (consistent), P(X <= 6) = 0.0070 (not).
 TEST(Coverage, BinomialConsistencyByHand) {
-  EXPECT_TRUE(binomial_consistent(8, 8, 0.8));
-  EXPECT_TRUE(binomial_consistent(4, 8, 0.8));  // P(X <= 4) = 0.056
-  EXPECT_FALSE(binomial_consistent(3, 8, 0.8));
-  EXPECT_FALSE(binomial_consistent(20, 20, 0.8));
+  EXPECT_TRUE(coverage_consistent(8, 8));
+  EXPECT_TRUE(coverage_consistent(4, 8));  // P(X <= 4) = 0.056
+  EXPECT_FALSE(coverage_consistent(3, 8));
+  EXPECT_FALSE(coverage_consistent(20, 20));
+  EXPECT_TRUE(coverage_consistent(7, 13));
+  EXPECT_FALSE(coverage_consistent(6, 13));
+  EXPECT_TRUE(coverage_consistent(0, 1));  // one run: either outcome is likely enough
 }
 
 // A run of residuals.json is judged on its leave-one-family-out projection: its lofo error is
@@ -220,6 +211,33 @@ TEST(Coverage, RunsOfTheResidualsAreJudgedOnTheirLofoProjection) {
   EXPECT_GT(judged, 25);
 }
 
+// Coverage per regime level: a level counts the compared runs whose regime key is that level or
+// lies under it (counted here from each run's key, not from its ladder), and the JSON carries the
+// count with its binomial verdict.
+TEST(Coverage, EveryRegimeLevelCountsTheRunsUnderIt) {
+  const std::string data = PROJECTOR_DEFAULT_DATA_DIR;
+  const ValidationReport rep = validate(load_runs(data + "/validation/calibration_runs_4.yaml"),
+                                        make_default_project_fn(), data);
+  const nlohmann::json j = nlohmann::json::parse(report_to_json(rep));
+  int levels = 0;
+  for (const auto& c : j["summary"]["interval_coverage"]) {
+    if (c["group"] != "regime") continue;
+    const std::string level = c["value"];
+    int runs = 0, inside = 0;
+    for (const RunResult& r : rep.runs) {
+      if (!r.in_range || !r.excluded.empty()) continue;
+      if (r.regime_key != level && r.regime_key.rfind(level + "/", 0) != 0) continue;
+      ++runs;
+      inside += *r.in_range ? 1 : 0;
+    }
+    EXPECT_EQ(c["runs"], runs) << level;
+    EXPECT_EQ(c["inside"], inside) << level;
+    EXPECT_EQ(c["consistent_with_80_pct"].get<bool>(), coverage_consistent(inside, runs)) << level;
+    ++levels;
+  }
+  EXPECT_GE(levels, 6);  // vendor, model, back-end, pipeline, precision, scale of one key at least
+}
+
 // The shipped residuals on the shipped runs: each compared run's range is computed without its own
 // family, and between 70 % and 90 % of the measurements must fall inside their 80 % range.
 TEST(Coverage, ShippedResidualsCoverTheValidationRuns) {
@@ -241,15 +259,16 @@ TEST(Coverage, ShippedResidualsCoverTheValidationRuns) {
       inside += c.inside;
     }
   }
-  // Every regime with 8 or more runs, too: within 70-90 %, or, for a group too small for that
-  // band to be a fair test, a count a calibrated 80 % range gives with at least 2.5 % probability
-  // in each tail (8 of 8 runs inside has probability 0.8^8 = 17 %; the band allows only 6 or 7).
+  // Every group with 8 or more runs -- model, accelerator and each level of the regime ladders --
+  // too: within 70-90 %, or, for a group too small for that band to be a fair test, a count a
+  // calibrated 80 % range gives with at least 2.5 % probability in each tail (8 of 8 runs inside
+  // has probability 0.8^8 = 17 %; the band allows only 6 or 7).
   for (const auto& [name, g] : groups) {
     if (g.second < kMinRegimeRuns) continue;
     const double p = 100.0 * g.first / g.second;
     std::printf("  %s: %d of %d (%.1f %%)\n", name.c_str(), g.first, g.second, p);
     const bool in_band = p >= 70.0 && p <= 90.0;
-    EXPECT_TRUE(in_band || (g.second < 20 && binomial_consistent(g.first, g.second, 0.8)))
+    EXPECT_TRUE(in_band || (g.second < 20 && coverage_consistent(g.first, g.second)))
         << name << ": " << g.first << " of " << g.second;
   }
   ASSERT_GT(runs, 80);

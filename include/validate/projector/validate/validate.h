@@ -413,6 +413,8 @@ struct RunResult {
   // memory is projected, peak GiB. `in_range`: the measurement lies inside (the throughput error is
   // between the residuals' 10th and 90th percentiles).
   std::string regime_key;
+  // Its pooling ladder (Regime::levels without "all"): coverage is reported at every level.
+  std::vector<std::string> regime_levels;
   // The run's throughput error with the constants fitted without its family (its row of
   // residuals.json, same id and family): the range is drawn around that projection and
   // `in_range` judged on it. Absent for a run the residuals do not hold (scored in-sample).
@@ -450,12 +452,18 @@ struct RegimeStats {
 
 // Interval coverage: compared runs with a range, and those whose measurement lies inside it.
 struct CoverageStats {
-  std::string group;  // all, model, accelerator
+  std::string group;  // all, model, accelerator, regime (each level of the runs' regime ladders)
   std::string value;
   int runs = 0;
   int inside = 0;
   double pct() const { return runs > 0 ? 100.0 * inside / runs : 0.0; }
 };
+
+// Whether `inside` of `runs` is a count a calibrated range of coverage `p` gives with at least
+// `tail` probability on each side: P(X <= inside) >= tail and P(X >= inside) >= tail for X ~
+// Binomial(runs, p). 8 of 8 inside an 80 % range has probability 0.8^8 = 17 %: consistent,
+// although outside a 70-90 % band that a group of 8 can meet only with 6 or 7.
+bool coverage_consistent(int inside, int runs, double p = 0.8, double tail = 0.025);
 
 // The user's path (RunResult::config_path) over the runs that have a config, with the free-text
 // path's statistics on the same runs beside it.
@@ -488,7 +496,8 @@ struct ValidationSummary {
   // balanced projection (the routing bracket).
   int skew_bracketed = 0;
   std::vector<std::string> within_skew_bracket;
-  std::vector<CoverageStats> coverage;  // "all" first, then by model and accelerator
+  // "all" first, then by model, accelerator and regime level
+  std::vector<CoverageStats> coverage;
   ConfigPathSummary config_path;
 };
 
