@@ -185,6 +185,9 @@ void memory_and_link_rows(const AcceleratorSpec& a, std::vector<Row>& rows) {
   if (a.matrix_unit_dim > 0) {
     rows.push_back(
         {"matrix_unit_dim", fmt::format("{}", a.matrix_unit_dim), src("matrix_unit_dim")});
+  } else if (a.compute_units > 0) {
+    rows.push_back({"gemm_epilogue", a.gemm_epilogue_overlapped ? "overlapped" : "per_tile",
+                    src("gemm_epilogue")});
   }
   add_fabric_rows(a, rows);
   rows.push_back({"default_network", a.default_network, ""});

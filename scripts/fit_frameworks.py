@@ -7,13 +7,18 @@ Every op cost is an isolated-kernel price (scripts/fit_kernels.py on data/kernel
 step adds between kernels -- launch latency, host-side Python and synchronisation, allocator calls
 -- is the framework's. Rule: for each profile, the gap whose median signed tokens/s error over the
 profile's compared runs is 0 (linear interpolation on a 0.01 grid over [0, 0.40]), pooled
-partially: the profile's own fit, weighted by its number of families, is averaged with the fit
+partially: the profile's own fit, weighted by its number of families n, is averaged with the fit
 over every run of the same execution model (eager PyTorch profiles together, XLA profiles
-together), weighted as one more family. A profile resting on one or two families (Megatron-
-DeepSpeed: vTrain's nine runs and BLOOM's one) so leans on what every framework of its kind
-measures instead of on one run; one with many families keeps nearly its own fit. Runs marked
+together), weighted as w families. w is estimated from the runs (empirical Bayes, method of
+moments): each family's own fit scatters around its profile's with variance s2 (pooled over the
+profiles with two or more families), and the profiles' fits scatter around each other with
+variance tau2 + s2 / n_h (n_h: the harmonic mean of the family counts), so the weight a profile's
+mean deserves against the pool is n / s2 : 1 / tau2, i.e. w = s2 / tau2 (no tau2 left: the pool
+alone; too few profiles or families to estimate it: w = 1). A profile resting on one or two
+families (Megatron-DeepSpeed: vTrain's nine runs and BLOOM's one) so leans on what every
+framework of its kind measures as far as the spread of families says it should. Runs marked
 exclude_from_statistics take no part. A family is one source's runs of one model; the
-leave-one-family-out error of a run is its error with both fits made without its family.
+leave-one-family-out error of a run is its error with the fits and w made without its family.
 A profile with no runs keeps no constant (0: kernels back to back) and says so.
 
 The same leave-one-family-out errors are the residuals behind every projection's calibrated 80 %
@@ -145,7 +150,23 @@ def fit_gap(members):
     return GRID[0] if med[0] < 0.0 else GRID[-1]
 
 
-POOL_WEIGHT_FAMILIES = 1.0  # the pooled fit counts as one more family
+POOL_WEIGHT_FALLBACK = 1.0  # w when the spread of families cannot be estimated
+
+
+def pool_weight(runs):
+    """w = s2 / tau2 over `runs` (one execution model; see the module docstring)."""
+    by_profile = {}
+    for r in runs:
+        by_profile.setdefault(r["framework"], {}).setdefault(r["family"], []).append(r)
+    fits = [[fit_gap(f) for f in fams.values()] for fams in by_profile.values()]
+    multi = [v for v in fits if len(v) >= 2]
+    dof = sum(len(v) - 1 for v in multi)
+    if len(fits) < 2 or dof == 0:
+        return POOL_WEIGHT_FALLBACK
+    s2 = sum((x - statistics.mean(v)) ** 2 for v in multi for x in v) / dof
+    n_h = len(fits) / sum(1.0 / len(v) for v in fits)
+    tau2 = statistics.pvariance([statistics.mean(v) for v in fits]) - s2 / n_h
+    return float("inf") if tau2 <= 0.0 else s2 / tau2
 
 
 def execution_model(data_dir, profile):
@@ -155,12 +176,15 @@ def execution_model(data_dir, profile):
     return "XLA" if m and m.group(1) == "maxtext" else "eager-PyTorch"
 
 
-def pooled_gap(own, pool):
-    """Partial pooling of a profile's fit on `own` toward the fit on `pool` (both run lists)."""
+def pooled_gap(own, pool, weight):
+    """Partial pooling of a profile's fit on `own` toward the fit on `pool` (both run lists),
+    the pool counting as `weight` families."""
     if not own:
         return 0.0
+    if weight == float("inf"):
+        return fit_gap(pool)
     n = len({m["family"] for m in own})
-    return (n * fit_gap(own) + POOL_WEIGHT_FAMILIES * fit_gap(pool)) / (n + POOL_WEIGHT_FAMILIES)
+    return (n * fit_gap(own) + weight * fit_gap(pool)) / (n + weight)
 
 
 def error_at(run, gap):
@@ -202,18 +226,31 @@ def self_test():
     def run(family, z):
         return {"family": family, "errors": [100.0 * (z - g) for g in GRID]}
     a1, a2, b, c = run("A", 0.10), run("A", 0.10), run("B", 0.20), run("C", 0.30)
+    p1, p2 = dict(run("P1", 0.05), framework="P"), dict(run("P2", 0.15), framework="P")
+    q1, q2 = dict(run("Q1", 0.25), framework="Q"), dict(run("Q2", 0.35), framework="Q")
     checks = [
         # Median over runs: two runs of A and one of B -> A's zero.
         ("own fit", fit_gap([a1, a2, b]), 0.10),
         # Four runs A, A, B, C: the median is the mean of A and B, zero at 0.15.
         ("pooled fit", fit_gap([a1, a2, b, c]), 0.15),
         # Two families weigh 2 : 1 against the pool: (2 x 0.10 + 0.15) / 3.
-        ("partial pooling", pooled_gap([a1, a2, b], [a1, a2, b, c]), 0.35 / 3.0),
+        ("partial pooling", pooled_gap([a1, a2, b], [a1, a2, b, c], 1.0), 0.35 / 3.0),
         # One family against the pool: (0.30 + 0.15) / 2.
-        ("one family", pooled_gap([c], [a1, a2, b, c]), 0.225),
-        ("no runs", pooled_gap([], [a1, b]), 0.0),
+        ("one family", pooled_gap([c], [a1, a2, b, c], 1.0), 0.225),
+        ("no runs", pooled_gap([], [a1, b], 1.0), 0.0),
+        ("no spread between profiles", pooled_gap([c], [a1, a2, b, c], float("inf")), 0.15),
+        # Profile P's families zero at 0.05 and 0.15, Q's at 0.25 and 0.35: s2 = (4 x 0.05^2) / 2
+        # = 0.005; the profile means 0.10 and 0.30 have variance 0.01, less s2 / 2 -> tau2 =
+        # 0.0075; w = 0.005 / 0.0075 = 2 / 3.
+        ("weight", pool_weight([p1, p2, q1, q2]), 2.0 / 3.0),
+        # One profile only: nothing to compare with, the fallback.
+        ("weight, one profile", pool_weight([p1, p2]), 1.0),
+        # Profiles that differ less than their families do: the pool alone.
+        ("weight, no tau2", pool_weight([p1, q1, dict(p2, framework="Q"), dict(q2, framework="P")]),
+         float("inf")),
     ]
-    bad = [(n, got, want) for n, got, want in checks if abs(got - want) > 1e-9]
+    bad = [(n, got, want) for n, got, want in checks
+           if not (got == want or abs(got - want) <= 1e-9)]
     for n, got, want in bad:
         print(f"self-test {n}: {got:.6f}, expected {want:.6f}")
     return 1 if bad else 0
@@ -273,14 +310,15 @@ def main():
     by_kind = {}
     for r in runs.values():
         by_kind.setdefault(kind[r["framework"]], []).append(r)
-    gaps = {fw: pooled_gap(m, by_kind[kind[fw]]) for fw, m in by_fw.items()}
+    weights = {k: pool_weight(v) for k, v in by_kind.items()}
+    gaps = {fw: pooled_gap(m, by_kind[kind[fw]], weights[kind[fw]]) for fw, m in by_fw.items()}
     stats = {}
     lofo_errors = {}
     for key, r in runs.items():
         fw = by_fw[r["framework"]]
         train = [m for m in fw if m["family"] != r["family"]]
         pool = [m for m in by_kind[kind[r["framework"]]] if m["family"] != r["family"]]
-        lofo = error_at(r, pooled_gap(train, pool))
+        lofo = error_at(r, pooled_gap(train, pool, pool_weight(pool)))
         lofo_errors[key] = lofo
         ins = error_at(r, gaps[r["framework"]])
         for g in regime(r):
@@ -291,7 +329,8 @@ def main():
         print(f"{fw:<20} {len(by_fw[fw]):>5} {fams:>8} {fit_gap(by_fw[fw]):>8.3f} "
               f"{gaps[fw]:>6.3f}")
     for k in sorted(by_kind):
-        print(f"pooled fit ({k}): {fit_gap(by_kind[k]):.3f} over {len(by_kind[k])} runs")
+        print(f"pooled fit ({k}): {fit_gap(by_kind[k]):.3f} over {len(by_kind[k])} runs, "
+              f"weight {weights[k]:.2f} families")
     print(f"\n{'regime':<40} {'n':>4} {'LOFO MAPE':>10} {'LOFO worst':>11} {'in-sample':>10}")
     for g in sorted(stats):
         v = stats[g]
@@ -319,8 +358,14 @@ def main():
             runs = f"{len(by_fw[fw])} compared runs ({fams} families) of data/validation read "
             own = fit_gap(by_fw[fw])
             pool = by_kind[kind[fw]]
-            pooled = (f"; pooled {fams} : {POOL_WEIGHT_FAMILIES:g} with {fit_gap(pool):.3f}, the "
-                      f"same fit over all {len(pool)} runs of the {kind[fw]} profiles")
+            w = weights[kind[fw]]
+            pooled = (f"; pooled {fams} : {w:.2f} with {fit_gap(pool):.3f}, the same fit over all "
+                      f"{len(pool)} runs of the {kind[fw]} profiles (the weight estimated from "
+                      f"how the families' fits scatter within and between profiles)")
+            if w == float("inf"):
+                pooled = (f"; the pooled fit {fit_gap(pool):.3f} over all {len(pool)} runs of the "
+                          f"{kind[fw]} profiles taken whole: its profiles differ less than their "
+                          f"families do")
             if own <= GRID[0] and g <= GRID[0] and by_fw[fw]:
                 # At the bound: the runs are slower than projected even with no gaps.
                 med = statistics.median(m["errors"][0] for m in by_fw[fw])

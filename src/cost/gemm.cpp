@@ -109,16 +109,22 @@ OpCost price(const AcceleratorSpec& acc, const Problem& p) {
       const double epilogue_s = t.bm * t.bn * bout / per_cu_hbm;
       // Data-parallel: whole waves. Stream-K (only with at least one full wave): fractional waves
       // plus one partial-tile fix-up (fp32 partials written and read back, ~ an epilogue).
-      double waves_s = std::ceil(tiles / cus) * tile_s;
-      if (tiles >= cus) waves_s = std::min(waves_s, tiles / cus * tile_s + epilogue_s);
+      // A tile's epilogue stores its output at the CU's share of HBM. Per tile (AcceleratorSpec::
+      // gemm_epilogue_overlapped false) it is paid before the CU's next tile, which a short K loop
+      // cannot hide; overlapped, only the last one is.
+      const bool overlapped = acc.gemm_epilogue_overlapped;
+      const double per_tile_s = tile_s + (overlapped ? 0.0 : epilogue_s);
+      double waves_s = std::ceil(tiles / cus) * per_tile_s;
+      if (tiles >= cus) waves_s = std::min(waves_s, tiles / cus * per_tile_s + epilogue_s);
+      if (overlapped) waves_s += epilogue_s;
       // Split-K (fewer tiles than CUs, a long K loop: weight gradients of narrow layers over a
       // large batch): the K loop of each tile over s CUs, fp32 partials written and reduced.
       const double splits = std::min(std::floor(cus / tiles), kpad / bk / 4.0);
       if (splits >= 2.0) {
         const double reduce_s = 2.0 * splits * tiles * t.bm * t.bn * 4.0 / hbm;
-        waves_s = std::min(waves_s, tile_s / splits + reduce_s);
+        waves_s = std::min(waves_s, tile_s / splits + epilogue_s + reduce_s);
       }
-      const double compute_s = waves_s + epilogue_s;
+      const double compute_s = waves_s;
       // HBM traffic: each wave of tiles covers a square-ish block of the output grid and reads
       // the A rows and B columns of that block once (L2 reuse inside a wave), then writes C.
       const double active = std::min(tiles, cus);

@@ -49,6 +49,7 @@ constexpr std::string_view kTopKeys[] = {"name",
                                          "torus_wraparound",
                                          "scaleout_bandwidth",
                                          "matrix_unit_dim",
+                                         "gemm_epilogue",
                                          "host_bandwidth",
                                          "default_network",
                                          "calibration"};
@@ -57,6 +58,8 @@ constexpr std::string_view kTopKeys[] = {"name",
 constexpr std::string_view kExtraPeakKeys[] = {"fp64", "fp6", "mxfp6", "mxfp4", "nvfp4", "int8"};
 
 constexpr std::string_view kWraparounds[] = {"always", "full_axis", "cube_multiples", "none"};
+
+constexpr std::string_view kGemmEpilogues[] = {"per_tile", "overlapped"};
 
 // derived_from chains longer than this are refused (they are also checked for cycles).
 constexpr int kMaxDerivationDepth = 4;
@@ -549,6 +552,12 @@ void read_fabrics(const hw::YamlContext& ctx, const YAML::Node& root, Accelerato
   }
   acc.scaleout_bw_bytes_per_s = r.bandwidth("scaleout_bandwidth", true, true);
   acc.matrix_unit_dim = r.count("matrix_unit_dim", 4096, true, true);
+  acc.gemm_epilogue_overlapped = r.choice("gemm_epilogue", kGemmEpilogues, true) == "overlapped";
+  if (!root["gemm_epilogue"].IsDefined()) {
+    acc.sources.push_back({"gemm_epilogue",
+                           "default per_tile (the file does not say): each GEMM tile's output "
+                           "store is paid before its CU takes the next tile (docs/hardware.md)"});
+  }
   acc.host_bw_bytes_per_s = r.bandwidth("host_bandwidth", true, true);
   acc.default_network = hw::read_string(
       ctx, require(ctx, root, "default_network", "default_network"), "default_network");

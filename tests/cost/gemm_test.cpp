@@ -52,6 +52,27 @@ TEST(Gemm, Gb200Fp8AndFp4MatchCublasLtCurves) {
   expect_curve(g, Dtype::kFp4, {{8192, 7535.6}});
 }
 
+// TileLang's fp16 8192 x 8192 x K sweep on the H800 (data/kernels/gemm.yaml, tilelang rows):
+// 89.0 us at K = 256, 132.2 at 512, 218.9 at 1024, 389.9 at 2048, 747.0 at 4096. Time per wave
+// is linear in K with an intercept (0.0108 us per unit of K + 2.8 us per wave of 16 waves), which
+// is each tile's output store: with it (gemm_epilogue per_tile, as the H800 file says) every
+// point is within 15 %; with the store paid once per kernel (overlapped) the K = 256 point is
+// priced at least 30 % fast.
+TEST(Gemm, HopperPaysEachTilesStoreOnShortKLoops) {
+  const AcceleratorSpec per_tile = testing::isolated("h800");
+  ASSERT_FALSE(per_tile.gemm_epilogue_overlapped);
+  AcceleratorSpec overlapped = per_tile;
+  overlapped.gemm_epilogue_overlapped = true;
+  const std::pair<std::int64_t, double> measured_us[] = {
+      {256, 89.0}, {512, 132.2}, {1024, 218.9}, {2048, 389.9}, {4096, 747.0}};
+  for (const auto& [k, us] : measured_us) {
+    const double t = gemm_time(per_tile, {8192, 8192, k, 1, Dtype::kFp16}).time_s * 1e6;
+    EXPECT_NEAR(t, us, 0.15 * us) << "K " << k;
+  }
+  const double once = gemm_time(overlapped, {8192, 8192, 256, 1, Dtype::kFp16}).time_s * 1e6;
+  EXPECT_LT(once, 0.7 * 89.0);
+}
+
 TEST(Gemm, SmallGemmsAreMuchLessEfficient) {
   // Measured: H100 FP8 1024^3 274 vs 8192^3 1290 (21%); A100 FP16 1024^3 119 vs 253.7 (47%).
   // The model must reproduce the shape: 1024^3 well below half of 8192^3 on H100 and clearly

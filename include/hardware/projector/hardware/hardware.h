@@ -69,6 +69,10 @@ struct AcceleratorSpec {
   // Systolic matrix units (TPU MXU): the array's side (128 or 256). GEMMs are priced by the
   // systolic model (K and N padded to it) instead of the GPU tile/wave model; 0 = not systolic.
   int matrix_unit_dim = 0;
+  // GPU GEMM kernels (tile/wave model): whether a tile's epilogue (the output store) overlaps the
+  // next tile's main loop on the same CU (`gemm_epilogue: overlapped`: Blackwell's double-buffered
+  // TMEM accumulators) or runs before it (`per_tile`, the default: each tile's store is paid).
+  bool gemm_epilogue_overlapped = false;
   // Host link (PCIe / host DMA) per GPU/chip, one direction: activation and optimizer offload to
   // host memory; 0 = unknown.
   double host_bw_bytes_per_s = 0.0;
