@@ -34,6 +34,16 @@ PASSES = 6
 # kernels (flash-attn 2, Triton) price the `fa2` fractions torchtitan's SDPA path uses.
 FUSED = {"cudnn", "fa3", "fa4", "te", "aiter", "ck"}
 FA2 = {"fa2", "triton"}
+# On AMD parts the frameworks' fused attention is AITER's assembly v3 kernels: Primus' images set
+# NVTE_CK_USES_FWD_V3=1 and NVTE_CK_USES_BWD_V3=1, so Transformer Engine's CK backend (Megatron,
+# MaxText's TE) runs them, as Primus-Turbo's flash attention does. Where a part has rows of those
+# kernels, its 16-bit fused fractions are fitted on them alone; the other AITER entry points
+# (aiter.flash_attn_func in HipKittens' harness), CK tile and HipKittens' own kernels are checked.
+AMD_FRAMEWORK_ATTENTION = "AITER asm FA kernel"
+
+
+def amd_framework_attention(r):
+    return r["library"].startswith(AMD_FRAMEWORK_ATTENTION)
 
 # Where a constant is absent from a file, the fit starts from the value the cost model falls back
 # to (cost/memory_ops.cpp, cost/gemm.cpp).
@@ -61,7 +71,12 @@ BORROW = {
              (("ep_kernel_unit_bytes_per_s",), ["gb200"])],
     # Primus-Turbo's HIP permute / unpermute is measured on the MI300X only; the other CDNA 3 / 4
     # parts run the same kernel (Primus-Turbo builds it for gfx942 and gfx950).
-    "mi300x": [(("hbm_gather_fraction",), ["mi325x", "mi350x", "mi355x"])],
+    "mi300x": [(("hbm_gather_fraction",), ["mi325x", "mi350x", "mi355x"]),
+               # The MI325X is the MI300X's gfx942 die (304 CUs) with more HBM and board power;
+               # the fractions are of the peak at each part's own sustained clock.
+               (("attention_fwd_fraction", "attention_bwd_fraction"), ["mi325x"])],
+    # The MI350X is the MI355X's gfx950 die (256 CUs), air-cooled at a lower clock.
+    "mi355x": [(("attention_fwd_fraction", "attention_bwd_fraction"), ["mi350x"])],
     # Megatron's eager cross entropy is measured on the H100 only; its fraction of HBM peak is a
     # property of the kernels (fp32 streaming passes over the logits), lent as the permute one is.
     "h100_sxm": [(("hbm_loss_fraction",),
@@ -119,6 +134,8 @@ def rules(rows_by_id):
     accs = {r["accelerator"] for r in rows_by_id.values()}
     accs = sorted(accs | {m for members in POOL.values() if accs & set(members) for m in members})
     for a in accs:
+        asm = any(r["accelerator"] == a and r["op_class"] == "attention"
+                  and amd_framework_attention(r) for r in rows_by_id.values())
         for d in ("bf16", "fp16", "tf32", "fp8", "mxfp8", "fp4"):
             out[(a, "gemm_peak_fraction." + d)] = (
                 lambda r, a=a, d=d: r["op_class"] == "gemm" and r["accelerator"] == a
@@ -150,15 +167,20 @@ def rules(rows_by_id):
             # TPUs publish forward and forward+backward timings: with the forward fitted, the
             # fwd_bwd rows fit the backward.
             passes = (p, "fwd_bwd") if tpu and p == "bwd" else (p,)
+            only_asm = asm and backends is FUSED and dts[0] == "bf16"
             out[(a, key)] = (
-                lambda r, a=a, b=backends, ps=passes, tpu=tpu, dts=dts: r["op_class"] == "attention"
+                lambda r, a=a, b=backends, ps=passes, tpu=tpu, dts=dts, only_asm=only_asm:
+                r["op_class"] == "attention"
                 and r["accelerator"] == a and r["pass"] in ps and r["dtype"] in dts
                 and (r["backend"] in b or (tpu and b is FUSED))
+                and (not only_asm or amd_framework_attention(r))
                 # cuDNN's 8-bit kernels with a sliding window are a slow path (they do not skip
                 # the masked tiles as the 16-bit ones do): checked, not fitted.
                 and not (r["window"] and dts[0] in ("fp8", "mxfp8")),
                 f"op_class attention, dtype {'/'.join(dts)}, pass {'/'.join(passes)}, backend in "
-                f"{sorted(backends)}" + (" (TPU: every backend)" if tpu and backends is FUSED else ""))
+                f"{sorted(backends)}" + (" (TPU: every backend)" if tpu and backends is FUSED else "")
+                + (" (AMD: the AITER asm v3 kernels the frameworks run, Primus' "
+                   "NVTE_CK_USES_FWD_V3 / BWD_V3)" if only_asm else ""))
         # Streaming kernels whose traffic the row states without ambiguity (a STREAM kernel, or
         # a stated byte count); fused norm / activation / cast kernels move a number of tensors
         # their rows do not always say, so they are checked, not fitted.
