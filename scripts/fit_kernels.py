@@ -42,6 +42,13 @@ FA2 = {"fa2", "triton"}
 AMD_FRAMEWORK_ATTENTION = "AITER asm FA kernel"
 
 
+# Ampere has no cuDNN preference: Transformer Engine gives FusedAttention precedence over
+# FlashAttention only from sm90 (TE attention/dot_product_attention/utils.py get_attention_backend,
+# "Disabling FlashAttention to give FusedAttention preference on Hopper+"), so on these parts the
+# frameworks' fused attention is flash-attn 2 and its rows fit the fused fractions too.
+AMPERE = ("a100_80gb", "a100_40gb")
+
+
 def amd_framework_attention(r):
     return r["library"].startswith(AMD_FRAMEWORK_ATTENTION)
 
@@ -71,6 +78,8 @@ BORROW = {
              (("ep_kernel_unit_bytes_per_s",), ["gb200"])],
     # Primus-Turbo's HIP permute / unpermute is measured on the MI300X only; the other CDNA 3 / 4
     # parts run the same kernel (Primus-Turbo builds it for gfx942 and gfx950).
+    # The A100 40GB is the 80GB part's GA100 die with half the HBM.
+    "a100_80gb": [(("attention_fwd_fraction", "attention_fa2_fwd_fraction"), ["a100_40gb"])],
     "mi300x": [(("hbm_gather_fraction",), ["mi325x", "mi350x", "mi355x"]),
                # The MI325X is the MI300X's gfx942 die (304 CUs) with more HBM and board power;
                # the fractions are of the peak at each part's own sustained clock.
@@ -168,6 +177,8 @@ def rules(rows_by_id):
             # fwd_bwd rows fit the backward.
             passes = (p, "fwd_bwd") if tpu and p == "bwd" else (p,)
             only_asm = asm and backends is FUSED and dts[0] == "bf16"
+            if a in AMPERE and backends is FUSED and dts[0] == "bf16":
+                backends = FUSED | FA2
             out[(a, key)] = (
                 lambda r, a=a, b=backends, ps=passes, tpu=tpu, dts=dts, only_asm=only_asm:
                 r["op_class"] == "attention"
@@ -179,6 +190,8 @@ def rules(rows_by_id):
                 and not (r["window"] and dts[0] in ("fp8", "mxfp8")),
                 f"op_class attention, dtype {'/'.join(dts)}, pass {'/'.join(passes)}, backend in "
                 f"{sorted(backends)}" + (" (TPU: every backend)" if tpu and backends is FUSED else "")
+                + (" (Ampere: Transformer Engine runs flash-attn 2 below sm90)"
+                   if a in AMPERE and "fa2" in backends and "cudnn" in backends else "")
                 + (" (AMD: the AITER asm v3 kernels the frameworks run, Primus' "
                    "NVTE_CK_USES_FWD_V3 / BWD_V3)" if only_asm else ""))
         # Streaming kernels whose traffic the row states without ambiguity (a STREAM kernel, or
