@@ -78,6 +78,9 @@ BORROW = {
              (("ep_kernel_unit_bytes_per_s",), ["gb200"])],
     # Primus-Turbo's HIP permute / unpermute is measured on the MI300X only; the other CDNA 3 / 4
     # parts run the same kernel (Primus-Turbo builds it for gfx942 and gfx950).
+    # PyTorch's fused Adam is measured on the 500 W Grand Teton H100 only; the fraction of HBM peak a
+    # streaming optimizer step reaches is a property of the kernel and the GH100 memory system.
+    "h100_sxm_96gb_500w": [(("hbm_optimizer_fraction",), ["h100_sxm", "h800", "h200"])],
     # The A100 40GB is the 80GB part's GA100 die with half the HBM.
     "a100_80gb": [(("attention_fwd_fraction", "attention_fa2_fwd_fraction"), ["a100_40gb"])],
     "mi300x": [(("hbm_gather_fraction",), ["mi325x", "mi350x", "mi355x"]),
