@@ -323,11 +323,14 @@ void summarize_coverage(const std::vector<RunResult>& runs, std::vector<Coverage
 }  // namespace
 
 bool coverage_consistent(int inside, int runs, double p, double tail) {
+  if (runs <= 0 || p <= 0.0 || p >= 1.0) return true;
   double below = 0.0, above = 0.0;
   for (int i = 0; i <= runs; ++i) {
-    double choose = 1.0;  // runs choose i
-    for (int j = 1; j <= i; ++j) choose = choose * (runs - i + j) / j;
-    const double pi = choose * std::pow(p, i) * std::pow(1.0 - p, runs - i);
+    // Binomial probabilities in logs: runs choose i overflows a double past about 1,000 runs.
+    const double log_pi = std::lgamma(runs + 1.0) - std::lgamma(i + 1.0) -
+                          std::lgamma(runs - i + 1.0) + i * std::log(p) +
+                          (runs - i) * std::log1p(-p);
+    const double pi = std::exp(log_pi);
     if (i <= inside) below += pi;
     if (i >= inside) above += pi;
   }

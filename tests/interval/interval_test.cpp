@@ -182,6 +182,10 @@ TEST(Coverage, BinomialConsistencyByHand) {
   EXPECT_TRUE(coverage_consistent(7, 13));
   EXPECT_FALSE(coverage_consistent(6, 13));
   EXPECT_TRUE(coverage_consistent(0, 1));  // one run: either outcome is likely enough
+  // Large groups stay finite: 1,600 of 2,000 is the expected count, 1,500 is 5.6 standard
+  // deviations (sqrt(2000 x 0.8 x 0.2) = 17.9) below it.
+  EXPECT_TRUE(coverage_consistent(1600, 2000));
+  EXPECT_FALSE(coverage_consistent(1500, 2000));
 }
 
 // A run of residuals.json is judged on its leave-one-family-out projection: its lofo error is
