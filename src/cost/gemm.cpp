@@ -167,6 +167,12 @@ Dtype gemm_compute_dtype(const AcceleratorSpec& acc, Dtype d) {
   return acc.peak_flops(Dtype::kBf16) > 0.0 ? Dtype::kBf16 : d;
 }
 
+std::array<GemmShape, 2> weightless_backward_shapes(const GemmShape& f) {
+  GemmShape a{f.m, f.k, f.n, f.batch, f.dtype, f.out, f.blockwise};
+  GemmShape b{f.k, f.n, f.m, f.batch, f.dtype, f.out, f.blockwise};
+  return {a, b};
+}
+
 OpCost gemm_time(const AcceleratorSpec& acc, const GemmShape& s) {
   return price(acc, {static_cast<double>(s.m), static_cast<double>(s.n), static_cast<double>(s.k),
                      static_cast<double>(std::max<std::int64_t>(1, s.batch)), s.dtype, s.out, 1.0,

@@ -9,6 +9,7 @@
 #include "projector/cost/attention.h"
 #include "projector/cost/collective.h"
 #include "projector/cost/gemm.h"
+#include "projector/cost/linear_attention.h"
 #include "projector/cost/memory_ops.h"
 #include "projector/cost/moe_routing.h"
 #include "projector/cost/primus_collectives.h"
@@ -108,6 +109,40 @@ Priced price_attention(const AcceleratorSpec& acc, const KernelRow& r) {
   p.model = fmt::format("attention_{}_time b{} h{}/{} s{}x{} d{} {}{} {}", pass, a.batch, a.q_heads,
                         a.kv_heads, a.seq_q, a.seq_kv, a.head_dim_qk, a.causal ? "causal" : "full",
                         a.kernel == AttentionKernel::kFa2 ? " fa2-class" : "", r.dtype_name);
+  return p;
+}
+
+// The chunked gated delta rule (FLA's chunk_gated_delta_rule) over batch x seq_q tokens,
+// heads_q heads of key / value dims head_dim / head_dim_v, in 64-token chunks: the workload's
+// chunk GEMMs (cost/linear_attention.h), and for the backward each one's two gradient GEMMs.
+// Only the chunk algorithm: the gates, norms, conv and projections around it are other ops.
+Priced price_linear_attention(const AcceleratorSpec& acc, const KernelRow& r) {
+  const KernelShape& s = r.shape;
+  if (s.batch <= 0 || s.seq_q <= 0 || s.heads_q <= 0 || s.head_dim <= 0) {
+    return skip("linear_attention needs batch, seq_q, heads_q and head_dim");
+  }
+  if (s.kind != "gdn") return skip("linear_attention kind must be gdn (the gated delta rule)");
+  const bool fwd = s.pass == "fwd" || s.pass == "fwd_bwd";
+  const bool bwd = s.pass == "bwd" || s.pass == "fwd_bwd";
+  if (!fwd && !bwd) return skip("linear_attention pass must be fwd, bwd or fwd_bwd");
+  constexpr int kFlaChunk = 64;  // FLA's chunk size (MG16 gdn.py:73), the workload's default
+  const int dv = s.head_dim_v > 0 ? s.head_dim_v : s.head_dim;
+  Priced p;
+  for (const ChunkGemm& g :
+       delta_rule_chunk_gemms(s.batch, s.seq_q, s.heads_q, s.head_dim, dv, kFlaChunk, r.dtype)) {
+    if (fwd) {
+      p.time_s += gemm_time(acc, g.shape).time_s;
+      p.flops += g.shape.flops();
+    }
+    if (bwd) {
+      for (const GemmShape& b : weightless_backward_shapes(g.shape)) {
+        p.time_s += gemm_time(acc, b).time_s;
+        p.flops += b.flops();
+      }
+    }
+  }
+  p.model = fmt::format("delta_rule_chunk_gemms {} b{} t{} h{} dk{} dv{} chunk {} {}", s.pass,
+                        s.batch, s.seq_q, s.heads_q, s.head_dim, dv, kFlaChunk, r.dtype_name);
   return p;
 }
 
@@ -341,6 +376,9 @@ PricedKernelRow price_kernel_row(const KernelRow& row, const AcceleratorSpec& ac
       break;
     case KernelClass::kCollective:
       p = price_collective(acc, net, row);
+      break;
+    case KernelClass::kLinearAttention:
+      p = price_linear_attention(acc, row);
       break;
   }
   PricedKernelRow out;

@@ -72,7 +72,8 @@ KernelClass parse_class(const Reader& r, const YAML::Node& n, int line) {
       {"memory", KernelClass::kMemory},
       {"permute", KernelClass::kPermute},
       {"ep_dispatch", KernelClass::kEpDispatch},
-      {"collective", KernelClass::kCollective}};
+      {"collective", KernelClass::kCollective},
+      {"linear_attention", KernelClass::kLinearAttention}};
   const std::string s = r.text(n, "op_class", line, true);
   for (const auto& [name, c] : kNames) {
     if (s == name) return c;
@@ -307,6 +308,8 @@ std::string_view to_string(KernelClass c) {
       return "ep_dispatch";
     case KernelClass::kCollective:
       return "collective";
+    case KernelClass::kLinearAttention:
+      return "linear_attention";
   }
   return "?";
 }

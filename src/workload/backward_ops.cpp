@@ -1,8 +1,10 @@
 // The backward of a block (layer_ops.h): the mirror of the forward op list, and what each
 // recompute policy (full, selective modules, op policy, per-tensor) replays before it.
 #include <algorithm>
+#include <array>
 #include <cmath>
 
+#include "projector/cost/gemm.h"
 #include "projector/job/spec.h"
 #include "projector/model/accounting.h"
 #include "projector/model/recompute_policy.h"
@@ -26,14 +28,13 @@ void add_backward(const std::vector<Op>& fwd, std::vector<Op>& out, bool sp) {
       case OpKind::kGroupedGemm: {
         if (f.weightless) {
           // d(left) = dC . right^T and d(right) = left^T . dC: both activation gradients.
+          const std::array<GemmShape, 2> g = weightless_backward_shapes(f.gemm);
           b.name = f.name + ".dgrad_a";
-          b.gemm = GemmShape{f.gemm.m, f.gemm.k, f.gemm.n, f.gemm.batch, f.gemm.dtype, f.gemm.out};
-          b.gemm.blockwise = f.gemm.blockwise;
+          b.gemm = g[0];
           b.flops = b.gemm.flops();
           out.push_back(b);
           b.name = f.name + ".dgrad_b";
-          b.gemm = GemmShape{f.gemm.k, f.gemm.n, f.gemm.m, f.gemm.batch, f.gemm.dtype, f.gemm.out};
-          b.gemm.blockwise = f.gemm.blockwise;
+          b.gemm = g[1];
           out.push_back(b);
           break;
         }

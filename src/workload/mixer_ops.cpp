@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "projector/cost/linear_attention.h"
 #include "projector/model/accounting.h"
 #include "workload/layer_ops.h"
 
@@ -41,11 +42,9 @@ void add_mamba(const Ctx& c, std::vector<Op>& f, const MambaSpec& m) {
 // A GDN / KDA layer (MG16 gdn.py:91-288; Primus PR8 gated_delta_net.py,
 // kimi_delta_attention.py): norm, in_proj (column-parallel), the causal depthwise conv with SiLU
 // over [q, k, v] (memory-bound: reads and writes conv_dim per token), the gate and L2-norm
-// preparation (memory-bound), the chunked delta rule as the batched GEMMs of its chunks (chunk C,
-// value heads per rank H: the C x C x d_k products Q K^T and K_beta K^T, the forward
-// substitution as C x C x floor(C / 3), A [V_beta | K_beta e^g] and P V_new as C x C x
-// (2 d_v + d_k), three C x d_k x d_v state products), the gated norm over each value head and
-// out_proj (row-parallel). KDA adds its low-rank gate expansions f_b and g_b (TP-local GEMMs).
+// preparation (memory-bound), the chunked delta rule as the batched GEMMs of its chunks over the
+// rank's value heads (cost/linear_attention.h), the gated norm over each value head and out_proj
+// (row-parallel). KDA adds its low-rank gate expansions f_b and g_b (TP-local GEMMs).
 void add_linear_attention(const Ctx& c, std::vector<Op>& f, const LinearAttentionSpec& s) {
   const std::int64_t h = c.job.model.hidden_size;
   const RuntimeSpec& rt = c.job.runtime;
@@ -72,15 +71,12 @@ void add_linear_attention(const Ctx& c, std::vector<Op>& f, const LinearAttentio
   const double qk_rep = 2.0 * heads * s.key_head_dim;
   f.push_back(
       mem_op("linear_attn.prepare", T * (static_cast<double>(conv_dim) + qk_rep) * c.act_b));
-  const std::int64_t per_seq = (rt.seq_length + s.chunk_size - 1) / s.chunk_size;
-  const int tiles = static_cast<int>(rt.micro_batch_size * per_seq * heads);
-  const int C = s.chunk_size;
-  f.push_back(einsum_op(c, "linear_attn.chunk_scores", C, C, s.key_head_dim, 2 * tiles));
-  f.push_back(einsum_op(c, "linear_attn.chunk_solve", C, C, C / 3, tiles));
-  f.push_back(
-      einsum_op(c, "linear_attn.chunk_wy", C, 2 * s.value_head_dim + s.key_head_dim, C, tiles));
-  f.push_back(
-      einsum_op(c, "linear_attn.chunk_state", C, s.value_head_dim, s.key_head_dim, 3 * tiles));
+  for (const ChunkGemm& g :
+       delta_rule_chunk_gemms(rt.micro_batch_size, rt.seq_length, heads, s.key_head_dim,
+                              s.value_head_dim, s.chunk_size, c.act)) {
+    f.push_back(
+        einsum_op(c, g.name, g.shape.m, g.shape.n, g.shape.k, static_cast<int>(g.shape.batch)));
+  }
   f.push_back(mem_op("linear_attn.gated_norm", 3.0 * T * static_cast<double>(v_dim) * c.act_b));
   push_gemm(c, f, "linear_attn.out_proj", c.tokens, h, v_dim);
   tp_exit(c, f, "linear_attn");

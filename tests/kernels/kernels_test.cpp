@@ -136,6 +136,38 @@ TEST(KernelPrice, RowsOnAMultiDeviceChipStateDeviceOrChip) {
   EXPECT_THROW(parse_kernel_rows(tpu_row("    measured_on: core\n"), "t.yaml"), InputError);
 }
 
+// The chunked gated delta rule, 1 sequence of 128 tokens, 2 heads of 64, chunks of 64 (4 chunk x
+// head tiles), counted by hand: Q K^T and K_beta K^T 2 x 64 x 64 x 64 x 8 = 4,194,304 FLOPs, the
+// triangular solve 2 x 64 x 64 x 21 x 4 = 688,128, A [V_beta | K_beta e^g] 2 x 64 x 192 x 64 x 4
+// = 6,291,456, the three state products 2 x 64 x 64 x 64 x 12 = 6,291,456: 17,465,344 forward; the
+// backward doubles each (two gradient GEMMs of an activation product), so fwd_bwd is 3x.
+TEST(KernelPrice, LinearAttentionRowIsTheWorkloadsChunkGemms) {
+  auto row = [](const std::string& pass, const std::string& kind) {
+    std::string t = row_text("linear_attention",
+                             "{kind: " + kind +
+                                 ", batch: 1, seq_q: 128, heads_q: 2, head_dim: 64, "
+                                 "pass: " +
+                                 pass + "}",
+                             "{tflops: 100}");
+    return parse_kernel_rows(t, "l.yaml");
+  };
+  const AcceleratorSpec& acc = testing::accelerator("h100_sxm");
+  const NetworkSpec& net = testing::network("h100_ib400");
+  const PricedKernelRow f = price_kernel_row(row("fwd", "gdn")[0], acc, net);
+  ASSERT_TRUE(f.skipped.empty()) << f.skipped;
+  EXPECT_NEAR(f.measured_s, 17465344.0 / 100e12, 1e-15);
+  double hand_s = 0.0;
+  for (const GemmShape& g : {GemmShape{64, 64, 64, 8}, GemmShape{64, 64, 21, 4},
+                             GemmShape{64, 192, 64, 4}, GemmShape{64, 64, 64, 12}}) {
+    hand_s += gemm_time(acc, g).time_s;
+  }
+  EXPECT_DOUBLE_EQ(f.predicted_s, hand_s);
+  const PricedKernelRow fb = price_kernel_row(row("fwd_bwd", "gdn")[0], acc, net);
+  EXPECT_NEAR(fb.measured_s, 3.0 * 17465344.0 / 100e12, 1e-15);
+  EXPECT_GT(fb.predicted_s, f.predicted_s);
+  EXPECT_FALSE(price_kernel_row(row("fwd", "mamba2")[0], acc, net).skipped.empty());
+}
+
 // nccl-tests bus bandwidth: all-reduce busbw = algbw x 2(n-1)/n, so 1 GB at busbw 350 GB/s over 8
 // ranks took 1e9 / (350e9 / 1.75) = 5.0 ms.
 TEST(KernelPrice, CollectiveBusBandwidthRow) {

@@ -2,6 +2,7 @@
 // "dimension quantization" guide, scaled by the accelerator's calibrated large-GEMM fraction.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 
@@ -35,12 +36,18 @@ Dtype gemm_compute_dtype(const AcceleratorSpec& acc, Dtype d);
 // Time of one GEMM kernel (launch and fixed overheads included). Pure function of its inputs.
 // Model: for each candidate macro tile (64..256 x 64..256, those that fit the LDS) take
 //   t = launch + fixed + prologue + max(t_compute, t_hbm),
-//   t_compute = waves x 2*BM*BN*K / (per-CU rate x tile efficiency) + last-wave epilogue,
+//   t_compute = waves x (2*BM*BN*K / (per-CU rate x tile efficiency) + epilogue),
+// the epilogue (the tile's output store at the CU's share of HBM) paid per tile, or only once
+// where the part overlaps it with the next tile (AcceleratorSpec::gemm_epilogue_overlapped),
 // with waves = ceil(tiles / CUs) (data-parallel) or tiles / CUs plus a fix-up (stream-K, only
 // when tiles >= CUs), per-CU rate = peak(dtype) x sustained/boost clock x gemm_peak_fraction / CUs,
 // and t_hbm the A/B traffic of each wave (square-ish wave footprint, L2 reuse inside a wave) plus
 // C, at HBM bandwidth; the minimum over candidates is returned, like a heuristic library's choice.
 OpCost gemm_time(const AcceleratorSpec& acc, const GemmShape& shape);
+
+// The two gradient GEMMs of an activation x activation product C = A . B (no weight, so no
+// weight gradient): dA = dC . B^T (m x k, over n) and dB = A^T . dC (k x n, over m).
+std::array<GemmShape, 2> weightless_backward_shapes(const GemmShape& forward);
 
 // Grouped GEMM (MoE experts in one kernel): `groups` problems [m_g x k] . [k x n]. Per-group M is
 // padded to the tile, every group reads its own weights, and the main loop runs at

@@ -21,6 +21,7 @@ enum class KernelClass : std::uint8_t {
   kPermute,
   kEpDispatch,
   kCollective,
+  kLinearAttention,  // the chunked gated delta rule (GDN): the workload's chunk GEMMs
 };
 std::string_view to_string(KernelClass c);
 
@@ -42,12 +43,12 @@ struct KernelShape {
   int sms = 0;         // ep_dispatch: SMs / CUs the benchmark gave the kernel (0: not stated)
   double bytes = 0.0;  // memory, collective
   std::int64_t rows = 0, cols = 0;  // memory
-  std::string pass;                 // fwd | bwd | fwd_bwd (attention, grouped_gemm)
-  std::string backend;              // attention kernel family (fa2, fa3, cudnn, ck, ...)
-  std::string kind;                 // memory: copy, rmsnorm_fwd, cast_fp8, adam, ...
-  std::string impl;                 // permute / ep_dispatch implementation
-  std::string direction;            // permute | unpermute | both; dispatch | combine
-  std::string op;                   // collective: all_reduce, all_gather, ...
+  std::string pass;       // fwd | bwd | fwd_bwd (attention, grouped_gemm, linear_attention)
+  std::string backend;    // attention kernel family (fa2, fa3, cudnn, ck, ...)
+  std::string kind;       // memory: copy, rmsnorm_fwd, adam, ...; linear_attention: gdn
+  std::string impl;       // permute / ep_dispatch implementation
+  std::string direction;  // permute | unpermute | both; dispatch | combine
+  std::string op;         // collective: all_reduce, all_gather, ...
 };
 
 struct KernelRow {
