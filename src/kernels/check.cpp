@@ -49,6 +49,7 @@ KernelCheck check_kernels(const std::vector<KernelRow>& rows, const std::string&
   struct Hardware {
     AcceleratorSpec acc;
     NetworkSpec net;
+    AcceleratorSpec device;  // device_share(acc): one framework device of a multi-device chip
   };
   std::map<std::string, Hardware> hardware;
   KernelCheck check;
@@ -60,6 +61,7 @@ KernelCheck check_kernels(const std::vector<KernelRow>& rows, const std::string&
       try {
         h.acc = load_accelerator(row.accelerator, data_dir);
         h.net = default_network_for(h.acc, data_dir);
+        h.device = device_share(h.acc);
       } catch (const InputError& e) {
         throw InputError({row.file, row.line, 0}, "accelerator", e.message());
       }
@@ -73,7 +75,7 @@ KernelCheck check_kernels(const std::vector<KernelRow>& rows, const std::string&
                                    chip.devices_per_chip));
     }
     // One device of the chip, as a job's rank is priced (builder_cluster.cpp).
-    const AcceleratorSpec acc = row.measured_on == "device" ? device_share(chip) : chip;
+    const AcceleratorSpec& acc = row.measured_on == "device" ? it->second.device : chip;
     check.rows.push_back(price_kernel_row(row, acc, it->second.net));
   }
   std::map<std::pair<int, std::string>, std::vector<const PricedKernelRow*>> groups;

@@ -14,6 +14,7 @@
 #include "projector/cost/moe_routing.h"
 #include "projector/cost/primus_collectives.h"
 #include "projector/kernels/kernels.h"
+#include "projector/model/job.h"
 
 namespace projector {
 
@@ -125,11 +126,11 @@ Priced price_linear_attention(const AcceleratorSpec& acc, const KernelRow& r) {
   const bool fwd = s.pass == "fwd" || s.pass == "fwd_bwd";
   const bool bwd = s.pass == "bwd" || s.pass == "fwd_bwd";
   if (!fwd && !bwd) return skip("linear_attention pass must be fwd, bwd or fwd_bwd");
-  constexpr int kFlaChunk = 64;  // FLA's chunk size (MG16 gdn.py:73), the workload's default
+  const int chunk = LinearAttentionSpec{}.chunk_size;  // FLA's, as the workload's layers take it
   const int dv = s.head_dim_v > 0 ? s.head_dim_v : s.head_dim;
   Priced p;
   for (const ChunkGemm& g :
-       delta_rule_chunk_gemms(s.batch, s.seq_q, s.heads_q, s.head_dim, dv, kFlaChunk, r.dtype)) {
+       delta_rule_chunk_gemms(s.batch, s.seq_q, s.heads_q, s.head_dim, dv, chunk, r.dtype)) {
     if (fwd) {
       p.time_s += gemm_time(acc, g.shape).time_s;
       p.flops += g.shape.flops();
@@ -142,7 +143,7 @@ Priced price_linear_attention(const AcceleratorSpec& acc, const KernelRow& r) {
     }
   }
   p.model = fmt::format("delta_rule_chunk_gemms {} b{} t{} h{} dk{} dv{} chunk {} {}", s.pass,
-                        s.batch, s.seq_q, s.heads_q, s.head_dim, dv, kFlaChunk, r.dtype_name);
+                        s.batch, s.seq_q, s.heads_q, s.head_dim, dv, chunk, r.dtype_name);
   return p;
 }
 
