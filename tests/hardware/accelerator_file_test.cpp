@@ -1,6 +1,8 @@
 // Accelerator-file validation: a broken copy of a bundled file fails with file, line and key.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "hardware/hw_test_util.h"
 #include "projector/hardware/catalog.h"
 
@@ -112,6 +114,26 @@ TEST(AcceleratorFile, TorusKeysOnlyOnATorus) {
   expect_error({"scaleup_domain: {value: 8",
                 "torus_dims: {value: 2, source: \"x\"}\nscaleup_domain: {value: 8", "torus_dims",
                 "torus_dims:"});
+}
+
+// gemm_epilogue: per_tile (mi300x's file) or overlapped; any other word names the key and line;
+// a file without it takes per_tile and records that default as the key's source.
+TEST(AcceleratorFile, GemmEpilogueIsPerTileOrOverlapped) {
+  EXPECT_FALSE(load_accelerator_file(data_dir() + "/hardware/accelerators/mi300x.yaml")
+                   .gemm_epilogue_overlapped);
+  EXPECT_TRUE(load_accelerator_file(data_dir() + "/hardware/accelerators/gb200.yaml")
+                  .gemm_epilogue_overlapped);
+  expect_error({"gemm_epilogue: {value: per_tile", "gemm_epilogue: {value: sometimes",
+                "gemm_epilogue", "gemm_epilogue:"});
+  ScratchDir dir;
+  const std::string line = mi300x_text().substr(mi300x_text().find("gemm_epilogue:"));
+  const AcceleratorSpec a = load_accelerator_file(
+      dir.write("mi300x.yaml", replaced(mi300x_text(), line.substr(0, line.find('\n') + 1), "")));
+  EXPECT_FALSE(a.gemm_epilogue_overlapped);
+  const auto src = std::find_if(a.sources.begin(), a.sources.end(),
+                                [](const auto& f) { return f.field == "gemm_epilogue"; });
+  ASSERT_NE(src, a.sources.end());
+  EXPECT_EQ(src->source.rfind("default per_tile", 0), 0u) << src->source;
 }
 
 TEST(AcceleratorFile, ExtraPeaksAreInformationalAndSourced) {
