@@ -217,6 +217,13 @@ void calibration_rows(const AcceleratorSpec& a, std::vector<Row>& rows) {
   if (!c.attention_fa2_bwd_fraction.source.empty()) {
     plain("attention_fa2_bwd_fraction", c.attention_fa2_bwd_fraction);
   }
+  for (const auto& [name, s] :
+       {std::pair{"attention_fp8_fwd_fraction", &c.attention_fp8_fwd_fraction},
+        std::pair{"attention_fp8_bwd_fraction", &c.attention_fp8_bwd_fraction},
+        std::pair{"attention_mxfp8_fwd_fraction", &c.attention_mxfp8_fwd_fraction},
+        std::pair{"attention_mxfp8_bwd_fraction", &c.attention_mxfp8_bwd_fraction}}) {
+    if (!s->source.empty()) plain(name, *s);
+  }
   plain("hbm_elementwise_fraction", c.hbm_elementwise_fraction);
   plain("hbm_permute_fraction", c.hbm_permute_fraction);
   if (!c.hbm_gather_fraction.source.empty()) plain("hbm_gather_fraction", c.hbm_gather_fraction);
@@ -229,6 +236,12 @@ void calibration_rows(const AcceleratorSpec& a, std::vector<Row>& rows) {
   bytes("workspace_bytes", c.workspace_bytes);
   plain("fragmentation_fraction", c.fragmentation_fraction);
   plain("fragmentation_upper_fraction", c.fragmentation_upper_fraction);
+  if (!c.fragmentation_expandable_fraction.source.empty()) {
+    plain("fragmentation_expandable_fraction", c.fragmentation_expandable_fraction);
+  }
+  if (!c.fragmentation_expandable_upper_fraction.source.empty()) {
+    plain("fragmentation_expandable_upper_fraction", c.fragmentation_expandable_upper_fraction);
+  }
   plain("comm_compute_interference", c.comm_compute_interference);
   if (!c.grouped_gemm_fraction.source.empty()) {
     plain("grouped_gemm_fraction", c.grouped_gemm_fraction);
@@ -249,6 +262,7 @@ void calibration_rows(const AcceleratorSpec& a, std::vector<Row>& rows) {
                     fmt::format("{:.3g} GB/s per SM", c.ep_kernel_unit_bytes_per_s.value / 1e9),
                     c.ep_kernel_unit_bytes_per_s.source});
   }
+  if (!c.ssd_scan_fraction.source.empty()) plain("ssd_scan_fraction", c.ssd_scan_fraction);
 }
 
 std::vector<Row> accelerator_rows(const AcceleratorSpec& a) {

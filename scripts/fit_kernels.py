@@ -54,7 +54,7 @@ def amd_framework_attention(r):
 
 # Where a constant is absent from a file, the fit starts from the value the cost model falls back
 # to (cost/memory_ops.cpp, cost/gemm.cpp).
-START = {"hbm_gather_fraction": 0.30, "grouped_gemm_fraction": 1.0,
+START = {"hbm_gather_fraction": 0.30, "grouped_gemm_fraction": 1.0, "ssd_scan_fraction": 1.0,
          "grouped_gemm_fraction_fp8": 1.0, "ep_kernel_unit_bytes_per_s": 2.0e10,
          "attention_fp8_fwd_fraction": 0.5, "attention_fp8_bwd_fraction": 0.5,
          "attention_mxfp8_fwd_fraction": 0.5, "attention_mxfp8_bwd_fraction": 0.5}
@@ -75,7 +75,9 @@ BORROW = {
     # GB200 is the B200's die and HBM3e stack on the NVL72 board: its streaming fraction.
     "b200": [(("hbm_elementwise_fraction",), ["gb200"]),
              # DeepEP's per-SM copy rate: GB200 has the B200's SM and no SM sweep of its own.
-             (("ep_kernel_unit_bytes_per_s",), ["gb200"])],
+             (("ep_kernel_unit_bytes_per_s",), ["gb200"]),
+             # mamba_ssm's Triton SSD kernels are timed on the B200; GB200 runs them on its die.
+             (("ssd_scan_fraction",), ["gb200"])],
     # Primus-Turbo's HIP permute / unpermute is measured on the MI300X only; the other CDNA 3 / 4
     # parts run the same kernel (Primus-Turbo builds it for gfx942 and gfx950).
     # PyTorch's fused Adam is measured on the 500 W Grand Teton H100 only; the fraction of HBM peak a
@@ -95,7 +97,9 @@ BORROW = {
                   ["h100_sxm_96gb_500w", "h800", "h200", "h20", "b200", "gb200"])],
     "h200": [(("hbm_permute_fraction", "hbm_gather_fraction"),
               HOPPER + ["h20", "b200", "gb200"]),
-             (("attention_fwd_fraction", "attention_bwd_fraction") + FP8_ATTENTION, HOPPER)],
+             (("attention_fwd_fraction", "attention_bwd_fraction") + FP8_ATTENTION, HOPPER),
+             # The same Triton SSD kernels on the H200's GH100 die (same SMs and clocks).
+             (("ssd_scan_fraction",), HOPPER + ["h20"])],
     # cuDNN's 8-bit attention is published on the NVL72 parts only; the B200 has GB200's die (the
     # B300, derived from the B200, takes them too: GB300's own rows are 10-40 % faster, an open
     # point).
@@ -205,6 +209,11 @@ def rules(rows_by_id):
             and (r["kind"] in ("copy", "triad", "stream_add") or r.get("bytes", 0) > 0
                  or fused_norm_forward(r)),
             "op_class memory, STREAM kinds, a stated byte count or a fused norm / softmax forward")
+        # Mamba-2's SSD scan as mamba_ssm's Triton kernels run it (the forward rows: the chunk
+        # products at this fraction of the dense GEMM model, the state pass at the streaming one).
+        out[(a, "ssd_scan_fraction")] = (
+            lambda r, a=a: r["op_class"] == "linear_attention" and r["accelerator"] == a
+            and r["kind"] == "mamba2_ssd", "op_class linear_attention, kind mamba2_ssd")
         out[(a, "hbm_loss_fraction")] = (
             lambda r, a=a: r["op_class"] == "memory" and r["accelerator"] == a
             and r["kind"] == "cross_entropy", "op_class memory, kind cross_entropy")
@@ -240,7 +249,7 @@ def training_shape(op_class, s):
     GEMMs with hidden and K of 1024 or more and 512 or more rows per group, since a fine-grained
     MoE at MBS 1 gives each local expert only a few hundred to a few thousand rows (DeepSeek-V3 /
     Qwen3 at seq 4096, EP 8: 512-1024); attention over 2048 tokens or more, memory-bound kernels
-    moving 32 MiB or more."""
+    moving 32 MiB or more, linear-attention / SSD scans over 32k tokens or more."""
     if op_class == "gemm":
         return min(s.get("m", 0), s.get("n", 0), s.get("k", 0)) >= 1024
     if op_class == "grouped_gemm":
@@ -251,6 +260,10 @@ def training_shape(op_class, s):
     if op_class == "memory":
         size = s.get("bytes", 2.0 * s.get("rows", 0) * s.get("cols", 0))
         return size == 0 or size >= 32 * 2**20  # a bandwidth without a size is a STREAM run
+    if op_class == "linear_attention":
+        # A training microbatch's scan: 32k tokens or more (a Mamba layer at MBS 2 x 16k, or 4 x
+        # 8k); below, an SSD call's working set sits in L2 or its launches dominate.
+        return s.get("batch", 1) * s.get("seq_q", 0) >= 32768
     return True
 
 
@@ -271,7 +284,7 @@ def load_rows(kernels_json, kernels_dir):
                 r"^    (pass|backend|kind|impl): (.+)$", line)
             if cur is not None and m:
                 cur[m.group(1)] = m.group(2).strip().strip("'\"")
-            m = re.match(r"^    (m|n|k|groups|seq_q|bytes|rows|cols|sms|nodes|window): ([0-9.eE+]+)$",
+            m = re.match(r"^    (m|n|k|batch|groups|seq_q|bytes|rows|cols|sms|nodes|window): ([0-9.eE+]+)$",
                          line)
             if cur is not None and m:
                 cur[m.group(1)] = float(m.group(2))

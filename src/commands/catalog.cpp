@@ -106,6 +106,7 @@ nlohmann::json accelerator_value(const AcceleratorSpec& a) {
   cal["grouped_gemm_fraction_fp8"] = sourced_json(c.grouped_gemm_fraction_fp8);
   cal["gemm_fp8_blockwise_fraction"] = sourced_json(c.gemm_fp8_blockwise_fraction);
   cal["ep_kernel_unit_bytes_per_s"] = sourced_json(c.ep_kernel_unit_bytes_per_s);
+  cal["ssd_scan_fraction"] = sourced_json(c.ssd_scan_fraction);
   j["calibration"] = cal;
   return j;
 }

@@ -168,15 +168,20 @@ Dtype gemm_compute_dtype(const AcceleratorSpec& acc, Dtype d) {
 }
 
 std::array<GemmShape, 2> weightless_backward_shapes(const GemmShape& f) {
-  GemmShape a{f.m, f.k, f.n, f.batch, f.dtype, f.out, f.blockwise};
-  GemmShape b{f.k, f.n, f.m, f.batch, f.dtype, f.out, f.blockwise};
+  GemmShape a = f;
+  a.n = f.k;
+  a.k = f.n;
+  GemmShape b = f;
+  b.m = f.k;
+  b.k = f.m;
   return {a, b};
 }
 
 OpCost gemm_time(const AcceleratorSpec& acc, const GemmShape& s) {
+  const double ssd = acc.calibration.ssd_scan_fraction.value;
   return price(acc, {static_cast<double>(s.m), static_cast<double>(s.n), static_cast<double>(s.k),
-                     static_cast<double>(std::max<std::int64_t>(1, s.batch)), s.dtype, s.out, 1.0,
-                     s.blockwise});
+                     static_cast<double>(std::max<std::int64_t>(1, s.batch)), s.dtype, s.out,
+                     s.ssd_chunk && ssd > 0.0 ? ssd : 1.0, s.blockwise});
 }
 
 namespace {

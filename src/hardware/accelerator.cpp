@@ -107,6 +107,7 @@ constexpr CalKey kCalKeys[] = {
     {"kernel_fixed_s", &Cal::kernel_fixed_s, 0, 1e-2, false, false, false},
     {"host_dispatch_scale", &Cal::host_dispatch_scale, 0, 10, true, false, false},
     {"ep_kernel_unit_bytes_per_s", &Cal::ep_kernel_unit_bytes_per_s, 0, 1e13, false, false, false},
+    {"ssd_scan_fraction", &Cal::ssd_scan_fraction, 0, 1, true, false, false},
 };
 
 // Exact dtype key as written by to_string(Dtype) (the model module's parser is not a dependency).

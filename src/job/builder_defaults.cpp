@@ -45,19 +45,29 @@ void Builder::fp8_attention_check() {
   }
 }
 
-// The chunked linear-attention (GDN / KDA) and Mamba-2 scan kernels have no kernel measurements
-// in data/kernels: they are priced as batched GEMMs and memory passes, and the job says so. On
-// AMD parts the held-out Primus runs of such models (data/validation/primus_config_runs.yaml, FLA
-// and mamba_ssm Triton kernels on MI300X) ran well below that price, so the warning gives them.
+// Chunked recurrent kernels without a kernel measurement on the job's part are priced as batched
+// GEMMs and memory passes at the dense rates, and the job says so: the linear-attention (GDN /
+// KDA) chunk kernels always (no fitted rate: data/kernels has forward + backward rows on GB200
+// only, an open gap), Mamba-2's SSD scan where the part has no ssd_scan_fraction. On AMD parts the
+// held-out Primus runs of such models (data/validation/primus_config_runs.yaml, FLA and mamba_ssm
+// Triton kernels on MI300X) ran well below that price, so the warning gives them.
 void Builder::recurrent_kernel_check() {
   const auto& layers = job_.model.layers;
-  const bool recurrent = std::any_of(layers.begin(), layers.end(),
-                                     [](const LayerSpec& l) { return l.has_recurrent_mixer(); });
-  if (!recurrent) return;
-  std::string w =
-      "linear-attention / Mamba-2 scan kernels are priced as batched GEMMs and memory passes, "
-      "with no kernel measurement behind them (data/kernels)";
   const AcceleratorSpec& acc = job_.cluster.accelerator;
+  const bool chunked = std::any_of(layers.begin(), layers.end(), [](const LayerSpec& l) {
+    return l.has_linear_attention() && !l.linear.short_conv();
+  });
+  const bool ssd =
+      acc.calibration.ssd_scan_fraction.value <= 0.0 &&
+      std::any_of(layers.begin(), layers.end(), [](const LayerSpec& l) { return l.has_mamba(); });
+  if (!chunked && !ssd) return;
+  std::string w = fmt::format(
+      "{} kernels are priced as batched GEMMs and memory passes at the dense rates, with no "
+      "kernel measurement on {} behind them (data/kernels)",
+      chunked && ssd ? "linear-attention chunk and Mamba-2 SSD scan"
+      : chunked      ? "linear-attention chunk"
+                     : "Mamba-2 SSD scan",
+      acc.name);
   if (acc.vendor == "AMD") {
     w += fmt::format(
         "; on {} read the throughput as an upper bound: Primus' published MI300X runs of GDN, "

@@ -113,6 +113,29 @@ Priced price_attention(const AcceleratorSpec& acc, const KernelRow& r) {
   return p;
 }
 
+// Mamba-2's chunked SSD scan (mamba_ssm's mamba_chunk_scan_combined) over batch x seq_q tokens,
+// heads_q heads of head_dim channels, groups B / C groups of state_dim, chunks of `chunk` tokens:
+// the workload's chunk products and state pass (cost/linear_attention.h), forward only (the
+// published rows time the forward; the backward is the workload's structure at the same rates).
+Priced price_ssd(const AcceleratorSpec& acc, const KernelRow& r) {
+  const KernelShape& s = r.shape;
+  if (s.state_dim <= 0 || s.chunk <= 0) return skip("mamba2_ssd needs state_dim and chunk");
+  if (s.pass != "fwd") return skip("mamba2_ssd rows are forward only");
+  const int groups = static_cast<int>(s.groups);
+  if (groups <= 0 || s.heads_q % groups != 0) return skip("mamba2_ssd groups must divide heads_q");
+  const SsdShape ssd{s.batch,     s.seq_q, s.heads_q, s.head_dim,
+                     s.state_dim, groups,  s.chunk,   r.dtype};
+  Priced p;
+  for (const ChunkGemm& g : ssd_chunk_gemms(ssd)) {
+    p.time_s += gemm_time(acc, g.shape).time_s;
+    p.flops += g.shape.flops();
+  }
+  p.time_s += memory_bound_time(acc, ssd_state_pass_bytes(ssd), MemOpClass::kElementwise).time_s;
+  p.model = fmt::format("ssd_chunk_gemms fwd b{} t{} h{} p{} n{} g{} chunk {} {}", s.batch, s.seq_q,
+                        s.heads_q, s.head_dim, s.state_dim, groups, s.chunk, r.dtype_name);
+  return p;
+}
+
 // The chunked gated delta rule (FLA's chunk_gated_delta_rule) over batch x seq_q tokens,
 // heads_q heads of key / value dims head_dim / head_dim_v, in 64-token chunks: the workload's
 // chunk GEMMs (cost/linear_attention.h), and for the backward each one's two gradient GEMMs.
@@ -122,7 +145,10 @@ Priced price_linear_attention(const AcceleratorSpec& acc, const KernelRow& r) {
   if (s.batch <= 0 || s.seq_q <= 0 || s.heads_q <= 0 || s.head_dim <= 0) {
     return skip("linear_attention needs batch, seq_q, heads_q and head_dim");
   }
-  if (s.kind != "gdn") return skip("linear_attention kind must be gdn (the gated delta rule)");
+  if (s.kind == "mamba2_ssd") return price_ssd(acc, r);
+  if (s.kind != "gdn") {
+    return skip("linear_attention kind must be gdn (the gated delta rule) or mamba2_ssd");
+  }
   const bool fwd = s.pass == "fwd" || s.pass == "fwd_bwd";
   const bool bwd = s.pass == "bwd" || s.pass == "fwd_bwd";
   if (!fwd && !bwd) return skip("linear_attention pass must be fwd, bwd or fwd_bwd");

@@ -134,6 +134,8 @@ void read_shape(const Reader& r, const YAML::Node& s, int line, KernelShape& out
   r.count(s, "heads_kv", out.heads_kv, line);
   r.count(s, "head_dim", out.head_dim, line);
   r.count(s, "head_dim_v", out.head_dim_v, line);
+  r.count(s, "state_dim", out.state_dim, line);
+  r.count(s, "chunk", out.chunk, line);
   r.count(s, "tokens", out.tokens, line);
   r.count(s, "hidden", out.hidden, line);
   r.count(s, "topk", out.topk, line);

@@ -23,6 +23,10 @@ void add_backward(const std::vector<Op>& fwd, std::vector<Op>& out, bool sp) {
     Op b = f;
     b.phase = WorkPhase::kB;
     b.recompute = false;
+    if (f.backward_only) {
+      out.push_back(b);
+      continue;
+    }
     switch (f.kind) {
       case OpKind::kGemm:
       case OpKind::kGroupedGemm: {
@@ -177,13 +181,16 @@ void apply_eager_elementwise(std::vector<Op>& fwd) {
 void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute, LayerWork& lw,
                   bool sp, const LayerSpec* layer) {
   if (!job.runtime.fused_elementwise) apply_eager_elementwise(fwd);
-  std::vector<Op> ops = fwd;
+  std::vector<Op> ops;
+  for (const Op& f : fwd) {
+    if (!f.backward_only) ops.push_back(f);
+  }
   const bool op_policy = layer != nullptr && !full_recompute &&
                          job.runtime.recompute.granularity == RecomputeGranularity::kOpPolicy;
   if (op_policy) {
     const OpPolicySaved saved = op_policy_saved(*layer, job.runtime.precision);
     for (const Op& f : fwd) {
-      const double share = op_policy_replay(saved, f);
+      const double share = f.backward_only ? 0.0 : op_policy_replay(saved, f);
       if (share <= 0.0) continue;
       Op r = f;
       r.phase = WorkPhase::kB;
@@ -216,6 +223,7 @@ void finish_block(const JobSpec& job, std::vector<Op>& fwd, bool full_recompute,
   const bool tensor_policy = job.runtime.recompute.granularity == RecomputeGranularity::kTensors;
   for (const Op& f : fwd) {
     if (op_policy) break;
+    if (f.backward_only) continue;
     if (full_recompute || selectively_recomputed(job, f) ||
         (tensor_policy && workload_detail::recomputed_by_tensor_policy(job, f))) {
       Op r = f;

@@ -10,11 +10,11 @@
 namespace projector::workload_detail {
 
 // A Mamba-2 layer (MG11 mamba_layer.py, mamba_mixer.py): norm, in_proj (column-parallel), the
-// causal depthwise conv and the chunked SSD scan (one fused kernel, priced as memory-bound by the
-// bytes it moves: zxBCdt in, the conv output and y out, the fp32 chunk states written and read),
-// the gated RMSNorm over d_inner, out_proj (row-parallel), the residual. Its backward recomputes
-// the conv and the chunk states (MG11 mamba_mixer.py:707 mamba_split_conv1d_scan_combined), so
-// it moves about twice the forward's bytes.
+// causal depthwise conv with SiLU over xBC (causal_conv1d: reads and writes the conv channels; its
+// backward moves twice that), the chunked SSD scan as its chunk products and state pass
+// (cost/linear_attention.h; the backward's recomputation and decay gradient as backward-only
+// ops), the gated RMSNorm over d_inner, out_proj (row-parallel), the residual. The scan runs
+// over the rank's heads and groups, for every sequence of the microbatch.
 void add_mamba(const Ctx& c, std::vector<Op>& f, const MambaSpec& m) {
   const std::int64_t h = c.job.model.hidden_size;
   const std::int64_t d_inner = m.d_inner() / c.tp;
@@ -24,15 +24,28 @@ void add_mamba(const Ctx& c, std::vector<Op>& f, const MambaSpec& m) {
   f.push_back(mem_op("mamba.norm", norm_bytes(c, c.tokens_sp, h)));
   tp_enter(c, f, "mamba");
   push_gemm(c, f, "mamba.in_proj", c.tokens, m.in_proj_width() / c.tp, h);
-  const double states =
-      T / std::max(1, m.chunk_size) * static_cast<double>(d_inner) * m.state_dim * 4.0;
-  Op scan = mem_op(
-      "mamba.conv_scan",
-      T * (static_cast<double>(m.in_proj_width()) / c.tp + conv_channels + d_inner) * c.act_b +
-          2.0 * states);
-  scan.bwd_bytes = 2.0 * scan.bytes;
-  scan.flops = 7.0 * T * static_cast<double>(d_inner) * m.state_dim;
-  f.push_back(scan);
+  Op conv = mem_op("mamba.conv1d", 2.0 * T * static_cast<double>(conv_channels) * c.act_b);
+  conv.bwd_bytes = 2.0 * conv.bytes;
+  f.push_back(conv);
+  const RuntimeSpec& rt = c.job.runtime;
+  const SsdShape ssd{rt.micro_batch_size, c.tokens / std::max<std::int64_t>(1, rt.micro_batch_size),
+                     m.num_heads / c.tp,  m.head_dim,
+                     m.state_dim,         m.num_groups / c.tp,
+                     m.chunk_size,        c.act};
+  for (const ChunkGemm& g : ssd_chunk_gemms(ssd)) {
+    Op op = einsum_op(c, g.name, g.shape.m, g.shape.n, g.shape.k, static_cast<int>(g.shape.batch));
+    op.gemm = g.shape;
+    f.push_back(op);
+  }
+  Op pass = mem_op("mamba.ssd_state_pass", ssd_state_pass_bytes(ssd));
+  pass.bwd_bytes = 3.0 * pass.bytes;  // replayed, then states and their gradients read, one written
+  f.push_back(pass);
+  for (const ChunkGemm& g : ssd_backward_extra_gemms(ssd)) {
+    Op op = einsum_op(c, g.name, g.shape.m, g.shape.n, g.shape.k, static_cast<int>(g.shape.batch));
+    op.gemm = g.shape;
+    op.backward_only = true;
+    f.push_back(op);
+  }
   f.push_back(mem_op("mamba.gated_norm", 3.0 * T * static_cast<double>(d_inner) * c.act_b));
   push_gemm(c, f, "mamba.out_proj", c.tokens, h, d_inner);
   tp_exit(c, f, "mamba");

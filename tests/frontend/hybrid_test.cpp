@@ -123,8 +123,14 @@ TEST(Hybrid, MambaLayerParamsAndFlops) {
 // The Mamba layer's saved tensors (one microbatch of 2048 tokens, bf16, TP 1): the norm input and
 // output (2 x T x h x 2 B), zxBCdt (T x 4384 x 2 B), the fused kernel's ungated scan output, the
 // gated output the mixer's RMSNorm keeps and out_proj's input (3 x T x 2048 x 2 B; MB1
-// ssd_combined.py saves zxbcdt and out_x). The scan is a memory-bound op, its backward
-// recomputes (2x the bytes).
+// ssd_combined.py saves zxbcdt and out_x).
+// Its ops, counted by hand for 32 heads of 64, 8 groups of state 16 and 16 chunks of 128 tokens:
+// the conv reads and writes xBC (2 x T x (2048 + 2 x 8 x 16) x 2 B); the SSD's chunk products
+// (chunk states 2 x 64 x 16 x 128 x 512, C B^T 2 x 128 x 128 x 16 x 128, intra-chunk output
+// 2 x 128 x 64 x 128 x 512, inter-chunk output 2 x 128 x 64 x 16 x 512) = 1,409,286,144 FLOPs
+// forward; the backward's gradients are twice that, and it adds the recomputed chunk states and
+// C B^T and the decay gradient (2 x 128 x 128 x 64 x 512): 4,093,640,704 FLOPs in phase B, none in
+// W.
 TEST(Hybrid, MambaActivationsAndScan) {
   testing::TempDir dir;
   const JobSpec job = load_text(dir, mamba_args(""));
@@ -133,20 +139,32 @@ TEST(Hybrid, MambaActivationsAndScan) {
   EXPECT_NEAR(layer_activation(job, job.model.layers[0]).total_bytes, saved, 1.0);
   const LayerWork lw = build_layer_work(job, 0);
   EXPECT_EQ(lw.label, "mamba_layer");
-  bool scan = false, in_proj = false;
+  bool conv = false, in_proj = false, pass = false;
+  double ssd_f = 0.0, ssd_b = 0.0, ssd_w = 0.0;
   for (const Op& op : lw.ops) {
-    if (op.name == "mamba.conv_scan") {
-      scan = true;
+    if (op.name == "mamba.conv1d") {
+      conv = true;
       EXPECT_EQ(op.kind, OpKind::kMemoryBound);
+      EXPECT_DOUBLE_EQ(op.bytes, 2.0 * T * 2304 * 2);
       EXPECT_DOUBLE_EQ(op.bwd_bytes, 2.0 * op.bytes);
+    }
+    if (op.name == "mamba.ssd_state_pass" && op.phase == WorkPhase::kF) {
+      pass = true;
+      EXPECT_DOUBLE_EQ(op.bytes, T * 32 * 10 + 16.0 * 32 * 64 * 16 * 6);
     }
     if (op.name == "mamba.in_proj") {
       in_proj = true;
       EXPECT_EQ(op.gemm.n, 4384);
     }
+    if (op.kind == OpKind::kGemm && op.gemm.ssd_chunk) {
+      (op.phase == WorkPhase::kF ? ssd_f : op.phase == WorkPhase::kB ? ssd_b : ssd_w) += op.flops;
+    }
     EXPECT_NE(op.name.rfind("attn.", 0), 0u) << op.name;  // no attention in a Mamba layer
   }
-  EXPECT_TRUE(scan && in_proj);
+  EXPECT_TRUE(conv && pass && in_proj);
+  EXPECT_DOUBLE_EQ(ssd_f, 1409286144.0);
+  EXPECT_DOUBLE_EQ(ssd_b, 4093640704.0);
+  EXPECT_DOUBLE_EQ(ssd_w, 0.0);
   // Mamba heads and groups divide over TP: 8 groups over TP 16 do not.
   EXPECT_THROW(load_text(dir, mamba_args("tensor_model_parallel_size: 16\n"
                                          "allow_tp_beyond_node: true\n")),

@@ -11,6 +11,7 @@
 
 #include "projector/cost/collective.h"
 #include "projector/cost/gemm.h"
+#include "projector/cost/memory_ops.h"
 #include "projector/util/error.h"
 #include "support/catalogue.h"
 
@@ -166,6 +167,64 @@ TEST(KernelPrice, LinearAttentionRowIsTheWorkloadsChunkGemms) {
   EXPECT_NEAR(fb.measured_s, 3.0 * 17465344.0 / 100e12, 1e-15);
   EXPECT_GT(fb.predicted_s, f.predicted_s);
   EXPECT_FALSE(price_kernel_row(row("fwd", "mamba2")[0], acc, net).skipped.empty());
+}
+
+// A Mamba-2 SSD row (mamba_chunk_scan_combined, forward) is priced as the workload's chunk
+// products and state pass. 1 x 256 tokens in chunks of 128 (2 chunks), 4 heads of 64, 2 groups of
+// state 16, counted by hand: the chunk states 2 x 64 x 16 x 128 x 8 = 2,097,152 FLOPs, C B^T
+// 2 x 128 x 128 x 16 x 4 = 2,097,152, the intra-chunk output 2 x 128 x 64 x 128 x 8 = 16,777,216,
+// the inter-chunk output 2 x 128 x 64 x 16 x 8 = 2,097,152: 23,068,672; the state pass reads and
+// writes 256 x 4 x (2 + 8) bytes of dt and its cumsum and 2 x 4 x 64 x 16 states in fp32 and bf16
+// (6 bytes): 59,392 bytes.
+TEST(KernelPrice, SsdRowIsTheWorkloadsChunkProducts) {
+  auto row = [](const std::string& extra) {
+    return parse_kernel_rows(
+        row_text("linear_attention",
+                 "{kind: mamba2_ssd, batch: 1, seq_q: 256, heads_q: 4, head_dim: 64, "
+                 "state_dim: 16, chunk: 128" +
+                     extra + "}",
+                 "{tflops: 10}"),
+        "s.yaml")[0];
+  };
+  const AcceleratorSpec& acc = testing::accelerator("h200");
+  const NetworkSpec& net = testing::network("h100_ib400");
+  const PricedKernelRow p = price_kernel_row(row(", groups: 2, pass: fwd"), acc, net);
+  ASSERT_TRUE(p.skipped.empty()) << p.skipped;
+  EXPECT_NEAR(p.measured_s, 23068672.0 / 10e12, 1e-15);
+  auto ssd = [](std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t b, Dtype out) {
+    GemmShape g{m, n, k, b, Dtype::kBf16, out};
+    g.ssd_chunk = true;
+    return g;
+  };
+  double hand_s = memory_bound_time(acc, 59392.0, MemOpClass::kElementwise).time_s;
+  for (const GemmShape& g :
+       {ssd(64, 16, 128, 8, Dtype::kFp32), ssd(128, 128, 16, 4, Dtype::kFp32),
+        ssd(128, 64, 128, 8, Dtype::kBf16), ssd(128, 64, 16, 8, Dtype::kBf16)}) {
+    hand_s += gemm_time(acc, g).time_s;
+  }
+  EXPECT_DOUBLE_EQ(p.predicted_s, hand_s);
+  // Backward rows have no published measurement to check the structure against: refused.
+  EXPECT_FALSE(price_kernel_row(row(", groups: 2, pass: fwd_bwd"), acc, net).skipped.empty());
+  EXPECT_FALSE(price_kernel_row(row(", pass: fwd, groups: 3"), acc, net).skipped.empty());
+}
+
+// The SSD's chunk products run at the part's ssd_scan_fraction of the dense GEMM rate: a
+// compute-bound product takes 1 / fraction as long in its main loop, and a part without the
+// constant prices it as a dense GEMM.
+TEST(KernelPrice, SsdChunkProductsRunAtTheScanFraction) {
+  AcceleratorSpec acc = testing::accelerator("h200");
+  GemmShape g{4096, 4096, 65536, 1, Dtype::kBf16, Dtype::kBf16};
+  GemmShape s = g;
+  s.ssd_chunk = true;
+  acc.calibration.ssd_scan_fraction.value = 0.0;
+  EXPECT_DOUBLE_EQ(gemm_time(acc, s).time_s, gemm_time(acc, g).time_s);
+  acc.calibration.ssd_scan_fraction.value = 0.25;
+  const double fixed_s =
+      acc.calibration.kernel_launch_s.value + acc.calibration.kernel_fixed_s.value;
+  const double ratio = (gemm_time(acc, s).time_s - fixed_s) / (gemm_time(acc, g).time_s - fixed_s);
+  EXPECT_NEAR(ratio, 4.0, 0.04);  // the tiles' prologues and stores do not scale
+  // The backward's gradient products keep the flag.
+  for (const GemmShape& b : weightless_backward_shapes(s)) EXPECT_TRUE(b.ssd_chunk);
 }
 
 // nccl-tests bus bandwidth: all-reduce busbw = algbw x 2(n-1)/n, so 1 GB at busbw 350 GB/s over 8

@@ -24,6 +24,10 @@ struct GemmShape {
   // accelerator's gemm_fp8_blockwise_fraction where it has one (the per-block scaling runs in the
   // main loop), else like per-tensor fp8.
   bool blockwise = false;
+  // One of Mamba-2's chunked SSD products (cost/linear_attention.h ssd_chunk_gemms): mamba_ssm's
+  // Triton chunk kernels, whose main loop runs at the accelerator's ssd_scan_fraction of the dense
+  // rate where it has one (fitted on data/kernels), else at the dense rate (an upper bound).
+  bool ssd_chunk = false;
 
   double flops() const { return 2.0 * static_cast<double>(m) * n * k * batch; }
   friend bool operator==(const GemmShape&, const GemmShape&) = default;

@@ -138,6 +138,10 @@ struct AcceleratorSpec {
     // (DeepEP's byte count: one copy per destination GPU): with few SMs the kernel is bound by
     // its SMs' copy loops, not by the links (0: not measured, the links alone bound it).
     Sourced ep_kernel_unit_bytes_per_s;
+    // Mamba-2's chunked SSD scan (mamba_ssm's Triton chunk kernels): the main-loop speed of its
+    // chunk products relative to the dense GEMM model (GemmShape::ssd_chunk; 0: not measured on
+    // this part, priced at the dense rate, an upper bound the job warns about).
+    Sourced ssd_scan_fraction;
     // Every fraction above prices a kernel as it runs in isolation (scripts/fit_kernels.py fits
     // them on data/kernels); what a training step adds between kernels is the framework's
     // (FrameworkProfile::kernel_gap_fraction).

@@ -37,7 +37,8 @@ struct KernelShape {
   std::int64_t seq_q = 0, seq_kv = 0, window = 0;               // attention
   int heads_q = 0, heads_kv = 0, head_dim = 0, head_dim_v = 0;  // attention
   bool causal = false;                                          // attention
-  std::int64_t tokens = 0, hidden = 0, topk = 1, experts = 0;   // permute, ep_dispatch
+  int state_dim = 0, chunk = 0;  // linear_attention mamba2_ssd: d_state and the chunk length
+  std::int64_t tokens = 0, hidden = 0, topk = 1, experts = 0;  // permute, ep_dispatch
   int router_groups = 0, group_topk = 0;  // ep_dispatch: group-limited routing (0: none)
   int ep = 0, nodes = 1, ranks = 0, gpus_per_node = 0;  // ep_dispatch, collective
   int sms = 0;         // ep_dispatch: SMs / CUs the benchmark gave the kernel (0: not stated)
@@ -45,7 +46,7 @@ struct KernelShape {
   std::int64_t rows = 0, cols = 0;  // memory
   std::string pass;       // fwd | bwd | fwd_bwd (attention, grouped_gemm, linear_attention)
   std::string backend;    // attention kernel family (fa2, fa3, cudnn, ck, ...)
-  std::string kind;       // memory: copy, rmsnorm_fwd, adam, ...; linear_attention: gdn
+  std::string kind;       // memory: copy, rmsnorm_fwd, adam, ...; linear_attention: gdn, mamba2_ssd
   std::string impl;       // permute / ep_dispatch implementation
   std::string direction;  // permute | unpermute | both; dispatch | combine
   std::string op;         // collective: all_reduce, all_gather, ...

@@ -69,6 +69,9 @@ struct Op {
   bool weightless = false;  // GEMM of two activations (unfused attention): no weight gradient;
                             // its backward is two input-gradient GEMMs
   bool forward_only = false;  // no backward: frozen weights fed a detached input (V4's indexer)
+  // Work only the backward does, listed with the forward it belongs to: the recomputation inside
+  // a fused kernel's backward (Mamba-2's SSD). Its backward is the op itself, in phase B.
+  bool backward_only = false;
 };
 
 struct LayerWork {
