@@ -2,6 +2,7 @@
 #include "projector/cost/moe_routing.h"
 
 #include <algorithm>
+#include <numeric>
 
 namespace projector {
 namespace {
@@ -26,6 +27,29 @@ double choose(int n, int k) {
   return c;
 }
 
+// Consecutive placement (MoePlacement::kConsecutive): the mean number of the `parts` equal
+// destinations the experts [k t, k t + k) mod E span, over one period of t (E / gcd(k, E) tokens).
+double consecutive_destinations(int experts, int topk, int parts) {
+  if (experts <= 0 || parts <= 0 || experts % parts != 0) return 1.0;
+  const int per = experts / parts;
+  const int period = experts / std::gcd(topk, experts);
+  double sum = 0.0;
+  for (int t = 0; t < period; ++t) {
+    const int first = (topk * t) % experts;
+    int spanned = 0;
+    int last = -1;
+    for (int j = 0; j < std::min(topk, experts); ++j) {
+      const int dest = ((first + j) % experts) / per;
+      if (dest != last) ++spanned;
+      last = dest;
+    }
+    // An interval that wraps back into the destination it started in counts it once.
+    if (spanned > 1 && last == first / per) --spanned;
+    sum += spanned;
+  }
+  return sum / period;
+}
+
 }  // namespace
 
 // Probability that a token reaches a given destination holding `experts / parts` experts. Without
@@ -35,8 +59,11 @@ double choose(int n, int k) {
 // is hit when j >= 1 of its groups are picked (hypergeometric) and one expert falls in them, one
 // holding part of a group (parts a multiple of G) when its group is picked (M/G) and one expert
 // falls in its share.
-double destination_hit_probability(const MoeSpec& m, int parts) {
+double destination_hit_probability(const MoeSpec& m, int parts, MoePlacement placement) {
   const int e = m.num_experts;
+  if (placement == MoePlacement::kConsecutive) {
+    return parts <= 0 ? 1.0 : consecutive_destinations(e, m.topk, parts) / parts;
+  }
   const int groups = m.router_num_groups;
   const int picked = m.router_group_topk;
   if (groups <= 0 || picked <= 0 || picked >= groups) {
@@ -58,17 +85,17 @@ double destination_hit_probability(const MoeSpec& m, int parts) {
   return hit;
 }
 
-double dedup_dispatch_factor(const MoeSpec& m, int ep, int nodes) {
+double dedup_dispatch_factor(const MoeSpec& m, int ep, int nodes, MoePlacement placement) {
   const int parts = nodes > 1 ? nodes : ep;
   if (parts <= 1 || m.topk <= 1 || m.num_experts < parts) return 1.0;
   const double standard = m.topk * static_cast<double>(parts - 1) / parts;
-  const double dedup = (parts - 1) * destination_hit_probability(m, parts);
+  const double dedup = (parts - 1) * destination_hit_probability(m, parts, placement);
   return std::clamp(dedup / standard, 0.0, 1.0);
 }
 
-double expected_destinations(const MoeSpec& m, int parts) {
+double expected_destinations(const MoeSpec& m, int parts, MoePlacement placement) {
   if (parts <= 1) return 1.0;
-  return parts * destination_hit_probability(m, parts);
+  return parts * destination_hit_probability(m, parts, placement);
 }
 
 double ep_kernel_unit_bound_s(const AcceleratorSpec& acc, double bytes, int units) {

@@ -19,6 +19,23 @@ std::string vendor_of(const AcceleratorSpec& acc) {
   return "other";
 }
 
+// The accelerator's generation, from its architecture: parts of one generation share the SM / CU
+// design and the kernels the libraries ship for it (Hopper sm90; Blackwell sm100 / sm103; CDNA 3
+// gfx942; ...), which is where op costs err alike. A TPU's architecture is its generation.
+std::string generation_of(const AcceleratorSpec& acc) {
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"sm80", "ampere"},  {"sm90", "hopper"},  {"sm100", "blackwell"}, {"sm103", "blackwell"},
+      {"gfx90a", "cdna2"}, {"gfx942", "cdna3"}, {"gfx950", "cdna4"}};
+  for (const auto& [arch, name] : kNames) {
+    if (acc.arch == arch) return name;
+  }
+  if (acc.arch.rfind("tpu", 0) == 0) {
+    const std::string g = acc.arch.substr(3);
+    return g.empty() || g[0] != '-' ? g : g.substr(1);
+  }
+  return acc.arch.empty() ? "unknown" : acc.arch;
+}
+
 // dense, moe, moe-ep or moe-ep-internode.
 std::string transformer_model_of(const JobSpec& job) {
   const bool moe = std::any_of(job.model.layers.begin(), job.model.layers.end(),
@@ -57,23 +74,27 @@ std::string scale_of(std::int64_t gpus) {
 }  // namespace
 
 std::string regime_kernel_class(const std::string& regime_key) {
+  // vendor / generation / model / ...
   const std::size_t a = regime_key.find('/');
-  if (a == std::string::npos) return "transformer";
-  const std::string model = regime_key.substr(a + 1, regime_key.find('/', a + 1) - a - 1);
+  const std::size_t b = a == std::string::npos ? a : regime_key.find('/', a + 1);
+  if (b == std::string::npos) return "transformer";
+  const std::string model = regime_key.substr(b + 1, regime_key.find('/', b + 1) - b - 1);
   if (model == "recsys") return "recsys";
   return model.rfind("recurrent", 0) == 0 ? "recurrent" : "transformer";
 }
 
 Regime classify_regime(const JobSpec& job) {
   const std::string parts[] = {vendor_of(job.cluster.accelerator),
+                               generation_of(job.cluster.accelerator),
                                model_of(job),
                                job.runtime.backend.empty() ? "unknown" : job.runtime.backend,
                                job.parallel.pp > 1 ? "pp" : "nopp",
                                precision_of(job.runtime),
                                scale_of(job.cluster.world_size())};
   Regime r;
-  // Coarser levels drop the scale, the precision, the pipeline, the back-end, the model.
-  for (int n = 6; n >= 1; --n) {
+  // Coarser levels drop the scale, the precision, the pipeline, the back-end, the model, the
+  // generation.
+  for (int n = 7; n >= 1; --n) {
     std::string level = parts[0];
     for (int i = 1; i < n; ++i) level += "/" + parts[i];
     r.levels.push_back(level);

@@ -528,7 +528,7 @@ void map_runtime(Mapper& m) {
   if (m.out_.moe && t.ep.value_or(1) > 1) validate_detail::read_dispatcher(m, t.moe_dispatcher);
   read_cuda_graphs(m);
   if (m.out_.moe) map_moe_flags(m);
-  if (m.out_.moe) validate_detail::read_token_balance(m, t.moe_token_balance);
+  if (m.out_.moe) validate_detail::read_token_balance(m, t.moe_token_balance, m.e_.stated_text);
 }
 
 void map_training(Mapper& m) {

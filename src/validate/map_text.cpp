@@ -153,11 +153,23 @@ void read_dispatcher(Mapper& m, const std::string& text) {
   }
 }
 
-void read_token_balance(Mapper& m, const std::string& text) {
+void read_token_balance(Mapper& m, const std::string& text, const std::string& stated) {
   const std::string t = to_lower(text);
   if (has(t, "forc") && has(t, "balanc")) {
     m.d_.runtime.moe_routing = MoeRouting::kForced;
     m.note("training.moe_token_balance: '" + text + "' read as forced balanced routing");
+  }
+  // NeMo AutoModel's benchmark recipes replace the router by FakeBalancedGate, which gives token
+  // t the experts [k t, k t + k) mod E (AM1 layers.py): balanced, and each token's copies on the
+  // fewest neighbouring experts, so a deduplicating dispatcher sends it to one or two GPUs.
+  const std::string s = to_lower(stated);
+  if (has(s, "fake_balanced_gate") || has(s, "fake balanced gate")) {
+    m.d_.runtime.moe_routing = MoeRouting::kForced;
+    m.d_.runtime.moe_placement = MoePlacement::kConsecutive;
+    m.note(
+        "routing: the entry states AutoModel's fake balanced gate (fake_balanced_gate), read as "
+        "balanced routing of token t to the consecutive experts [k t, k t + k) mod E (AM1 "
+        "nemo_automodel/components/moe/layers.py FakeBalancedGate)");
   }
 }
 

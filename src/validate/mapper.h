@@ -61,7 +61,9 @@ void read_recompute(Mapper& m, const std::string& text);
 void read_dispatcher(Mapper& m, const std::string& text);
 // "forced balanced routing" (Megatron moe_router_force_load_balancing and the like): the router's
 // choice is replaced by a balanced one, so no routing skew is possible.
-void read_token_balance(Mapper& m, const std::string& text);
+// AutoModel's fake balanced gate, stated in the entry's assumptions or notes (`stated`), also
+// places each token's copies on consecutive experts (MoePlacement::kConsecutive).
+void read_token_balance(Mapper& m, const std::string& text, const std::string& stated);
 void read_precision(Mapper& m, const std::string& text);
 void read_schedule(Mapper& m, const std::string& text);
 void read_interconnect(Mapper& m, const std::string& text, ClusterSpec& cluster);

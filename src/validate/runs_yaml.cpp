@@ -439,6 +439,27 @@ void read_description(EntryReader& r, const YAML::Node& node, RunEntry& e) {
   if (is_null(node["config"])) r.error("description", "'config' without a config:", line_of(d));
 }
 
+// What the file's authors state beside the structured fields: each `assumed` item's value and
+// reason and each `notes` line, one per line (settings a source gives only in prose or in the
+// recipe it links, read by the mapper's free-text readings). Items that are not text are skipped.
+void read_stated(const YAML::Node& node, RunEntry& e) {
+  auto add = [&](const YAML::Node& n) {
+    if (is_null(n) || !n.IsScalar() || n.Scalar().size() > kMaxText) return;
+    if (!e.stated_text.empty()) e.stated_text += '\n';
+    e.stated_text += n.Scalar();
+  };
+  if (const YAML::Node a = node["assumed"]; a.IsDefined() && a.IsSequence()) {
+    for (const YAML::Node& item : a) {
+      if (!item.IsMap()) continue;
+      add(item["value"]);
+      add(item["reason"]);
+    }
+  }
+  if (const YAML::Node n = node["notes"]; n.IsDefined() && n.IsSequence()) {
+    for (const YAML::Node& item : n) add(item);
+  }
+}
+
 RunEntry read_entry(const YAML::Node& node, std::size_t index, const std::string& file) {
   RunEntry e;
   e.line = line_of(node);
@@ -465,6 +486,7 @@ RunEntry read_entry(const YAML::Node& node, std::size_t index, const std::string
   read_model(r, node, e);
   read_training(r, node, e);
   read_measured(r, node, e);
+  read_stated(node, e);
   read_config(r, node, file, e);
   read_description(r, node, e);
   return e;

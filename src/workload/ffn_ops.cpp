@@ -253,12 +253,13 @@ void add_moe(const Ctx& c, std::vector<Op>& f, const LayerSpec& layer) {
   if (job.runtime.moe_combine_bwd_fp8) mc.combine_bwd_wire = kMxfp8WireBytes / c.act_b;
   if (job.runtime.moe_dedup_dispatch && p.ep > 1) {
     const CommGroup g = job_group(job, GroupKind::kEp);
-    mc.a2a_bytes *= dedup_dispatch_factor(m, p.ep, g.nodes);
+    const MoePlacement place = job.runtime.moe_placement;
+    mc.a2a_bytes *= dedup_dispatch_factor(m, p.ep, g.nodes, place);
     if (g.nodes > 1 && g.ranks_per_node > 1 && m.topk > 0) {
       // Each GPU's own copies (deduplicated per GPU) arrive through its node's counterparts.
       const double k = g.ranks_per_node;
       const double forwarded =
-          mc.routed_bytes / m.topk * expected_destinations(m, p.ep) * (k - 1.0) / k;
+          mc.routed_bytes / m.topk * expected_destinations(m, p.ep, place) * (k - 1.0) / k;
       mc.forward_ratio = forwarded / mc.a2a_bytes;
     }
   }

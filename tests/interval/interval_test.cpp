@@ -22,14 +22,24 @@ namespace {
 using testing::JobShape;
 
 TEST(Regime, DenseAndMoeJobsOnEachVendor) {
-  // Llama 3.1 8B on one node of 8 H100, Megatron-LM, bf16, no pipeline.
+  // Llama 3.1 8B on one node of 8 H100 (sm90: Hopper), Megatron-LM, bf16, no pipeline.
   const Regime d = classify_regime(testing::make_job(testing::llama31_8b(), JobShape{}));
-  EXPECT_EQ(d.key, "nvidia/dense/megatron/nopp/bf16/gpus<=64");
-  ASSERT_EQ(d.levels.size(), 7u);
-  EXPECT_EQ(d.levels[1], "nvidia/dense/megatron/nopp/bf16");
-  EXPECT_EQ(d.levels[4], "nvidia/dense");
-  EXPECT_EQ(d.levels[5], "nvidia");
-  EXPECT_EQ(d.levels[6], "all");
+  EXPECT_EQ(d.key, "nvidia/hopper/dense/megatron/nopp/bf16/gpus<=64");
+  ASSERT_EQ(d.levels.size(), 8u);
+  EXPECT_EQ(d.levels[1], "nvidia/hopper/dense/megatron/nopp/bf16");
+  EXPECT_EQ(d.levels[4], "nvidia/hopper/dense");
+  EXPECT_EQ(d.levels[5], "nvidia/hopper");
+  EXPECT_EQ(d.levels[6], "nvidia");
+  EXPECT_EQ(d.levels[7], "all");
+  // The generation follows the architecture: B200 and B300 (sm100, sm103) are both Blackwell;
+  // a TPU's generation is its own.
+  JobShape b;
+  b.accelerator = "b300";
+  EXPECT_EQ(classify_regime(testing::make_job(testing::llama31_8b(), b)).levels[5],
+            "nvidia/blackwell");
+  b.accelerator = "b200";
+  EXPECT_EQ(classify_regime(testing::make_job(testing::llama31_8b(), b)).levels[5],
+            "nvidia/blackwell");
   // Mixtral on 16 nodes of MI300X with PP 2 and EP 8 inside a node: moe-ep.
   JobShape s;
   s.accelerator = "mi300x";
@@ -38,12 +48,12 @@ TEST(Regime, DenseAndMoeJobsOnEachVendor) {
   s.ep = 8;
   s.gbs = 256;
   const Regime m = classify_regime(testing::make_job(testing::mixtral_8x7b(), s));
-  EXPECT_EQ(m.key, "amd/moe-ep/megatron/pp/bf16/gpus<=1024");
+  EXPECT_EQ(m.key, "amd/cdna3/moe-ep/megatron/pp/bf16/gpus<=1024");
   // The same EP 8 on nodes of 4 GPUs spans two nodes.
   s.gpn = 4;
   s.nodes = 32;
   EXPECT_EQ(classify_regime(testing::make_job(testing::mixtral_8x7b(), s)).levels[4],
-            "amd/moe-ep-internode");
+            "amd/cdna3/moe-ep-internode");
 }
 
 // Ten residuals -10, -5, 0, 5, ..., 35: the 10th percentile is order statistic 0.1 x 11 = 1.1,
@@ -58,8 +68,8 @@ ResidualTable table_of(const std::string& regime, int n, const std::string& fami
 }
 
 TEST(Residuals, QuantilesByHand) {
-  Regime r{"nvidia/dense/megatron/nopp/bf16/gpus<=64", {}};
-  r.levels = {r.key, "nvidia/dense", "all"};
+  Regime r{"nvidia/hopper/dense/megatron/nopp/bf16/gpus<=64", {}};
+  r.levels = {r.key, "nvidia/hopper/dense", "all"};
   const auto q = residual_quantiles(table_of(r.key, 10), r, ResidualMetric::kThroughput);
   ASSERT_TRUE(q);
   EXPECT_EQ(q->level, r.key);
@@ -72,23 +82,25 @@ TEST(Residuals, QuantilesByHand) {
 // Fewer than 8 runs at the finest level: pooled to the next level that has 8 (runs of a sibling
 // regime count there); leaving out a family can push the level coarser.
 TEST(Residuals, PoolingRuleAndFamilyExclusion) {
-  Regime r{"nvidia/moe-ep/megatron/pp/fp8/gpus<=1024", {}};
-  r.levels = {r.key, "nvidia/moe-ep", "nvidia", "all"};
+  Regime r{"nvidia/hopper/moe-ep/megatron/pp/fp8/gpus<=1024", {}};
+  r.levels = {r.key, "nvidia/hopper/moe-ep", "nvidia", "all"};
   ResidualTable t = table_of(r.key, 3, "a");
-  for (const ResidualRun& x : table_of("nvidia/moe-ep/torchtitan/nopp/bf16/gpus<=64", 5, "b").runs)
+  for (const ResidualRun& x :
+       table_of("nvidia/hopper/moe-ep/torchtitan/nopp/bf16/gpus<=64", 5, "b").runs)
     t.runs.push_back(x);
-  for (const ResidualRun& x : table_of("nvidia/dense/megatron/nopp/bf16/gpus<=64", 4, "c").runs)
+  for (const ResidualRun& x :
+       table_of("nvidia/hopper/dense/megatron/nopp/bf16/gpus<=64", 4, "c").runs)
     t.runs.push_back(x);
   auto q = residual_quantiles(t, r, ResidualMetric::kThroughput);
   ASSERT_TRUE(q);
-  EXPECT_EQ(q->level, "nvidia/moe-ep");  // 3 + 5 runs
+  EXPECT_EQ(q->level, "nvidia/hopper/moe-ep");  // 3 + 5 runs
   EXPECT_EQ(q->runs, 8);
   q = residual_quantiles(t, r, ResidualMetric::kThroughput, "a");
   ASSERT_TRUE(q);
   EXPECT_EQ(q->level, "nvidia");  // 5 + 4 without family a
   EXPECT_EQ(q->runs, 9);
   // A level that is a prefix of another regime's text without its '/' does not match it.
-  Regime other{"nvidia/moe", {"nvidia/moe", "all"}};
+  Regime other{"nvidia/hopper/moe", {"nvidia/hopper/moe", "all"}};
   q = residual_quantiles(t, other, ResidualMetric::kThroughput);
   EXPECT_EQ(q->level, "all");
 }
@@ -100,20 +112,23 @@ TEST(Regime, RecurrentHybridsAreTheirOwnKernelClass) {
   JobSpec job = testing::make_job(testing::llama31_8b(), JobShape{});
   job.model.layers[0].kind = LayerKind::kMamba;
   const Regime r = classify_regime(job);
-  EXPECT_EQ(r.key, "nvidia/recurrent-dense/megatron/nopp/bf16/gpus<=64");
+  EXPECT_EQ(r.key, "nvidia/hopper/recurrent-dense/megatron/nopp/bf16/gpus<=64");
   EXPECT_EQ(regime_kernel_class(r.key), "recurrent");
-  EXPECT_EQ(regime_kernel_class("amd/moe-ep/megatron/pp/bf16/gpus<=64"), "transformer");
-  EXPECT_EQ(regime_kernel_class("nvidia/recsys/torchrec/nopp/bf16/gpus<=64"), "recsys");
+  EXPECT_EQ(regime_kernel_class("amd/cdna3/moe-ep/megatron/pp/bf16/gpus<=64"), "transformer");
+  EXPECT_EQ(regime_kernel_class("nvidia/ampere/recsys/torchrec/nopp/bf16/gpus<=64"), "recsys");
+  EXPECT_EQ(regime_kernel_class("nvidia/hopper"), "transformer");
   EXPECT_EQ(regime_kernel_class("all"), "transformer");
 }
 
 TEST(Residuals, RangesStayInTheirKernelClassAndVendor) {
   // Ten transformer residuals on NVIDIA (-10 ... 35) and two recurrent ones (+5, +9).
-  ResidualTable t = table_of("nvidia/dense/megatron/nopp/bf16/gpus<=64", 10, "a");
-  t.runs.push_back({"h1", "h", "nvidia/recurrent-moe-ep/megatron/nopp/fp8/gpus<=64", 5.0, {}});
-  t.runs.push_back({"h2", "h", "nvidia/recurrent-moe-ep/megatron/nopp/fp8/gpus<=64", 9.0, {}});
-  Regime nv{"nvidia/recurrent-dense/megatron/nopp/bf16/gpus<=64", {}};
-  nv.levels = {nv.key, "nvidia/recurrent-dense", "nvidia", "all"};
+  ResidualTable t = table_of("nvidia/hopper/dense/megatron/nopp/bf16/gpus<=64", 10, "a");
+  t.runs.push_back(
+      {"h1", "h", "nvidia/hopper/recurrent-moe-ep/megatron/nopp/fp8/gpus<=64", 5.0, {}});
+  t.runs.push_back(
+      {"h2", "h", "nvidia/hopper/recurrent-moe-ep/megatron/nopp/fp8/gpus<=64", 9.0, {}});
+  Regime nv{"nvidia/hopper/recurrent-dense/megatron/nopp/bf16/gpus<=64", {}};
+  nv.levels = {nv.key, "nvidia/hopper/recurrent-dense", "nvidia", "all"};
   // Only the two recurrent residuals count, at the coarsest level: 0.1 x 3 = 0.3 and 0.9 x 3 = 2.7
   // clamp to the first and the last.
   auto q = residual_quantiles(t, nv, ResidualMetric::kThroughput);
@@ -126,13 +141,13 @@ TEST(Residuals, RangesStayInTheirKernelClassAndVendor) {
   // Without family h no recurrent residual is left; on AMD none is of the vendor: refused.
   EXPECT_FALSE(residual_quantiles(t, nv, ResidualMetric::kThroughput, "h"));
   EXPECT_NE(range_refusal(t, nv, ResidualMetric::kThroughput, "h"), "");
-  Regime amd{"amd/recurrent-dense/megatron/nopp/bf16/gpus<=64", {}};
-  amd.levels = {amd.key, "amd/recurrent-dense", "amd", "all"};
+  Regime amd{"amd/cdna3/recurrent-dense/megatron/nopp/bf16/gpus<=64", {}};
+  amd.levels = {amd.key, "amd/cdna3/recurrent-dense", "amd", "all"};
   EXPECT_FALSE(residual_quantiles(t, amd, ResidualMetric::kThroughput));
   EXPECT_NE(range_refusal(t, amd, ResidualMetric::kThroughput).find("on amd"), std::string::npos);
   // An NVIDIA transformer job ignores the recurrent pair.
-  Regime dense{"nvidia/dense/megatron/nopp/bf16/gpus<=64", {}};
-  dense.levels = {dense.key, "nvidia/dense", "nvidia", "all"};
+  Regime dense{"nvidia/hopper/dense/megatron/nopp/bf16/gpus<=64", {}};
+  dense.levels = {dense.key, "nvidia/hopper/dense", "nvidia", "all"};
   q = residual_quantiles(t, dense, ResidualMetric::kThroughput);
   ASSERT_TRUE(q);
   EXPECT_EQ(q->runs, 10);

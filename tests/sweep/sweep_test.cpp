@@ -508,10 +508,10 @@ TEST(Sweep, RanksByTheLowEndOfTheCalibratedRange) {
   const JobSpec base = small_base();
   ResidualTable t;
   for (int i = 0; i < 8; ++i) {
-    t.runs.push_back({"a" + std::to_string(i), "f", "nvidia/dense/megatron/nopp/bf16/gpus<=64",
-                      50.0, std::nullopt});
-    t.runs.push_back({"b" + std::to_string(i), "f", "nvidia/dense/megatron/pp/bf16/gpus<=64", 0.0,
-                      std::nullopt});
+    t.runs.push_back({"a" + std::to_string(i), "f",
+                      "nvidia/hopper/dense/megatron/nopp/bf16/gpus<=64", 50.0, std::nullopt});
+    t.runs.push_back({"b" + std::to_string(i), "f", "nvidia/hopper/dense/megatron/pp/bf16/gpus<=64",
+                      0.0, std::nullopt});
   }
   Grid grid = parse_grid("pp=1,2; mbs=1; recompute=full");
   SpaceOptions space;

@@ -33,6 +33,16 @@ const RunEntry& find_run(const std::string& id) {
   throw std::runtime_error("no run " + id);
 }
 
+// An entry of calibration_runs_4.yaml.
+const RunEntry& find_run4(const std::string& id) {
+  static const std::vector<RunEntry> runs =
+      load_runs(kDataDir + "/validation/calibration_runs_4.yaml");
+  for (const RunEntry& e : runs) {
+    if (e.id == id) return e;
+  }
+  throw std::runtime_error("no run " + id);
+}
+
 bool has_assumption(const MappedRun& m, const std::string& prefix) {
   return std::any_of(m.assumptions.begin(), m.assumptions.end(),
                      [&](const std::string& a) { return a.rfind(prefix, 0) == 0; });
@@ -559,6 +569,23 @@ TEST(MapRun, MoeDispatcher) {
   EXPECT_EQ(g.job.runtime.moe_routing, MoeRouting::kForced);
   EXPECT_TRUE(has_assumption(g, "training.moe_token_balance: "));
   EXPECT_EQ(x.job.runtime.moe_routing, MoeRouting::kBalanced);  // not stated
+}
+
+// AutoModel's benchmark entries state its fake balanced gate in their assumptions (the recipe's
+// fake_balanced_gate) and notes: balanced routing, each token on consecutive experts (AM1). A
+// Megatron ModelZoo entry that forces balance by random scores keeps uniform placement.
+TEST(MapRun, FakeBalancedGatePlacesTokensOnConsecutiveExperts) {
+  const RunEntry& e = find_run4("automodel-deepseek-v3-bf16-h100x256-pp4-vp8-ep64-fsdp64");
+  EXPECT_NE(e.stated_text.find("fake_balanced_gate"), std::string::npos);
+  const MappedRun a = map_run(e, kDataDir);
+  ASSERT_TRUE(a.mapped) << a.reason;
+  EXPECT_EQ(a.job.runtime.moe_placement, MoePlacement::kConsecutive);
+  EXPECT_EQ(a.job.runtime.moe_routing, MoeRouting::kForced);
+  EXPECT_TRUE(has_assumption(a, "routing: the entry states AutoModel's fake balanced gate"));
+  const MappedRun z = map_run(
+      find_run4("mcore-modelzoo-qwen3-235b-bf16-h100x256-tp2-pp8-vp4-ep32-deepep"), kDataDir);
+  ASSERT_TRUE(z.mapped) << z.reason;
+  EXPECT_EQ(z.job.runtime.moe_placement, MoePlacement::kUniform);
 }
 
 // The framework named first in the free text decides the defaults.

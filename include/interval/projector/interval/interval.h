@@ -14,9 +14,10 @@
 
 namespace projector {
 
-// A job's regime: "<vendor>/<model>/<backend>/<pipeline>/<precision>/<scale>", e.g.
-// "nvidia/moe-ep/megatron/pp/fp8/gpus<=1024". `levels` runs from the key itself to coarser
-// regimes (dropping scale, precision, pipeline, back-end, then model) and ends with "all".
+// A job's regime: "<vendor>/<generation>/<model>/<backend>/<pipeline>/<precision>/<scale>", e.g.
+// "nvidia/hopper/moe-ep/megatron/pp/fp8/gpus<=1024". `levels` runs from the key itself to coarser
+// regimes (dropping scale, precision, pipeline, back-end, model, then generation) and ends with
+// "all".
 struct Regime {
   std::string key;
   std::vector<std::string> levels;

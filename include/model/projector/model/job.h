@@ -685,6 +685,12 @@ class MoeOverlaps {
 // performance projection brackets with a skewed one (PerfOptions::routing_skew_bracket).
 enum class MoeRouting : std::uint8_t { kBalanced, kLearned, kForced };
 std::string_view to_string(MoeRouting r);
+// Which experts a token's top-k copies go to. kUniform: k distinct experts drawn uniformly (a
+// router, or forced balance from random scores: Megatron's moe_router_force_load_balancing),
+// limited to the picked groups where the model has group-limited routing. kConsecutive: token t of
+// a rank's microbatch takes experts [k t, k t + k) mod E, so its copies sit on the fewest
+// neighbouring experts (NeMo AutoModel's FakeBalancedGate, AM1 layers.py, its benchmark routing).
+enum class MoePlacement : std::uint8_t { kUniform, kConsecutive };
 
 // The parts of a decoder layer CUDA graphs capture (Megatron cuda_graph_modules / the deprecated
 // cuda_graph_scope): a captured op replays without the host issuing it.
@@ -835,6 +841,7 @@ struct RuntimeSpec {
   // index_select and scatter (the legacy permute fraction).
   bool moe_permute_fusion = false;
   MoeRouting moe_routing = MoeRouting::kBalanced;
+  MoePlacement moe_placement = MoePlacement::kUniform;
   // Coefficient of variation of the routed tokens per expert within one microbatch (0: balanced).
   // The busiest expert-parallel rank sets the pace of each dispatch, grouped GEMM and combine
   // (moe_rank_load_factor).

@@ -44,6 +44,9 @@ struct RunEntry {
   std::string confidence;
   std::string framework;
   std::string source_title;
+  // The values and reasons of the entry's `assumed` items and its `notes`, one per line: settings
+  // the authors give only in prose (runs_yaml.cpp read_stated).
+  std::string stated_text;
   // Non-empty: why the run is projected and shown but kept out of every statistic and gate
   // (data/validation/README.md: a debug run, a throughput set by the input pipeline, ...).
   std::string exclude_from_statistics;
