@@ -504,6 +504,26 @@ void read_recompute_modules(Mapper& m, const std::vector<std::string>& names) {
                      fmt::join(r.modules.names(), ", ")));
 }
 
+// A Megatron-Core entry whose configuration "follows NeMo's performance scripts" (Megatron-LM's
+// examples/llama README, MG4) runs NeMo's recipe settings wherever it states none: the recipes'
+// overlaps, FP8 weights and dropout replace Megatron's store_true defaults. The profile keeps its
+// name (the run stays a Megatron-Core run for the framework fit); each default says where it came
+// from.
+static void follow_nemo_recipes(FrameworkProfile& p, const FrameworkProfile& nemo) {
+  // A NeMo profile (nemo-automodel) already extends the recipes, with its own exceptions.
+  if (p.backend != nemo.backend || p.name.rfind("nemo", 0) == 0) return;
+  auto take = [&](auto& mine, const auto& theirs) {
+    if (!theirs.value) return;
+    mine = theirs;
+    mine.source = "the entry's configuration follows NeMo recipes: " + theirs.source;
+  };
+  take(p.overlap_grad_reduce, nemo.overlap_grad_reduce);
+  take(p.overlap_param_gather, nemo.overlap_param_gather);
+  take(p.tp_comm_overlap, nemo.tp_comm_overlap);
+  take(p.fp8_param_gather, nemo.fp8_param_gather);
+  take(p.dropout, nemo.dropout);
+}
+
 void map_runtime(Mapper& m) {
   const RunEntry::Training& t = m.e_.training;
   JobDraft& d = m.d_;
@@ -517,6 +537,7 @@ void map_runtime(Mapper& m) {
     d.main_grads_dtype = m.nemo->grad_reduce_dtype.value;
     m.assume("training.grad_reduce_dtype", std::string(to_string(*d.main_grads_dtype)),
              "the entry's configuration follows NeMo recipes: " + m.nemo->grad_reduce_dtype.source);
+    follow_nemo_recipes(d.profile, *m.nemo);
   }
   map_optimizer_states(m);
   validate_detail::read_schedule(m, t.pipeline_schedule);

@@ -588,6 +588,27 @@ TEST(MapRun, FakeBalancedGatePlacesTokensOnConsecutiveExperts) {
   EXPECT_EQ(z.job.runtime.moe_placement, MoePlacement::kUniform);
 }
 
+// Megatron-LM's examples/llama table "follows NeMo's performance scripts" (MG4): where the entry
+// states no overlap or FP8 weights, NeMo's recipes decide (the 70B at TP 4: userbuffers overlap,
+// the DDP overlaps, FP8 weights with the delayed recipe), and the run stays a Megatron-Core one.
+// A Megatron-Core entry that says nothing of NeMo keeps Megatron's store_true defaults.
+TEST(MapRun, EntriesFollowingNemoRecipesTakeTheirSettings) {
+  const MappedRun e = map_run(find_run("megatron-lm-examples-llama3-70b-fp8-h100x64"), kDataDir);
+  ASSERT_TRUE(e.mapped) << e.reason;
+  EXPECT_EQ(e.framework, "megatron-core");
+  EXPECT_TRUE(e.job.parallel.tp_comm_overlap);
+  EXPECT_TRUE(e.job.parallel.overlap_grad_reduce);
+  EXPECT_TRUE(e.job.parallel.overlap_param_gather);
+  EXPECT_TRUE(e.job.runtime.precision.fp8_param);
+  EXPECT_TRUE(has_assumption(e,
+                             "training.tp_comm_overlap = true (megatron-core: with_sequence_"
+                             "parallel (the entry's configuration follows NeMo recipes"));
+  const MappedRun w = map_run(
+      find_run4("mcore-modelzoo-qwen3-235b-bf16-h100x256-tp2-pp8-vp4-ep32-deepep"), kDataDir);
+  ASSERT_TRUE(w.mapped) << w.reason;
+  EXPECT_FALSE(has_assumption(w, "follows NeMo recipes"));
+}
+
 // The framework named first in the free text decides the defaults.
 TEST(MapRun, FrameworkDetection) {
   const std::pair<const char*, const char*> cases[] = {
