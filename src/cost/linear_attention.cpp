@@ -1,4 +1,4 @@
-// The chunked delta rule's GEMMs (cost/linear_attention.h).
+// The chunked delta rule's and Mamba-2 SSD's chunk GEMMs (cost/linear_attention.h).
 #include "projector/cost/linear_attention.h"
 
 namespace projector {
@@ -17,10 +17,6 @@ std::array<ChunkGemm, 4> delta_rule_chunk_gemms(std::int64_t sequences, std::int
            {"linear_attn.chunk_wy", shape(c, 2 * value_dim + key_dim, c, tiles)},
            {"linear_attn.chunk_state", shape(c, value_dim, key_dim, 3 * tiles)}}};
 }
-
-}  // namespace projector
-
-namespace projector {
 
 namespace {
 GemmShape ssd_gemm(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch, Dtype in,
