@@ -224,6 +224,11 @@ void calibration_rows(const AcceleratorSpec& a, std::vector<Row>& rows) {
         std::pair{"attention_mxfp8_bwd_fraction", &c.attention_mxfp8_bwd_fraction}}) {
     if (!s->source.empty()) plain(name, *s);
   }
+  if (!c.attention_workgroup_tiles.source.empty()) {
+    rows.push_back({"calibration.attention_workgroup_tiles",
+                    fmt::format("{} key tiles", c.attention_workgroup_tiles.value),
+                    c.attention_workgroup_tiles.source});
+  }
   plain("hbm_elementwise_fraction", c.hbm_elementwise_fraction);
   plain("hbm_permute_fraction", c.hbm_permute_fraction);
   if (!c.hbm_gather_fraction.source.empty()) plain("hbm_gather_fraction", c.hbm_gather_fraction);

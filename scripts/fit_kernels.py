@@ -17,6 +17,7 @@ Needs only the Python standard library.
 """
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -309,6 +310,7 @@ def load_rows(kernels_json, kernels_dir):
         r["sms"] = int(m.get("sms", 0))
         r["nodes"] = int(m.get("nodes", 1))
         r["window"] = int(m.get("window", 0))
+        r["seq_q"] = m.get("seq_q", 0.0)
         rows[r["id"]] = r
     return rows
 
@@ -427,6 +429,94 @@ def fit(projector, data_dir):
     return notes
 
 
+# Each fused-attention workgroup's fixed work (attention_workgroup_tiles, in key tiles): fitted
+# per part with the fractions, on the rows the part's attention fractions fit at every sequence
+# length (the fractions use the training lengths only; the short ones identify the fixed work). A
+# grid, each point with the fractions refitted; the value of least mean |log(measured /
+# predicted)|. Parts whose rows have one length cannot separate it from the fraction: none.
+WG_KEY = "attention_workgroup_tiles"
+WG_GRID = [0.5 * i for i in range(0, 33)]
+ATTENTION_KEYS = ("attention_fwd_fraction", "attention_bwd_fraction", "attention_fa2_fwd_fraction",
+                  "attention_fa2_bwd_fraction") + FP8_ATTENTION
+
+
+def workgroup_rows(rows, rule_map, acc):
+    preds = [rule_map[(acc, k)][0] for k in ATTENTION_KEYS if (acc, k) in rule_map]
+    return [r for r in rows.values() if any(p(r) for p in preds)]
+
+
+# The B200 and the GB200 carry one die (same SMs, clocks and cuDNN kernels): one value for both,
+# fitted on their rows together.
+WG_POOLS = [["b200", "gb200"]]
+
+
+def wg_pool(acc):
+    return next((p for p in WG_POOLS if acc in p), [acc])
+
+
+def fit_workgroup_tiles(projector, data_dir):
+    acc_dir = os.path.join(data_dir, "hardware", "accelerators")
+    kernels_dir = os.path.join(data_dir, "kernels")
+    out = os.path.join(tempfile.mkdtemp(), "k.json")
+    run_kernels(projector, data_dir, out)
+    rows = load_rows(out, kernels_dir)
+    rule_map = rules(rows)
+
+    def pool_rows(rows, acc):
+        return [r for a in wg_pool(acc) for r in workgroup_rows(rows, rule_map, a)]
+
+    parts = []
+    for acc in sorted({r["accelerator"] for r in rows.values()}):
+        path = os.path.join(acc_dir, acc + ".yaml")
+        if (acc, "attention_fwd_fraction") in BORROWERS or not os.path.exists(path):
+            continue
+        if "\ncalibration:" not in open(path).read():
+            continue
+        if len({r["seq_q"] for r in pool_rows(rows, acc)}) >= 2:
+            parts.append(acc)
+    scores = {acc: [] for acc in parts}
+    for c in WG_GRID:
+        for acc in parts:
+            path = os.path.join(acc_dir, acc + ".yaml")
+            text = open(path).read()
+            open(path, "w").write(write_value(text, WG_KEY, c, "fitting"))
+        fit(projector, data_dir)
+        run_kernels(projector, data_dir, out)
+        rows = load_rows(out, kernels_dir)
+        for acc in parts:
+            sel = pool_rows(rows, acc)
+            loss = statistics.mean(abs(math.log(r["measured_s"] / r["predicted_s"])) for r in sel)
+            scores[acc].append((loss, c, len(sel), len({r["seq_q"] for r in sel})))
+    chosen = {}
+    for acc in parts:
+        loss, c, n, lengths = min(scores[acc])
+        zero = scores[acc][0][0]
+        pool = wg_pool(acc)
+        where = ("this part's" if len(pool) == 1 else
+                 f"the attention fractions of {' and '.join(pool)} (one die)")
+        source = (f"fit (scripts/fit_kernels.py): the value of {WG_GRID[0]:g}..{WG_GRID[-1]:g} "
+                  f"(step 0.5) with the least mean |log(measured / predicted)| over the {n} rows "
+                  f"of data/kernels that fit {where if len(pool) > 1 else where + ' attention fractions'}, "
+                  f"at every sequence length ({lengths} lengths), the fractions refitted at each "
+                  f"value; mean |log| {loss:.3f} (without: {zero:.3f})")
+        chosen[acc] = c
+        path = os.path.join(acc_dir, acc + ".yaml")
+        text = open(path).read()
+        open(path, "w").write(write_value(text, WG_KEY, c, source))
+        for keys, targets in BORROW.get(acc, []):
+            if "attention_fwd_fraction" not in keys:
+                continue
+            for t in targets:
+                tpath = os.path.join(acc_dir, t + ".yaml")
+                ttext = open(tpath).read()
+                if "\ncalibration:" not in ttext:
+                    continue
+                borrowed = (f"estimate: no attention rows on this part at several lengths; the "
+                            f"value the same kernels take on {acc} (" + source + ")")
+                open(tpath, "w").write(write_value(ttext, WG_KEY, c, borrowed))
+    return chosen
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--projector", default=os.path.join(ROOT, "build", "release", "projector"))
@@ -434,14 +524,22 @@ def main():
     a = ap.parse_args()
     data = os.path.join(ROOT, "data")
     if not a.check:
+        for acc, c in sorted(fit_workgroup_tiles(a.projector, data).items()):
+            print(f"{acc:<12} {WG_KEY:<28} {c:g}")
         notes = fit(a.projector, data)
         for (acc, key), (new, rule, sel) in sorted(notes.items()):
             print(f"{acc:<12} {key:<28} {new:.4g}  ({len(sel)} rows)")
         return 0
     scratch = tempfile.mkdtemp()
     shutil.copytree(data, os.path.join(scratch, "data"))
+    chosen = fit_workgroup_tiles(a.projector, os.path.join(scratch, "data"))
     notes = fit(a.projector, os.path.join(scratch, "data"))
     stale = []
+    for acc, c in chosen.items():
+        shipped = read_value(open(os.path.join(data, "hardware", "accelerators",
+                                               acc + ".yaml")).read(), WG_KEY)
+        if (shipped or 0.0) != c:
+            stale.append(f"{acc} {WG_KEY}: shipped {shipped}, refit {c:g}")
     for (acc, key), (new, _, _) in notes.items():
         shipped = read_value(open(os.path.join(data, "hardware", "accelerators",
                                                acc + ".yaml")).read(), key)

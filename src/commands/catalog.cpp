@@ -107,6 +107,7 @@ nlohmann::json accelerator_value(const AcceleratorSpec& a) {
   cal["gemm_fp8_blockwise_fraction"] = sourced_json(c.gemm_fp8_blockwise_fraction);
   cal["ep_kernel_unit_bytes_per_s"] = sourced_json(c.ep_kernel_unit_bytes_per_s);
   cal["ssd_scan_fraction"] = sourced_json(c.ssd_scan_fraction);
+  cal["attention_workgroup_tiles"] = sourced_json(c.attention_workgroup_tiles);
   j["calibration"] = cal;
   return j;
 }

@@ -168,11 +168,13 @@ OpCost price(const AcceleratorSpec& acc, const AttentionShape& s, bool backward)
   const Work w = backward ? backward_work(s) : forward_work(s);
   const double heads = static_cast<double>(s.batch) * s.q_heads;
   const double groups = w.groups * heads;
+  // Each workgroup's fixed work, in key tiles: short sequences give it few tiles to amortise it.
+  const double fixed = calib.attention_workgroup_tiles.value;
   double t;
   if (w.uniform) {
-    t = std::ceil(groups / cus) * w.longest * tile_s;
+    t = std::ceil(groups / cus) * (w.longest + fixed) * tile_s;
   } else {
-    t = std::max(w.total_tiles * heads / cus, w.longest) * tile_s;
+    t = std::max((w.total_tiles + fixed * w.groups) * heads / cus, w.longest + fixed) * tile_s;
   }
   const double prologue_s = cost_detail::kTilePrologueCycles / cost_detail::clock_hz(acc);
   c.time_s =

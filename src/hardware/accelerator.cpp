@@ -108,6 +108,7 @@ constexpr CalKey kCalKeys[] = {
     {"host_dispatch_scale", &Cal::host_dispatch_scale, 0, 10, true, false, false},
     {"ep_kernel_unit_bytes_per_s", &Cal::ep_kernel_unit_bytes_per_s, 0, 1e13, false, false, false},
     {"ssd_scan_fraction", &Cal::ssd_scan_fraction, 0, 1, true, false, false},
+    {"attention_workgroup_tiles", &Cal::attention_workgroup_tiles, 0, 64, false, false, false},
 };
 
 // Exact dtype key as written by to_string(Dtype) (the model module's parser is not a dependency).

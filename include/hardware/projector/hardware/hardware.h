@@ -142,6 +142,9 @@ struct AcceleratorSpec {
     // chunk products relative to the dense GEMM model (GemmShape::ssd_chunk; 0: not measured on
     // this part, priced at the dense rate, an upper bound the job warns about).
     Sourced ssd_scan_fraction;
+    // Fused attention: each workgroup's fixed work (Q tile load, softmax finalisation, output
+    // store, pipeline fill) in units of one key tile's main-loop time (0: none).
+    Sourced attention_workgroup_tiles;
     // Every fraction above prices a kernel as it runs in isolation (scripts/fit_kernels.py fits
     // them on data/kernels); what a training step adds between kernels is the framework's
     // (FrameworkProfile::kernel_gap_fraction).
