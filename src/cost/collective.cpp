@@ -150,6 +150,24 @@ Best nvls_allreduce(const Fabric& f, double m, const CommGroup& g, const Network
   return best;
 }
 
+// GPU-initiated all-to-all: the kernel's blocks store to every peer concurrently (P2P over the
+// scale-up links, RDMA writes from the GPU over the NICs), one fixed latency per tier and each
+// tier's share of the bytes at its bandwidth; the two tiers run at once.
+Best gpu_initiated_alltoall(const Fabric& f, double m, const CommGroup& g) {
+  Best best;
+  const double n = g.size;
+  const double k = std::max(1, g.ranks_per_node);
+  const double nodes = std::max(1, g.nodes);
+  const double intra = k > 1 ? (k - 1) / n * m / f.up_bw : 0.0;
+  if (nodes <= 1) {
+    best.offer(f.base_s + intra, "gpu-initiated", "direct");
+    return best;
+  }
+  const double inter = f.out_step_s + (n - k) / n * m / f.out_bw_gpu;
+  best.offer(f.base_s + f.out_base_s + std::max(intra, inter), "gpu-initiated", "direct");
+  return best;
+}
+
 Best alltoall(const NetworkSpec& net, const Fabric& f, double m, const CommGroup& g) {
   Best best;
   const double n = g.size;
@@ -161,6 +179,7 @@ Best alltoall(const NetworkSpec& net, const Fabric& f, double m, const CommGroup
   const double contention =
       g.node_aggregated ? 1.0 : std::max(0.5, 1.0 - net.a2a_remote_contention * (nodes - 1.0));
   const double remote_peers = g.node_aggregated ? nodes - 1.0 : n - k;
+  if (g.gpu_initiated) return gpu_initiated_alltoall(f, m, g);
   for (int i = 0; i < f.n_protos; ++i) {
     const Proto& p = f.protos[i];
     const double intra_bytes =

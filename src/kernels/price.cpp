@@ -278,6 +278,7 @@ Priced price_dispatch(const AcceleratorSpec& acc, const NetworkSpec& net, const 
   const double routed =
       static_cast<double>(s.tokens) * std::max<std::int64_t>(s.topk, 1) * s.hidden * wire;
   CommGroup g = row_group(acc, net, s.ep, s.nodes, s.gpus_per_node);
+  g.gpu_initiated = s.impl == "deepep_ll" || s.impl == "mori_ll";
   Priced p;
   p.bytes = routed;
   double bytes = routed;  // what the workload's moe.dispatch moves for this shape

@@ -173,6 +173,28 @@ TEST(Collective, NodeAggregatedAllToAllHasNoPeerContention) {
   EXPECT_DOUBLE_EQ(collective_time(n, CollectiveKind::kAllToAll, m, one).time_s, one_plain);
 }
 
+// A GPU-initiated all-to-all (DeepEP's low-latency kernels) pays one latency per tier and each
+// tier's share of the bytes: from EP 16 to 128 to 256 (8 GPUs a node) the remote share goes
+// 8/16 -> 120/128 -> 248/256, so the two increments stand 0.4375 : 0.03125 = 14 : 1 whatever the
+// bandwidth and latencies. DeepEP's H800 table (docs/legacy.md, 128 tokens x top-8 x 7168 FP8
+// per rank: 7.569 MB) measures 192 us at EP 128 and 194 at EP 256; the proxy-driven all-to-all
+// (per-peer latency, contention) grows by far more over the same step.
+TEST(Collective, GpuInitiatedAllToAllPaysEachTierOnce) {
+  const NetworkSpec& n = testing::network("h800_ib400");
+  const double m = 7.569e6;
+  auto t = [&](int ranks, bool gpu) {
+    CommGroup g{ranks, 8, ranks / 8, 1, 8};
+    g.gpu_initiated = gpu;
+    return collective_time(n, CollectiveKind::kAllToAll, m, g).time_s;
+  };
+  EXPECT_NEAR((t(128, true) - t(16, true)) / (t(256, true) - t(128, true)), 14.0, 1e-6);
+  EXPECT_NEAR(t(128, true), 192e-6, 0.1 * 192e-6);
+  EXPECT_NEAR(t(256, true), 194e-6, 0.1 * 194e-6);
+  EXPECT_GT(t(256, false) / t(128, false) - 1.0, 4.0 * (t(256, true) / t(128, true) - 1.0));
+  EXPECT_EQ(collective_estimate(n, CollectiveKind::kAllToAll, m, {256, 8, 32, 1, 8}).algorithm,
+            "direct");
+}
+
 TEST(Collective, AlgorithmChoiceFollowsMessageSize) {
   const NetworkSpec& n = testing::network("h100_ib400");
   EXPECT_EQ(collective_estimate(n, CollectiveKind::kAllReduce, 65536, kNode8).protocol, "LL");

@@ -61,6 +61,10 @@ struct CommGroup {
   // GPU receives its own copies, deduplicated per GPU, through its node's counterparts). 0: the
   // plain all-to-all's intra-node share.
   double node_forward_ratio = 0.0;
+  // All-to-all whose writes the GPU posts itself to every peer at once (DeepEP's and MORI's
+  // low-latency kernels: NVSHMEM / IBGDA RDMA and P2P stores): no proxy thread, so neither the
+  // per-peer latency nor the NIC contention of many proxy streams is paid in series.
+  bool gpu_initiated = false;
   friend bool operator==(const CommGroup&, const CommGroup&) = default;
 };
 
